@@ -1,0 +1,232 @@
+import { FingerprintMismatchError } from './errors/fingerprint-mismatch.js'
+import { InFlightError } from './errors/in-flight.js'
+import { InvalidOptionError } from './errors/invalid-option.js'
+import { fingerprintValue } from './fingerprint.js'
+import { assertValidKey } from './key.js'
+import { parseOutcome, serializeOutcome } from './outcome.js'
+import type { Session, Store } from './store.js'
+
+/** 24 hours: how long HTTP keys are kept by default (DESIGN "Retention"). */
+export const DEFAULT_TTL_MS = 24 * 60 * 60 * 1000
+/** How long a duplicate waits for the first call by default before `InFlightError`. */
+export const DEFAULT_WAIT_MS = 5_000
+
+/** One engine call's outcome, for metrics and logs. */
+export type OutcomeKind = 'fresh' | 'replayed' | 'not-stored' | 'in-flight' | 'mismatch' | 'error'
+
+export interface OutcomeEvent {
+  kind: OutcomeKind
+  scope: string
+  /** The store's name. */
+  store: string
+  /** Milliseconds from the call to its outcome. */
+  durationMs: number
+  error?: unknown
+}
+
+export interface IdemOptions<Tx> {
+  /** Where keys and outcomes live. */
+  store: Store<Tx>
+  /** Retention of a stored outcome; an expired key counts as new. @default 24 h */
+  ttlMs?: number
+  /** How long a duplicate waits for the first call before `InFlightError` (the lock timeout). @default 5000 */
+  waitMs?: number
+  /** Called once per call with its outcome: the hook metrics are built on. Must not throw. */
+  onOutcome?: (event: OutcomeEvent) => void
+}
+
+export interface RunOptions<Tx> {
+  /** Who the key belongs to (account, API key): from the server-side principal, never the client. */
+  scope: string
+  /** The caller's idempotency key: 1–255 visible ASCII characters. */
+  key: string
+  /** What identifies the request, as a precomputed fingerprint (see `fingerprintRequest`)... */
+  fingerprint?: string
+  /** ...or as any JSON value, canonicalised and hashed. One of the two is required. */
+  input?: unknown
+  /** Overrides the engine's `ttlMs` for this call. */
+  ttlMs?: number
+  /** Overrides the engine's `waitMs` for this call. */
+  waitMs?: number
+  /** Join this open transaction instead of opening one; the caller commits it. */
+  tx?: Tx
+  /**
+   * Decides whether an outcome is kept. When it returns false the transaction is
+   * rolled back (effects and key together) and the outcome is returned unstored, so a
+   * retry runs again. The HTTP front end uses it for 5xx responses. @default keep all
+   */
+  shouldStore?: (value: unknown) => boolean
+}
+
+export interface RunResult<T> {
+  /** The outcome: the function's, or the stored one on a replay. */
+  value: T
+  /** True when the stored outcome of an earlier call was returned and the function did not run. */
+  replayed: boolean
+  /** False when `shouldStore` refused the outcome (nothing was committed). */
+  stored: boolean
+}
+
+export interface Idem<Tx> {
+  /**
+   * Runs `fn` at most once per `(scope, key)`: claims the key in a transaction, runs
+   * `fn` with that transaction, stores the outcome and commits, all or nothing. A
+   * repeat returns the stored outcome without running `fn`. The returned value is the
+   * stored JSON form, on the first call and on replays alike.
+   *
+   * @throws FingerprintMismatchError the key was used with a different request
+   * @throws InFlightError another call holds the key for longer than `waitMs`
+   * @throws StoreUnavailableError / MigrationRequiredError from the store
+   * @throws OutcomeNotSerializableError `fn` returned something without a JSON form
+   * @throws whatever `fn` throws, after rolling back its effects and the key
+   */
+  run<T>(options: RunOptions<Tx>, fn: (tx: Tx) => T | Promise<T>): Promise<RunResult<T>>
+  readonly store: Store<Tx>
+}
+
+/**
+ * Creates the engine over a store.
+ * @example
+ * const idem = createIdem({ store: memoryStore() })
+ * const { value } = await idem.run({ scope: 'acct_1', key: 'k1', input: { amount: 5 } }, async () => ({ ok: true }))
+ */
+export function createIdem<Tx>({
+  store,
+  ttlMs = DEFAULT_TTL_MS,
+  waitMs = DEFAULT_WAIT_MS,
+  onOutcome,
+}: IdemOptions<Tx>): Idem<Tx> {
+  if (store === null || typeof store !== 'object' || typeof store.begin !== 'function') {
+    throw new InvalidOptionError('createIdem: option "store" must be an idem store (e.g. postgresStore(...))')
+  }
+  assertDuration('ttlMs', ttlMs, 1)
+  assertDuration('waitMs', waitMs, 0)
+  if (onOutcome !== undefined && typeof onOutcome !== 'function') {
+    throw new InvalidOptionError('createIdem: option "onOutcome" must be a function')
+  }
+
+  function report(kind: OutcomeKind, scope: string, started: number, error?: unknown): void {
+    if (onOutcome === undefined) return
+    try {
+      onOutcome({ kind, scope, store: store.name, durationMs: performance.now() - started, error })
+    } catch {
+      // A metrics hook must never change a request's outcome.
+    }
+  }
+
+  async function run<T>(options: RunOptions<Tx>, fn: (tx: Tx) => T | Promise<T>): Promise<RunResult<T>> {
+    const started = performance.now()
+    const { scope, key, tx } = options
+    assertScope(scope)
+    assertValidKey(key)
+    const fingerprint = fingerprintOf(options)
+    const callTtl = options.ttlMs ?? ttlMs
+    const callWait = options.waitMs ?? waitMs
+    assertDuration('ttlMs', callTtl, 1)
+    assertDuration('waitMs', callWait, 0)
+
+    // A stale snapshot can only be cured by a fresh transaction, which we own unless joined.
+    for (let attempt = 0; ; attempt++) {
+      let session: Session<Tx>
+      try {
+        session = await store.begin({ scope, key, waitMs: callWait, tx })
+      } catch (error) {
+        report('error', scope, started, error)
+        throw error
+      }
+      const { claim } = session
+      if (claim.state === 'found') {
+        await session.rollback()
+        if (claim.record.fingerprint !== fingerprint) {
+          const error = new FingerprintMismatchError(
+            `Key ${JSON.stringify(key)} was first used with a different request; use a new key for a new request`,
+          )
+          report('mismatch', scope, started, error)
+          throw error
+        }
+        report('replayed', scope, started)
+        return { value: parseOutcome<T>(claim.record.outcome), replayed: true, stored: true }
+      }
+      if (claim.state === 'stale' && !session.joined && attempt === 0) {
+        await session.rollback()
+        continue
+      }
+      if (claim.state !== 'new') {
+        await session.rollback()
+        const error = new InFlightError(
+          claim.state === 'locked'
+            ? `A call with key ${JSON.stringify(key)} is still in progress (waited ${callWait} ms)`
+            : `A call with key ${JSON.stringify(key)} finished while this transaction waited; its snapshot cannot see the result. Retry in a new transaction`,
+        )
+        report('in-flight', scope, started, error)
+        throw error
+      }
+      return await execute(session, fn, { scope, fingerprint, ttlMs: callTtl, shouldStore: options.shouldStore, started })
+    }
+  }
+
+  async function execute<T>(
+    session: Session<Tx>,
+    fn: (tx: Tx) => T | Promise<T>,
+    call: { scope: string; fingerprint: string; ttlMs: number; shouldStore: ((value: unknown) => boolean) | undefined; started: number },
+  ): Promise<RunResult<T>> {
+    let outcome: string
+    let value: T
+    try {
+      value = await fn(session.tx)
+      outcome = serializeOutcome(value)
+    } catch (error) {
+      await session.rollback()
+      report('error', call.scope, call.started, error)
+      throw error
+    }
+    if (call.shouldStore !== undefined && !call.shouldStore(value)) {
+      await session.rollback()
+      report('not-stored', call.scope, call.started)
+      return { value, replayed: false, stored: false }
+    }
+    try {
+      await session.commit({ fingerprint: call.fingerprint, outcome, ttlMs: call.ttlMs })
+    } catch (error) {
+      report('error', call.scope, call.started, error)
+      throw error
+    }
+    report('fresh', call.scope, call.started)
+    return { value: parseOutcome<T>(outcome), replayed: false, stored: true }
+  }
+
+  return { run, store }
+}
+
+function fingerprintOf(options: RunOptions<unknown>): string {
+  if (options.fingerprint !== undefined) {
+    if (typeof options.fingerprint !== 'string' || options.fingerprint.length === 0) {
+      throw new InvalidOptionError('run: option "fingerprint" must be a non-empty string')
+    }
+    return options.fingerprint
+  }
+  if (!('input' in options)) {
+    throw new InvalidOptionError('run: pass "input" (any JSON value) or "fingerprint" to identify the request')
+  }
+  try {
+    return fingerprintValue(options.input)
+  } catch (cause) {
+    throw new InvalidOptionError(`run: option "input" must be JSON data: ${(cause as Error).message}`, { cause })
+  }
+}
+
+const MAX_SCOPE_LENGTH = 1024
+
+function assertScope(scope: unknown): asserts scope is string {
+  if (typeof scope !== 'string' || scope.length === 0 || scope.length > MAX_SCOPE_LENGTH || scope.includes('\0')) {
+    throw new InvalidOptionError(
+      `run: option "scope" must be a string of 1–${MAX_SCOPE_LENGTH} characters without NUL, from the server-side principal`,
+    )
+  }
+}
+
+function assertDuration(name: string, value: unknown, min: number): void {
+  if (typeof value !== 'number' || !Number.isInteger(value) || value < min || value > 2 ** 31 * 1000) {
+    throw new InvalidOptionError(`option "${name}" must be a whole number of milliseconds ≥ ${min}, got ${String(value)}`)
+  }
+}

@@ -1,0 +1,9 @@
+import { IdemError } from './idem-error.js'
+
+/** The key was first used with a different request (method, route or body). */
+export class FingerprintMismatchError extends IdemError {
+  override readonly name = 'FingerprintMismatchError'
+  readonly code = 'fingerprint-mismatch' as const
+  readonly status = 422
+  readonly title = 'Idempotency-Key reused with a different request'
+}

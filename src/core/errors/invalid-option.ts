@@ -1,0 +1,9 @@
+import { IdemError } from './idem-error.js'
+
+/** A configuration mistake, reported at start-up with the option it concerns. */
+export class InvalidOptionError extends IdemError {
+  override readonly name = 'InvalidOptionError'
+  readonly code = 'invalid-option' as const
+  readonly status = 500
+  readonly title = 'Invalid idem configuration'
+}

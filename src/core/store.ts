@@ -1,0 +1,81 @@
+/**
+ * The contract between the engine and a key store. A store does I/O only; every
+ * decision (replay, mismatch, in flight, expiry as "new") is the engine's.
+ *
+ * A store keeps, per `(scope, key)`, one record: the request's fingerprint and the
+ * serialised outcome, with an expiry. The record is written in the same transaction
+ * as the caller's effects, so "the effect happened" and "the key is recorded" can
+ * never disagree.
+ *
+ * Durations are integer milliseconds.
+ */
+export interface Store<Tx> {
+  /** A short name for logs and errors (`postgres`, `sqlite`, `memory`). */
+  readonly name: string
+
+  /**
+   * Opens a transaction (or joins `request.tx`, the caller's open transaction), takes
+   * the key's lock, and reads the key's live record. Must be atomic with respect to
+   * other `begin` calls for the same `(scope, key)`: while one session holds the lock
+   * and has not ended, another `begin` for that key waits up to `waitMs` and then
+   * returns `locked` (with `waitMs <= 0` it returns `locked` at once).
+   *
+   * A record whose expiry has passed is not live: the claim is `new`.
+   *
+   * @throws StoreUnavailableError when the backend cannot be reached
+   * @throws MigrationRequiredError when the store's tables are missing
+   */
+  begin(request: BeginRequest<Tx>): Promise<Session<Tx>>
+}
+
+export interface BeginRequest<Tx> {
+  scope: string
+  key: string
+  /** How long to wait for another holder of the same key. */
+  waitMs: number
+  /** The caller's open transaction to join; when absent the store opens its own. */
+  tx?: Tx | undefined
+}
+
+/** What `begin` found. */
+export type Claim =
+  /** No live record; this session holds the key's lock. */
+  | { readonly state: 'new' }
+  /** A committed, live record. */
+  | { readonly state: 'found'; readonly record: KeyRecord }
+  /** Another session held the key's lock for longer than `waitMs`. */
+  | { readonly state: 'locked' }
+  /**
+   * The lock was obtained after waiting, but the transaction's snapshot predates the
+   * holder's commit (REPEATABLE READ or SERIALIZABLE), so the record cannot be seen.
+   * The engine retries in a fresh transaction, or reports the key in flight.
+   */
+  | { readonly state: 'stale' }
+
+export interface KeyRecord {
+  readonly fingerprint: string
+  /** The outcome as serialised by the engine (JSON text). */
+  readonly outcome: string
+}
+
+export interface NewRecord extends KeyRecord {
+  /** Retention from now. */
+  readonly ttlMs: number
+}
+
+/** One transaction holding one key's lock. Exactly one of `commit` or `rollback` ends it. */
+export interface Session<Tx> {
+  /** The transaction the caller's function writes its effects through. */
+  readonly tx: Tx
+  readonly claim: Claim
+  /** True when the session joined the caller's transaction rather than opening one. */
+  readonly joined: boolean
+  /**
+   * Writes the record (replacing an expired one) and commits, atomically with every
+   * effect written through `tx`. In a joined transaction it only writes; the caller
+   * commits. On failure the transaction is rolled back (if owned) before throwing.
+   */
+  commit(record: NewRecord): Promise<void>
+  /** Ends the session writing nothing: rolls back an owned transaction. Never throws. */
+  rollback(): Promise<void>
+}

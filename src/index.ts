@@ -1,0 +1,8 @@
+export * from './core/errors/index.js'
+export { createIdem, DEFAULT_TTL_MS, DEFAULT_WAIT_MS } from './core/engine.js'
+export type { Idem, IdemOptions, OutcomeEvent, OutcomeKind, RunOptions, RunResult } from './core/engine.js'
+export { parseIdempotencyKey, assertValidKey, MAX_KEY_LENGTH, type ParseKeyOptions } from './core/key.js'
+export { fingerprintRequest, fingerprintValue, type FingerprintInput } from './core/fingerprint.js'
+export { serializeOutcome, parseOutcome } from './core/outcome.js'
+export type { Store, BeginRequest, Claim, KeyRecord, NewRecord, Session } from './core/store.js'
+export { memoryStore, type MemoryStore, type MemoryTx } from './stores/memory/index.js'

@@ -1,0 +1,1 @@
+export { memoryStore, type MemoryStore, type MemoryTx } from './store.js'

@@ -1,0 +1,35 @@
+import { MigrationRequiredError } from '../../core/errors/migration-required.js'
+import { StoreUnavailableError } from '../../core/errors/store-unavailable.js'
+
+// SQLSTATEs meaning the schema was never migrated.
+const MISSING_OBJECT = new Set(['42P01', '42883', '3F000'])
+// Connection-level failures: class 08, admin/crash shutdown, too many connections, cannot connect now.
+const UNAVAILABLE_STATES = new Set(['57P01', '57P02', '57P03', '53300', '53400'])
+const UNAVAILABLE_ERRNO = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH'])
+const UNAVAILABLE_MESSAGES = [
+  'Cannot use a pool after calling end',
+  'Connection terminated',
+  'timeout exceeded when trying to connect',
+  'Client has encountered a connection error',
+  'Client was closed and is not queryable',
+]
+
+/** Maps a driver error from one of the store's own statements to idem's typed errors. */
+export function classifyPgError(error: unknown, schema: string): unknown {
+  if (!(error instanceof Error)) return error
+  const code = (error as { code?: unknown }).code
+  if (typeof code === 'string' && MISSING_OBJECT.has(code)) {
+    return new MigrationRequiredError(
+      `idem's Postgres tables are missing in schema "${schema}" (${error.message}). ` +
+        `Run the migration: \`npx idem migrate --postgres <url> --schema ${schema}\` or \`await store.migrate()\``,
+      { cause: error },
+    )
+  }
+  if (
+    (typeof code === 'string' && (code.startsWith('08') || UNAVAILABLE_STATES.has(code) || UNAVAILABLE_ERRNO.has(code))) ||
+    UNAVAILABLE_MESSAGES.some((m) => error.message.includes(m))
+  ) {
+    return new StoreUnavailableError(`Postgres is unavailable: ${error.message}`, { cause: error })
+  }
+  return error
+}

@@ -1,0 +1,50 @@
+import { quoteSchema } from './sql.js'
+import { migrations, SCHEMA_VERSION } from './migrations.js'
+import type { PgPool } from './types.js'
+
+export interface MigrateResult {
+  from: number
+  to: number
+  applied: number[]
+}
+
+/**
+ * Brings the schema's idem tables to `SCHEMA_VERSION`. Runs in one transaction under
+ * an advisory lock, so two instances starting at once migrate once. Refuses a schema
+ * newer than this build knows.
+ * @param schema default `public`
+ */
+export async function migratePostgres(pool: PgPool, { schema = 'public' }: { schema?: string } = {}): Promise<MigrateResult> {
+  const s = quoteSchema(schema)
+  const client = await pool.connect()
+  try {
+    await client.query('BEGIN')
+    await client.query('SELECT pg_advisory_xact_lock(hashtextextended($1, 0))', [`idem:migrate:${schema}`])
+    await client.query(`CREATE SCHEMA IF NOT EXISTS ${s}`)
+    await client.query(
+      `CREATE TABLE IF NOT EXISTS ${s}.idem_migrations (version integer PRIMARY KEY, description text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())`,
+    )
+    const { rows } = await client.query(`SELECT coalesce(max(version), 0) AS version FROM ${s}.idem_migrations`)
+    const from = Number((rows[0] as { version: number }).version)
+    if (from > SCHEMA_VERSION) {
+      throw new Error(`idem: schema ${schema} is at version ${from}, newer than this idem (${SCHEMA_VERSION}); upgrade idem`)
+    }
+    const applied: number[] = []
+    for (const migration of migrations) {
+      if (migration.version <= from) continue
+      for (const statement of migration.up(schema)) await client.query(statement)
+      await client.query(`INSERT INTO ${s}.idem_migrations (version, description) VALUES ($1, $2)`, [
+        migration.version,
+        migration.description,
+      ])
+      applied.push(migration.version)
+    }
+    await client.query('COMMIT')
+    return { from, to: SCHEMA_VERSION, applied }
+  } catch (error) {
+    await client.query('ROLLBACK').catch(() => {})
+    throw error
+  } finally {
+    client.release()
+  }
+}

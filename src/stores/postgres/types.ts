@@ -1,0 +1,23 @@
+/**
+ * The parts of `pg` the store uses, typed by shape so that idem does not depend on
+ * `pg`'s types: a `pg.Pool` and a `pg.PoolClient` (or `pg.Client`) fit.
+ */
+export interface PgQueryResult {
+  rows: unknown[]
+  rowCount: number | null
+  command: string
+}
+
+export interface PgClient {
+  // A text holding several statements (no values) resolves to one result per statement.
+  query(text: string, values?: unknown[]): Promise<PgQueryResult>
+  escapeLiteral(value: string): string
+}
+
+export interface PgPoolClient extends PgClient {
+  release(destroy?: boolean | Error): void
+}
+
+export interface PgPool {
+  connect(): Promise<PgPoolClient>
+}

@@ -1,0 +1,28 @@
+/** One schema change, as data: applied in order, each once, in one transaction. */
+export interface SqliteMigration {
+  version: number
+  description: string
+  up: string[]
+}
+
+/** The schema version this build of idem expects (recorded in `idem_migrations`). */
+export const SQLITE_SCHEMA_VERSION = 1
+
+export const sqliteMigrations: readonly SqliteMigration[] = [
+  {
+    version: 1,
+    description: 'idem_keys',
+    up: [
+      `CREATE TABLE idem_keys (
+  scope TEXT NOT NULL,
+  key TEXT NOT NULL,
+  fingerprint TEXT NOT NULL,
+  outcome TEXT NOT NULL,
+  created_at INTEGER NOT NULL,
+  expires_at INTEGER NOT NULL,
+  PRIMARY KEY (scope, key)
+) WITHOUT ROWID`,
+      'CREATE INDEX idem_keys_expires_at ON idem_keys (expires_at)',
+    ],
+  },
+]

@@ -1,0 +1,216 @@
+import { InvalidOptionError } from '../../core/errors/invalid-option.js'
+import { MigrationRequiredError } from '../../core/errors/migration-required.js'
+import { StoreUnavailableError } from '../../core/errors/store-unavailable.js'
+import { KeyGate, Mutex } from '../../core/key-gate.js'
+import type { BeginRequest, Claim, KeyRecord, NewRecord, Session, Store } from '../../core/store.js'
+import { sqliteMigrations, SQLITE_SCHEMA_VERSION } from './migrations.js'
+import * as sql from './sql.js'
+import type { SqliteDatabase, SqliteStatement } from './types.js'
+
+export interface SqliteStoreOptions {
+  /**
+   * An open better-sqlite3 `Database`. Use WAL mode (`db.pragma('journal_mode = WAL')`)
+   * so replays read while a writer works.
+   */
+  db: SqliteDatabase
+  /**
+   * How long a call waits for SQLite's single writer (another key's transaction in
+   * this process, or another process) before `StoreUnavailableError`. @default 5000
+   */
+  busyTimeoutMs?: number
+}
+
+export interface SqliteStore extends Store<SqliteDatabase> {
+  /** Creates or upgrades idem's tables. */
+  migrate(): { from: number; to: number; applied: number[] }
+}
+
+/**
+ * The transactional SQLite store on better-sqlite3. SQLite has one writer per database,
+ * so this store runs one transaction at a time per connection (`BEGIN IMMEDIATE`,
+ * queued in process); replays are served from a plain read without joining the queue.
+ * The caller's function gets the `Database` and writes through it; every statement it
+ * runs before resolving is part of the transaction.
+ *
+ * @example
+ * const db = new Database('app.db'); db.pragma('journal_mode = WAL')
+ * const store = sqliteStore({ db }); store.migrate()
+ */
+export function sqliteStore({ db, busyTimeoutMs = 5_000 }: SqliteStoreOptions): SqliteStore {
+  if (db === null || typeof db !== 'object' || typeof db.prepare !== 'function') {
+    throw new InvalidOptionError('sqliteStore: option "db" must be a better-sqlite3 Database')
+  }
+  if (!Number.isInteger(busyTimeoutMs) || busyTimeoutMs < 0) {
+    throw new InvalidOptionError('sqliteStore: option "busyTimeoutMs" must be a whole number of milliseconds ≥ 0')
+  }
+  // Cross-process writers are waited for by SQLite itself.
+  db.pragma(`busy_timeout = ${busyTimeoutMs}`)
+  const writer = new Mutex()
+  const gate = new KeyGate()
+  let statements: { lookup: SqliteStatement; save: SqliteStatement } | undefined
+
+  function prepared(): { lookup: SqliteStatement; save: SqliteStatement } {
+    if (statements === undefined) {
+      statements = guard(() => ({ lookup: db.prepare(sql.lookup), save: db.prepare(sql.save) }))
+    }
+    return statements
+  }
+
+  function read(scope: string, key: string): KeyRecord | undefined {
+    return guard(() => prepared().lookup.get(scope, key, Date.now()) as KeyRecord | undefined)
+  }
+
+  async function begin({ scope, key, waitMs, tx }: BeginRequest<SqliteDatabase>): Promise<Session<SqliteDatabase>> {
+    if (tx !== undefined) return joinedSession(tx, scope, key)
+    // Replays need no writer: a committed record is final until it expires.
+    const committed = read(scope, key)
+    if (committed !== undefined) return endedSession({ state: 'found', record: committed })
+
+    const leaveKey = await gate.enter(`${scope.length}:${scope}${key}`, waitMs)
+    if (leaveKey === undefined) return endedSession({ state: 'locked' })
+    const releaseWriter = await writer.acquire(busyTimeoutMs)
+    if (releaseWriter === undefined) {
+      leaveKey()
+      throw new StoreUnavailableError(`SQLite's writer stayed busy for ${busyTimeoutMs} ms (busyTimeoutMs)`)
+    }
+    const end = (): void => {
+      releaseWriter()
+      leaveKey()
+    }
+    let claim: Claim
+    try {
+      guard(() => db.exec('BEGIN IMMEDIATE'))
+    } catch (error) {
+      end()
+      throw error
+    }
+    try {
+      // Read again inside the write lock: another process may have committed meanwhile.
+      const record = read(scope, key)
+      claim = record === undefined ? { state: 'new' } : { state: 'found', record }
+    } catch (error) {
+      rollbackQuietly()
+      end()
+      throw error
+    }
+    let ended = false
+    return {
+      tx: db,
+      claim,
+      joined: false,
+      async commit(record: NewRecord) {
+        ended = true
+        try {
+          guard(() => {
+            insert(scope, key, record)
+            db.exec('COMMIT')
+          })
+        } catch (error) {
+          rollbackQuietly()
+          throw error
+        } finally {
+          end()
+        }
+      },
+      async rollback() {
+        if (ended) return
+        ended = true
+        rollbackQuietly()
+        end()
+      },
+    }
+  }
+
+  function joinedSession(tx: SqliteDatabase, scope: string, key: string): Session<SqliteDatabase> {
+    if (tx !== db) throw new InvalidOptionError('run: option "tx" must be the same Database the SQLite store was created with')
+    if (!db.inTransaction) throw new InvalidOptionError('run: option "tx" was given but the Database has no open transaction (BEGIN IMMEDIATE first)')
+    const record = read(scope, key)
+    return {
+      tx: db,
+      claim: record === undefined ? { state: 'new' } : { state: 'found', record },
+      joined: true,
+      async commit(record: NewRecord) {
+        guard(() => insert(scope, key, record))
+      },
+      async rollback() {},
+    }
+  }
+
+  function endedSession(claim: Claim): Session<SqliteDatabase> {
+    return { tx: db, claim, joined: false, commit: async () => {}, rollback: async () => {} }
+  }
+
+  function insert(scope: string, key: string, record: NewRecord): void {
+    const now = Date.now()
+    prepared().save.run(scope, key, record.fingerprint, record.outcome, now, now + record.ttlMs)
+  }
+
+  function rollbackQuietly(): void {
+    try {
+      if (db.inTransaction) db.exec('ROLLBACK')
+    } catch {
+      // The connection is closed or the transaction already ended: nothing to undo.
+    }
+  }
+
+  function migrate(): { from: number; to: number; applied: number[] } {
+    return guard(() => {
+      db.exec('BEGIN IMMEDIATE')
+      try {
+        db.exec(
+          'CREATE TABLE IF NOT EXISTS idem_migrations (version INTEGER PRIMARY KEY, description TEXT NOT NULL, applied_at INTEGER NOT NULL)',
+        )
+        const from = (db.prepare('SELECT coalesce(max(version), 0) AS v FROM idem_migrations').get() as { v: number }).v
+        if (from > SQLITE_SCHEMA_VERSION) {
+          throw new Error(`idem: the SQLite schema is at version ${from}, newer than this idem (${SQLITE_SCHEMA_VERSION}); upgrade idem`)
+        }
+        const applied: number[] = []
+        for (const migration of sqliteMigrations) {
+          if (migration.version <= from) continue
+          for (const statement of migration.up) db.exec(statement)
+          db.prepare('INSERT INTO idem_migrations (version, description, applied_at) VALUES (?, ?, ?)').run(
+            migration.version,
+            migration.description,
+            Date.now(),
+          )
+          applied.push(migration.version)
+        }
+        db.exec('COMMIT')
+        statements = undefined
+        return { from, to: SQLITE_SCHEMA_VERSION, applied }
+      } catch (error) {
+        rollbackQuietly()
+        throw error
+      }
+    })
+  }
+
+  return { name: 'sqlite', begin, migrate }
+}
+
+/** Runs a store statement, mapping driver errors to idem's typed errors. */
+function guard<T>(work: () => T): T {
+  try {
+    return work()
+  } catch (error) {
+    throw classifySqliteError(error)
+  }
+}
+
+function classifySqliteError(error: unknown): unknown {
+  if (!(error instanceof Error)) return error
+  const code = (error as { code?: unknown }).code
+  if (/no such table: idem_keys/.test(error.message)) {
+    return new MigrationRequiredError(
+      `idem's SQLite table is missing (${error.message}). Run the migration: \`store.migrate()\` or \`npx idem migrate --sqlite <file>\``,
+      { cause: error },
+    )
+  }
+  if (error.message.includes('database connection is not open')) {
+    return new StoreUnavailableError(`SQLite is unavailable: ${error.message}`, { cause: error })
+  }
+  if (code === 'SQLITE_BUSY' || code === 'SQLITE_LOCKED' || code === 'SQLITE_IOERR' || code === 'SQLITE_CANTOPEN' || code === 'SQLITE_FULL') {
+    return new StoreUnavailableError(`SQLite is unavailable: ${error.message} (${code})`, { cause: error })
+  }
+  return error
+}
