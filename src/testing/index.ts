@@ -1,0 +1,1 @@
+export { storeContract, type StoreHarness, type ContractCase } from './contract.js'
