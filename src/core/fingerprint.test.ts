@@ -1,0 +1,87 @@
+import fc from 'fast-check'
+import { describe, expect, it } from 'vitest'
+import { fingerprintRequest, fingerprintValue } from './fingerprint.js'
+
+const json = (body: string, extra: Partial<Parameters<typeof fingerprintRequest>[0]> = {}) =>
+  fingerprintRequest({ method: 'POST', route: '/orders', body, contentType: 'application/json; charset=utf-8', ...extra })
+
+/** Serialises a value with shuffled key order and random whitespace. */
+function reshape(value: unknown, random: () => number): string {
+  const space = () => [' ', '', '\n', '\t', '  '][Math.floor(random() * 5)]!
+  if (Array.isArray(value)) return `[${space()}${value.map((v) => reshape(v, random)).join(`,${space()}`)}${space()}]`
+  if (value !== null && typeof value === 'object') {
+    const entries = Object.entries(value).sort(() => random() - 0.5)
+    return `{${space()}${entries.map(([k, v]) => `${JSON.stringify(k)}${space()}:${space()}${reshape(v, random)}`).join(`,${space()}`)}${space()}}`
+  }
+  return JSON.stringify(value)
+}
+
+const jsonObject = fc.dictionary(fc.string({ maxLength: 8 }), fc.jsonValue({ maxDepth: 3 }), { minKeys: 1, maxKeys: 6 })
+
+describe('fingerprintRequest', () => {
+  it('property: JSON key order and whitespace never change the fingerprint', () => {
+    fc.assert(
+      fc.property(jsonObject, fc.integer(), (value, seed) => {
+        let state = seed
+        const random = () => ((state = (state * 1103515245 + 12345) & 0x7fffffff) / 0x7fffffff)
+        expect(json(reshape(value, random))).toBe(json(JSON.stringify(value)))
+      }),
+      { numRuns: 500 },
+    )
+  })
+
+  it('property: changing any value changes the fingerprint', () => {
+    fc.assert(
+      fc.property(jsonObject, fc.jsonValue({ maxDepth: 2 }), fc.nat(), (value, replacement, pick) => {
+        const keys = Object.keys(value)
+        const key = keys[pick % keys.length]!
+        const changed = { ...value, [key]: replacement }
+        fc.pre(JSON.stringify(JSON.parse(JSON.stringify(changed))[key]) !== JSON.stringify(JSON.parse(JSON.stringify(value))[key]))
+        expect(json(JSON.stringify(changed))).not.toBe(json(JSON.stringify(value)))
+      }),
+      { numRuns: 500 },
+    )
+  })
+
+  it('counts method and route', () => {
+    expect(json('{}')).not.toBe(json('{}', { method: 'PATCH' }))
+    expect(json('{}')).not.toBe(json('{}', { route: '/refunds' }))
+    expect(json('{}')).toBe(json('{}', { method: 'post' }))
+  })
+
+  it('compares form bodies as sorted pairs', () => {
+    const form = (body: string) => fingerprintRequest({ method: 'POST', route: '/o', body, contentType: 'application/x-www-form-urlencoded' })
+    expect(form('amount=5&currency=eur')).toBe(form('currency=eur&amount=5'))
+    expect(form('a=1&a=2')).toBe(form('a=2&a=1'))
+    expect(form('amount=5&currency=eur')).not.toBe(form('amount=6&currency=eur'))
+    expect(form('a=b%26c')).not.toBe(form('a=b&c='))
+  })
+
+  it('compares other bodies, and JSON that does not parse, as bytes', () => {
+    const bytes = (body: string | Uint8Array, contentType = 'application/octet-stream') =>
+      fingerprintRequest({ method: 'POST', route: '/o', body, contentType })
+    expect(bytes('{"a":1}')).not.toBe(bytes('{ "a": 1 }'))
+    expect(bytes(new Uint8Array([1, 2, 3]))).toBe(bytes(new Uint8Array([1, 2, 3])))
+    expect(json('{"a":')).not.toBe(json('{"a": '))
+    expect(bytes('')).toBe(fingerprintRequest({ method: 'POST', route: '/o' }))
+  })
+
+  it('keeps part boundaries unambiguous', () => {
+    expect(fingerprintRequest({ method: 'POST', route: '/ab' })).not.toBe(fingerprintRequest({ method: 'POSTA', route: '/b' }))
+  })
+
+  it('compares only the chosen fields', () => {
+    const pick = (body: string) => json(body, { fields: ['amount', 'customer.id'] })
+    expect(pick('{"amount":5,"customer":{"id":"c1","name":"A"},"note":"x"}')).toBe(pick('{"note":"y","customer":{"name":"B","id":"c1"},"amount":5}'))
+    expect(pick('{"amount":5,"customer":{"id":"c1"}}')).not.toBe(pick('{"amount":5,"customer":{"id":"c2"}}'))
+    expect(pick('{"amount":null}')).not.toBe(pick('{}'))
+  })
+})
+
+describe('fingerprintValue', () => {
+  it('is canonical and refuses values without a JSON form', () => {
+    expect(fingerprintValue({ a: 1, b: [1, 2] })).toBe(fingerprintValue({ b: [1, 2], a: 1 }))
+    expect(fingerprintValue({ a: 1 })).not.toBe(fingerprintValue({ a: 2 }))
+    expect(() => fingerprintValue(undefined)).toThrow(TypeError)
+  })
+})

@@ -1,0 +1,186 @@
+import pg from 'pg'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { createIdem, InFlightError, MigrationRequiredError, StoreUnavailableError } from '../../src/index.js'
+import { postgresStore, type PgClient, type PgPool, type PgPoolClient } from '../../src/stores/postgres/index.js'
+import { testSchema, type TestSchema } from '../support/postgres.js'
+
+const db = await testSchema('idem_pg_engine')
+
+/** Wraps a pool so every round trip and every statement it carries is recorded. */
+function countingPool(pool: pg.Pool) {
+  const trips: string[][] = []
+  const counted: PgPool = {
+    async connect() {
+      const client = (await pool.connect()) as unknown as PgPoolClient
+      return new Proxy(client, {
+        get(target, property, receiver) {
+          if (property !== 'query') return Reflect.get(target, property, receiver)
+          return async (text: string, values?: unknown[]) => {
+            const result = await target.query(text, values)
+            trips.push((Array.isArray(result) ? result : [result]).map((r: { command: string }) => r.command))
+            return result
+          }
+        },
+      })
+    },
+  }
+  return { pool: counted, trips, reset: () => void trips.splice(0) }
+}
+
+describe.skipIf(db === undefined)('postgres engine', () => {
+  const { pool, schema } = db as TestSchema
+  const effects = `"${schema}".effects`
+  beforeAll(async () => {
+    await postgresStore({ pool, schema }).migrate()
+    await pool.query(`CREATE TABLE ${effects} (id text NOT NULL)`)
+  })
+  afterAll(() => db?.drop())
+  const count = async (id: string): Promise<number> =>
+    (await pool.query(`SELECT count(*)::int AS n FROM ${effects} WHERE id = $1`, [id])).rows[0].n
+  const keyRows = async (key: string): Promise<number> =>
+    (await pool.query(`SELECT count(*)::int AS n FROM "${schema}".idem_keys WHERE key = $1`, [key])).rows[0].n
+
+  it('a fresh call adds one read and one write statement, no commit and no round trip', async () => {
+    const counting = countingPool(pool)
+    const insert = async (tx: PgClient, id: string): Promise<void> => {
+      await tx.query(`INSERT INTO ${effects} (id) VALUES ($1)`, [id])
+    }
+
+    // (a) the bare transaction, as a user would write it
+    const client = await counting.pool.connect()
+    await client.query('BEGIN')
+    await insert(client, 'bare')
+    await client.query('COMMIT')
+    client.release()
+    const bare = counting.trips.splice(0)
+    expect(bare).toEqual([['BEGIN'], ['INSERT'], ['COMMIT']])
+
+    // (c) the engine owning the transaction
+    const idem = createIdem({ store: postgresStore({ pool: counting.pool, schema }) })
+    await idem.run({ scope: 's', key: 'count-owned', input: 1 }, (tx) => insert(tx, 'count-owned'))
+    const owned = counting.trips.splice(0)
+    expect(owned).toEqual([['BEGIN', 'SELECT'], ['INSERT'], ['INSERT', 'COMMIT']])
+    expect(owned.length).toBe(bare.length) // same round trips
+    const statements = (trips: string[][]) => trips.flat()
+    const extra = diff(statements(owned), statements(bare))
+    expect(extra).toEqual(['INSERT', 'SELECT']) // one write, one read; no COMMIT
+
+    // joined: the caller's own transaction
+    const caller = await counting.pool.connect()
+    await caller.query('BEGIN')
+    await idem.run({ scope: 's', key: 'count-joined', input: 1, tx: caller }, (tx) => insert(tx, 'count-joined'))
+    await caller.query('COMMIT')
+    caller.release()
+    const joined = counting.trips.splice(0)
+    expect(joined).toEqual([['BEGIN'], ['SELECT'], ['INSERT'], ['INSERT'], ['COMMIT']])
+    expect(diff(statements(joined), statements(bare))).toEqual(['INSERT', 'SELECT'])
+    expect(joined.length - bare.length).toBe(2) // the read round trip and the write statement
+
+    // a replay is two round trips: BEGIN with the lookup, then ROLLBACK; nothing written
+    await idem.run({ scope: 's', key: 'count-owned', input: 1 }, (tx) => insert(tx, 'never'))
+    expect(counting.trips.splice(0)).toEqual([['BEGIN', 'SELECT'], ['ROLLBACK']])
+    expect(await count('never')).toBe(0)
+  })
+
+  it('joins a transaction the caller opened: its rollback undoes effect and key, its commit keeps both', async () => {
+    const idem = createIdem({ store: postgresStore({ pool, schema }) })
+    const client = await pool.connect()
+    try {
+      for (const outcome of ['ROLLBACK', 'COMMIT'] as const) {
+        await client.query('BEGIN')
+        const result = await idem.run({ scope: 's', key: 'joined', input: 1, tx: client }, async (tx) => {
+          await tx.query(`INSERT INTO ${effects} (id) VALUES ('joined')`)
+          return outcome
+        })
+        expect(result).toEqual({ value: outcome, replayed: false, stored: true })
+        await client.query(outcome)
+      }
+    } finally {
+      client.release()
+    }
+    expect(await count('joined')).toBe(1)
+    expect(await keyRows('joined')).toBe(1)
+    const replay = await idem.run({ scope: 's', key: 'joined', input: 1 }, async () => 'never')
+    expect(replay).toEqual({ value: 'COMMIT', replayed: true, stored: true })
+  })
+
+  it('a joined duplicate that will not wait gets InFlightError and its transaction stays usable', async () => {
+    const idem = createIdem({ store: postgresStore({ pool, schema }) })
+    const first = await pool.connect()
+    const second = await pool.connect()
+    try {
+      await first.query('BEGIN')
+      await idem.run({ scope: 's', key: 'joined-busy', input: 1, tx: first }, async () => 'first')
+      await second.query('BEGIN')
+      await expect(idem.run({ scope: 's', key: 'joined-busy', input: 1, tx: second, waitMs: 100 }, async () => 'second')).rejects.toThrow(
+        InFlightError,
+      )
+      // The lock wait timed out inside a subtransaction, so the caller's transaction goes on.
+      expect((await second.query('SELECT 1 AS one')).rows[0].one).toBe(1)
+      await second.query('ROLLBACK')
+      await first.query('COMMIT')
+    } finally {
+      first.release()
+      second.release()
+    }
+  })
+
+  it('under REPEATABLE READ a waiting duplicate starts over and replays instead of running twice', async () => {
+    const idem = createIdem({ store: postgresStore({ pool, schema, isolation: 'repeatable read' }) })
+    let runs = 0
+    let started!: () => void
+    const running = new Promise<void>((resolve) => (started = resolve))
+    const first = idem.run({ scope: 's', key: 'rr', input: 1 }, async (tx) => {
+      runs++
+      await tx.query(`INSERT INTO ${effects} (id) VALUES ('rr')`)
+      started()
+      await new Promise((resolve) => setTimeout(resolve, 200))
+      return 'first'
+    })
+    await running
+    const second = await idem.run({ scope: 's', key: 'rr', input: 1, waitMs: 5_000 }, async () => {
+      runs++
+      return 'second'
+    })
+    expect((await first).value).toBe('first')
+    expect(second).toEqual({ value: 'first', replayed: true, stored: true })
+    expect(runs).toBe(1)
+    expect(await count('rr')).toBe(1)
+  })
+
+  it('a missing table is MigrationRequiredError saying how to migrate, and nothing runs', async () => {
+    const idem = createIdem({ store: postgresStore({ pool, schema: `${schema}_unmigrated` }) })
+    let ran = false
+    const call = idem.run({ scope: 's', key: 'k', input: 1 }, async () => {
+      ran = true
+    })
+    await expect(call).rejects.toThrow(MigrationRequiredError)
+    await expect(call).rejects.toThrow(/idem migrate .*--schema idem_pg_engine_\w+_unmigrated|store\.migrate\(\)/)
+    expect(ran).toBe(false)
+  })
+
+  it('a closed pool is StoreUnavailableError', async () => {
+    const closed = new pg.Pool({ connectionString: (pool as unknown as { options: { connectionString: string } }).options.connectionString })
+    await closed.end()
+    const idem = createIdem({ store: postgresStore({ pool: closed, schema }) })
+    await expect(idem.run({ scope: 's', key: 'k', input: 1 }, async () => 1)).rejects.toThrow(StoreUnavailableError)
+  })
+
+  it('migrates once when two instances start at once, and refuses a newer schema', async () => {
+    const target = `${schema}_race`
+    const [a, b] = await Promise.all([postgresStore({ pool, schema: target }).migrate(), postgresStore({ pool, schema: target }).migrate()])
+    expect([a.applied, b.applied].sort()).toEqual([[], [1]].sort())
+    const again = await postgresStore({ pool, schema: target }).migrate()
+    expect(again.applied).toEqual([])
+    await pool.query(`INSERT INTO "${target}".idem_migrations (version, description) VALUES (999, 'from the future')`)
+    await expect(postgresStore({ pool, schema: target }).migrate()).rejects.toThrow(/version 999, newer than this idem/)
+    await pool.query(`DROP SCHEMA "${target}" CASCADE`)
+  })
+})
+
+/** Multiset difference a − b, sorted. */
+function diff(a: string[], b: string[]): string[] {
+  const rest = [...a]
+  for (const item of b) rest.splice(rest.indexOf(item), 1)
+  return rest.sort()
+}

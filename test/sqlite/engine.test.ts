@@ -1,0 +1,77 @@
+import Database from 'better-sqlite3'
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { afterAll, describe, expect, it } from 'vitest'
+import { createIdem, InvalidOptionError, MigrationRequiredError, StoreUnavailableError } from '../../src/index.js'
+import { sqliteStore } from '../../src/stores/sqlite/index.js'
+
+describe('sqlite engine', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'idem-sqlite-engine-'))
+  const open = (name: string) => {
+    const db = new Database(join(dir, name))
+    db.pragma('journal_mode = WAL')
+    return db
+  }
+  afterAll(() => rmSync(dir, { recursive: true, force: true }))
+
+  it('joins a transaction the caller opened; the caller rollback undoes effect and key', async () => {
+    const db = open('joined.db')
+    const store = sqliteStore({ db })
+    store.migrate()
+    db.exec('CREATE TABLE effects (id TEXT)')
+    const idem = createIdem({ store })
+    for (const end of ['ROLLBACK', 'COMMIT']) {
+      db.exec('BEGIN IMMEDIATE')
+      await idem.run({ scope: 's', key: 'k', input: 1, tx: db }, (tx) => {
+        tx.prepare("INSERT INTO effects VALUES ('k')").run()
+        return end
+      })
+      db.exec(end)
+    }
+    expect(db.prepare('SELECT count(*) AS n FROM effects').get()).toEqual({ n: 1 })
+    expect(await idem.run({ scope: 's', key: 'k', input: 1 }, () => 'never')).toEqual({ value: 'COMMIT', replayed: true, stored: true })
+    await expect(idem.run({ scope: 's', key: 'x', input: 1, tx: db }, () => 1)).rejects.toThrow(/no open transaction/)
+    await expect(idem.run({ scope: 's', key: 'x', input: 1, tx: open('other.db') }, () => 1)).rejects.toThrow(InvalidOptionError)
+    db.close()
+  })
+
+  it('a slow call on one key makes other keys wait for the writer, not fail', async () => {
+    const db = open('queue.db')
+    const store = sqliteStore({ db })
+    store.migrate()
+    const idem = createIdem({ store, waitMs: 0 })
+    const slow = idem.run({ scope: 's', key: 'slow', input: 1 }, async () => {
+      await new Promise((resolve) => setTimeout(resolve, 100))
+      return 'slow'
+    })
+    const others = await Promise.all(['a', 'b', 'c'].map((key) => idem.run({ scope: 's', key, input: 1 }, () => key)))
+    expect(others.map((r) => r.value)).toEqual(['a', 'b', 'c'])
+    expect((await slow).value).toBe('slow')
+    db.close()
+  })
+
+  it('gives up on a writer held past busyTimeoutMs with StoreUnavailableError', async () => {
+    const db = open('busy.db')
+    const store = sqliteStore({ db, busyTimeoutMs: 50 })
+    store.migrate()
+    const idem = createIdem({ store })
+    let release!: () => void
+    const held = idem.run({ scope: 's', key: 'holder', input: 1 }, () => new Promise<string>((resolve) => (release = () => resolve('held'))))
+    await new Promise((resolve) => setTimeout(resolve, 10))
+    await expect(idem.run({ scope: 's', key: 'other', input: 1 }, () => 1)).rejects.toThrow(/busy for 50 ms/)
+    release()
+    expect((await held).value).toBe('held')
+    expect((await idem.run({ scope: 's', key: 'other', input: 1 }, () => 1)).value).toBe(1)
+    db.close()
+  })
+
+  it('a missing table is MigrationRequiredError; a closed database is StoreUnavailableError', async () => {
+    const db = open('unmigrated.db')
+    const idem = createIdem({ store: sqliteStore({ db }) })
+    await expect(idem.run({ scope: 's', key: 'k', input: 1 }, () => 1)).rejects.toThrow(MigrationRequiredError)
+    await expect(idem.run({ scope: 's', key: 'k', input: 1 }, () => 1)).rejects.toThrow(/store\.migrate\(\)/)
+    db.close()
+    await expect(idem.run({ scope: 's', key: 'k', input: 1 }, () => 1)).rejects.toThrow(StoreUnavailableError)
+  })
+})
