@@ -1,10 +1,11 @@
 import pg from 'pg'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { createIdem, InFlightError, MigrationRequiredError, StoreUnavailableError } from '../../src/index.js'
-import { postgresStore, type PgClient, type PgPool, type PgPoolClient } from '../../src/stores/postgres/index.js'
+import { migrations, postgresStore, type PgClient, type PgPool, type PgPoolClient } from '../../src/stores/postgres/index.js'
 import { testSchema, type TestSchema } from '../support/postgres.js'
 
 const db = await testSchema('idem_pg_engine')
+afterAll(() => db?.drop())
 
 /** Wraps a pool so every round trip and every statement it carries is recorded. */
 function countingPool(pool: pg.Pool) {
@@ -34,7 +35,6 @@ describe.skipIf(db === undefined)('postgres engine', () => {
     await postgresStore({ pool, schema }).migrate()
     await pool.query(`CREATE TABLE ${effects} (id text NOT NULL)`)
   })
-  afterAll(() => db?.drop())
   const count = async (id: string): Promise<number> =>
     (await pool.query(`SELECT count(*)::int AS n FROM ${effects} WHERE id = $1`, [id])).rows[0].n
   const keyRows = async (key: string): Promise<number> =>
@@ -169,7 +169,7 @@ describe.skipIf(db === undefined)('postgres engine', () => {
   it('migrates once when two instances start at once, and refuses a newer schema', async () => {
     const target = `${schema}_race`
     const [a, b] = await Promise.all([postgresStore({ pool, schema: target }).migrate(), postgresStore({ pool, schema: target }).migrate()])
-    expect([a.applied, b.applied].sort()).toEqual([[], [1]].sort())
+    expect([a.applied, b.applied].sort()).toEqual([[], migrations.map((m) => m.version)].sort())
     const again = await postgresStore({ pool, schema: target }).migrate()
     expect(again.applied).toEqual([])
     await pool.query(`INSERT INTO "${target}".idem_migrations (version, description) VALUES (999, 'from the future')`)
@@ -184,3 +184,18 @@ function diff(a: string[], b: string[]): string[] {
   for (const item of b) rest.splice(rest.indexOf(item), 1)
   return rest.sort()
 }
+
+describe.skipIf(db === undefined)('postgres pruning', () => {
+  it('deletes expired records in bounded batches and keeps live ones', async () => {
+    const { pool, schema } = db as TestSchema
+    const store = postgresStore({ pool, schema })
+    const idem = createIdem({ store })
+    for (let i = 0; i < 25; i++) await idem.run({ scope: 'prune', key: `old-${i}`, input: i, ttlMs: 1 }, () => i)
+    await idem.run({ scope: 'prune', key: 'live', input: 1 }, () => 'live')
+    await new Promise((resolve) => setTimeout(resolve, 20))
+    expect(await store.prune({ batchSize: 10 })).toBe(25)
+    const { rows } = await pool.query(`SELECT key FROM "${schema}".idem_keys WHERE scope = 'prune'`)
+    expect(rows).toEqual([{ key: 'live' }])
+    await expect(store.prune({ batchSize: 0 })).rejects.toThrow(/option "batchSize"/)
+  })
+})

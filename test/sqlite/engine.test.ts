@@ -75,3 +75,20 @@ describe('sqlite engine', () => {
     await expect(idem.run({ scope: 's', key: 'k', input: 1 }, () => 1)).rejects.toThrow(StoreUnavailableError)
   })
 })
+
+describe('sqlite pruning', () => {
+  it('walks the table in windows, deleting only expired records', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'idem-sqlite-prune-'))
+    const db = new Database(join(dir, 'prune.db'))
+    const store = sqliteStore({ db })
+    store.migrate()
+    const idem = createIdem({ store })
+    for (let i = 0; i < 25; i++) await idem.run({ scope: 'prune', key: `old-${i}`, input: i, ttlMs: 1 }, () => i)
+    for (const key of ['a-live', 'z-live']) await idem.run({ scope: 'prune', key, input: 1 }, () => key)
+    await new Promise((resolve) => setTimeout(resolve, 20))
+    expect(await store.prune({ batchSize: 4 })).toBe(25)
+    expect(db.prepare('SELECT key FROM idem_keys ORDER BY key').all()).toEqual([{ key: 'a-live' }, { key: 'z-live' }])
+    db.close()
+    rmSync(dir, { recursive: true, force: true })
+  })
+})

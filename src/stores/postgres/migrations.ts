@@ -8,7 +8,7 @@ export interface Migration {
 }
 
 /** The schema version this build of idem expects. */
-export const SCHEMA_VERSION = 1
+export const SCHEMA_VERSION = 2
 
 export const migrations: readonly Migration[] = [
   {
@@ -26,7 +26,9 @@ export const migrations: readonly Migration[] = [
   expires_at timestamptz NOT NULL,
   PRIMARY KEY (scope, key)
 )`,
-        `CREATE INDEX idem_keys_expires_at ON ${s}.idem_keys (expires_at)`,
+        // BRIN: expiry grows with insertion order, and a BRIN index costs inserts almost
+        // nothing (measured: a btree here cost ~5% of fresh-call throughput).
+        `CREATE INDEX idem_keys_expires_at ON ${s}.idem_keys USING brin (expires_at)`,
         // The lock id hashes a length-prefixed (scope, key), so ("ab","c") and ("a","bc")
         // never share a lock. A hash collision only makes two keys wait for each other.
         `CREATE FUNCTION ${s}.idem_claim(p_scope text, p_key text, p_wait_ms integer)
@@ -64,5 +66,17 @@ END
 $fn$`,
       ]
     },
+  },
+  {
+    version: 2,
+    description: 'idem_once, the first-time gate of once()',
+    up: (schema) => [
+      `CREATE TABLE ${quoteSchema(schema)}.idem_once (
+  kind text NOT NULL,
+  subject text NOT NULL,
+  created_at timestamptz NOT NULL DEFAULT now(),
+  PRIMARY KEY (kind, subject)
+)`,
+    ],
   },
 ]

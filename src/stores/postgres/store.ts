@@ -22,6 +22,12 @@ export interface PostgresStore extends Store<PgClient> {
   readonly schema: string
   /** Creates or upgrades idem's tables in `schema`. Safe to run from several instances at once. */
   migrate(): Promise<MigrateResult>
+  /**
+   * Deletes expired records in batches of `batchSize`, each its own short statement
+   * (rows locked by a running call are skipped), until none are left.
+   * @returns how many records were deleted
+   */
+  prune(options?: { batchSize?: number }): Promise<number>
 }
 
 /**
@@ -124,11 +130,35 @@ export function postgresStore({ pool, schema = 'public', isolation = 'read commi
     return sql.save(schema, scope, key, record.fingerprint, record.outcome, record.ttlMs)
   }
 
+  async function prune({ batchSize = 1_000 }: { batchSize?: number } = {}): Promise<number> {
+    if (!Number.isInteger(batchSize) || batchSize < 1) throw new InvalidOptionError('prune: option "batchSize" must be a whole number ≥ 1')
+    const statement = sql.prune(schema, batchSize)
+    let deleted = 0
+    for (;;) {
+      let client: PgPoolClient
+      try {
+        client = await pool.connect()
+      } catch (error) {
+        throw fail(error)
+      }
+      try {
+        const { rowCount } = await client.query(statement.text, statement.values)
+        deleted += rowCount ?? 0
+        if ((rowCount ?? 0) < batchSize) return deleted
+      } catch (error) {
+        throw fail(error)
+      } finally {
+        client.release()
+      }
+    }
+  }
+
   return {
     name: 'postgres',
     schema,
     begin,
     migrate: () => migratePostgres(pool, { schema }),
+    prune,
   }
 }
 

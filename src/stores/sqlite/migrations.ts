@@ -6,7 +6,7 @@ export interface SqliteMigration {
 }
 
 /** The schema version this build of idem expects (recorded in `idem_migrations`). */
-export const SQLITE_SCHEMA_VERSION = 1
+export const SQLITE_SCHEMA_VERSION = 2
 
 export const sqliteMigrations: readonly SqliteMigration[] = [
   {
@@ -22,7 +22,20 @@ export const sqliteMigrations: readonly SqliteMigration[] = [
   expires_at INTEGER NOT NULL,
   PRIMARY KEY (scope, key)
 ) WITHOUT ROWID`,
-      'CREATE INDEX idem_keys_expires_at ON idem_keys (expires_at)',
+      // No index on expires_at: each index is one more page written per commit
+      // (measured: +14 µs per fresh call). Pruning scans in bounded windows instead.
+    ],
+  },
+  {
+    version: 2,
+    description: 'idem_once, the first-time gate of once()',
+    up: [
+      `CREATE TABLE idem_once (
+  kind TEXT NOT NULL,
+  subject TEXT NOT NULL,
+  created_at INTEGER NOT NULL,
+  PRIMARY KEY (kind, subject)
+) WITHOUT ROWID`,
     ],
   },
 ]

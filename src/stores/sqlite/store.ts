@@ -23,6 +23,17 @@ export interface SqliteStoreOptions {
 export interface SqliteStore extends Store<SqliteDatabase> {
   /** Creates or upgrades idem's tables. */
   migrate(): { from: number; to: number; applied: number[] }
+  /**
+   * Deletes expired records, walking the table in windows of `batchSize` records, each
+   * its own short write transaction, so engine calls interleave with pruning.
+   * @returns how many records were deleted
+   */
+  prune(options?: PruneOptions): Promise<number>
+}
+
+export interface PruneOptions {
+  /** Records examined per transaction. @default 1000 */
+  batchSize?: number
 }
 
 /**
@@ -185,7 +196,41 @@ export function sqliteStore({ db, busyTimeoutMs = 5_000 }: SqliteStoreOptions): 
     })
   }
 
-  return { name: 'sqlite', begin, migrate }
+  async function prune({ batchSize = 1_000 }: PruneOptions = {}): Promise<number> {
+    if (!Number.isInteger(batchSize) || batchSize < 1) throw new InvalidOptionError('prune: option "batchSize" must be a whole number ≥ 1')
+    const window = guard(() => db.prepare(sql.pruneWindow))
+    const remove = guard(() => db.prepare(sql.pruneRecord))
+    let after: [string, string] = ['', '']
+    let deleted = 0
+    for (;;) {
+      const release = await writer.acquire(busyTimeoutMs)
+      if (release === undefined) throw new StoreUnavailableError(`SQLite's writer stayed busy for ${busyTimeoutMs} ms (busyTimeoutMs)`)
+      try {
+        const [rows, removed] = guard(() => {
+          db.exec('BEGIN IMMEDIATE')
+          try {
+            const now = Date.now()
+            const found = window.all(after[0], after[1], batchSize) as { scope: string; key: string; expires_at: number }[]
+            let changes = 0
+            for (const row of found) if (row.expires_at <= now) changes += remove.run(row.scope, row.key, now).changes
+            db.exec('COMMIT')
+            return [found, changes] as const
+          } catch (error) {
+            rollbackQuietly()
+            throw error
+          }
+        })
+        deleted += removed
+        if (rows.length < batchSize) return deleted
+        const last = rows[rows.length - 1]!
+        after = [last.scope, last.key]
+      } finally {
+        release()
+      }
+    }
+  }
+
+  return { name: 'sqlite', begin, migrate, prune }
 }
 
 /** Runs a store statement, mapping driver errors to idem's typed errors. */

@@ -1,0 +1,48 @@
+import { execFile } from 'node:child_process'
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { promisify } from 'node:util'
+import { afterAll, describe, expect, it } from 'vitest'
+import { PG_URL, testSchema } from './support/postgres.js'
+
+const run = promisify(execFile)
+const root = new URL('..', import.meta.url).pathname
+const readme = readFileSync(join(root, 'README.md'), 'utf8')
+
+/** The README shows each example file whole; this keeps the two from drifting apart. */
+function expectReadmeShows(file: string): void {
+  const source = readFileSync(join(root, file), 'utf8').trim()
+  expect(readme.includes(source), `README.md must show ${file} verbatim`).toBe(true)
+}
+
+describe('README examples', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'idem-readme-'))
+  afterAll(() => rmSync(dir, { recursive: true, force: true }))
+
+  it('quickstart: runs as shown and charges once', async () => {
+    expectReadmeShows('examples/quickstart.mjs')
+    const env = { ...process.env, QUICKSTART_DB: join(dir, 'quickstart.db') }
+    const { stdout } = await run(process.execPath, [join(root, 'examples/quickstart.mjs')], { env })
+    expect(stdout).toBe(
+      'attempt 1: charge 1\nattempt 2: charge 1 (replayed)\nattempt 3: charge 1 (replayed)\ncharges in the table: 1\n',
+    )
+    // A second run of the program is a retry too: it replays and charges nothing.
+    const again = await run(process.execPath, [join(root, 'examples/quickstart.mjs')], { env })
+    expect(again.stdout).toContain('attempt 1: charge 1 (replayed)')
+    expect(again.stdout).toContain('charges in the table: 1')
+  })
+
+  it('postgres: runs as shown, replays, and refuses a changed request', async () => {
+    expectReadmeShows('examples/postgres.mjs')
+    const db = await testSchema('idem_readme')
+    if (db === undefined) return
+    try {
+      const env = { ...process.env, DATABASE_URL: PG_URL, IDEM_SCHEMA: db.schema }
+      const { stdout } = await run(process.execPath, [join(root, 'examples/postgres.mjs')], { env })
+      expect(stdout).toBe("{ orderId: '1', replayed: false }\n{ orderId: '1', replayed: true }\nFingerprintMismatchError 422\n")
+    } finally {
+      await db.drop()
+    }
+  })
+})
