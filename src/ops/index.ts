@@ -1,0 +1,1 @@
+export { prometheusOutcomes, type PrometheusOutcomesOptions } from './metrics.js'
