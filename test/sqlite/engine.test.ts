@@ -92,3 +92,30 @@ describe('sqlite pruning', () => {
     rmSync(dir, { recursive: true, force: true })
   })
 })
+
+describe('sqlite store.transaction', () => {
+  it('queues behind an engine call instead of joining its transaction', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'idem-sqlite-tx-'))
+    const db = new Database(join(dir, 'tx.db'))
+    const store = sqliteStore({ db })
+    store.migrate()
+    db.exec('CREATE TABLE jobs (id TEXT)')
+    const idem = createIdem({ store })
+    let release!: () => void
+    const call = idem.run({ scope: 's', key: 'k', input: 1 }, async () => {
+      await new Promise<void>((resolve) => (release = resolve))
+      throw new Error('the call fails and rolls back')
+    })
+    await new Promise((resolve) => setTimeout(resolve, 10))
+    const job = store.transaction((tx) => tx.prepare("INSERT INTO jobs VALUES ('outside')").run().changes)
+    release()
+    await expect(call).rejects.toThrow('rolls back')
+    expect(await job).toBe(1)
+    // Had the job joined the call's transaction, the call's rollback would have undone it.
+    expect(db.prepare('SELECT id FROM jobs').all()).toEqual([{ id: 'outside' }])
+    await expect(store.transaction(() => Promise.reject(new Error('no')))).rejects.toThrow('no')
+    expect(db.inTransaction).toBe(false)
+    db.close()
+    rmSync(dir, { recursive: true, force: true })
+  })
+})

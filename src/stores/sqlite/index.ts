@@ -2,3 +2,4 @@ export { sqliteStore, type SqliteStore, type SqliteStoreOptions } from './store.
 export { sqliteMigrations, SQLITE_SCHEMA_VERSION, type SqliteMigration } from './migrations.js'
 export type { SqliteDatabase, SqliteStatement } from './types.js'
 export * as sqliteSql from './sql.js'
+export { leasedSqliteStore, type LeasedSqliteStore, type LeasedSqliteStoreOptions } from './leased.js'

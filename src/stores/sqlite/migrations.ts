@@ -6,7 +6,7 @@ export interface SqliteMigration {
 }
 
 /** The schema version this build of idem expects (recorded in `idem_migrations`). */
-export const SQLITE_SCHEMA_VERSION = 2
+export const SQLITE_SCHEMA_VERSION = 4
 
 export const sqliteMigrations: readonly SqliteMigration[] = [
   {
@@ -35,6 +35,78 @@ export const sqliteMigrations: readonly SqliteMigration[] = [
   subject TEXT NOT NULL,
   created_at INTEGER NOT NULL,
   PRIMARY KEY (kind, subject)
+) WITHOUT ROWID`,
+    ],
+  },
+  {
+    version: 3,
+    description: 'idem_outbox, idem_dead_letters and idem_inbox_attempts for idem/queue',
+    up: [
+      // Times are Unix milliseconds. A claim leases rows by pushing next_attempt_at
+      // past the lease, so due rows are "undelivered and next_attempt_at <= now".
+      `CREATE TABLE idem_outbox (
+  id INTEGER PRIMARY KEY,
+  topic TEXT NOT NULL,
+  dedupe_key TEXT NOT NULL,
+  payload TEXT NOT NULL,
+  attempts INTEGER NOT NULL DEFAULT 0,
+  next_attempt_at INTEGER NOT NULL,
+  locked_until INTEGER,
+  locked_by TEXT,
+  last_error TEXT,
+  created_at INTEGER NOT NULL,
+  delivered_at INTEGER,
+  UNIQUE (topic, dedupe_key)
+)`,
+      'CREATE INDEX idem_outbox_due ON idem_outbox (next_attempt_at) WHERE delivered_at IS NULL',
+      `CREATE TABLE idem_dead_letters (
+  id INTEGER PRIMARY KEY,
+  source TEXT NOT NULL CHECK (source IN ('inbox', 'outbox')),
+  name TEXT NOT NULL,
+  message_key TEXT NOT NULL,
+  payload TEXT,
+  attempts INTEGER NOT NULL,
+  last_error TEXT NOT NULL,
+  first_seen_at INTEGER NOT NULL,
+  dead_at INTEGER NOT NULL
+)`,
+      `CREATE TABLE idem_inbox_attempts (
+  consumer TEXT NOT NULL,
+  message_key TEXT NOT NULL,
+  attempts INTEGER NOT NULL,
+  last_error TEXT NOT NULL,
+  first_failed_at INTEGER NOT NULL,
+  last_failed_at INTEGER NOT NULL,
+  PRIMARY KEY (consumer, message_key)
+) WITHOUT ROWID`,
+    ],
+  },
+  {
+    version: 4,
+    description: 'idem_leases and idem_steps for leased mode',
+    up: [
+      // Times are Unix milliseconds; tokens are microseconds-seeded counters.
+      `CREATE TABLE idem_leases (
+  scope TEXT NOT NULL,
+  key TEXT NOT NULL,
+  fingerprint TEXT NOT NULL,
+  state TEXT NOT NULL CHECK (state IN ('held', 'free', 'completed')),
+  token INTEGER NOT NULL,
+  lease_until INTEGER,
+  outcome TEXT,
+  expires_at INTEGER NOT NULL,
+  PRIMARY KEY (scope, key)
+) WITHOUT ROWID`,
+      // Each step is written by its own statement (its own transaction), so it
+      // survives whatever the holder rolls back later.
+      `CREATE TABLE idem_steps (
+  scope TEXT NOT NULL,
+  key TEXT NOT NULL,
+  name TEXT NOT NULL,
+  result TEXT NOT NULL,
+  token INTEGER NOT NULL,
+  created_at INTEGER NOT NULL,
+  PRIMARY KEY (scope, key, name)
 ) WITHOUT ROWID`,
     ],
   },

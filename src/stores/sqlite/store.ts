@@ -29,6 +29,14 @@ export interface SqliteStore extends Store<SqliteDatabase> {
    * @returns how many records were deleted
    */
   prune(options?: PruneOptions): Promise<number>
+  /**
+   * Runs `work` in a write transaction (`BEGIN IMMEDIATE`), queued with the engine's own
+   * transactions. Everything else that writes through this connection (an outbox
+   * dispatcher, a job) must go through here: SQLite has one writer, and a statement run
+   * on the connection while an engine call awaits would join that call's transaction.
+   * Commits when `work` resolves, rolls back when it throws.
+   */
+  transaction<T>(work: (db: SqliteDatabase) => T | Promise<T>): Promise<T>
 }
 
 export interface PruneOptions {
@@ -203,34 +211,41 @@ export function sqliteStore({ db, busyTimeoutMs = 5_000 }: SqliteStoreOptions): 
     let after: [string, string] = ['', '']
     let deleted = 0
     for (;;) {
-      const release = await writer.acquire(busyTimeoutMs)
-      if (release === undefined) throw new StoreUnavailableError(`SQLite's writer stayed busy for ${busyTimeoutMs} ms (busyTimeoutMs)`)
-      try {
-        const [rows, removed] = guard(() => {
-          db.exec('BEGIN IMMEDIATE')
-          try {
-            const now = Date.now()
-            const found = window.all(after[0], after[1], batchSize) as { scope: string; key: string; expires_at: number }[]
-            let changes = 0
-            for (const row of found) if (row.expires_at <= now) changes += remove.run(row.scope, row.key, now).changes
-            db.exec('COMMIT')
-            return [found, changes] as const
-          } catch (error) {
-            rollbackQuietly()
-            throw error
-          }
-        })
-        deleted += removed
-        if (rows.length < batchSize) return deleted
-        const last = rows[rows.length - 1]!
-        after = [last.scope, last.key]
-      } finally {
-        release()
-      }
+      const rows = await transaction(() => {
+        const now = Date.now()
+        const found = window.all(after[0], after[1], batchSize) as { scope: string; key: string; expires_at: number }[]
+        for (const row of found) if (row.expires_at <= now) deleted += remove.run(row.scope, row.key, now).changes
+        return found
+      })
+      if (rows.length < batchSize) return deleted
+      const last = rows[rows.length - 1]!
+      after = [last.scope, last.key]
     }
   }
 
-  return { name: 'sqlite', begin, migrate, prune }
+  async function transaction<T>(work: (db: SqliteDatabase) => T | Promise<T>): Promise<T> {
+    const release = await writer.acquire(busyTimeoutMs)
+    if (release === undefined) throw new StoreUnavailableError(`SQLite's writer stayed busy for ${busyTimeoutMs} ms (busyTimeoutMs)`)
+    try {
+      guard(() => db.exec('BEGIN IMMEDIATE'))
+      let result: T
+      try {
+        result = await work(db)
+      } catch (error) {
+        rollbackQuietly()
+        throw error
+      }
+      guard(() => db.exec('COMMIT'))
+      return result
+    } catch (error) {
+      rollbackQuietly()
+      throw error
+    } finally {
+      release()
+    }
+  }
+
+  return { name: 'sqlite', begin, migrate, prune, transaction }
 }
 
 /** Runs a store statement, mapping driver errors to idem's typed errors. */

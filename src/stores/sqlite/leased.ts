@@ -1,0 +1,187 @@
+import { InvalidOptionError } from '../../core/errors/invalid-option.js'
+import { MigrationRequiredError } from '../../core/errors/migration-required.js'
+import { StoreUnavailableError } from '../../core/errors/store-unavailable.js'
+import type { LeaseClaim, LeasedStore } from '../../core/leased-store.js'
+import * as sql from './sql.js'
+import { sqliteStore } from './store.js'
+import type { SqliteDatabase, SqliteStatement } from './types.js'
+
+export interface LeasedSqliteStoreOptions {
+  /**
+   * An open better-sqlite3 `Database` (WAL mode recommended). Every store call is a
+   * short transaction of its own; if another transaction is open on this connection
+   * (say, a transactional `sqliteStore` call in progress) the call waits for it to end,
+   * so a step is never folded into someone else's transaction. Give the leased store
+   * its own connection to avoid that wait.
+   */
+  db: SqliteDatabase
+  /** How long a call waits for SQLite's writer (or another transaction on the connection) before `StoreUnavailableError`. @default 5000 */
+  busyTimeoutMs?: number
+}
+
+export interface LeasedSqliteStore extends LeasedStore {
+  /** Creates or upgrades idem's tables (the same migrations as `sqliteStore`). */
+  migrate(): { from: number; to: number; applied: number[] }
+  /**
+   * Deletes expired leased keys and their steps, `batchSize` keys per transaction.
+   * @returns how many keys were deleted
+   */
+  prune(options?: { batchSize?: number }): Promise<number>
+}
+
+interface LeaseRow {
+  fingerprint: string
+  state: 'held' | 'free' | 'completed'
+  token: number
+  lease_until: number | null
+  outcome: string | null
+  expires_at: number
+}
+
+type Statements = Record<
+  'read' | 'steps' | 'hasSteps' | 'dropSteps' | 'claim' | 'renew' | 'saveStep' | 'complete' | 'release' | 'pruneBatch' | 'pruneKey',
+  SqliteStatement
+>
+
+/**
+ * The leased store on SQLite (better-sqlite3). Each call runs synchronously inside one
+ * `BEGIN IMMEDIATE` transaction (or one statement), so it is atomic against this
+ * process and against other processes using the same file. Times are this machine's
+ * clock in milliseconds.
+ *
+ * @example
+ * const db = new Database('app.db'); db.pragma('journal_mode = WAL')
+ * const store = leasedSqliteStore({ db }); store.migrate()
+ * const idem = createLeasedIdem({ store })
+ */
+export function leasedSqliteStore({ db, busyTimeoutMs = 5_000 }: LeasedSqliteStoreOptions): LeasedSqliteStore {
+  if (db === null || typeof db !== 'object' || typeof db.prepare !== 'function') {
+    throw new InvalidOptionError('leasedSqliteStore: option "db" must be a better-sqlite3 Database')
+  }
+  if (!Number.isInteger(busyTimeoutMs) || busyTimeoutMs < 0) {
+    throw new InvalidOptionError('leasedSqliteStore: option "busyTimeoutMs" must be a whole number of milliseconds ≥ 0')
+  }
+  // Cross-process writers are waited for by SQLite itself.
+  db.pragma(`busy_timeout = ${busyTimeoutMs}`)
+  let statements: Statements | undefined
+
+  function prepared(): Statements {
+    statements ??= {
+      read: db.prepare(sql.leaseRead),
+      steps: db.prepare(sql.leaseSteps),
+      hasSteps: db.prepare(sql.leaseHasSteps),
+      dropSteps: db.prepare(sql.leaseDropSteps),
+      claim: db.prepare(sql.leaseClaim),
+      renew: db.prepare(sql.leaseRenew),
+      saveStep: db.prepare(sql.leaseSaveStep),
+      complete: db.prepare(sql.leaseComplete),
+      release: db.prepare(sql.leaseRelease),
+      pruneBatch: db.prepare(sql.leasePruneBatch),
+      pruneKey: db.prepare(sql.leasePruneKey),
+    }
+    return statements
+  }
+
+  /**
+   * Runs `work` synchronously, in a transaction of its own when `transaction` is set.
+   * Waits (without blocking the event loop) while another transaction is open on
+   * the connection, since better-sqlite3 would otherwise nest this work inside it.
+   */
+  async function run<T>(work: (s: Statements, now: number) => T, transaction: boolean): Promise<T> {
+    const deadline = Date.now() + busyTimeoutMs
+    while (db.inTransaction) {
+      if (Date.now() >= deadline) {
+        throw new StoreUnavailableError(
+          `Another transaction stayed open on the SQLite connection for ${busyTimeoutMs} ms (busyTimeoutMs); give the leased store its own connection`,
+        )
+      }
+      await new Promise((resolve) => setTimeout(resolve, 2))
+    }
+    try {
+      const s = prepared()
+      if (!transaction) return work(s, Date.now())
+      db.exec('BEGIN IMMEDIATE')
+      try {
+        const result = work(s, Date.now())
+        db.exec('COMMIT')
+        return result
+      } catch (error) {
+        if (db.inTransaction) db.exec('ROLLBACK')
+        throw error
+      }
+    } catch (error) {
+      throw classify(error)
+    }
+  }
+
+  function claim(scope: string, key: string, fingerprint: string, leaseMs: number, ttlMs: number): Promise<LeaseClaim> {
+    return run((s, now) => {
+      const row = s.read.get({ scope, key }) as LeaseRow | undefined
+      const live = row !== undefined && row.expires_at > now ? row : undefined
+      if (live?.state === 'completed') return { state: 'completed', record: { fingerprint: live.fingerprint, outcome: live.outcome! } }
+      if (live?.state === 'held' && live.lease_until! > now) return { state: 'running', fingerprint: live.fingerprint }
+      // An expired key is a new key: its steps belong to an earlier lifetime.
+      if (row !== undefined && live === undefined) s.dropSteps.run({ scope, key })
+      const resumable = live !== undefined && s.hasSteps.get({ scope, key }) !== undefined
+      if (resumable && live.fingerprint !== fingerprint) return { state: 'running', fingerprint: live.fingerprint }
+      const token = Math.max((row?.token ?? 0) + 1, now * 1000)
+      s.claim.run({ scope, key, fingerprint, token, leaseUntil: now + leaseMs, expiresAt: now + leaseMs + ttlMs })
+      const steps = resumable ? (s.steps.all({ scope, key }) as Array<{ name: string; result: string }>) : []
+      return { state: 'acquired', token, steps: new Map(steps.map(({ name, result }) => [name, result])) }
+    }, true)
+  }
+
+  async function prune({ batchSize = 1_000 }: { batchSize?: number } = {}): Promise<number> {
+    if (!Number.isInteger(batchSize) || batchSize < 1) throw new InvalidOptionError('prune: option "batchSize" must be a whole number ≥ 1')
+    let deleted = 0
+    for (;;) {
+      const removed = await run((s, now) => {
+        const expired = s.pruneBatch.all({ now, limit: batchSize }) as Array<{ scope: string; key: string }>
+        for (const { scope, key } of expired) {
+          s.dropSteps.run({ scope, key })
+          s.pruneKey.run({ scope, key, now })
+        }
+        return expired.length
+      }, true)
+      deleted += removed
+      if (removed < batchSize) return deleted
+    }
+  }
+
+  return {
+    name: 'sqlite',
+    migrate: () => {
+      const result = sqliteStore({ db, busyTimeoutMs }).migrate()
+      statements = undefined
+      return result
+    },
+    prune,
+    claim,
+    renew: (scope, key, token, leaseMs) =>
+      run((s, now) => s.renew.run({ scope, key, token, now, leaseUntil: now + leaseMs }).changes === 1, false),
+    saveStep: (scope, key, token, name, result) =>
+      run((s, now) => s.saveStep.run({ scope, key, token, name, result, now }).changes === 1, false),
+    complete: (scope, key, token, outcome, ttlMs) =>
+      run((s, now) => {
+        if (s.complete.run({ scope, key, token, now, outcome, expiresAt: now + ttlMs }).changes !== 1) return false
+        s.dropSteps.run({ scope, key })
+        return true
+      }, true),
+    release: (scope, key, token) => run((s, now) => s.release.run({ scope, key, token, now }).changes === 1, false),
+  }
+}
+
+function classify(error: unknown): unknown {
+  if (!(error instanceof Error) || error instanceof StoreUnavailableError) return error
+  const code = (error as { code?: unknown }).code
+  if (/no such table: idem_(leases|steps)/.test(error.message)) {
+    return new MigrationRequiredError(
+      `idem's leased SQLite tables are missing (${error.message}). Run the migration: \`store.migrate()\` or \`npx idem migrate --sqlite <file>\``,
+      { cause: error },
+    )
+  }
+  if (error.message.includes('database connection is not open') || (typeof code === 'string' && code.startsWith('SQLITE_'))) {
+    return new StoreUnavailableError(`SQLite is unavailable: ${error.message}`, { cause: error })
+  }
+  return error
+}
