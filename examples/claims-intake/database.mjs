@@ -1,0 +1,53 @@
+// Opens the example's database: SQLite by default (a file under .data/), Postgres when
+// DATABASE_URL is set. Both hold the app's tables and idem's, so effects and keys
+// commit together.
+import Database from 'better-sqlite3'
+import { mkdirSync } from 'node:fs'
+import { dirname } from 'node:path'
+import { postgresStore } from 'idem/postgres'
+import { sqliteStore } from 'idem/sqlite'
+import { createTables, pgSql, sqliteSql } from './db.mjs'
+
+/**
+ * @param {{ file?: string, url?: string, schema?: string }} where
+ */
+export async function openDatabase({ file, url, schema = 'public' }) {
+  if (url) {
+    const { default: pg } = await import('pg')
+    const pool = new pg.Pool({ connectionString: url, max: 10 })
+    await pool.query(`CREATE SCHEMA IF NOT EXISTS "${schema}"`)
+    pool.on('connect', (client) => client.query(`SET search_path TO "${schema}"`))
+    const store = postgresStore({ pool, schema })
+    await store.migrate()
+    const sql = pgSql(pool)
+    await createTables(sql)
+    return {
+      kind: 'postgres',
+      where: `${url.replace(/\/\/[^@]*@/, '//')} (schema ${schema})`,
+      reset: `psql "${url}" -c 'DROP SCHEMA "${schema}" CASCADE'`,
+      store,
+      sql,
+      txSql: pgSql,
+      dispatcherTarget: { pool, schema },
+      close: () => pool.end(),
+    }
+  }
+  mkdirSync(dirname(file), { recursive: true })
+  const db = new Database(file)
+  db.pragma('journal_mode = WAL')
+  db.pragma('synchronous = NORMAL')
+  const store = sqliteStore({ db })
+  store.migrate()
+  const sql = sqliteSql(db)
+  await createTables(sql)
+  return {
+    kind: 'sqlite',
+    where: file,
+    reset: `rm -f ${file} ${file}-wal ${file}-shm`,
+    store,
+    sql,
+    txSql: sqliteSql,
+    dispatcherTarget: { db },
+    close: async () => db.close(),
+  }
+}
