@@ -87,3 +87,221 @@ export function onceInsert(schema: string, kind: string, subject: string): State
     values: [kind, subject],
   }
 }
+
+// ---- idem/queue (migration 3): outbox, dead letters, inbox attempts ----
+
+/**
+ * Queues one effect in the caller's transaction. A second add of the same
+ * `(topic, dedupe_key)` inserts nothing: one row back means it was queued now.
+ */
+export function outboxInsert(schema: string, topic: string, dedupeKey: string, payload: string, delayMs: number): Statement {
+  return {
+    text:
+      `INSERT INTO ${quoteSchema(schema)}.idem_outbox (topic, dedupe_key, payload, next_attempt_at) ` +
+      `VALUES ($1, $2, $3::jsonb, now() + $4 * interval '1 millisecond') ON CONFLICT (topic, dedupe_key) DO NOTHING RETURNING id`,
+    values: [topic, dedupeKey, payload, delayMs],
+  }
+}
+
+/**
+ * Claims up to `limit` due rows in one short statement: SKIP LOCKED passes over rows
+ * another dispatcher is claiming right now, and the lease (next_attempt_at and
+ * locked_until pushed `leaseMs` ahead, locked_by naming this claim) keeps them from
+ * being claimed again until it runs out. The attempt is counted at claim time, so a
+ * dispatcher that dies mid-delivery still uses one up.
+ */
+export function outboxClaim(schema: string, limit: number, claimId: string, leaseMs: number, topics: readonly string[] | null): Statement {
+  const s = quoteSchema(schema)
+  return {
+    text:
+      `WITH due AS (SELECT id FROM ${s}.idem_outbox WHERE delivered_at IS NULL AND next_attempt_at <= now() ` +
+      `AND ($4::text[] IS NULL OR topic = ANY($4::text[])) ` +
+      `ORDER BY next_attempt_at LIMIT $1 FOR UPDATE SKIP LOCKED) ` +
+      `UPDATE ${s}.idem_outbox AS o SET attempts = o.attempts + 1, locked_by = $2, ` +
+      `locked_until = now() + $3 * interval '1 millisecond', next_attempt_at = now() + $3 * interval '1 millisecond' ` +
+      `FROM due WHERE o.id = due.id ` +
+      `RETURNING o.id::text AS id, o.topic, o.dedupe_key, o.payload::text AS payload, o.attempts, o.last_error, o.created_at`,
+    values: [limit, claimId, leaseMs, topics],
+  }
+}
+
+/** Marks claimed rows delivered; only while this claim still holds them. */
+export function outboxDelivered(schema: string, ids: readonly string[], claimId: string): Statement {
+  return {
+    text:
+      `UPDATE ${quoteSchema(schema)}.idem_outbox SET delivered_at = now(), locked_until = NULL, locked_by = NULL, last_error = NULL ` +
+      `WHERE id = ANY($1::bigint[]) AND locked_by = $2`,
+    values: [ids, claimId],
+  }
+}
+
+/** Schedules failed rows' next attempt (per-row delays) and releases the lease. */
+export function outboxRetry(schema: string, ids: readonly string[], delaysMs: readonly number[], errors: readonly string[], claimId: string): Statement {
+  return {
+    text:
+      `UPDATE ${quoteSchema(schema)}.idem_outbox AS o SET next_attempt_at = now() + f.delay_ms * interval '1 millisecond', ` +
+      `last_error = f.error, locked_until = NULL, locked_by = NULL ` +
+      `FROM unnest($1::bigint[], $2::integer[], $3::text[]) AS f(id, delay_ms, error) WHERE o.id = f.id AND o.locked_by = $4`,
+    values: [ids, delaysMs, errors, claimId],
+  }
+}
+
+/** Moves rows out of the outbox into idem_dead_letters with their last error, in one statement. */
+export function outboxDeadLetter(schema: string, ids: readonly string[], errors: readonly string[], claimId: string): Statement {
+  const s = quoteSchema(schema)
+  return {
+    text:
+      `WITH moved AS (DELETE FROM ${s}.idem_outbox AS o USING unnest($1::bigint[], $2::text[]) AS f(id, error) ` +
+      `WHERE o.id = f.id AND o.locked_by = $3 RETURNING o.topic, o.dedupe_key, o.payload, o.attempts, o.created_at, f.error) ` +
+      `INSERT INTO ${s}.idem_dead_letters (source, name, message_key, payload, attempts, last_error, first_seen_at) ` +
+      `SELECT 'outbox', topic, dedupe_key, payload, attempts, error, created_at FROM moved`,
+    values: [ids, errors, claimId],
+  }
+}
+
+/** Rows not yet delivered (due or not). */
+export function outboxPending(schema: string): Statement {
+  return { text: `SELECT count(*)::int AS n FROM ${quoteSchema(schema)}.idem_outbox WHERE delivered_at IS NULL`, values: [] }
+}
+
+/** Deletes rows delivered more than `olderThanMs` ago, at most `limit` at a time. */
+export function outboxPrune(schema: string, olderThanMs: number, limit: number): Statement {
+  const s = quoteSchema(schema)
+  return {
+    text:
+      `DELETE FROM ${s}.idem_outbox WHERE ctid = ANY (ARRAY(SELECT ctid FROM ${s}.idem_outbox ` +
+      `WHERE delivered_at < now() - $1 * interval '1 millisecond' LIMIT $2 FOR UPDATE SKIP LOCKED))`,
+    values: [olderThanMs, limit],
+  }
+}
+
+/** Counts one failed attempt of an inbox message. @returns the row's `attempts` */
+export function inboxAttemptRecord(schema: string, consumer: string, messageKey: string, error: string): Statement {
+  const s = quoteSchema(schema)
+  return {
+    text:
+      `INSERT INTO ${s}.idem_inbox_attempts AS a (consumer, message_key, attempts, last_error) VALUES ($1, $2, 1, $3) ` +
+      `ON CONFLICT (consumer, message_key) DO UPDATE SET attempts = a.attempts + 1, last_error = excluded.last_error, last_failed_at = now() ` +
+      `RETURNING attempts`,
+    values: [consumer, messageKey, error],
+  }
+}
+
+/**
+ * Reads and removes a message's failure count in one statement, inside the
+ * transaction that processes it: a success commits the removal, a failure rolls it
+ * back.
+ */
+export function inboxAttemptTake(schema: string, consumer: string, messageKey: string): Statement {
+  return {
+    text:
+      `DELETE FROM ${quoteSchema(schema)}.idem_inbox_attempts WHERE consumer = $1 AND message_key = $2 ` +
+      `RETURNING attempts, last_error, first_failed_at`,
+    values: [consumer, messageKey],
+  }
+}
+
+/** Records a dead letter (inbox messages; the outbox moves its rows with `outboxDeadLetter`). */
+export function deadLetterInsert(
+  schema: string,
+  source: 'inbox' | 'outbox',
+  name: string,
+  messageKey: string,
+  payload: string | null,
+  attempts: number,
+  lastError: string,
+  firstSeenAt: Date | null,
+): Statement {
+  return {
+    text:
+      `INSERT INTO ${quoteSchema(schema)}.idem_dead_letters (source, name, message_key, payload, attempts, last_error, first_seen_at) ` +
+      `VALUES ($1, $2, $3, $4::jsonb, $5, $6, coalesce($7::timestamptz, now()))`,
+    values: [source, name, messageKey, payload, attempts, lastError, firstSeenAt],
+  }
+}
+
+/** Dead letters of one source and name, newest first. */
+export function deadLetterList(schema: string, source: 'inbox' | 'outbox', name: string | null, limit: number): Statement {
+  return {
+    text:
+      `SELECT id::text AS id, source, name, message_key, payload::text AS payload, attempts, last_error, first_seen_at, dead_at ` +
+      `FROM ${quoteSchema(schema)}.idem_dead_letters WHERE source = $1 AND ($2::text IS NULL OR name = $2) ORDER BY dead_at DESC, id DESC LIMIT $3`,
+    values: [source, name, limit],
+  }
+}
+
+// ---- leased mode (migration 4): idem_leases, idem_steps ----
+// Every statement runs on its own (autocommit), so each is its own transaction. The
+// writes after a claim are compare-and-set on (state 'held', token): a stale token
+// matches no row and changes nothing. Tokens travel as text (bigint).
+
+/** Claims a key in one round trip (see `idem_lease_claim` in migration 4). */
+export function leaseClaim(schema: string, scope: string, key: string, fingerprint: string, leaseMs: number, ttlMs: number): Statement {
+  return {
+    text: `SELECT state, fingerprint, token::text AS token, outcome, steps FROM ${quoteSchema(schema)}.idem_lease_claim($1, $2, $3, $4, $5)`,
+    values: [scope, key, fingerprint, leaseMs, ttlMs],
+  }
+}
+
+/** Extends a held lease; never lets the row expire before its lease. One row means renewed. */
+export function leaseRenew(schema: string, scope: string, key: string, token: string, leaseMs: number): Statement {
+  return {
+    text:
+      `UPDATE ${quoteSchema(schema)}.idem_leases SET lease_until = clock_timestamp() + $4 * interval '1 millisecond', ` +
+      `expires_at = greatest(expires_at, clock_timestamp() + $4 * interval '1 millisecond') ` +
+      `WHERE scope = $1 AND key = $2 AND state = 'held' AND token = $3 AND expires_at > clock_timestamp()`,
+    values: [scope, key, token, leaseMs],
+  }
+}
+
+/**
+ * Saves a step while the token holds. FOR SHARE on the lease row makes a concurrent
+ * takeover (which locks the row FOR UPDATE) wait, and makes this statement re-check
+ * the token against a takeover that committed first. One row means saved.
+ */
+export function leaseSaveStep(schema: string, scope: string, key: string, token: string, name: string, result: string): Statement {
+  const s = quoteSchema(schema)
+  return {
+    text:
+      `WITH lease AS (SELECT scope, key FROM ${s}.idem_leases ` +
+      `WHERE scope = $1 AND key = $2 AND state = 'held' AND token = $3 AND expires_at > clock_timestamp() FOR SHARE) ` +
+      `INSERT INTO ${s}.idem_steps (scope, key, name, result, token) SELECT scope, key, $4, $5, $3 FROM lease ` +
+      `ON CONFLICT (scope, key, name) DO UPDATE SET result = excluded.result, token = excluded.token, created_at = now()`,
+    values: [scope, key, token, name, result],
+  }
+}
+
+/** Stores the outcome while the token holds and drops the key's steps. Returns `completed` = 1 or 0. */
+export function leaseComplete(schema: string, scope: string, key: string, token: string, outcome: string, ttlMs: number): Statement {
+  const s = quoteSchema(schema)
+  return {
+    text:
+      `WITH done AS (UPDATE ${s}.idem_leases SET state = 'completed', outcome = $4, lease_until = NULL, ` +
+      `expires_at = clock_timestamp() + $5 * interval '1 millisecond' ` +
+      `WHERE scope = $1 AND key = $2 AND state = 'held' AND token = $3 AND expires_at > clock_timestamp() RETURNING scope, key), ` +
+      `dropped AS (DELETE FROM ${s}.idem_steps AS st USING done WHERE st.scope = done.scope AND st.key = done.key) ` +
+      `SELECT count(*)::int AS completed FROM done`,
+    values: [scope, key, token, outcome, ttlMs],
+  }
+}
+
+/** Ends a held lease without an outcome; the steps stay. One row means released. */
+export function leaseRelease(schema: string, scope: string, key: string, token: string): Statement {
+  return {
+    text:
+      `UPDATE ${quoteSchema(schema)}.idem_leases SET state = 'free', lease_until = NULL ` +
+      `WHERE scope = $1 AND key = $2 AND state = 'held' AND token = $3 AND expires_at > clock_timestamp()`,
+    values: [scope, key, token],
+  }
+}
+
+/** Removes expired leased keys (their steps go by cascade), at most `limit` at a time. */
+export function leasePrune(schema: string, limit: number): Statement {
+  const s = quoteSchema(schema)
+  return {
+    text:
+      `DELETE FROM ${s}.idem_leases WHERE ctid = ANY (ARRAY(` +
+      `SELECT ctid FROM ${s}.idem_leases WHERE expires_at <= now() LIMIT $1 FOR UPDATE SKIP LOCKED))`,
+    values: [limit],
+  }
+}

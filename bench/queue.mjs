@@ -1,0 +1,133 @@
+// bench:queue: messages/s through the inbox vs the same consumer without it, on
+// RabbitMQ and Redis Streams. Each consumer handles a message with one Postgres
+// transaction inserting one row; the inbox variant records the message id in that
+// same transaction. A backlog is published first, then each variant consumes it for
+// BENCH_SECONDS; variants are interleaved over BENCH_ROUNDS and the medians compared.
+import amqplib from 'amqplib'
+import { Redis } from 'ioredis'
+import { randomUUID } from 'node:crypto'
+import pg from 'pg'
+import { createInbox, startConsumer } from '../dist/queue/index.js'
+import { rabbitmqSource } from '../dist/queue/rabbitmq/index.js'
+import { redisStreamSource } from '../dist/queue/redis-streams/index.js'
+import { postgresStore } from '../dist/stores/postgres/index.js'
+import { interleaved, ratio } from './support.mjs'
+
+const PG_URL = process.env.IDEM_BENCH_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/test'
+const AMQP_URL = process.env.IDEM_BENCH_AMQP_URL ?? 'amqp://guest:guest@127.0.0.1:5672'
+const REDIS_URL = process.env.IDEM_BENCH_REDIS_URL ?? 'redis://127.0.0.1:6379'
+const SECONDS = Number(process.env.BENCH_SECONDS ?? 4)
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 2)
+const CONCURRENCY = 16
+const BACKLOG = Number(process.env.BENCH_BACKLOG ?? 30_000)
+
+const schema = `idem_bench_queue_${process.pid}`
+const pool = new pg.Pool({ connectionString: PG_URL, max: CONCURRENCY + 2 })
+await pool.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE; CREATE SCHEMA ${schema}`)
+const store = postgresStore({ pool, schema })
+await store.migrate()
+await pool.query(`CREATE TABLE ${schema}.claims (message_id text NOT NULL, amount integer NOT NULL)`)
+const insert = (tx, body, id) => tx.query(`INSERT INTO ${schema}.claims (message_id, amount) VALUES ($1, $2)`, [id, body.amount])
+
+/** The bare consumer: the same transaction and insert, acked after commit, no inbox. */
+function bare(source) {
+  return source.subscribe(async (delivery) => {
+    const body = JSON.parse(Buffer.from(delivery.data).toString('utf8'))
+    const client = await pool.connect()
+    try {
+      await client.query('BEGIN')
+      await insert(client, body, delivery.id)
+      await client.query('COMMIT')
+    } finally {
+      client.release()
+    }
+    await delivery.ack()
+  }).then((subscription) => ({ stop: () => subscription.close() }))
+}
+
+/** The same consumer through the inbox. */
+function withInbox(source) {
+  const inbox = createInbox({ store, consumer: `bench-${randomUUID()}` })
+  return startConsumer({ inbox, source, handler: (tx, message) => insert(tx, message.body, message.id) })
+}
+
+/** Runs one variant for SECONDS over a fresh backlog; returns messages/s. */
+async function measure(broker, variant) {
+  const { source, publishBacklog, cleanup } = await broker.fresh()
+  await publishBacklog(BACKLOG)
+  let done = 0
+  await pool.query(`TRUNCATE ${schema}.claims`)
+  const started = performance.now()
+  const consumer = await variant(source)
+  const until = started + SECONDS * 1000
+  while (performance.now() < until) {
+    await new Promise((resolve) => setTimeout(resolve, 100))
+    done = Number((await pool.query(`SELECT count(*) AS n FROM ${schema}.claims`)).rows[0].n)
+    if (done >= BACKLOG) break
+  }
+  const elapsed = (performance.now() - started) / 1000
+  await consumer.stop()
+  await cleanup()
+  if (done >= BACKLOG) console.warn(`  (${broker.name}: the backlog of ${BACKLOG} ran out; raise BENCH_BACKLOG)`)
+  return done / elapsed
+}
+
+const rabbit = {
+  name: 'rabbitmq',
+  async fresh() {
+    const connection = await amqplib.connect(AMQP_URL)
+    const channel = await connection.createChannel()
+    const queue = `idem_bench_${randomUUID()}`
+    await channel.assertQueue(queue, { durable: false })
+    return {
+      source: rabbitmqSource({ channel, queue, prefetch: CONCURRENCY }),
+      async publishBacklog(n) {
+        const publisher = await connection.createConfirmChannel()
+        for (let i = 0; i < n; i++) {
+          if (!publisher.sendToQueue(queue, Buffer.from(JSON.stringify({ amount: i % 100 })), { messageId: `m-${i}` })) {
+            await new Promise((resolve) => publisher.once('drain', resolve))
+          }
+        }
+        await publisher.waitForConfirms()
+        await publisher.close()
+      },
+      async cleanup() {
+        await channel.deleteQueue(queue).catch(() => {})
+        await connection.close()
+      },
+    }
+  },
+}
+
+const redisBroker = {
+  name: 'redis',
+  async fresh() {
+    const redis = new Redis(REDIS_URL)
+    const stream = `idem:bench:${randomUUID()}`
+    return {
+      source: redisStreamSource({ redis, stream, group: 'bench', consumer: 'c1', count: CONCURRENCY, blockMs: 100 }),
+      async publishBacklog(n) {
+        for (let start = 0; start < n; start += 1000) {
+          const pipeline = redis.pipeline()
+          for (let i = start; i < Math.min(n, start + 1000); i++) pipeline.xadd(stream, '*', 'id', `m-${i}`, 'body', JSON.stringify({ amount: i % 100 }))
+          await pipeline.exec()
+        }
+      },
+      async cleanup() {
+        await redis.del(stream)
+        redis.disconnect()
+      },
+    }
+  },
+}
+
+const results = {}
+for (const broker of [rabbit, redisBroker]) {
+  const rates = await interleaved({ bare, inbox: withInbox }, ROUNDS, (variant) => measure(broker, variant))
+  results[broker.name] = rates
+  console.log(`${broker.name}: bare ${rates.bare.toFixed(0)} msg/s, inbox ${rates.inbox.toFixed(0)} msg/s (${CONCURRENCY} in flight, ${SECONDS} s × ${ROUNDS} rounds)`)
+}
+await pool.query(`DROP SCHEMA ${schema} CASCADE`)
+await pool.end()
+ratio('queue.rabbitmq.inbox_vs_bare', results.rabbitmq.inbox / results.rabbitmq.bare)
+ratio('queue.redis.inbox_vs_bare', results.redis.inbox / results.redis.bare)

@@ -1,0 +1,30 @@
+/**
+ * `idem/queue`: at-least-once delivery made effectively-once. The inbox runs a
+ * consumer's handler once per message id, in the transaction that records the id; the
+ * outbox queues effects in the caller's transaction and a dispatcher delivers them with
+ * a stable dedupe key; failures are retried with backoff and, after N attempts, kept
+ * as dead letters. Broker adapters live in `idem/queue/rabbitmq`, `idem/queue/redis-streams`,
+ * `idem/queue/nats` and `idem/queue/sqs`.
+ * @see docs/queue.md
+ */
+export {
+  createInbox,
+  DEFAULT_INBOX_RETENTION_MS,
+  DEFAULT_MAX_ATTEMPTS,
+  type ConsumeResult,
+  type Inbox,
+  type InboxHandler,
+  type InboxMessage,
+  type InboxOptions,
+  type InboxWarning,
+} from './inbox.js'
+export { createOutbox, type Outbox, type OutboxEntry, type OutboxOptions } from './outbox.js'
+export { createDispatcher, type Dispatcher, type DispatcherOptions, type DispatchResult, type OutboxRow } from './dispatcher.js'
+export { backoffDelay, DEFAULT_BACKOFF_BASE_MS, DEFAULT_BACKOFF_MAX_MS, type Backoff, type BackoffOptions } from './backoff.js'
+export { startConsumer, handleDelivery, type Consumer, type ConsumerOptions, type ConsumedMessage } from './consumer.js'
+export type { Delivery, MessageSource, Subscription } from './source.js'
+export { webhookReceiver, type WebhookEvent, type WebhookEventId, type WebhookReceiverOptions } from './webhook.js'
+export { listDeadLetters, type DeadLetterRow, type ListDeadLettersOptions } from './dead-letters.js'
+export { messageKey } from './message-key.js'
+export { MEMORY_ATTEMPTS, MEMORY_DEAD_LETTERS } from './inbox-backend.js'
+export type { PgQueryable, SqliteDatabase } from './types.js'

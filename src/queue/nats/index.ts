@@ -1,0 +1,132 @@
+/**
+ * `idem/queue/nats`: NATS JetStream pull consumers through `@nats-io/jetstream`, typed by shape.
+ * - id: the `Nats-Msg-Id` header when present (the outbox deliverer sets it to the dedupe key,
+ *   which also lets JetStream drop repeats within its duplicate window), else `<stream>:<stream sequence>`
+ * - ack → `ackAck()` (waits for the server); nack(delay) → `nak(delay)`; dead letter → `term()`
+ * - delivery count: `info.deliveryCount`
+ * @see docs/queue.md
+ */
+import { InvalidOptionError } from '../../core/errors/invalid-option.js'
+import { assertCount, assertMs } from '../backoff.js'
+import type { OutboxRow } from '../dispatcher.js'
+import { Limiter } from '../settle.js'
+import type { Delivery, MessageSource, Subscription } from '../source.js'
+
+/** The parts of a `JsMsg` the adapter uses. */
+export interface JetStreamMessage {
+  readonly data: Uint8Array
+  readonly seq: number
+  readonly redelivered: boolean
+  readonly info: { readonly stream: string; readonly deliveryCount: number }
+  readonly headers: { get(name: string): string; keys(): string[] } | undefined
+  ackAck(options?: { timeout: number }): Promise<boolean>
+  nak(millis?: number): void
+  term(reason?: string): void
+}
+
+/** What `consumer.consume()` returns: an async iterable of messages that can be closed. */
+export interface JetStreamMessages extends AsyncIterable<JetStreamMessage> {
+  close(): Promise<void | Error>
+}
+
+/** The parts of a JetStream `Consumer` (from `js.consumers.get(stream, durable)`) the adapter uses. */
+export interface JetStreamConsumer {
+  consume(options?: { max_messages?: number }): Promise<JetStreamMessages>
+}
+
+/** The parts of a `JetStreamClient` the deliverer uses. */
+export interface JetStreamPublisher {
+  publish(subject: string, payload?: Uint8Array, options?: { msgID?: string; timeout?: number }): Promise<{ duplicate: boolean; seq: number }>
+}
+
+export interface NatsSourceOptions {
+  /** A durable pull consumer: `await js.consumers.get(stream, durableName)`. */
+  consumer: JetStreamConsumer
+  /** For logs. @default 'nats' */
+  name?: string
+  /** Messages handled at once (and pulled ahead). @default 20 */
+  concurrency?: number
+  /** How long the stream keeps messages (its `max_age`), so the inbox can warn if it forgets ids sooner. */
+  redeliveryHorizonMs?: number
+  /** How long to wait for the server to confirm an ack. @default 5000 */
+  ackTimeoutMs?: number
+}
+
+/**
+ * Reads a JetStream durable consumer.
+ * @example
+ * const js = jetstream(await connect({ servers: 'nats://127.0.0.1:4222' }))
+ * const source = natsSource({ consumer: await js.consumers.get('CLAIMS', 'intake') })
+ * await startConsumer({ inbox, source, handler })
+ */
+export function natsSource({ consumer, name = 'nats', concurrency = 20, redeliveryHorizonMs, ackTimeoutMs = 5_000 }: NatsSourceOptions): MessageSource {
+  if (consumer === null || typeof consumer !== 'object' || typeof consumer.consume !== 'function') {
+    throw new InvalidOptionError('natsSource: option "consumer" must be a JetStream consumer (js.consumers.get(stream, durable))')
+  }
+  assertCount('natsSource: option "concurrency"', concurrency, 1, 10_000)
+  if (redeliveryHorizonMs !== undefined) assertMs('natsSource: option "redeliveryHorizonMs"', redeliveryHorizonMs, 0)
+  assertMs('natsSource: option "ackTimeoutMs"', ackTimeoutMs, 1)
+  return {
+    name: `nats:${name}`,
+    redeliveryHorizonMs: async () => redeliveryHorizonMs,
+    async subscribe(onDelivery): Promise<Subscription> {
+      const running = new Limiter(concurrency)
+      const messages = await consumer.consume({ max_messages: concurrency })
+      const loop = (async () => {
+        for await (const message of messages) await running.run(() => onDelivery(toDelivery(message, ackTimeoutMs)))
+      })()
+      return {
+        async close() {
+          await messages.close()
+          await loop.catch(() => {})
+          await running.idle()
+        },
+      }
+    },
+  }
+}
+
+function toDelivery(message: JetStreamMessage, ackTimeoutMs: number): Delivery {
+  const headers: Record<string, string> = {}
+  for (const key of message.headers?.keys() ?? []) headers[key] = message.headers!.get(key)
+  return {
+    id: headers['Nats-Msg-Id'] || `${message.info.stream}:${message.seq}`,
+    data: message.data,
+    headers,
+    deliveryCount: message.info.deliveryCount,
+    redelivered: message.redelivered,
+    async ack() {
+      // A lost ack means a redelivery, which the inbox absorbs; waiting makes it rare.
+      await message.ackAck({ timeout: ackTimeoutMs }).catch(() => false)
+    },
+    async nack(delayMs) {
+      message.nak(delayMs)
+    },
+    async deadLetter() {
+      // Reasons on TERM need NATS 2.11; the reason is in idem's dead-letter table already.
+      message.term()
+    },
+  }
+}
+
+export interface NatsDelivererOptions {
+  js: JetStreamPublisher
+  /** @default the row's topic */
+  subject?: (row: OutboxRow) => string
+}
+
+/**
+ * An outbox deliverer that publishes each row as JSON with `Nats-Msg-Id` set to its
+ * dedupe key: JetStream itself drops a repeat within the stream's duplicate window,
+ * and a consumer's inbox drops one after it.
+ * @example createDispatcher({ pool, deliver: natsDeliverer({ js: jetstream(nc) }) })
+ */
+export function natsDeliverer({ js, subject = (row) => row.topic }: NatsDelivererOptions): (row: OutboxRow) => Promise<void> {
+  if (js === null || typeof js !== 'object' || typeof js.publish !== 'function') {
+    throw new InvalidOptionError('natsDeliverer: option "js" must be a JetStream client (jetstream(nc))')
+  }
+  const encoder = new TextEncoder()
+  return async (row) => {
+    await js.publish(subject(row), encoder.encode(JSON.stringify(row.payload)), { msgID: row.dedupeKey })
+  }
+}

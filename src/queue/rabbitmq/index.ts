@@ -1,0 +1,139 @@
+/**
+ * `idem/queue/rabbitmq`: RabbitMQ through amqplib, typed by shape (amqplib 0.10 and 2.x fit).
+ * - id: the `messageId` property (set it when publishing; the outbox deliverer sets it to the dedupe key)
+ * - ack → `channel.ack`; nack(delay) → hold, then `channel.nack(requeue)`; dead letter → `channel.nack(no requeue)`,
+ *   which the queue's dead-letter exchange (`x-dead-letter-exchange`) receives when configured
+ * - delivery count: the `x-delivery-count` header of quorum queues; classic queues give only `redelivered`
+ * @see docs/queue.md
+ */
+import { InvalidOptionError } from '../../core/errors/invalid-option.js'
+import { assertCount, assertMs, assertName } from '../backoff.js'
+import type { OutboxRow } from '../dispatcher.js'
+import { Limiter, textHeaders, Timers } from '../settle.js'
+import type { Delivery, MessageSource, Subscription } from '../source.js'
+
+/** The parts of an amqplib message the adapter reads. */
+export interface AmqpMessage {
+  content: Uint8Array
+  fields: { deliveryTag: number; redelivered: boolean }
+  properties: { messageId?: string | undefined; headers?: Record<string, unknown> | undefined }
+}
+
+/** The parts of an amqplib `Channel` the source uses. */
+export interface AmqpChannel {
+  consume(queue: string, onMessage: (message: AmqpMessage | null) => void, options?: { noAck?: boolean }): Promise<{ consumerTag: string }>
+  cancel(consumerTag: string): Promise<unknown>
+  ack(message: AmqpMessage): void
+  nack(message: AmqpMessage, allUpTo?: boolean, requeue?: boolean): void
+  prefetch(count: number): Promise<unknown>
+}
+
+/** The parts of an amqplib `ConfirmChannel` the deliverer uses. */
+export interface AmqpConfirmChannel {
+  publish(
+    exchange: string,
+    routingKey: string,
+    content: Buffer,
+    options: { messageId: string; contentType: string; persistent: boolean; headers?: Record<string, unknown> },
+    callback: (error: unknown) => void,
+  ): boolean
+}
+
+export interface RabbitmqSourceOptions {
+  channel: AmqpChannel
+  queue: string
+  /** Unacknowledged messages at once (AMQP prefetch), which is also the handling concurrency. @default 20 */
+  prefetch?: number
+  /** Longest a nack holds a message before requeueing it; longer delays are cut to this. @default 30000 */
+  maxNackDelayMs?: number
+}
+
+/**
+ * Reads a RabbitMQ queue.
+ * @example
+ * const channel = await (await amqplib.connect(url)).createChannel()
+ * await startConsumer({ inbox, source: rabbitmqSource({ channel, queue: 'claims' }), handler })
+ */
+export function rabbitmqSource({ channel, queue, prefetch = 20, maxNackDelayMs = 30_000 }: RabbitmqSourceOptions): MessageSource {
+  if (channel === null || typeof channel !== 'object' || typeof channel.consume !== 'function') {
+    throw new InvalidOptionError('rabbitmqSource: option "channel" must be an amqplib Channel')
+  }
+  assertName('rabbitmqSource: option "queue"', queue, 255)
+  assertCount('rabbitmqSource: option "prefetch"', prefetch, 1, 65_535)
+  assertMs('rabbitmqSource: option "maxNackDelayMs"', maxNackDelayMs, 0)
+  return {
+    name: `rabbitmq:${queue}`,
+    async subscribe(onDelivery): Promise<Subscription> {
+      const running = new Limiter(prefetch)
+      const timers = new Timers()
+      await channel.prefetch(prefetch)
+      const { consumerTag } = await channel.consume(queue, (message) => {
+        // null: the broker cancelled the consumer (queue deleted); nothing to settle.
+        if (message === null) return
+        void running.run(() => onDelivery(toDelivery(channel, message, timers, maxNackDelayMs)))
+      })
+      return {
+        async close() {
+          await channel.cancel(consumerTag)
+          await running.idle()
+          timers.flush()
+        },
+      }
+    },
+  }
+}
+
+function toDelivery(channel: AmqpChannel, message: AmqpMessage, timers: Timers, maxNackDelayMs: number): Delivery {
+  const headers = textHeaders(message.properties.headers)
+  // Quorum queues count earlier deliveries in x-delivery-count.
+  const previous = Number(headers['x-delivery-count'])
+  return {
+    id: message.properties.messageId || undefined,
+    data: message.content,
+    headers,
+    deliveryCount: Number.isInteger(previous) ? previous + 1 : undefined,
+    redelivered: message.fields.redelivered,
+    async ack() {
+      channel.ack(message)
+    },
+    async nack(delayMs) {
+      // AMQP has no delayed requeue: hold the message (it counts against prefetch) until then.
+      const requeue = () => channel.nack(message, false, true)
+      if (delayMs <= 0) requeue()
+      else timers.after(Math.min(delayMs, maxNackDelayMs), requeue)
+    },
+    async deadLetter() {
+      channel.nack(message, false, false)
+    },
+  }
+}
+
+export interface RabbitmqDelivererOptions {
+  /** A confirm channel (`connection.createConfirmChannel()`): a row counts as delivered only once the broker confirms it. */
+  channel: AmqpConfirmChannel
+  /** @default '' (the default exchange: the routing key is the queue name) */
+  exchange?: string
+  /** @default the row's topic */
+  routingKey?: (row: OutboxRow) => string
+}
+
+/**
+ * An outbox deliverer that publishes each row as a persistent JSON message whose
+ * `messageId` is the row's dedupe key, so a consumer's inbox drops a repeat.
+ * @example createDispatcher({ pool, deliver: rabbitmqDeliverer({ channel: confirmChannel }) })
+ */
+export function rabbitmqDeliverer({ channel, exchange = '', routingKey = (row) => row.topic }: RabbitmqDelivererOptions): (row: OutboxRow) => Promise<void> {
+  if (channel === null || typeof channel !== 'object' || typeof channel.publish !== 'function') {
+    throw new InvalidOptionError('rabbitmqDeliverer: option "channel" must be an amqplib ConfirmChannel')
+  }
+  return (row) =>
+    new Promise<void>((resolve, reject) => {
+      channel.publish(
+        exchange,
+        routingKey(row),
+        Buffer.from(JSON.stringify(row.payload)),
+        { messageId: row.dedupeKey, contentType: 'application/json', persistent: true },
+        (error) => (error ? reject(error instanceof Error ? error : new Error(`RabbitMQ refused the message: ${String(error)}`)) : resolve()),
+      )
+    })
+}

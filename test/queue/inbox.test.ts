@@ -1,0 +1,233 @@
+import Database from 'better-sqlite3'
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
+import { createIdem, InvalidOptionError, memoryStore, StoreUnavailableError } from '../../src/index.js'
+import { createInbox, listDeadLetters, MEMORY_DEAD_LETTERS, messageKey } from '../../src/queue/index.js'
+import { postgresStore } from '../../src/stores/postgres/index.js'
+import type { PgClient } from '../../src/stores/postgres/types.js'
+import { sqliteStore, type SqliteDatabase } from '../../src/stores/sqlite/index.js'
+import { testSchema, type TestSchema } from '../support/postgres.js'
+import { unique } from './support.js'
+
+const db = await testSchema('idem_q_inbox')
+afterAll(() => db?.drop())
+
+describe.skipIf(db === undefined)('inbox on Postgres', () => {
+  const { pool, schema } = db as TestSchema
+  const effects = `"${schema}".effects`
+  const store = postgresStore({ pool, schema })
+  beforeAll(async () => {
+    await store.migrate()
+    await pool.query(`CREATE TABLE ${effects} (message_id text NOT NULL, note text)`)
+  })
+  const count = async (id: string) => (await pool.query(`SELECT count(*)::int AS n FROM ${effects} WHERE message_id = $1`, [id])).rows[0].n as number
+  const write = (id: string) => async (tx: PgClient) => {
+    await tx.query(`INSERT INTO ${effects} (message_id) VALUES ($1)`, [id])
+    return { wrote: id }
+  }
+
+  it('runs the handler once per message id; a redelivery (the ack was lost) is a duplicate', async () => {
+    const inbox = createInbox<PgClient>({ store, consumer: unique('c') })
+    const id = unique('m')
+    const first = await inbox.consume({ id, body: { n: 1 } }, write(id))
+    expect(first).toEqual({ status: 'processed', key: id, value: { wrote: id } })
+    const again = await inbox.consume({ id, body: { n: 1 }, redelivered: true }, write(id))
+    expect(again).toEqual({ status: 'duplicate', key: id })
+    expect(await count(id)).toBe(1)
+    // The key lives under scope inbox:<consumer>, in the same table as every idem key.
+    const { rows } = await pool.query(`SELECT scope FROM "${schema}".idem_keys WHERE key = $1`, [id])
+    expect(rows).toEqual([{ scope: `inbox:${inbox.consumer}` }])
+  })
+
+  it('consumers are separate: the same id is new to another consumer', async () => {
+    const id = unique('m')
+    const a = createInbox<PgClient>({ store, consumer: unique('a') })
+    const b = createInbox<PgClient>({ store, consumer: unique('b') })
+    expect((await a.consume({ id, body: 1 }, write(id))).status).toBe('processed')
+    expect((await b.consume({ id, body: 1 }, write(id))).status).toBe('processed')
+    expect(await count(id)).toBe(2)
+  })
+
+  it('concurrent deliveries of one message run the handler once; the other waits and is a duplicate', async () => {
+    const inbox = createInbox<PgClient>({ store, consumer: unique('c') })
+    const id = unique('m')
+    let runs = 0
+    const slow = async (tx: PgClient) => {
+      runs++
+      await write(id)(tx)
+      await new Promise((resolve) => setTimeout(resolve, 50))
+    }
+    const results = await Promise.all([1, 2, 3].map(() => inbox.consume({ id, body: 1 }, slow)))
+    expect(results.map((r) => r.status).sort()).toEqual(['duplicate', 'duplicate', 'processed'])
+    expect(runs).toBe(1)
+    expect(await count(id)).toBe(1)
+  })
+
+  it('a failing handler rolls back its writes, counts the attempt, and a later success clears the count', async () => {
+    const inbox = createInbox<PgClient>({ store, consumer: unique('c') })
+    const id = unique('m')
+    const failing = async (tx: PgClient) => {
+      await write(id)(tx)
+      throw new Error('downstream timeout')
+    }
+    const failed = await inbox.consume({ id, body: 1, deliveryCount: 1 }, failing)
+    expect(failed).toMatchObject({ status: 'failed', attempts: 1 })
+    expect((failed as { error: Error }).error.message).toBe('downstream timeout')
+    expect(await count(id)).toBe(0)
+    expect((await inbox.consume({ id, body: 1, deliveryCount: 2 }, failing)).status).toBe('failed')
+    const attempts = async () =>
+      (await pool.query(`SELECT attempts FROM "${schema}".idem_inbox_attempts WHERE consumer = $1 AND message_key = $2`, [inbox.consumer, id])).rows
+    expect(await attempts()).toEqual([{ attempts: 2 }])
+    expect((await inbox.consume({ id, body: 1, deliveryCount: 3 }, write(id))).status).toBe('processed')
+    expect(await count(id)).toBe(1)
+    expect(await attempts()).toEqual([])
+  })
+
+  it('a poison message is dead-lettered after maxAttempts with its last error; redeliveries of it are duplicates; others go on', async () => {
+    const inbox = createInbox<PgClient>({ store, consumer: unique('poison'), maxAttempts: 3 })
+    const poison = unique('poison')
+    const body = { claimId: 42, form: '%%garbage%%' }
+    const statuses: string[] = []
+    for (let delivery = 1; delivery <= 3; delivery++) {
+      const result = await inbox.consume({ id: poison, body, deliveryCount: delivery }, () => {
+        throw new TypeError(`cannot parse form (delivery ${delivery})`)
+      })
+      statuses.push(result.status)
+    }
+    expect(statuses).toEqual(['failed', 'failed', 'dead-lettered'])
+    expect((await inbox.consume({ id: poison, body, deliveryCount: 4 }, write(poison))).status).toBe('duplicate')
+    const letters = await listDeadLetters(pool, { source: 'inbox', name: inbox.consumer, schema })
+    expect(letters).toHaveLength(1)
+    expect(letters[0]).toMatchObject({ messageKey: poison, attempts: 3, payload: body })
+    expect(letters[0]!.lastError).toBe('TypeError: cannot parse form (delivery 3)')
+    const next = unique('m')
+    expect((await inbox.consume({ id: next, body: 1 }, write(next))).status).toBe('processed')
+    expect(await count(poison)).toBe(0)
+  })
+
+  it('a message that crashes the process every time (no failure recorded) is dead-lettered by the broker delivery count', async () => {
+    const inbox = createInbox<PgClient>({ store, consumer: unique('crashy'), maxAttempts: 2, maxDeliveries: 4 })
+    const id = unique('m')
+    let runs = 0
+    const result = await inbox.consume({ id, body: 'boom', deliveryCount: 5 }, () => void runs++)
+    expect(result).toMatchObject({ status: 'dead-lettered', attempts: 4 })
+    expect(runs).toBe(0)
+    const [letter] = await listDeadLetters(pool, { source: 'inbox', name: inbox.consumer, schema })
+    expect(letter!.lastError).toMatch(/delivered 4 times without finishing/)
+  })
+
+  it('keys ids that are not 1–255 visible ASCII by their SHA-256, and still dedupes them', async () => {
+    const inbox = createInbox<PgClient>({ store, consumer: unique('c') })
+    const long = `urn:message:${'x'.repeat(400)}`
+    const unicode = 'nachricht-über-schäden'
+    for (const id of [long, unicode]) {
+      const key = messageKey(id)
+      expect(key).toMatch(/^sha256:[0-9a-f]{64}$/)
+      expect((await inbox.consume({ id, body: 1 }, write(key))).status).toBe('processed')
+      expect(await inbox.consume({ id, body: 1 }, write(key))).toEqual({ status: 'duplicate', key })
+    }
+    expect(messageKey('evt_123')).toBe('evt_123')
+  })
+
+  it('derives the id from the content with idOf (a producer that resends with new broker ids)', async () => {
+    const inbox = createInbox<PgClient, { orderId: string; event: string }>({
+      store,
+      consumer: unique('c'),
+      idOf: (m) => `${m.body.orderId}:${m.body.event}`,
+    })
+    const orderId = unique('o')
+    expect((await inbox.consume({ id: 'broker-1', body: { orderId, event: 'paid' } }, write(orderId))).status).toBe('processed')
+    expect((await inbox.consume({ id: 'broker-2', body: { orderId, event: 'paid' } }, write(orderId))).status).toBe('duplicate')
+    expect(await count(orderId)).toBe(1)
+  })
+
+  it('dead-letters a message without an id (it could never be deduplicated)', async () => {
+    const inbox = createInbox<PgClient>({ store, consumer: unique('noid') })
+    let runs = 0
+    const result = await inbox.consume({ body: { orphan: true } }, () => void runs++)
+    expect(result.status).toBe('dead-lettered')
+    expect(runs).toBe(0)
+    const [letter] = await listDeadLetters(pool, { source: 'inbox', name: inbox.consumer, schema })
+    expect(letter!.lastError).toMatch(/MissingKeyError: .*has no id/)
+  })
+
+  it('warns once when retention is shorter than the broker redelivery horizon (console.warn by default)', () => {
+    const warn = vi.spyOn(console, 'warn').mockImplementation(() => {})
+    try {
+      const inbox = createInbox({ store, consumer: 'short', retentionMs: 60_000, redeliveryHorizonMs: 4 * 24 * 3600_000 })
+      inbox.expectRedeliveryWithin(4 * 24 * 3600_000, 'sqs:claims')
+      expect(warn).toHaveBeenCalledTimes(1)
+      expect(warn.mock.calls[0]![0]).toMatch(/retentionMs \(60000 ms\) is shorter/)
+      const quiet = createInbox({ store, consumer: 'long', redeliveryHorizonMs: 14 * 24 * 3600_000 })
+      quiet.expectRedeliveryWithin(14 * 24 * 3600_000)
+      expect(warn).toHaveBeenCalledTimes(1)
+    } finally {
+      warn.mockRestore()
+    }
+  })
+
+  it('reports a store failure as an error (nothing counted), so the caller redelivers', async () => {
+    const broken = postgresStore({ pool: { connect: () => Promise.reject(Object.assign(new Error('connect ECONNREFUSED'), { code: 'ECONNREFUSED' })) }, schema })
+    const inbox = createInbox<PgClient>({ store: broken, consumer: unique('c') })
+    await expect(inbox.consume({ id: 'x', body: 1 }, () => 1)).rejects.toBeInstanceOf(StoreUnavailableError)
+  })
+
+  it('validates its options at creation, naming the option', () => {
+    const bad: [object, RegExp][] = [
+      [{ store, consumer: '' }, /"consumer"/],
+      [{ store, consumer: 'c', retentionMs: 0 }, /"retentionMs"/],
+      [{ store, consumer: 'c', maxAttempts: 0 }, /"maxAttempts"/],
+      [{ store, consumer: 'c', maxAttempts: 5, maxDeliveries: 2 }, /"maxDeliveries"/],
+      [{ store, consumer: 'c', idOf: 'id' }, /"idOf"/],
+      [{ consumer: 'c' }, /pass "store"/],
+      [{ store: { name: 'redis', begin: async () => ({}) }, consumer: 'c' }, /postgres, sqlite or memory/],
+    ]
+    for (const [options, message] of bad) {
+      expect(() => createInbox(options as never)).toThrow(InvalidOptionError)
+      expect(() => createInbox(options as never)).toThrow(message)
+    }
+  })
+})
+
+describe('inbox on SQLite (a real file) and in memory', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'idem-inbox-'))
+  const sqlite = new Database(join(dir, 'inbox.db'))
+  sqlite.pragma('journal_mode = WAL')
+  const store = sqliteStore({ db: sqlite })
+  store.migrate()
+  sqlite.exec('CREATE TABLE effects (message_id TEXT NOT NULL)')
+  afterAll(() => {
+    sqlite.close()
+    rmSync(dir, { recursive: true, force: true })
+  })
+
+  it('SQLite: processed once, duplicate after, poison dead-lettered with its error', async () => {
+    const inbox = createInbox({ idem: createIdem({ store }), consumer: 'sqlite-worker', maxAttempts: 2 })
+    const write = (tx: SqliteDatabase) => void tx.prepare('INSERT INTO effects (message_id) VALUES (?)').run('m1')
+    expect((await inbox.consume({ id: 'm1', body: 1 }, write)).status).toBe('processed')
+    expect((await inbox.consume({ id: 'm1', body: 1 }, write)).status).toBe('duplicate')
+    expect(sqlite.prepare('SELECT count(*) AS n FROM effects').get()).toEqual({ n: 1 })
+    const fail = () => {
+      throw new Error('bad form')
+    }
+    expect((await inbox.consume({ id: 'p1', body: { x: 1 }, deliveryCount: 1 }, fail)).status).toBe('failed')
+    expect((await inbox.consume({ id: 'p1', body: { x: 1 }, deliveryCount: 2 }, fail)).status).toBe('dead-lettered')
+    const letters = await listDeadLetters(sqlite, { source: 'inbox', name: 'sqlite-worker' })
+    expect(letters).toMatchObject([{ messageKey: 'p1', attempts: 2, lastError: 'Error: bad form', payload: { x: 1 } }])
+  })
+
+  it('memory: the same behaviour, dead letters in a collection', async () => {
+    const memory = memoryStore()
+    const inbox = createInbox({ store: memory, consumer: 'memory-worker', maxAttempts: 1 })
+    expect((await inbox.consume({ id: 'a', body: 1 }, (tx) => tx.set('effects', 'a', 1))).status).toBe('processed')
+    expect((await inbox.consume({ id: 'a', body: 1 }, (tx) => tx.set('effects', 'a', 2))).status).toBe('duplicate')
+    expect(memory.collection('effects').get('a')).toBe(1)
+    const result = await inbox.consume({ id: 'b', body: 'poison' }, () => {
+      throw new Error('nope')
+    })
+    expect(result.status).toBe('dead-lettered')
+    expect([...memory.collection(MEMORY_DEAD_LETTERS).values()]).toMatchObject([{ key: 'b', attempts: 1, error: 'Error: nope' }])
+  })
+})

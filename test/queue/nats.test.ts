@@ -1,0 +1,92 @@
+import { AckPolicy, jetstream, jetstreamManager, type JetStreamManager } from '@nats-io/jetstream'
+import { connect, type NatsConnection } from '@nats-io/transport-node'
+import { afterAll, describe, expect, it } from 'vitest'
+import { natsDeliverer, natsSource } from '../../src/queue/nats/index.js'
+import { postgresStore } from '../../src/stores/postgres/index.js'
+import { testSchema, type TestSchema } from '../support/postgres.js'
+import { delivererScenario, eventually, poisonScenario, reach, seedScenario, unique, type BrokerHarness } from './support.js'
+
+const URL = process.env.IDEM_TEST_NATS_URL ?? 'nats://127.0.0.1:4222'
+const open = () => connect({ servers: URL, timeout: 3_000, reconnect: false })
+const admin = await reach('NATS JetStream', URL, async () => {
+  const nc = await open()
+  return { nc, jsm: await jetstreamManager(nc) }
+})
+const db = admin ? await testSchema('idem_q_nats') : undefined
+const streams: string[] = []
+
+afterAll(async () => {
+  await db?.drop()
+  if (admin) {
+    for (const stream of streams) await admin.jsm.streams.delete(stream).catch(() => {})
+    await admin.nc.close()
+  }
+})
+
+const ms = (millis: number) => millis * 1_000_000
+
+async function harness(jsm: JetStreamManager): Promise<BrokerHarness> {
+  const stream = unique('IDEM_TEST').toUpperCase()
+  const subject = `${stream.toLowerCase()}.claims`
+  streams.push(stream)
+  await jsm.streams.add({ name: stream, subjects: [subject], duplicate_window: ms(60_000) })
+  // A short ack wait: an unacknowledged message (a crashed worker) comes back after 1 s.
+  await jsm.consumers.add(stream, { durable_name: 'workers', ack_policy: AckPolicy.Explicit, ack_wait: ms(1_000) })
+  const js = jetstream(admin!.nc)
+  return {
+    copiesOfRepeat: 1,
+    async publish(id, body) {
+      await js.publish(subject, new TextEncoder().encode(JSON.stringify(body)), { msgID: id })
+    },
+    async open() {
+      const nc: NatsConnection = await open()
+      const consumer = await jetstream(nc).consumers.get(stream, 'workers')
+      const close = async () => {
+        if (!nc.isClosed()) await nc.close()
+      }
+      return { source: natsSource({ consumer, name: stream, concurrency: 10 }), crash: close, close }
+    },
+    deliverer: () => natsDeliverer({ js, subject: () => subject }),
+    // JetStream has no dead-letter queue: term() stops redelivery; idem's table keeps the letter.
+    brokerDeadLetters: async () => undefined,
+    async outstanding() {
+      const info = await jsm.consumers.info(stream, 'workers')
+      return info.num_pending + info.num_ack_pending
+    },
+  }
+}
+
+describe.skipIf(db === undefined)('NATS JetStream adapter (@nats-io/jetstream, real server)', () => {
+  const schemaDb = db as TestSchema
+  it('seed scenario: commit, crash before ack, redelivery after ack_wait → 58 chunk rows and one email', async () => {
+    await postgresStore(schemaDb).migrate()
+    await seedScenario(await harness(admin!.jsm), schemaDb)
+  })
+
+  it('a poison message is dead-lettered after 3 attempts (table; TERM at the broker); the consumer goes on', async () => {
+    await poisonScenario(await harness(admin!.jsm), schemaDb)
+  })
+
+  it('the outbox deliverer sets Nats-Msg-Id to the dedupe key: JetStream drops the repeat, the inbox would too', async () => {
+    const broker = await harness(admin!.jsm)
+    await delivererScenario(broker, schemaDb)
+    const info = await admin!.jsm.streams.info(streams[streams.length - 1]!)
+    expect(info.state.messages).toBe(1)
+  })
+
+  it('nak with a delay redelivers the message with the delivery count raised', async () => {
+    const broker = await harness(admin!.jsm)
+    await broker.publish('delayed-1', { n: 1 })
+    const connection = await broker.open()
+    const seen: { count: number | undefined }[] = []
+    const subscription = await connection.source.subscribe(async (delivery) => {
+      seen.push({ count: delivery.deliveryCount })
+      if (seen.length === 1) await delivery.nack(300)
+      else await delivery.ack()
+    })
+    await eventually(() => seen.length === 2, 10_000, 'the redelivery')
+    await subscription.close()
+    await connection.close()
+    expect(seen.map((s) => s.count)).toEqual([1, 2])
+  })
+})

@@ -1,0 +1,102 @@
+import { Redis } from 'ioredis'
+import { afterAll, describe, expect, it } from 'vitest'
+import { redisStreamDeliverer, redisStreamSource } from '../../src/queue/redis-streams/index.js'
+import { postgresStore } from '../../src/stores/postgres/index.js'
+import { testSchema, type TestSchema } from '../support/postgres.js'
+import { delivererScenario, eventually, poisonScenario, reach, seedScenario, unique, type BrokerHarness } from './support.js'
+
+const URL = process.env.IDEM_TEST_REDIS_URL ?? 'redis://127.0.0.1:6379'
+const admin = await reach('Redis', URL, async () => {
+  const redis = new Redis(URL, { lazyConnect: true, maxRetriesPerRequest: 1, connectTimeout: 3_000, retryStrategy: () => null })
+  await redis.connect()
+  await redis.ping()
+  return redis
+})
+const db = admin ? await testSchema('idem_q_redis') : undefined
+const streams: string[] = []
+
+afterAll(async () => {
+  await db?.drop()
+  if (admin) {
+    if (streams.length > 0) await admin.del(...streams)
+    admin.disconnect()
+  }
+})
+
+function harness(): BrokerHarness {
+  const stream = unique('idem:test')
+  const group = 'workers'
+  streams.push(stream, `${stream}:dead`)
+  let consumers = 0
+  return {
+    copiesOfRepeat: 2,
+    async publish(id, body) {
+      await admin!.xadd(stream, '*', 'id', id, 'body', JSON.stringify(body))
+    },
+    async open() {
+      const redis = new Redis(URL, { maxRetriesPerRequest: 1 })
+      // Each worker is a new consumer in the group, as a restarted process would be; a
+      // short claimIdleMs lets it take over what a dead one held.
+      const source = redisStreamSource({ redis, stream, group, consumer: `worker-${++consumers}`, blockMs: 100, claimIdleMs: 300, claimEveryMs: 100 })
+      let closed = false
+      const close = async () => {
+        if (closed) return
+        closed = true
+        redis.disconnect()
+      }
+      return { source, crash: close, close }
+    },
+    deliverer: () => redisStreamDeliverer({ redis: admin!, stream: () => stream }),
+    async brokerDeadLetters() {
+      return admin!.xlen(`${stream}:dead`)
+    },
+    async outstanding() {
+      const summary = (await admin!.xpending(stream, group)) as [number, ...unknown[]]
+      return Number(summary[0])
+    },
+  }
+}
+
+describe.skipIf(db === undefined)('Redis Streams adapter (ioredis, real server)', () => {
+  const schemaDb = db as TestSchema
+  it('seed scenario: commit, crash before XACK, XAUTOCLAIM by the next worker → 58 chunk rows and one email', async () => {
+    await postgresStore(schemaDb).migrate()
+    await seedScenario(harness(), schemaDb)
+  })
+
+  it('a poison message is dead-lettered after 3 attempts (table and the :dead stream, with its error); the consumer goes on', async () => {
+    const broker = harness()
+    await poisonScenario(broker, schemaDb)
+    const stream = streams[streams.length - 1]!
+    const entries = (await admin!.xrange(stream, '-', '+')) as [string, string[]][]
+    expect(entries).toHaveLength(1)
+    const fields = entries[0]![1]
+    expect(fields).toContain('error')
+    expect(fields[fields.indexOf('error') + 1]).toContain('cannot parse claim form 0')
+  })
+
+  it('the outbox deliverer writes the dedupe key as the id field; a repeated XADD is consumed once', async () => {
+    await delivererScenario(harness(), schemaDb)
+  })
+
+  it('a stuck entry of a dead consumer is taken over with XAUTOCLAIM and its delivery count rises', async () => {
+    const broker = harness()
+    await broker.publish('stuck-1', { n: 1 })
+    const dead = await broker.open()
+    const counts: (number | undefined)[] = []
+    const deadLoop = await dead.source.subscribe(async (delivery) => void counts.push(delivery.deliveryCount))
+    await eventually(() => counts.length === 1, 5_000, 'the first delivery')
+    await deadLoop.close()
+    await dead.crash()
+    const next = await broker.open()
+    const nextLoop = await next.source.subscribe(async (delivery) => {
+      counts.push(delivery.deliveryCount)
+      await delivery.ack()
+    })
+    await eventually(() => counts.length === 2, 5_000, 'the takeover')
+    await nextLoop.close()
+    await next.close()
+    expect(counts).toEqual([1, 2])
+    await eventually(async () => (await broker.outstanding!()) === 0, 5_000, 'the ack')
+  })
+})

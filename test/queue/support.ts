@@ -1,0 +1,196 @@
+import { randomBytes, randomUUID } from 'node:crypto'
+import { expect } from 'vitest'
+import { contentId } from '../../src/data/index.js'
+import { upsertPostgres } from '../../src/data/index.js'
+import { createDispatcher, createInbox, createOutbox, handleDelivery, startConsumer, type OutboxRow } from '../../src/queue/index.js'
+import type { Delivery, MessageSource } from '../../src/queue/index.js'
+import { postgresStore } from '../../src/stores/postgres/index.js'
+import type { PgClient } from '../../src/stores/postgres/types.js'
+import type { TestSchema } from '../support/postgres.js'
+
+/** A name no other test file or rerun uses (queues, streams, subjects). */
+export function unique(prefix: string): string {
+  return `${prefix}_${randomBytes(4).toString('hex')}`
+}
+
+/**
+ * Connects to a broker within `timeoutMs`. Outside CI an unreachable broker makes the
+ * file skip (with a SKIPPED line); with CI set it fails the run.
+ */
+export async function reach<T>(name: string, url: string, connect: () => Promise<T>, timeoutMs = 5_000): Promise<T | undefined> {
+  let timer: NodeJS.Timeout | undefined
+  try {
+    return await Promise.race([
+      connect(),
+      new Promise<never>((_, reject) => {
+        timer = setTimeout(() => reject(new Error(`no answer within ${timeoutMs} ms`)), timeoutMs)
+      }),
+    ])
+  } catch (error) {
+    if (process.env.CI) throw new Error(`${name} at ${url} is required in CI: ${(error as Error).message}`)
+    console.warn(`SKIPPED: ${name} at ${url} is unreachable (${(error as Error).message})`)
+    return undefined
+  } finally {
+    clearTimeout(timer)
+  }
+}
+
+/** Polls `check` until it returns true, for at most `timeoutMs` (bounded waits, no sleeps in assertions). */
+export async function eventually(check: () => boolean | Promise<boolean>, timeoutMs = 15_000, what = 'condition'): Promise<void> {
+  const deadline = Date.now() + timeoutMs
+  for (;;) {
+    if (await check()) return
+    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`)
+    await new Promise((resolve) => setTimeout(resolve, 20))
+  }
+}
+
+/** What each broker's test file supplies to the shared scenarios. */
+export interface BrokerHarness {
+  /** Publishes a JSON message with a broker message id. */
+  publish(id: string, body: unknown): Promise<void>
+  /** A source on a connection of its own; `crash` drops that connection without settling anything. */
+  open(): Promise<{ source: MessageSource; crash(): Promise<void>; close(): Promise<void> }>
+  /** The outbox deliverer that publishes to the same queue. */
+  deliverer(): (row: OutboxRow) => Promise<void>
+  /** Messages in the broker's own dead-letter place (queue, stream), if it has one. */
+  brokerDeadLetters(): Promise<number | undefined>
+  /** Messages still waiting or unacknowledged in the queue, if the broker can tell. */
+  outstanding?(): Promise<number>
+  /** Copies of a message published twice that reach consumers: 1 where the broker drops repeats itself (NATS). */
+  copiesOfRepeat: 1 | 2
+}
+
+const CHUNKS = 58
+
+/**
+ * The seed scenario: an intake worker takes a claim, writes 58 chunk rows by content
+ * id, hands one "claim received" email to the outbox, commits, and crashes before
+ * acking. The broker redelivers; afterwards the table holds 58 rows and exactly one
+ * email reached the mail deliverer.
+ */
+export async function seedScenario(broker: BrokerHarness, db: TestSchema): Promise<void> {
+  const { pool, schema } = db
+  const table = `chunks_${randomBytes(3).toString('hex')}`
+  await pool.query(`CREATE TABLE "${schema}".${table} (id text PRIMARY KEY, claim_id text NOT NULL, n integer NOT NULL, text text NOT NULL)`)
+  const store = postgresStore({ pool, schema })
+  const inbox = createInbox<PgClient, { claimId: string; chunks: string[] }>({ store, consumer: unique('intake') })
+  const outbox = createOutbox({ schema })
+  let handlerRuns = 0
+  const handler = async (tx: PgClient, message: { body: { claimId: string; chunks: string[] } }) => {
+    handlerRuns++
+    const { claimId, chunks } = message.body
+    for (let n = 0; n < chunks.length; n++) {
+      await upsertPostgres(tx, { schema, table, key: 'id', columns: ['claim_id', 'n', 'text'] }, { id: contentId('claim', claimId, 'chunk', n), claim_id: claimId, n, text: chunks[n] })
+    }
+    await outbox.add(tx, { topic: 'email', payload: { to: 'claimant@example.com', template: 'claim-received', claimId }, dedupeKey: `claim-received:${claimId}` })
+  }
+
+  const claimId = randomUUID()
+  await broker.publish(`claim-${claimId}`, { claimId, chunks: Array.from({ length: CHUNKS }, (_, n) => `chunk ${n} of claim ${claimId}`) })
+
+  // Worker 1 commits, then dies before its ack reaches the broker.
+  const first = await broker.open()
+  const crashed: string[] = []
+  const subscription = await first.source.subscribe(async (delivery: Delivery) => {
+    const result = await inbox.consume({ id: delivery.id, body: JSON.parse(Buffer.from(delivery.data).toString('utf8')), deliveryCount: delivery.deliveryCount, redelivered: delivery.redelivered }, handler)
+    crashed.push(result.status)
+    // No ack: the process "dies" here.
+  })
+  await eventually(() => crashed.length === 1, 15_000, 'the first delivery')
+  // Stop the worker's loop (it settles nothing), then drop its connection.
+  await subscription.close()
+  await first.crash()
+  expect(crashed).toEqual(['processed'])
+
+  // Worker 2 (a restart) gets the redelivery; the inbox recognises it.
+  const second = await broker.open()
+  const settled: string[] = []
+  const consumer = await startConsumer<PgClient, { claimId: string; chunks: string[] }>({
+    inbox,
+    source: second.source,
+    handler,
+    onSettled: (result) => settled.push(result.status),
+  })
+  await eventually(() => settled.length >= 1, 20_000, 'the redelivery')
+  await consumer.stop()
+  await second.close()
+  expect(settled).toEqual(['duplicate'])
+  expect(handlerRuns).toBe(1)
+
+  const { rows } = await pool.query(`SELECT count(*)::int AS n FROM "${schema}".${table} WHERE claim_id = $1`, [claimId])
+  expect(rows[0].n).toBe(CHUNKS)
+
+  // The mail deliverer (an email provider that would honour the idempotency key).
+  const emails: OutboxRow[] = []
+  const dispatcher = createDispatcher({ pool, schema, deliver: async (row) => void emails.push(row) })
+  await dispatcher.drain()
+  expect(emails).toHaveLength(1)
+  expect(emails[0]).toMatchObject({ topic: 'email', dedupeKey: `claim-received:${claimId}`, payload: { template: 'claim-received', claimId } })
+  if (broker.outstanding) expect(await broker.outstanding()).toBe(0)
+}
+
+/**
+ * A poison message (the handler always throws) goes to the dead letters after
+ * `maxAttempts` with its error, in idem's table and the broker's own dead-letter
+ * place; the messages after it are processed.
+ */
+export async function poisonScenario(broker: BrokerHarness, db: TestSchema): Promise<void> {
+  const { pool, schema } = db
+  const store = postgresStore({ pool, schema })
+  const consumerName = unique('poison')
+  const inbox = createInbox<PgClient, { n: number; poison?: boolean }>({ store, consumer: consumerName, maxAttempts: 3 })
+  const processed: number[] = []
+  const connection = await broker.open()
+  const settled: string[] = []
+  const consumer = await startConsumer<PgClient, { n: number; poison?: boolean }>({
+    inbox,
+    source: connection.source,
+    retry: { baseMs: 10, maxMs: 50 },
+    handler: (_tx, message) => {
+      if (message.body.poison) throw new Error(`cannot parse claim form ${message.body.n}`)
+      processed.push(message.body.n)
+    },
+    onSettled: (result) => settled.push(result.status),
+  })
+  await broker.publish(unique('poison-msg'), { n: 0, poison: true })
+  for (let n = 1; n <= 3; n++) await broker.publish(unique('good-msg'), { n })
+  await eventually(() => settled.includes('dead-lettered') && processed.length === 3, 20_000, 'the poison message to be dead-lettered')
+  await consumer.stop()
+  await connection.close()
+  expect(processed.sort()).toEqual([1, 2, 3])
+  expect(settled.filter((s) => s === 'failed')).toHaveLength(2)
+  const { rows } = await pool.query(`SELECT attempts, last_error, payload FROM "${schema}".idem_dead_letters WHERE source = 'inbox' AND name = $1`, [consumerName])
+  expect(rows).toHaveLength(1)
+  expect(rows[0]).toMatchObject({ attempts: 3, payload: { n: 0, poison: true } })
+  expect(rows[0].last_error).toContain('cannot parse claim form 0')
+  const brokerSide = await broker.brokerDeadLetters()
+  if (brokerSide !== undefined) await eventually(async () => (await broker.brokerDeadLetters()) === 1, 5_000, 'the broker dead letter')
+  if (broker.outstanding) await eventually(async () => (await broker.outstanding!()) === 0, 5_000, 'an empty queue')
+}
+
+/**
+ * The outbox deliverer publishes with the dedupe key as the message id; a repeated
+ * delivery (a dispatcher that crashed after sending) is consumed once.
+ */
+export async function delivererScenario(broker: BrokerHarness, db: TestSchema): Promise<void> {
+  const { pool, schema } = db
+  const inbox = createInbox<PgClient, { n: number }>({ store: postgresStore({ pool, schema }), consumer: unique('downstream') })
+  const deliver = broker.deliverer()
+  const row: OutboxRow = { id: '1', topic: 'ignored', payload: { n: 7 }, dedupeKey: unique('effect'), attempt: 1, lastError: null, createdAt: new Date() }
+  await deliver(row)
+  await deliver({ ...row, attempt: 2 })
+  const connection = await broker.open()
+  const seen: string[] = []
+  let runs = 0
+  const subscription = await connection.source.subscribe(async (delivery) => {
+    const result = await handleDelivery<PgClient, { n: number }>(inbox, delivery, () => void runs++)
+    seen.push(`${result.status}:${delivery.id}`)
+  })
+  await eventually(() => seen.length === broker.copiesOfRepeat, 10_000, 'the copies')
+  await subscription.close()
+  await connection.close()
+  expect(runs).toBe(1)
+  expect(seen[0]).toBe(`processed:${row.dedupeKey}`)
+  for (const other of seen.slice(1)) expect(other).toBe(`duplicate:${row.dedupeKey}`)
+}

@@ -1,0 +1,96 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { createInbox, webhookReceiver } from '../../src/queue/index.js'
+import { postgresStore } from '../../src/stores/postgres/index.js'
+import type { PgClient } from '../../src/stores/postgres/types.js'
+import { testSchema, type TestSchema } from '../support/postgres.js'
+import { unique } from './support.js'
+
+const db = await testSchema('idem_q_webhook')
+afterAll(() => db?.drop())
+
+const post = (body: string, headers: Record<string, string> = {}) =>
+  new Request('http://localhost/webhooks', { method: 'POST', body, headers: { 'content-type': 'application/json', ...headers } })
+
+describe.skipIf(db === undefined)('webhook receiver (Request → Response) on Postgres', () => {
+  const { pool, schema } = db as TestSchema
+  const store = postgresStore({ pool, schema })
+  const events = `"${schema}".payments`
+  beforeAll(async () => {
+    await store.migrate()
+    await pool.query(`CREATE TABLE ${events} (event_id text NOT NULL, kind text NOT NULL)`)
+  })
+  const rows = async (id: string) => (await pool.query(`SELECT count(*)::int AS n FROM ${events} WHERE event_id = $1`, [id])).rows[0].n as number
+
+  it("Stripe: records the evt_ id with the handler's writes; a retry answers 200 at once without running the handler", async () => {
+    let runs = 0
+    const receive = webhookReceiver<PgClient>({
+      inbox: createInbox({ store, consumer: unique('stripe') }),
+      eventId: 'stripe',
+      handler: async (tx, event) => {
+        runs++
+        const body = event.body as { id: string; type: string }
+        await tx.query(`INSERT INTO ${events} (event_id, kind) VALUES ($1, $2)`, [body.id, body.type])
+      },
+    })
+    const id = unique('evt')
+    const body = JSON.stringify({ id, object: 'event', type: 'payment_intent.succeeded' })
+    const first = await receive(post(body))
+    expect(first.status).toBe(200)
+    expect(await first.json()).toEqual({ received: true, id })
+    const retry = await receive(post(body))
+    expect(retry.status).toBe(200)
+    expect(retry.headers.get('idempotent-replayed')).toBe('true')
+    expect(runs).toBe(1)
+    expect(await rows(id)).toBe(1)
+  })
+
+  it('GitHub: dedupes by X-GitHub-Delivery; a failing handler answers 500 with nothing recorded, and the redelivery runs it', async () => {
+    let fail = true
+    const receive = webhookReceiver<PgClient>({
+      inbox: createInbox({ store, consumer: unique('github') }),
+      eventId: 'github',
+      handler: async (tx, event) => {
+        await tx.query(`INSERT INTO ${events} (event_id, kind) VALUES ($1, $2)`, [event.id, event.request.headers.get('x-github-event')])
+        if (fail) throw new Error('CI service is down')
+      },
+    })
+    const delivery = unique('72d3162e-cc78-11e3-81ab-4c9367dc0958')
+    const headers = { 'x-github-delivery': delivery, 'x-github-event': 'push' }
+    const failed = await receive(post('{"ref":"refs/heads/main"}', headers))
+    expect(failed.status).toBe(500)
+    expect(failed.headers.get('content-type')).toBe('application/problem+json')
+    expect(await rows(delivery)).toBe(0)
+    fail = false
+    expect((await receive(post('{"ref":"refs/heads/main"}', headers))).status).toBe(200)
+    const again = await receive(post('{"ref":"refs/heads/main"}', headers))
+    expect(again.headers.get('idempotent-replayed')).toBe('true')
+    expect(await rows(delivery)).toBe(1)
+  })
+
+  it('a user function picks the id (Slack event_id here); signature check, method and missing ids are refused', async () => {
+    let runs = 0
+    const receive = webhookReceiver<PgClient>({
+      inbox: createInbox({ store, consumer: unique('slack') }),
+      eventId: (_request, body) => (JSON.parse(body) as { event_id?: string }).event_id,
+      verify: (request) => request.headers.get('x-signature') === 'good',
+      handler: () => void runs++,
+    })
+    const body = JSON.stringify({ event_id: unique('Ev08'), type: 'event_callback' })
+    expect((await receive(post(body, { 'x-signature': 'bad' }))).status).toBe(401)
+    expect((await receive(new Request('http://localhost/webhooks'))).status).toBe(405)
+    expect((await receive(post('{"type":"url_verification"}', { 'x-signature': 'good' }))).status).toBe(400)
+    expect((await receive(post(body, { 'x-signature': 'good' }))).status).toBe(200)
+    expect((await receive(post(body, { 'x-signature': 'good' }))).status).toBe(200)
+    expect(runs).toBe(1)
+    const stripe = webhookReceiver({ inbox: createInbox({ store, consumer: unique('s') }), eventId: 'stripe', handler: () => {} })
+    const missing = await stripe(post('{"id":"pi_123"}'))
+    expect(missing.status).toBe(400)
+    expect(((await missing.json()) as { detail: string }).detail).toMatch(/evt_/)
+  })
+
+  it('validates its options at creation', () => {
+    const inbox = createInbox({ store, consumer: 'x' })
+    expect(() => webhookReceiver({ inbox, eventId: 'slack' as never, handler: () => {} })).toThrow(/"eventId"/)
+    expect(() => webhookReceiver({ inbox, eventId: 'stripe', handler: undefined as never })).toThrow(/"handler"/)
+  })
+})
