@@ -14,9 +14,10 @@ import { createTables, pgSql, sqliteSql } from './db.mjs'
 export async function openDatabase({ file, url, schema = 'public' }) {
   if (url) {
     const { default: pg } = await import('pg')
-    const pool = new pg.Pool({ connectionString: url, max: 10 })
+    // search_path is set when each connection starts, so the app's unqualified table
+    // names resolve to the example's schema.
+    const pool = new pg.Pool({ connectionString: url, max: 10, options: `-c search_path="${schema}"` })
     await pool.query(`CREATE SCHEMA IF NOT EXISTS "${schema}"`)
-    pool.on('connect', (client) => client.query(`SET search_path TO "${schema}"`))
     const store = postgresStore({ pool, schema })
     await store.migrate()
     const sql = pgSql(pool)

@@ -17,7 +17,8 @@ const HELP = `Usage: npm start -- [options]
 
 Runs the claims-intake service twice on the same seeded traffic, naive and with idem,
 through a fault injector that drops responses after commit and crashes the worker
-before it acks, then prints what each left behind. Exits 0 only if idem's invariants hold.
+before it acks (always on claim-1's first delivery, the incident this project began
+with), then prints what each left behind. Exits 0 only if idem's invariants hold.
 
 Options:
   --orders <n>       orders to place (default 300)
@@ -69,7 +70,13 @@ async function runPipeline(mode) {
   for (const suffix of ['', '-wal', '-shm']) rmSync(file + suffix, { force: true })
   const database = await openDatabase({ file })
   const random = seededRandom(options.seed)
-  const service = createService({ mode, database, crashBeforeAck: options.crash, random: seededRandom(options.seed + 1) })
+  const service = createService({
+    mode,
+    database,
+    crashBeforeAck: options.crash,
+    random: seededRandom(options.seed + 1),
+    incidentClaim: 'claim-1', // the seed incident: its worker dies before the ack, every run
+  })
   const server = serve({ fetch: service.app.fetch, hostname: '127.0.0.1', port: 0 })
   await new Promise((ready) => server.once('listening', ready))
   const target = `http://127.0.0.1:${server.address().port}`

@@ -31,9 +31,10 @@ export function accountOf(request) {
 
 /**
  * @param {{ mode: 'idem' | 'naive', database: Awaited<ReturnType<import('./database.mjs').openDatabase>>,
- *           dropAfterCommit?: number, random?: () => number, crashBeforeAck?: number }} options
+ *           dropAfterCommit?: number, random?: () => number, crashBeforeAck?: number, incidentClaim?: string }} options
+ *   `incidentClaim`: the claim whose first delivery always crashes before the ack (the seed incident).
  */
-export function createService({ mode, database, dropAfterCommit = 0, crashBeforeAck = 0, random = Math.random }) {
+export function createService({ mode, database, dropAfterCommit = 0, crashBeforeAck = 0, random = Math.random, incidentClaim }) {
   const { sql, txSql, store } = database
   const provider = createPaymentProvider()
   const mailer = createMailer()
@@ -162,7 +163,7 @@ export function createService({ mode, database, dropAfterCommit = 0, crashBefore
     const message = broker.receive()
     if (message === undefined) return false
     const job = message.body
-    const crash = () => crashBeforeAck > 0 && random() < crashBeforeAck
+    const crash = () => (job.claimId === incidentClaim && message.deliveries === 1) || (crashBeforeAck > 0 && random() < crashBeforeAck)
     if (!idem) {
       for (const [n, text] of chunk(job.document).entries()) {
         await sql.run('INSERT INTO chunks (id, claim_id, n, text, embedding) VALUES (?, ?, ?, ?, ?)', [
