@@ -1,0 +1,34 @@
+import { v7 } from 'uuid'
+
+/** The request header that carries the key (draft-ietf-httpapi-idempotency-key-header). */
+export const IDEMPOTENCY_KEY_HEADER = 'Idempotency-Key'
+/** The response header a server sets when it returns a stored outcome instead of running again. */
+export const IDEMPOTENT_REPLAYED_HEADER = 'Idempotent-Replayed'
+
+/**
+ * A fresh key for one intent: a UUIDv7, whose leading timestamp keeps keys minted
+ * together close in a B-tree index on the server.
+ * @example mintKey() // → '01932c07-a1b2-7c3d-8e4f-5a6b7c8d9e0f'
+ */
+export function mintKey(): string {
+  return v7()
+}
+
+/**
+ * Writes a key as an RFC 9651 sf-string, the form the header is defined with:
+ * `"` and `\` are escaped with a backslash (§4.1.6). Keys are visible ASCII, so nothing
+ * else needs escaping.
+ * @example serializeKeyHeader('abc') // → '"abc"'
+ */
+export function serializeKeyHeader(key: string): string {
+  return `"${key.replace(/[\\"]/g, '\\$&')}"`
+}
+
+/**
+ * Whether a response is a replay of a stored outcome. The value is `true` (as idem and
+ * most servers send it) or the sf-boolean `?1`.
+ */
+export function isReplayed(headers: Headers): boolean {
+  const value = headers.get(IDEMPOTENT_REPLAYED_HEADER)?.trim().toLowerCase()
+  return value === 'true' || value === '?1'
+}

@@ -1,0 +1,89 @@
+import { InvalidOptionError } from '../core/errors/invalid-option.js'
+
+/**
+ * The statuses worth another attempt with the same key: 409 (the first request with
+ * this key is still running), 429 (slow down), 502/503/504 (a gateway or the server
+ * could not answer this time). Every other 4xx is the server's considered answer and
+ * would be the same again; 500 is usually a bug that a retry will not fix.
+ */
+export const RETRYABLE_STATUSES: ReadonlySet<number> = new Set([409, 429, 502, 503, 504])
+
+/** Why an attempt is being retried. */
+export type RetryReason = 'network' | 'timeout' | 'status'
+
+/** Passed to `onRetry` before each backoff sleep. */
+export interface RetryEvent {
+  key: string
+  /** The attempt that just failed, counting from 1. */
+  attempt: number
+  reason: RetryReason
+  /** The retryable status, when `reason` is `'status'`. */
+  status?: number
+  /** The network failure or timeout, when `reason` is not `'status'`. */
+  error?: unknown
+  /** How long the client will wait before the next attempt. */
+  delayMs: number
+  /** True when the wait came from the server's `Retry-After`, false when from backoff. */
+  retryAfter: boolean
+}
+
+/** The `fetch` the client sends attempts with: anything taking a `Request`. */
+export type FetchFunction = (request: Request) => Promise<Response>
+
+/** Options of `createClient`; every field is optional. */
+export interface ClientOptions {
+  /** Attempts per call, the first included. @default 5 */
+  maxAttempts?: number
+  /** The backoff ceiling after the first failure; it doubles per attempt. @default 100 */
+  baseDelayMs?: number
+  /** The largest backoff ceiling (a server's `Retry-After` may ask for longer). @default 10_000 */
+  maxDelayMs?: number
+  /** How long one attempt may take, response body included. @default 10_000 */
+  attemptTimeoutMs?: number
+  /** How long a whole call may take, attempts and waits included. @default 30_000 */
+  deadlineMs?: number
+  /** Returns a number in [0, 1) for the jitter; inject a seeded one in tests. @default Math.random */
+  random?: () => number
+  /** Sends one attempt. @default globalThis.fetch */
+  fetch?: FetchFunction
+  /** Called before each backoff sleep, for logs and metrics. A throwing hook is ignored. */
+  onRetry?: (event: RetryEvent) => void
+}
+
+/** `ClientOptions` with every default filled in and checked. */
+export type ResolvedClientOptions = Required<Omit<ClientOptions, 'onRetry'>> & Pick<ClientOptions, 'onRetry'>
+
+/**
+ * Fills in defaults and checks every option, so a mistake fails at start-up and names
+ * the option instead of surfacing as odd retry behaviour under load.
+ * @throws InvalidOptionError naming the option
+ */
+export function resolveClientOptions({
+  maxAttempts = 5,
+  baseDelayMs = 100,
+  maxDelayMs = 10_000,
+  attemptTimeoutMs = 10_000,
+  deadlineMs = 30_000,
+  random = Math.random,
+  fetch = globalThis.fetch,
+  onRetry,
+}: ClientOptions = {}): ResolvedClientOptions {
+  if (!Number.isInteger(maxAttempts) || maxAttempts < 1) fail('maxAttempts', 'a whole number ≥ 1', maxAttempts)
+  if (!isMs(baseDelayMs)) fail('baseDelayMs', 'a finite number of milliseconds ≥ 0', baseDelayMs)
+  if (!isMs(maxDelayMs) || maxDelayMs < baseDelayMs) fail('maxDelayMs', `a finite number of milliseconds ≥ baseDelayMs (${baseDelayMs})`, maxDelayMs)
+  if (!isMs(attemptTimeoutMs) || attemptTimeoutMs === 0) fail('attemptTimeoutMs', 'a finite number of milliseconds > 0', attemptTimeoutMs)
+  if (!isMs(deadlineMs) || deadlineMs === 0) fail('deadlineMs', 'a finite number of milliseconds > 0', deadlineMs)
+  if (typeof random !== 'function') fail('random', 'a function returning a number in [0, 1)', random)
+  if (typeof fetch !== 'function') fail('fetch', 'a fetch function (no global fetch was found)', fetch)
+  if (onRetry !== undefined && typeof onRetry !== 'function') fail('onRetry', 'a function', onRetry)
+  return { maxAttempts, baseDelayMs, maxDelayMs, attemptTimeoutMs, deadlineMs, random, fetch, onRetry }
+}
+
+function isMs(value: unknown): value is number {
+  return typeof value === 'number' && Number.isFinite(value) && value >= 0
+}
+
+function fail(option: string, expected: string, got: unknown): never {
+  const shown = typeof got === 'function' ? 'a function' : typeof got === 'string' ? JSON.stringify(got) : String(got)
+  throw new InvalidOptionError(`createClient: option "${option}" must be ${expected}, got ${shown}`)
+}

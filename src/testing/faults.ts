@@ -1,0 +1,228 @@
+import http from 'node:http'
+import type { AddressInfo } from 'node:net'
+import { InvalidOptionError } from '../core/errors/invalid-option.js'
+
+/** Options of `startFaultProxy`. */
+export interface FaultProxyOptions {
+  /** The real server to put the proxy in front of, e.g. `http://127.0.0.1:3000`. Loopback only. */
+  target: string
+  /**
+   * Chance, from 0 to 1, that a response is dropped *after* the server answered: the
+   * request ran and committed, then the client's connection is destroyed, so the client
+   * sees a network error and cannot know whether anything happened. @default 0
+   */
+  dropResponseProbability?: number
+  /** Seed of the PRNG that decides drops, so a run can be repeated. @default 1 */
+  seed?: number
+  /** Which requests may be dropped (e.g. only POSTs). @default every request */
+  droppable?: (request: { method: string; url: string }) => boolean
+  /** The largest request or response body relayed; a larger request gets 413, a larger response 502. @default 1 MiB */
+  maxBodyBytes?: number
+  /** How long to wait for the target's answer before answering 504. @default 30_000 */
+  upstreamTimeoutMs?: number
+  /** The most connections open to the target at once. @default 64 */
+  maxUpstreamSockets?: number
+}
+
+/** What the proxy did, counted since it started. */
+export interface FaultProxyStats {
+  /** Requests the proxy accepted from clients. */
+  received: number
+  /** Requests relayed to the target that the target answered. */
+  forwarded: number
+  /** Of those, answers thrown away by destroying the client's connection. */
+  dropped: number
+  /** Answers passed back to the client. */
+  delivered: number
+  /** Requests the target did not answer (refused, reset, timed out, too large). */
+  failed: number
+}
+
+/** A running fault proxy. */
+export interface FaultProxy {
+  /** The proxy's base URL (`http://127.0.0.1:<port>`); use it where the client would use the target's. */
+  url: string
+  /** A snapshot of the counters. */
+  readonly stats: FaultProxyStats
+  /** Stops listening, cuts every open connection and waits until the port is free. */
+  close(): Promise<void>
+}
+
+// Hop-by-hop headers (RFC 9110 §7.6.1) belong to one connection and are not relayed.
+const HOP_BY_HOP = new Set([
+  'connection', 'keep-alive', 'proxy-connection', 'transfer-encoding', 'te', 'trailer', 'upgrade',
+  'proxy-authenticate', 'proxy-authorization', 'content-length', 'host',
+])
+const LOOPBACK_HOSTS = new Set(['localhost', '[::1]'])
+
+/**
+ * An HTTP proxy on 127.0.0.1 that loses responses on purpose: it relays each request to
+ * a real server, waits for the server's whole answer (so whatever the server does in
+ * its transaction has committed), and then, with probability `dropResponseProbability`
+ * decided by a seeded PRNG, destroys the client's connection instead of answering.
+ * This is the failure idempotency keys exist for, and what a client must survive by
+ * retrying with the same key. Bounded: loopback only, request and response bodies
+ * capped, a limited pool of connections to the target, an upstream timeout.
+ *
+ * @see docs/client.md
+ * @example
+ * import { startFaultProxy } from 'idem/testing'
+ * const proxy = await startFaultProxy({ target: 'http://127.0.0.1:3000', dropResponseProbability: 0.3, seed: 7 })
+ * await client.fetch(`${proxy.url}/orders`, { method: 'POST', body })
+ * console.log(proxy.stats) // { received, forwarded, dropped, delivered, failed }
+ * await proxy.close()
+ */
+export async function startFaultProxy({
+  target,
+  dropResponseProbability = 0,
+  seed = 1,
+  droppable = () => true,
+  maxBodyBytes = 1024 * 1024,
+  upstreamTimeoutMs = 30_000,
+  maxUpstreamSockets = 64,
+}: FaultProxyOptions): Promise<FaultProxy> {
+  const upstream = loopbackTarget(target)
+  if (typeof dropResponseProbability !== 'number' || !(dropResponseProbability >= 0 && dropResponseProbability <= 1)) {
+    throw new InvalidOptionError(`startFaultProxy: option "dropResponseProbability" must be a number from 0 to 1, got ${String(dropResponseProbability)}`)
+  }
+  if (!Number.isInteger(seed)) throw new InvalidOptionError(`startFaultProxy: option "seed" must be an integer, got ${String(seed)}`)
+  if (typeof droppable !== 'function') throw new InvalidOptionError('startFaultProxy: option "droppable" must be a function')
+  positiveInteger('maxBodyBytes', maxBodyBytes)
+  positiveInteger('upstreamTimeoutMs', upstreamTimeoutMs)
+  positiveInteger('maxUpstreamSockets', maxUpstreamSockets)
+
+  const random = seededRandom(seed)
+  const stats: FaultProxyStats = { received: 0, forwarded: 0, dropped: 0, delivered: 0, failed: 0 }
+  const agent = new http.Agent({ keepAlive: true, maxSockets: maxUpstreamSockets })
+
+  const server = http.createServer((req, res) => {
+    stats.received++
+    const fail = (status: number): void => {
+      stats.failed++
+      if (res.headersSent) res.destroy()
+      else res.writeHead(status, { 'content-type': 'text/plain', connection: 'close' }).end(`fault proxy: ${status}`)
+    }
+    readBounded(req, maxBodyBytes).then((body) => {
+      if (body === undefined) return fail(413)
+      const forward = http.request({
+        host: upstream.hostname.replace(/^\[|\]$/g, ''),
+        port: upstream.port,
+        method: req.method,
+        path: req.url,
+        headers: { ...relayable(req.headers), host: upstream.host, 'content-length': String(body.length) },
+        agent,
+        timeout: upstreamTimeoutMs,
+      })
+      forward.on('timeout', () => forward.destroy(new Error('upstream timeout')))
+      forward.on('error', (error) => fail(error.message === 'upstream timeout' ? 504 : 502))
+      forward.on('response', (answer) => {
+        readBounded(answer, maxBodyBytes).then((payload) => {
+          if (payload === undefined) return fail(502)
+          stats.forwarded++
+          // One draw per answered request, in arrival order, so a seed gives the same
+          // number of drops for the same number of requests.
+          const draw = random()
+          if (droppable({ method: req.method ?? 'GET', url: req.url ?? '/' }) && draw < dropResponseProbability) {
+            stats.dropped++
+            req.socket.destroy()
+            return
+          }
+          stats.delivered++
+          res.writeHead(answer.statusCode ?? 502, answer.statusMessage, { ...relayable(answer.headers), 'content-length': String(payload.length) })
+          res.end(payload)
+        }, () => fail(502))
+      })
+      forward.end(body)
+    }, () => fail(400))
+  })
+  // Bounded: a stuck client cannot hold the proxy open forever.
+  server.requestTimeout = upstreamTimeoutMs * 2
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject)
+    server.listen(0, '127.0.0.1', () => resolve())
+  })
+  const { port } = server.address() as AddressInfo
+
+  return {
+    url: `http://127.0.0.1:${port}`,
+    get stats() {
+      return { ...stats }
+    },
+    close() {
+      return new Promise<void>((resolve) => {
+        server.close(() => resolve())
+        server.closeAllConnections()
+        agent.destroy()
+      })
+    },
+  }
+}
+
+/**
+ * A small, fast, seeded PRNG (mulberry32) returning numbers in [0, 1). The same seed
+ * gives the same sequence, so fault runs and jittered backoff can be replayed exactly.
+ * @example const random = seededRandom(42); random() // → 0.6011037519201636
+ */
+export function seededRandom(seed: number): () => number {
+  let state = seed >>> 0
+  return () => {
+    state = (state + 0x6d2b79f5) >>> 0
+    let t = state
+    t = Math.imul(t ^ (t >>> 15), t | 1)
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61)
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296
+  }
+}
+
+function loopbackTarget(target: string): URL {
+  let url: URL
+  try {
+    url = new URL(target)
+  } catch (cause) {
+    throw new InvalidOptionError(`startFaultProxy: option "target" must be a URL, got ${JSON.stringify(target)}`, { cause })
+  }
+  // A fault injector that drops answers has no business in front of anything but a
+  // local test server.
+  const loopback = LOOPBACK_HOSTS.has(url.hostname) || /^127\.\d+\.\d+\.\d+$/.test(url.hostname)
+  if (url.protocol !== 'http:' || !loopback) {
+    throw new InvalidOptionError(`startFaultProxy: option "target" must be an http:// URL on a loopback address, got ${JSON.stringify(target)}`)
+  }
+  return url
+}
+
+function positiveInteger(option: string, value: unknown): void {
+  if (!Number.isInteger(value) || (value as number) < 1) {
+    throw new InvalidOptionError(`startFaultProxy: option "${option}" must be a whole number ≥ 1, got ${String(value)}`)
+  }
+}
+
+function relayable(headers: http.IncomingHttpHeaders): http.OutgoingHttpHeaders {
+  const named = new Set(
+    String(headers.connection ?? '')
+      .split(',')
+      .map((name) => name.trim().toLowerCase()),
+  )
+  const out: http.OutgoingHttpHeaders = {}
+  for (const [name, value] of Object.entries(headers)) {
+    if (value !== undefined && !HOP_BY_HOP.has(name) && !named.has(name)) out[name] = value
+  }
+  return out
+}
+
+/**
+ * Reads a whole message body, or resolves undefined past `limit` bytes. Past the limit
+ * the rest is read and thrown away rather than the stream destroyed, so the connection
+ * survives to carry the 413 or 502.
+ */
+function readBounded(stream: http.IncomingMessage, limit: number): Promise<Buffer | undefined> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = []
+    let size = 0
+    stream.on('data', (chunk: Buffer) => {
+      size += chunk.length
+      if (size <= limit) chunks.push(chunk)
+    })
+    stream.on('end', () => resolve(size > limit ? undefined : Buffer.concat(chunks)))
+    stream.on('error', reject)
+  })
+}
