@@ -136,7 +136,9 @@ export function createIdem<Tx>({
       }
       const { claim } = session
       if (claim.state === 'found') {
-        await session.rollback()
+        // The session wrote nothing; ending it need not delay the answer, so a replay
+        // costs the caller one read round trip. `rollback` never rejects.
+        void session.rollback()
         if (claim.record.fingerprint !== fingerprint) {
           const error = new FingerprintMismatchError(
             `Key ${JSON.stringify(key)} was first used with a different request; use a new key for a new request`,
