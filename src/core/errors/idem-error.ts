@@ -11,6 +11,7 @@ export type IdemErrorCode =
   | 'migration-required'
   | 'outcome-not-serializable'
   | 'invalid-option'
+  | 'lease-lost'
 
 /** Where the problem types are documented; `type` URIs are this plus `#<code>`. */
 export const PROBLEM_TYPE_BASE = 'https://github.com/idem-js/idem/blob/main/docs/problems.md'

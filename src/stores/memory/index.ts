@@ -1,1 +1,2 @@
 export { memoryStore, type MemoryStore, type MemoryTx } from './store.js'
+export { memoryLeasedStore, type MemoryLeasedStore } from './leased.js'

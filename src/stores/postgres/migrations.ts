@@ -165,7 +165,7 @@ $fn$`,
         // The whole claim decision in one round trip, under the key row's lock. A new
         // token is the previous plus one, or the clock in microseconds if greater, so
         // tokens grow even across the row's expiry and deletion.
-        `CREATE FUNCTION ${s}.idem_lease_claim(p_scope text, p_key text, p_fingerprint text, p_lease_ms integer, p_ttl_ms bigint)
+        `CREATE FUNCTION ${s}.idem_lease_claim(p_scope text, p_key text, p_fingerprint text, p_lease_ms bigint, p_ttl_ms bigint)
 RETURNS TABLE (state text, fingerprint text, token bigint, outcome text, steps text)
 LANGUAGE plpgsql VOLATILE AS $fn$
 #variable_conflict use_column

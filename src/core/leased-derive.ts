@@ -1,0 +1,26 @@
+import { createHash } from 'node:crypto'
+
+// Bumped if the encoding ever changes, so old and new derived keys never collide.
+const VERSION = 'idem-derive-v1'
+
+/**
+ * A stable idempotency key for a downstream call made on behalf of `(scope, key)`:
+ * SHA-256 over the length-prefixed scope, key and `name`, as 64 lowercase hex
+ * characters (valid as an `Idempotency-Key` anywhere that accepts 1–255 visible ASCII).
+ * The same inputs give the same key in every process and after every takeover, so a
+ * payment provider that dedupes by its own `Idempotency-Key` sees a retried charge as
+ * the same charge. Different names, keys or scopes never share a derived key.
+ *
+ * @example
+ * await stripe.charges.create(params, { idempotencyKey: deriveKey('acct_1', 'order-42', 'charge') })
+ */
+export function deriveKey(scope: string, key: string, name: string): string {
+  const hash = createHash('sha256')
+  for (const part of [VERSION, scope, key, name]) {
+    // Length-prefixing makes the encoding unambiguous: ("a:b","c") ≠ ("a","b:c").
+    const bytes = Buffer.from(part, 'utf8')
+    hash.update(`${bytes.byteLength}:`)
+    hash.update(bytes)
+  }
+  return hash.digest('hex')
+}

@@ -1,0 +1,258 @@
+import { DEFAULT_TTL_MS, DEFAULT_WAIT_MS, type OutcomeEvent, type OutcomeKind, type RunResult } from './engine.js'
+import { FingerprintMismatchError } from './errors/fingerprint-mismatch.js'
+import { InFlightError } from './errors/in-flight.js'
+import { InvalidOptionError } from './errors/invalid-option.js'
+import { assertValidKey } from './key.js'
+import { storeFailure } from './leased-failure.js'
+import { Heartbeat } from './leased-heartbeat.js'
+import { assertDuration, assertScope, fingerprintOf } from './leased-options.js'
+import type { LeaseClaim, LeasedStore } from './leased-store.js'
+import { parseOutcome, serializeOutcome } from './outcome.js'
+import { createStepContext, type StepContext } from './steps.js'
+
+/** 30 seconds: how long a claim holds without renewal by default. */
+export const DEFAULT_LEASE_MS = 30_000
+
+/**
+ * What a failed call (its function threw, or `shouldStore` refused the outcome) does
+ * with its claim:
+ * - `'release-if-no-steps'`: with no completed step, the claim is released and a retry
+ *   runs afresh at once (DESIGN "What is stored"). With completed steps the key stays
+ *   resumable: the lease is left to run out, then the same request takes over after
+ *   the last completed step; a different request is refused (422).
+ * - `'keep'`: the claim is never released on failure; duplicates wait (or get 409)
+ *   until the lease runs out. For effects whose result may still be in doubt.
+ */
+export type LeasedErrorPolicy = 'release-if-no-steps' | 'keep'
+
+export interface LeasedIdemOptions {
+  /** Where claims, steps and outcomes live (e.g. `redisStore(...)`). */
+  store: LeasedStore
+  /** How long a claim holds without renewal; a crashed holder's key is taken over after this. @default 30000 */
+  leaseMs?: number
+  /** How often the running call renews its lease; less than `leaseMs`. @default leaseMs / 3 */
+  heartbeatMs?: number
+  /** Retention of a stored outcome (and of an unfinished key, beyond its lease). @default 24 h */
+  ttlMs?: number
+  /** How long a duplicate polls for the first call's outcome before `InFlightError`. @default 5000 */
+  waitMs?: number
+  /** What a failed call does with its claim. @default 'release-if-no-steps' */
+  onError?: LeasedErrorPolicy
+  /** Called once per call with its outcome: the hook metrics are built on. Must not throw. */
+  onOutcome?: (event: OutcomeEvent) => void
+}
+
+export interface LeasedRunOptions {
+  /** Who the key belongs to (account, API key): from the server-side principal, never the client. */
+  scope: string
+  /** The caller's idempotency key: 1–255 visible ASCII characters. */
+  key: string
+  /** What identifies the request, as a precomputed fingerprint (see `fingerprintRequest`)... */
+  fingerprint?: string
+  /** ...or as any JSON value, canonicalised and hashed. One of the two is required. */
+  input?: unknown
+  /** Overrides the engine's `ttlMs` for this call. */
+  ttlMs?: number
+  /** Overrides the engine's `waitMs` for this call. */
+  waitMs?: number
+  /**
+   * Decides whether an outcome is kept. When it returns false the outcome is returned
+   * unstored and the claim is handled as after an error (see `onError`), so a retry
+   * runs again. The HTTP front end uses it for 5xx responses. @default keep all
+   */
+  shouldStore?: (value: unknown) => boolean
+}
+
+export interface LeasedIdem {
+  /**
+   * Runs `fn` to completion at most once per `(scope, key)`, under a lease: claims the
+   * key, renews the lease while `fn` runs, and stores the outcome only if the lease
+   * still holds. A repeat returns the stored outcome without running `fn`; a repeat
+   * while the first runs polls for up to `waitMs`. If a holder crashes, the next call
+   * after its lease runs out takes over and resumes after the last completed step
+   * (`ctx.step`). The returned value is the stored JSON form, on the first call and on
+   * replays alike.
+   *
+   * @throws FingerprintMismatchError the key was used with a different request (also while that one runs)
+   * @throws InFlightError another call holds the key for longer than `waitMs`
+   * @throws LeaseLostError the lease was taken over before the outcome was stored; nothing was stored
+   * @throws StoreUnavailableError / MigrationRequiredError from the store; `fn` did not run, or its outcome is not known to be stored
+   * @throws OutcomeNotSerializableError `fn` returned something without a JSON form
+   * @throws whatever `fn` throws, after handling the claim as `onError` says
+   */
+  run<T>(options: LeasedRunOptions, fn: (ctx: StepContext) => T | Promise<T>): Promise<RunResult<T>>
+  readonly store: LeasedStore
+}
+
+// Duplicates poll with exponential backoff, jittered so that a crowd of them spreads out.
+const FIRST_POLL_MS = 10
+const MAX_POLL_MS = 250
+
+/**
+ * Creates the leased engine over a leased store (Redis, or the SQL and memory stores'
+ * leased mode). Use it when the effects live outside the store; use `createIdem` when
+ * they can share the key's database transaction.
+ *
+ * @example
+ * const idem = createLeasedIdem({ store: redisStore({ client: new Redis() }) })
+ * const { value } = await idem.run({ scope: 'acct_1', key, input: order }, async (ctx) => {
+ *   const charge = await ctx.step('charge', () => provider.charge(order, { idempotencyKey: ctx.derive('charge') }))
+ *   await ctx.step('email', () => mailer.send(order.email, charge.id))
+ *   return { chargeId: charge.id }
+ * })
+ */
+export function createLeasedIdem({
+  store,
+  leaseMs = DEFAULT_LEASE_MS,
+  heartbeatMs = Math.max(1, Math.floor(leaseMs / 3)),
+  ttlMs = DEFAULT_TTL_MS,
+  waitMs = DEFAULT_WAIT_MS,
+  onError = 'release-if-no-steps',
+  onOutcome,
+}: LeasedIdemOptions): LeasedIdem {
+  if (store === null || typeof store !== 'object' || typeof store.claim !== 'function') {
+    throw new InvalidOptionError('createLeasedIdem: option "store" must be a leased store (e.g. redisStore(...))')
+  }
+  assertDuration('leaseMs', leaseMs, 2)
+  assertDuration('heartbeatMs', heartbeatMs, 1)
+  if (heartbeatMs >= leaseMs) {
+    throw new InvalidOptionError(`createLeasedIdem: option "heartbeatMs" (${heartbeatMs}) must be less than "leaseMs" (${leaseMs})`)
+  }
+  assertDuration('ttlMs', ttlMs, 1)
+  assertDuration('waitMs', waitMs, 0)
+  if (onError !== 'release-if-no-steps' && onError !== 'keep') {
+    throw new InvalidOptionError('createLeasedIdem: option "onError" must be "release-if-no-steps" or "keep"')
+  }
+  if (onOutcome !== undefined && typeof onOutcome !== 'function') {
+    throw new InvalidOptionError('createLeasedIdem: option "onOutcome" must be a function')
+  }
+
+  function report(kind: OutcomeKind, scope: string, started: number, error?: unknown): void {
+    if (onOutcome === undefined) return
+    try {
+      onOutcome({ kind, scope, store: store.name, durationMs: performance.now() - started, error })
+    } catch {
+      // A metrics hook must never change a request's outcome.
+    }
+  }
+
+  function fail(error: Error, kind: OutcomeKind, scope: string, started: number): never {
+    report(kind, scope, started, error)
+    throw error
+  }
+
+  async function run<T>(options: LeasedRunOptions, fn: (ctx: StepContext) => T | Promise<T>): Promise<RunResult<T>> {
+    const started = performance.now()
+    const { scope, key } = options
+    assertScope(scope)
+    assertValidKey(key)
+    const fingerprint = fingerprintOf(options)
+    const callTtl = options.ttlMs ?? ttlMs
+    const callWait = options.waitMs ?? waitMs
+    assertDuration('ttlMs', callTtl, 1)
+    assertDuration('waitMs', callWait, 0)
+    const deadline = started + callWait
+
+    for (let pause = FIRST_POLL_MS; ; pause = Math.min(pause * 2, MAX_POLL_MS)) {
+      const claimedAt = performance.now()
+      let claim: LeaseClaim
+      try {
+        claim = await store.claim(scope, key, fingerprint, leaseMs, callTtl)
+      } catch (error) {
+        fail(storeFailure(store.name, error), 'error', scope, started)
+      }
+      if (claim.state === 'acquired') {
+        return await execute(claim, fn, { scope, key, fingerprint, ttlMs: callTtl, shouldStore: options.shouldStore, started, claimedAt })
+      }
+      const theirs = claim.state === 'completed' ? claim.record.fingerprint : claim.fingerprint
+      if (theirs !== fingerprint) {
+        const still = claim.state === 'running' ? ' (that request is still in progress)' : ''
+        fail(
+          new FingerprintMismatchError(`Key ${JSON.stringify(key)} was first used with a different request${still}; use a new key for a new request`),
+          'mismatch',
+          scope,
+          started,
+        )
+      }
+      if (claim.state === 'completed') {
+        report('replayed', scope, started)
+        return { value: parseOutcome<T>(claim.record.outcome), replayed: true, stored: true }
+      }
+      const left = deadline - performance.now()
+      if (left <= 0) {
+        fail(
+          new InFlightError(`A call with key ${JSON.stringify(key)} is still in progress (waited ${callWait} ms)`),
+          'in-flight',
+          scope,
+          started,
+        )
+      }
+      await sleep(Math.min(left, pause * (0.5 + Math.random() * 0.5)))
+    }
+  }
+
+  async function execute<T>(
+    claim: Extract<LeaseClaim, { state: 'acquired' }>,
+    fn: (ctx: StepContext) => T | Promise<T>,
+    call: {
+      scope: string
+      key: string
+      fingerprint: string
+      ttlMs: number
+      shouldStore: ((value: unknown) => boolean) | undefined
+      started: number
+      claimedAt: number
+    },
+  ): Promise<RunResult<T>> {
+    const { scope, key, started } = call
+    const { token } = claim
+    const heartbeat = new Heartbeat({ store, scope, key, token, leaseMs, heartbeatMs, claimedAt: call.claimedAt })
+    const steps = createStepContext({ store, scope, key, token, steps: claim.steps, heartbeat })
+
+    // A failed call gives its claim back only when a retry may safely start over.
+    async function giveUp(): Promise<void> {
+      if (onError === 'keep' || heartbeat.fenced || steps.savedCount() > 0) return
+      try {
+        await store.release(scope, key, token)
+      } catch {
+        // The lease runs out on its own; the caller's error matters more.
+      }
+    }
+
+    let value: T
+    let outcome: string
+    try {
+      value = await fn(steps.context)
+      outcome = serializeOutcome(value)
+    } catch (error) {
+      heartbeat.stop()
+      await giveUp()
+      fail(error as Error, 'error', scope, started)
+    }
+    heartbeat.stop()
+    if (heartbeat.fenced) fail(heartbeat.lost!, 'error', scope, started)
+    if (call.shouldStore !== undefined && !call.shouldStore(value)) {
+      await giveUp()
+      report('not-stored', scope, started)
+      return { value, replayed: false, stored: false }
+    }
+    let completed: boolean
+    try {
+      // Not released on failure: the outcome may still land, and a retry that waits sees it.
+      completed = await store.complete(scope, key, token, outcome, call.ttlMs)
+    } catch (error) {
+      fail(storeFailure(store.name, error), 'error', scope, started)
+    }
+    if (!completed) {
+      fail(heartbeat.fence(`The outcome of key ${JSON.stringify(key)} was not stored: another call took the key over`), 'error', scope, started)
+    }
+    report('fresh', scope, started)
+    return { value: parseOutcome<T>(outcome), replayed: false, stored: true }
+  }
+
+  return { run, store }
+}
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms))
+}

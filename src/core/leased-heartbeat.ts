@@ -1,0 +1,131 @@
+import { LeaseLostError } from './errors/lease-lost.js'
+import type { LeasedStore } from './leased-store.js'
+
+/** Which lease a heartbeat keeps alive. */
+export interface HeldLease {
+  store: LeasedStore
+  scope: string
+  key: string
+  token: number
+  leaseMs: number
+  heartbeatMs: number
+  /** `performance.now()` when the claim was sent: the lease is known to last until this plus `leaseMs`. */
+  claimedAt: number
+}
+
+/**
+ * Keeps a claimed lease alive while the function runs: renews it every `heartbeatMs`
+ * and aborts `signal` as soon as the lease is lost or may be lost.
+ *
+ * - A renewal refused by the store means another call took over (a newer token): the
+ *   lease is **fenced**, and the engine writes nothing more under the old token.
+ * - When no renewal has been confirmed for a whole lease (the store is down or slow),
+ *   the lease may have run out and another call may already be running the same
+ *   steps, so `signal` aborts too. The lease is not fenced then: if nobody took over,
+ *   the token still holds and the store accepts the outcome.
+ *
+ * The clock is local and monotonic; "confirmed until" counts from when a renewal was
+ * *sent*, so it never outlasts the store's own expiry.
+ */
+export class Heartbeat {
+  readonly #lease: HeldLease
+  // Made on first use of `signal`: most calls never read it, and an AbortController
+  // is a measurable part of a fresh call's cost.
+  #controller: AbortController | undefined
+  #lost: LeaseLostError | undefined
+  readonly #interval: NodeJS.Timeout
+  #deadline: NodeJS.Timeout
+  #confirmedUntil: number
+  #renewing = false
+  #fenced = false
+  #stopped = false
+
+  constructor(lease: HeldLease) {
+    this.#lease = lease
+    this.#confirmedUntil = lease.claimedAt + lease.leaseMs
+    this.#deadline = this.#armDeadline()
+    this.#interval = setInterval(() => this.#renew(), lease.heartbeatMs)
+    // Timers must not keep a process alive on their own; the running function does.
+    this.#interval.unref()
+  }
+
+  /** Aborted (with a `LeaseLostError` as its reason) when the lease is lost or may be. */
+  get signal(): AbortSignal {
+    if (this.#controller === undefined) {
+      this.#controller = new AbortController()
+      if (this.#lost !== undefined) this.#controller.abort(this.#lost)
+    }
+    return this.#controller.signal
+  }
+
+  /** Why the lease is lost (or may be), once it is. */
+  get lost(): LeaseLostError | undefined {
+    return this.#lost
+  }
+
+  /** True once the store refused the token: another call holds the key. */
+  get fenced(): boolean {
+    return this.#fenced
+  }
+
+  /** Records that the store refused a write under the token, and aborts `signal`. */
+  fence(message: string): LeaseLostError {
+    this.#fenced = true
+    const error = new LeaseLostError(message)
+    // Already aborted as "may be lost": keep the signal, but record the definite cause.
+    if (this.#lost === undefined) this.#lose(error)
+    else this.#lost = error
+    return error
+  }
+
+  /** Stops renewing; the lease then runs out unless the call completes or releases it. */
+  stop(): void {
+    this.#stopped = true
+    clearInterval(this.#interval)
+    clearTimeout(this.#deadline)
+  }
+
+  #renew(): void {
+    // One renewal at a time: a slow store must not pile up requests.
+    if (this.#stopped || this.#renewing) return
+    this.#renewing = true
+    const { store, scope, key, token, leaseMs } = this.#lease
+    const sentAt = performance.now()
+    store.renew(scope, key, token, leaseMs).then(
+      (renewed) => {
+        this.#renewing = false
+        if (this.#stopped) return
+        if (!renewed) {
+          this.fence(`The lease on key ${JSON.stringify(key)} was taken over by another call (token ${token} is stale)`)
+          return
+        }
+        this.#confirmedUntil = Math.max(this.#confirmedUntil, sentAt + leaseMs)
+        clearTimeout(this.#deadline)
+        this.#deadline = this.#armDeadline()
+      },
+      () => {
+        // A failed renewal is retried at the next beat; the deadline decides when to give up.
+        this.#renewing = false
+      },
+    )
+  }
+
+  #armDeadline(): NodeJS.Timeout {
+    const timer = setTimeout(() => {
+      this.#lose(
+        new LeaseLostError(
+          `The lease on key ${JSON.stringify(this.#lease.key)} could not be renewed for ${this.#lease.leaseMs} ms; another call may have taken over`,
+        ),
+      )
+    }, Math.max(0, this.#confirmedUntil - performance.now()))
+    timer.unref()
+    return timer
+  }
+
+  #lose(error: LeaseLostError): void {
+    if (this.#lost !== undefined) return
+    this.#lost = error
+    this.stop()
+    this.#controller?.abort(error)
+  }
+}

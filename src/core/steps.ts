@@ -1,0 +1,113 @@
+import type { Heartbeat } from './leased-heartbeat.js'
+import { deriveKey } from './leased-derive.js'
+import { storeFailure } from './leased-failure.js'
+import { assertStepName } from './leased-options.js'
+import type { LeasedStore } from './leased-store.js'
+import { parseOutcome, serializeOutcome } from './outcome.js'
+
+/**
+ * What a leased call's function receives: checkpointed steps, derived downstream keys,
+ * and the lease it runs under.
+ */
+export interface StepContext {
+  /**
+   * Runs `fn` once per `(scope, key, name)` and persists its result before returning,
+   * so a call that crashes or loses its lease later resumes here instead of running
+   * `fn` again: after a takeover, a completed step returns its stored result and `fn`
+   * is not called. The result is returned in its stored JSON form on the first run
+   * and on resumption alike (as with outcomes). A name used twice in one call returns
+   * the first result. `fn` gets `signal`, to pass to `fetch` and the like.
+   *
+   * Put each external effect in its own step, and make the effect itself idempotent
+   * (`derive(name)` as the provider's idempotency key): a call can die after the
+   * effect and before its result is saved.
+   *
+   * @throws LeaseLostError when the lease is lost: before `fn` runs, `fn` is not run;
+   *   after, the result is not saved (the call that took over decides)
+   * @throws StoreUnavailableError when the result could not be saved
+   * @throws OutcomeNotSerializableError when the result has no exact JSON form
+   * @example
+   * const charge = await ctx.step('charge', () => provider.charge({ amount }, { idempotencyKey: ctx.derive('charge') }))
+   */
+  step<T>(name: string, fn: (signal: AbortSignal) => T | Promise<T>): Promise<T>
+  /**
+   * A stable idempotency key for a downstream call, the same in every attempt and
+   * after every takeover: `deriveKey(scope, key, name)`, 64 hex characters.
+   * @example await fetch(url, { method: 'POST', headers: { 'Idempotency-Key': ctx.derive('email') } })
+   */
+  derive(name: string): string
+  /** This call's fencing token: greater than every earlier holder's. Pass it on to storage that checks fencing tokens. */
+  readonly token: number
+  /** Aborted, with a `LeaseLostError` as its reason, when the lease is lost (or cannot be renewed). */
+  readonly signal: AbortSignal
+}
+
+export interface StepContextInit {
+  store: LeasedStore
+  scope: string
+  key: string
+  token: number
+  /** Results saved by earlier holders, by step name (JSON text). */
+  steps: ReadonlyMap<string, string>
+  heartbeat: Heartbeat
+}
+
+/** A step context and what the engine needs to know about it. */
+export interface StepTracker {
+  context: StepContext
+  /** How many steps are known to be saved: resumed ones and ones saved by this call. */
+  savedCount(): number
+}
+
+/** The step context of one held lease. */
+export function createStepContext({ store, scope, key, token, steps, heartbeat }: StepContextInit): StepTracker {
+  const saved = new Map(steps)
+  // Concurrent calls of one step share its single run.
+  const running = new Map<string, Promise<unknown>>()
+
+  async function runStep<T>(name: string, fn: (signal: AbortSignal) => T | Promise<T>): Promise<T> {
+    // A holder that may have been replaced must not start new effects.
+    if (heartbeat.lost !== undefined) throw heartbeat.lost
+    const value = await fn(heartbeat.signal)
+    const text = serializeOutcome(value)
+    // Known to be fenced: the store would refuse the write anyway.
+    if (heartbeat.fenced) throw heartbeat.lost!
+    let stored: boolean
+    try {
+      stored = await store.saveStep(scope, key, token, name, text)
+    } catch (error) {
+      throw storeFailure(store.name, error)
+    }
+    if (!stored) {
+      throw heartbeat.fence(`Step ${JSON.stringify(name)} of key ${JSON.stringify(key)} was not saved: another call took the key over`)
+    }
+    saved.set(name, text)
+    return parseOutcome<T>(text)
+  }
+
+  const context: StepContext = {
+    token,
+    get signal() {
+      return heartbeat.signal
+    },
+    derive(name) {
+      assertStepName(name)
+      return deriveKey(scope, key, name)
+    },
+    async step<T>(name: string, fn: (signal: AbortSignal) => T | Promise<T>): Promise<T> {
+      assertStepName(name)
+      const text = saved.get(name)
+      if (text !== undefined) return parseOutcome<T>(text)
+      const pending = running.get(name)
+      if (pending !== undefined) return (await pending) as T
+      const run = runStep(name, fn)
+      running.set(name, run)
+      const forget = (): void => {
+        running.delete(name)
+      }
+      run.then(forget, forget)
+      return await run
+    },
+  }
+  return { context, savedCount: () => saved.size }
+}

@@ -1,0 +1,109 @@
+import { InvalidOptionError } from '../../core/errors/invalid-option.js'
+import type { LeaseClaim, LeasedStore } from '../../core/leased-store.js'
+import { classifyPgError } from './errors.js'
+import { migratePostgres, type MigrateResult } from './migrate.js'
+import * as sql from './sql.js'
+import type { PgPool, PgPoolClient, PgQueryResult } from './types.js'
+
+export interface LeasedPostgresStoreOptions {
+  /** A `pg.Pool` (or anything with the same `connect()`). Each store call is one autocommit statement. */
+  pool: PgPool
+  /** Schema holding `idem_leases` and `idem_steps`. @default 'public' */
+  schema?: string
+}
+
+export interface LeasedPostgresStore extends LeasedStore {
+  readonly schema: string
+  /** Creates or upgrades idem's tables in `schema` (the same migrations as `postgresStore`). */
+  migrate(): Promise<MigrateResult>
+  /**
+   * Deletes expired leased keys (and their steps) in batches of `batchSize`, each its
+   * own short statement, until none are left.
+   * @returns how many keys were deleted
+   */
+  prune(options?: { batchSize?: number }): Promise<number>
+}
+
+/**
+ * The leased store on Postgres, for effects that live outside the database (or
+ * outside the transaction): claims, steps and outcomes in `idem_leases` and
+ * `idem_steps`. Every call is one statement in its own transaction, so a saved step
+ * survives anything the caller rolls back later. A fresh call costs two statements
+ * (claim, complete), a replay one.
+ *
+ * @example
+ * const store = leasedPostgresStore({ pool: new pg.Pool() })
+ * await store.migrate()
+ * const idem = createLeasedIdem({ store })
+ */
+export function leasedPostgresStore({ pool, schema = 'public' }: LeasedPostgresStoreOptions): LeasedPostgresStore {
+  if (pool === null || typeof pool !== 'object' || typeof pool.connect !== 'function') {
+    throw new InvalidOptionError('leasedPostgresStore: option "pool" must be a pg.Pool')
+  }
+  try {
+    sql.quoteSchema(schema)
+  } catch (cause) {
+    throw new InvalidOptionError(`leasedPostgresStore: option "schema": ${(cause as Error).message}`, { cause })
+  }
+
+  async function query(statement: sql.Statement): Promise<PgQueryResult> {
+    let client: PgPoolClient
+    try {
+      client = await pool.connect()
+    } catch (error) {
+      throw classifyPgError(error, schema)
+    }
+    try {
+      const result = await client.query(statement.text, statement.values)
+      client.release()
+      return result
+    } catch (error) {
+      // A client whose connection failed is destroyed rather than reused.
+      client.release(error instanceof Error ? error : true)
+      throw classifyPgError(error, schema)
+    }
+  }
+
+  const changed = async (statement: sql.Statement): Promise<boolean> => (await query(statement)).rowCount === 1
+
+  async function prune({ batchSize = 1_000 }: { batchSize?: number } = {}): Promise<number> {
+    if (!Number.isInteger(batchSize) || batchSize < 1) throw new InvalidOptionError('prune: option "batchSize" must be a whole number ≥ 1')
+    let deleted = 0
+    for (;;) {
+      const { rowCount } = await query(sql.leasePrune(schema, batchSize))
+      deleted += rowCount ?? 0
+      if ((rowCount ?? 0) < batchSize) return deleted
+    }
+  }
+
+  return {
+    name: 'postgres',
+    schema,
+    migrate: () => migratePostgres(pool, { schema }),
+    prune,
+    async claim(scope, key, fingerprint, leaseMs, ttlMs) {
+      return toClaim(await query(sql.leaseClaim(schema, scope, key, fingerprint, leaseMs, ttlMs)))
+    },
+    renew: (scope, key, token, leaseMs) => changed(sql.leaseRenew(schema, scope, key, String(token), leaseMs)),
+    saveStep: (scope, key, token, name, result) => changed(sql.leaseSaveStep(schema, scope, key, String(token), name, result)),
+    async complete(scope, key, token, outcome, ttlMs) {
+      const { rows } = await query(sql.leaseComplete(schema, scope, key, String(token), outcome, ttlMs))
+      return (rows[0] as { completed: number }).completed === 1
+    },
+    release: (scope, key, token) => changed(sql.leaseRelease(schema, scope, key, String(token))),
+  }
+}
+
+function toClaim(result: PgQueryResult): LeaseClaim {
+  const row = result.rows[0] as { state: string; fingerprint: string; token: string | null; outcome: string | null; steps: string | null } | undefined
+  switch (row?.state) {
+    case 'acquired':
+      return { state: 'acquired', token: Number(row.token), steps: new Map(JSON.parse(row.steps ?? '[]') as Array<[string, string]>) }
+    case 'completed':
+      return { state: 'completed', record: { fingerprint: row.fingerprint, outcome: row.outcome! } }
+    case 'running':
+      return { state: 'running', fingerprint: row.fingerprint }
+    default:
+      throw new Error(`idem_lease_claim returned an unexpected row: ${JSON.stringify(row)}`)
+  }
+}

@@ -1,0 +1,174 @@
+import { InvalidOptionError } from '../../core/errors/invalid-option.js'
+import { StoreUnavailableError } from '../../core/errors/store-unavailable.js'
+import type { LeaseClaim, LeasedStore } from '../../core/leased-store.js'
+import { redisKeys, type RedisKeys } from './keys.js'
+import { SCRIPTS, type ScriptName } from './scripts.js'
+import type { RedisClient } from './types.js'
+
+/** Where the store's keys live by default. */
+export const DEFAULT_REDIS_PREFIX = 'idem:'
+/** How long one store call may take before `StoreUnavailableError`, by default. */
+export const DEFAULT_REDIS_TIMEOUT_MS = 1_000
+
+export interface RedisStoreOptions {
+  /**
+   * An ioredis `Redis` or `Cluster`. The store defines its scripts on it
+   * (`idemLease*V1` commands) and never closes it.
+   */
+  client: RedisClient
+  /** Prepended to every key; may not contain `{` or `}`. Give each app (or test run) its own. @default 'idem:' */
+  prefix?: string
+  /**
+   * How long one call may wait for Redis (connecting included) before it fails with
+   * `StoreUnavailableError`, whatever the client's own retry settings. @default 1000
+   */
+  timeoutMs?: number
+}
+
+export interface RedisStore extends LeasedStore {
+  readonly prefix: string
+  /** The keys holding `(scope, key)`, for inspection and tests. */
+  keysOf(scope: string, key: string): RedisKeys
+}
+
+type Reply = unknown
+type ScriptCall = (...args: Array<string | number>) => Promise<Reply>
+
+/**
+ * The leased store on Redis. Each transition is one Lua script, so it is atomic; a
+ * fresh call costs two round trips (claim, complete), a replay one, and a call that
+ * runs longer than `heartbeatMs` one renewal per beat. A key's claim and steps share a
+ * Cluster hash tag, so the store works on Redis Cluster too.
+ *
+ * Durability is Redis's: with no persistence a restart forgets every key (and the
+ * next call for a key runs again); use AOF (`appendfsync everysec` or `always`) where
+ * that matters.
+ *
+ * @example
+ * import Redis from 'ioredis'
+ * const store = redisStore({ client: new Redis(process.env.REDIS_URL), prefix: 'myapp:idem:' })
+ * const idem = createLeasedIdem({ store })
+ */
+export function redisStore({ client, prefix = DEFAULT_REDIS_PREFIX, timeoutMs = DEFAULT_REDIS_TIMEOUT_MS }: RedisStoreOptions): RedisStore {
+  if (client === null || typeof client !== 'object' || typeof client.defineCommand !== 'function') {
+    throw new InvalidOptionError('redisStore: option "client" must be an ioredis Redis or Cluster client')
+  }
+  if (typeof prefix !== 'string' || /[{}]/.test(prefix)) {
+    throw new InvalidOptionError('redisStore: option "prefix" must be a string without "{" or "}" (they would break the Cluster hash tag)')
+  }
+  if (!Number.isInteger(timeoutMs) || timeoutMs < 1) {
+    throw new InvalidOptionError('redisStore: option "timeoutMs" must be a whole number of milliseconds ≥ 1')
+  }
+  for (const [name, lua] of Object.entries(SCRIPTS)) client.defineCommand(name, { lua, numberOfKeys: 2 })
+  const commands = client as unknown as Record<ScriptName, ScriptCall>
+
+  /**
+   * Runs one script with a deadline. A reply that comes after the deadline is handed
+   * to `late`: the caller was told the store is unavailable, but the script ran.
+   */
+  function send<T>(
+    operation: string,
+    script: ScriptName,
+    keys: RedisKeys,
+    args: Array<string | number>,
+    decode: (reply: Reply) => T,
+    late?: (value: T) => void,
+  ): Promise<T> {
+    return new Promise<T>((resolve, reject) => {
+      let settled = false
+      const timer = setTimeout(() => {
+        settled = true
+        reject(new StoreUnavailableError(`Redis did not answer ${operation} within ${timeoutMs} ms (timeoutMs)`))
+      }, timeoutMs)
+      const fail = (error: unknown): void => {
+        if (settled) return
+        settled = true
+        clearTimeout(timer)
+        reject(unavailable(error))
+      }
+      let reply: Promise<Reply>
+      try {
+        reply = commands[script](keys.claim, keys.steps, ...args)
+      } catch (error) {
+        fail(error)
+        return
+      }
+      reply.then((raw) => {
+        let value: T
+        try {
+          value = decode(raw)
+        } catch (error) {
+          fail(error)
+          return
+        }
+        if (settled) {
+          late?.(value)
+          return
+        }
+        settled = true
+        clearTimeout(timer)
+        resolve(value)
+      }, fail)
+    })
+  }
+
+  const keysOf = (scope: string, key: string): RedisKeys => redisKeys(prefix, scope, key)
+
+  const store: RedisStore = {
+    name: 'redis',
+    prefix,
+    keysOf,
+    claim(scope, key, fingerprint, leaseMs, ttlMs) {
+      return send('claim', 'idemLeaseClaimV1', keysOf(scope, key), [fingerprint, leaseMs, ttlMs], toClaim, (claim) => {
+        // The caller gave up on this claim, so nobody will run under it: hand it back
+        // rather than leave the key in flight until the lease runs out.
+        if (claim.state === 'acquired') store.release(scope, key, claim.token).catch(() => {})
+      })
+    },
+    renew(scope, key, token, leaseMs) {
+      return send('renew', 'idemLeaseRenewV1', keysOf(scope, key), [String(token), leaseMs], toBoolean)
+    },
+    saveStep(scope, key, token, name, result) {
+      return send('saveStep', 'idemLeaseSaveStepV1', keysOf(scope, key), [String(token), name, result], toBoolean)
+    },
+    complete(scope, key, token, outcome, ttlMs) {
+      return send('complete', 'idemLeaseCompleteV1', keysOf(scope, key), [String(token), outcome, ttlMs], toBoolean)
+    },
+    release(scope, key, token) {
+      return send('release', 'idemLeaseReleaseV1', keysOf(scope, key), [String(token)], toBoolean)
+    },
+  }
+  return store
+}
+
+function toClaim(reply: Reply): LeaseClaim {
+  const [state, ...rest] = reply as [string, ...unknown[]]
+  switch (state) {
+    case 'acquired': {
+      const [token, flat] = rest as [string, string[]]
+      const steps = new Map<string, string>()
+      for (let i = 0; i < flat.length; i += 2) steps.set(flat[i]!, flat[i + 1]!)
+      return { state: 'acquired', token: Number(token), steps }
+    }
+    case 'completed': {
+      const [fingerprint, outcome] = rest as [string, string]
+      return { state: 'completed', record: { fingerprint, outcome } }
+    }
+    case 'running':
+      return { state: 'running', fingerprint: rest[0] as string }
+    default:
+      throw new Error(`The claim script returned an unexpected reply: ${JSON.stringify(reply)}`)
+  }
+}
+
+function toBoolean(reply: Reply): boolean {
+  return reply === 1
+}
+
+// Every failure of a Redis call (refused, reset, closed, timed out, READONLY after a
+// failover, OOM) means the store cannot answer now: 503, and the request is retried.
+function unavailable(error: unknown): StoreUnavailableError {
+  if (error instanceof StoreUnavailableError) return error
+  const message = error instanceof Error ? error.message : String(error)
+  return new StoreUnavailableError(`Redis is unavailable: ${message}`, { cause: error })
+}

@@ -1,0 +1,330 @@
+import { randomUUID } from 'node:crypto'
+import { describe, expect, it } from 'vitest'
+import {
+  createLeasedIdem,
+  deriveKey,
+  FingerprintMismatchError,
+  InFlightError,
+  InvalidKeyError,
+  InvalidOptionError,
+  LeaseLostError,
+  memoryLeasedStore,
+  OutcomeNotSerializableError,
+  StoreUnavailableError,
+  type LeasedStore,
+  type OutcomeEvent,
+} from '../../src/index.js'
+import { latch, sleep } from './support.js'
+
+const fresh = (label: string): string => `${label}-${randomUUID()}`
+
+/** A store whose calls can be watched and changed, one method at a time. */
+function spied(inner: LeasedStore, overrides: Partial<LeasedStore> = {}) {
+  const calls: Array<{ method: string; result: unknown }> = []
+  const wrap =
+    <K extends 'claim' | 'renew' | 'saveStep' | 'complete' | 'release'>(method: K) =>
+    async (...args: Parameters<LeasedStore[K]>) => {
+      const impl = (overrides[method] ?? inner[method].bind(inner)) as (...a: typeof args) => Promise<unknown>
+      const result = await impl(...args)
+      calls.push({ method, result })
+      return result
+    }
+  const store = {
+    name: 'spied',
+    claim: wrap('claim'),
+    renew: wrap('renew'),
+    saveStep: wrap('saveStep'),
+    complete: wrap('complete'),
+    release: wrap('release'),
+  } as LeasedStore
+  return { store, calls, count: (method: string) => calls.filter((c) => c.method === method).length }
+}
+
+describe('leased engine', () => {
+  it('runs once and replays: same shape as the transactional engine', async () => {
+    const idem = createLeasedIdem({ store: memoryLeasedStore() })
+    const key = fresh('replay')
+    let runs = 0
+    const fn = async () => {
+      runs++
+      return { at: new Date(0), items: ['a'] }
+    }
+    const first = await idem.run({ scope: 'acct', key, input: { amount: 1 } }, fn)
+    const second = await idem.run({ scope: 'acct', key, input: { amount: 1 } }, fn)
+    expect(first).toEqual({ value: { at: '1970-01-01T00:00:00.000Z', items: ['a'] }, replayed: false, stored: true })
+    expect(second).toEqual({ ...first, replayed: true })
+    expect(runs).toBe(1)
+  })
+
+  it('a different request with the same key is a mismatch, at once, even while the first still runs', async () => {
+    const idem = createLeasedIdem({ store: memoryLeasedStore(), waitMs: 30_000 })
+    const key = fresh('mismatch')
+    const hold = latch()
+    const started = latch()
+    const first = idem.run({ scope: 'acct', key, input: 1 }, async () => {
+      started.open()
+      await hold.wait
+      return 'first'
+    })
+    await started.wait
+    let ran = false
+    // waitMs is long: a mismatch must not wait for the first call.
+    await expect(idem.run({ scope: 'acct', key, input: 2 }, async () => (ran = true))).rejects.toThrow(FingerprintMismatchError)
+    hold.open()
+    await first
+    await expect(idem.run({ scope: 'acct', key, input: 2 }, async () => (ran = true))).rejects.toThrow(FingerprintMismatchError)
+    expect(ran).toBe(false)
+  })
+
+  it('a duplicate gets InFlightError when it will not wait, and polls then replays when it will', async () => {
+    const idem = createLeasedIdem({ store: memoryLeasedStore() })
+    const key = fresh('inflight')
+    const hold = latch()
+    const started = latch()
+    const first = idem.run({ scope: 'acct', key, input: 1 }, async () => {
+      started.open()
+      await hold.wait
+      return 'first'
+    })
+    await started.wait
+    await expect(idem.run({ scope: 'acct', key, input: 1, waitMs: 0 }, async () => 'x')).rejects.toSatisfy(
+      (error) => error instanceof InFlightError && error.retryAfterSeconds === 1,
+    )
+    await expect(idem.run({ scope: 'acct', key, input: 1, waitMs: 60 }, async () => 'x')).rejects.toThrow(InFlightError)
+    const waiting = idem.run({ scope: 'acct', key, input: 1, waitMs: 10_000 }, async () => 'second')
+    await sleep(50)
+    hold.open()
+    expect(await first).toEqual({ value: 'first', replayed: false, stored: true })
+    expect(await waiting).toEqual({ value: 'first', replayed: true, stored: true })
+  })
+
+  it('the heartbeat keeps a long call its key: no takeover, signal not aborted', async () => {
+    const spy = spied(memoryLeasedStore())
+    const idem = createLeasedIdem({ store: spy.store, leaseMs: 300, heartbeatMs: 50 })
+    const key = fresh('heartbeat')
+    let signal!: AbortSignal
+    const first = idem.run({ scope: 'acct', key, input: 1 }, async (ctx) => {
+      signal = ctx.signal
+      await sleep(1_000)
+      return 'long'
+    })
+    await sleep(700) // well past the first lease
+    await expect(idem.run({ scope: 'acct', key, input: 1, waitMs: 0 }, async () => 'dup')).rejects.toThrow(InFlightError)
+    expect(await first).toEqual({ value: 'long', replayed: false, stored: true })
+    expect(signal.aborted).toBe(false)
+    expect(spy.count('renew')).toBeGreaterThan(3)
+  })
+
+  it('steps persist before returning; a takeover resumes after the last completed step', async () => {
+    const store = memoryLeasedStore()
+    const spy = spied(store)
+    const idem = createLeasedIdem({ store: spy.store, leaseMs: 100, heartbeatMs: 30, waitMs: 5_000 })
+    const key = fresh('resume')
+    const charges: string[] = []
+    const body = (crashAfterCharge: boolean) => async (ctx: Parameters<Parameters<typeof idem.run>[1]>[0]) => {
+      const charge = await ctx.step('charge', async () => {
+        charges.push(ctx.derive('charge'))
+        return { id: `ch_${charges.length}`, at: new Date(0) }
+      })
+      expect(charge).toEqual({ id: 'ch_1', at: '1970-01-01T00:00:00.000Z' }) // the JSON form, first run and resume alike
+      expect(spy.calls.some((c) => c.method === 'saveStep' && c.result === true)).toBe(true)
+      if (crashAfterCharge) throw new Error('crash after the charge')
+      const again = await ctx.step('charge', async () => charges.push('twice'))
+      const email = await ctx.step('email', async () => `receipt for ${charge.id}`)
+      return { charge: again, email }
+    }
+    await expect(idem.run({ scope: 'acct', key, input: 1 }, body(true))).rejects.toThrow('crash after the charge')
+    // With a completed step the claim is kept: a duplicate that will not wait is in flight.
+    await expect(idem.run({ scope: 'acct', key, input: 1, waitMs: 0 }, body(false))).rejects.toThrow(InFlightError)
+    // A different request cannot take the steps over.
+    await expect(idem.run({ scope: 'acct', key, input: 2 }, body(false))).rejects.toThrow(FingerprintMismatchError)
+    const result = await idem.run({ scope: 'acct', key, input: 1 }, body(false))
+    expect(result.value).toEqual({ charge: { id: 'ch_1', at: '1970-01-01T00:00:00.000Z' }, email: 'receipt for ch_1' })
+    expect(charges).toEqual([deriveKey('acct', key, 'charge')])
+  })
+
+  it('a failure with no completed step releases the claim: the retry runs at once, with any request', async () => {
+    const idem = createLeasedIdem({ store: memoryLeasedStore() })
+    const key = fresh('release')
+    await expect(
+      idem.run({ scope: 'acct', key, input: 1 }, async () => {
+        throw new Error('provider said no')
+      }),
+    ).rejects.toThrow('provider said no')
+    expect(await idem.run({ scope: 'acct', key, input: 2, waitMs: 0 }, async () => 'second')).toEqual({
+      value: 'second',
+      replayed: false,
+      stored: true,
+    })
+  })
+
+  it("onError 'keep' leaves the claim held until its lease runs out", async () => {
+    const idem = createLeasedIdem({ store: memoryLeasedStore(), onError: 'keep', leaseMs: 150, heartbeatMs: 50 })
+    const key = fresh('keep')
+    await expect(
+      idem.run({ scope: 'acct', key, input: 1 }, async () => {
+        throw new Error('in doubt')
+      }),
+    ).rejects.toThrow('in doubt')
+    await expect(idem.run({ scope: 'acct', key, input: 1, waitMs: 0 }, async () => 'x')).rejects.toThrow(InFlightError)
+    expect((await idem.run({ scope: 'acct', key, input: 1, waitMs: 5_000 }, async () => 'after')).value).toBe('after')
+  })
+
+  it('an outcome refused by shouldStore is returned unstored and the claim released', async () => {
+    const idem = createLeasedIdem({ store: memoryLeasedStore() })
+    const key = fresh('not-stored')
+    const shouldStore = (v: unknown) => (v as { status: number }).status < 500
+    let runs = 0
+    const fn = async () => ({ status: 503, run: ++runs })
+    expect(await idem.run({ scope: 'acct', key, input: 1, shouldStore }, fn)).toEqual({ value: { status: 503, run: 1 }, replayed: false, stored: false })
+    expect((await idem.run({ scope: 'acct', key, input: 1, shouldStore, waitMs: 0 }, fn)).value).toEqual({ status: 503, run: 2 })
+  })
+
+  it('an unstorable outcome or step result is refused with OutcomeNotSerializableError', async () => {
+    const idem = createLeasedIdem({ store: memoryLeasedStore() })
+    await expect(idem.run({ scope: 'acct', key: fresh('bad-outcome'), input: 1 }, async () => ({ n: 1n }))).rejects.toThrow(
+      OutcomeNotSerializableError,
+    )
+    await expect(
+      idem.run({ scope: 'acct', key: fresh('bad-step'), input: 1 }, async (ctx) => ctx.step('s', async () => new Map())),
+    ).rejects.toThrow(OutcomeNotSerializableError)
+  })
+
+  it('concurrent calls of one step name share a single run', async () => {
+    const idem = createLeasedIdem({ store: memoryLeasedStore() })
+    let runs = 0
+    const { value } = await idem.run({ scope: 'acct', key: fresh('shared-step'), input: 1 }, async (ctx) => {
+      const step = () =>
+        ctx.step('once', async () => {
+          runs++
+          await sleep(20)
+          return runs
+        })
+      return Promise.all([step(), step(), step()])
+    })
+    expect(value).toEqual([1, 1, 1])
+    expect(runs).toBe(1)
+  })
+
+  it('derive gives a stable 64-hex key per (scope, key, name), the same as deriveKey', async () => {
+    const idem = createLeasedIdem({ store: memoryLeasedStore() })
+    const key = fresh('derive')
+    const { value } = await idem.run({ scope: 'acct', key, input: 1 }, async (ctx) => [ctx.derive('charge'), ctx.derive('email')])
+    expect(value[0]).toMatch(/^[0-9a-f]{64}$/)
+    expect(value[0]).toBe(deriveKey('acct', key, 'charge'))
+    expect(value[1]).not.toBe(value[0])
+    expect(deriveKey('acct', key, 'charge')).not.toBe(deriveKey('acct2', key, 'charge'))
+    expect(deriveKey('a:b', 'c', 'n')).not.toBe(deriveKey('a', 'b:c', 'n'))
+  })
+
+  describe('a holder that lost its lease', () => {
+    it('renewal refused (fenced): the signal aborts, new steps do not run, and completion is refused', async () => {
+      const spy = spied(memoryLeasedStore(), { renew: async () => false })
+      const idem = createLeasedIdem({ store: spy.store, leaseMs: 90, heartbeatMs: 30 })
+      let reason: unknown
+      let ranAfter = false
+      const call = idem.run({ scope: 'acct', key: fresh('fenced'), input: 1 }, async (ctx) => {
+        await new Promise((resolve) => ctx.signal.addEventListener('abort', resolve))
+        reason = ctx.signal.reason
+        await ctx.step('after', async () => (ranAfter = true)).catch(() => {})
+        return 'zombie'
+      })
+      await expect(call).rejects.toThrow(LeaseLostError)
+      expect(reason).toBeInstanceOf(LeaseLostError)
+      expect(ranAfter).toBe(false)
+      // Known to be fenced: no write is even attempted.
+      expect(spy.count('complete')).toBe(0)
+      expect(spy.count('saveStep')).toBe(0)
+    })
+
+    it('a paused zombie wakes after a takeover: its outcome is refused by the token and the survivor’s stands', async () => {
+      const store = memoryLeasedStore()
+      // A paused holder sends no renewals: its renewal never arrives.
+      const zombieStore = spied(store, { renew: () => new Promise<boolean>(() => {}) })
+      const zombie = createLeasedIdem({ store: zombieStore.store, leaseMs: 100, heartbeatMs: 30 })
+      const survivor = createLeasedIdem({ store, leaseMs: 10_000, waitMs: 5_000 })
+      const key = fresh('zombie')
+      const wake = latch()
+      const charged: string[] = []
+      const zombieCall = zombie.run({ scope: 'acct', key, input: 1 }, async (ctx) => {
+        await ctx.step('charge', async () => charged.push('zombie'))
+        await wake.wait
+        return 'zombie outcome'
+      })
+      const survived = await survivor.run({ scope: 'acct', key, input: 1 }, async (ctx) => {
+        await ctx.step('charge', async () => charged.push('survivor'))
+        return 'survivor outcome'
+      })
+      expect(survived).toEqual({ value: 'survivor outcome', replayed: false, stored: true })
+      wake.open()
+      await expect(zombieCall).rejects.toThrow(/not stored: another call took the key over/)
+      expect(zombieStore.calls.filter((c) => c.method === 'complete')).toEqual([{ method: 'complete', result: false }])
+      expect(charged).toEqual(['zombie'])
+      expect(await survivor.run({ scope: 'acct', key, input: 1 }, async () => 'never')).toEqual({ ...survived, replayed: true })
+    })
+
+    it('renewals that fail for a whole lease abort the signal; if nobody took over, the outcome still lands', async () => {
+      const spy = spied(memoryLeasedStore(), {
+        renew: async () => {
+          throw new StoreUnavailableError('down')
+        },
+      })
+      const idem = createLeasedIdem({ store: spy.store, leaseMs: 90, heartbeatMs: 30 })
+      const key = fresh('unconfirmed')
+      let aborted = false
+      const result = await idem.run({ scope: 'acct', key, input: 1 }, async (ctx) => {
+        await sleep(250)
+        aborted = ctx.signal.aborted
+        return 'late but fine'
+      })
+      expect(aborted).toBe(true)
+      expect(result).toEqual({ value: 'late but fine', replayed: false, stored: true })
+    })
+  })
+
+  it('store failures are StoreUnavailableError and the function never runs', async () => {
+    const closed = memoryLeasedStore()
+    closed.close()
+    const broken = spied(memoryLeasedStore(), {
+      claim: async () => {
+        throw new TypeError('a bug in a custom store')
+      },
+    })
+    for (const store of [closed, broken.store]) {
+      let ran = false
+      await expect(createLeasedIdem({ store }).run({ scope: 'acct', key: fresh('down'), input: 1 }, async () => (ran = true))).rejects.toThrow(
+        StoreUnavailableError,
+      )
+      expect(ran).toBe(false)
+    }
+  })
+
+  it('reports every outcome to onOutcome', async () => {
+    const events: OutcomeEvent[] = []
+    const idem = createLeasedIdem({ store: memoryLeasedStore(), onOutcome: (e) => events.push(e) })
+    const key = fresh('events')
+    await idem.run({ scope: 'acct', key, input: 1 }, async () => 1)
+    await idem.run({ scope: 'acct', key, input: 1 }, async () => 1)
+    await idem.run({ scope: 'acct', key, input: 2 }, async () => 1).catch(() => {})
+    await idem.run({ scope: 'acct', key: fresh('e'), input: 1, shouldStore: () => false }, async () => 1)
+    expect(events.map((e) => e.kind)).toEqual(['fresh', 'replayed', 'mismatch', 'not-stored'])
+    expect(events.every((e) => e.store === 'memory' && e.scope === 'acct')).toBe(true)
+  })
+
+  it('refuses bad options and keys at once', () => {
+    const store = memoryLeasedStore()
+    expect(() => createLeasedIdem({ store, leaseMs: 100, heartbeatMs: 100 })).toThrow(InvalidOptionError)
+    expect(() => createLeasedIdem({ store, leaseMs: 1.5 })).toThrow(InvalidOptionError)
+    expect(() => createLeasedIdem({ store, onError: 'retry' as never })).toThrow(InvalidOptionError)
+    expect(() => createLeasedIdem({ store: {} as LeasedStore })).toThrow(InvalidOptionError)
+    const idem = createLeasedIdem({ store })
+    return Promise.all([
+      expect(idem.run({ scope: 'acct', key: 'has space', input: 1 }, async () => 1)).rejects.toThrow(InvalidKeyError),
+      expect(idem.run({ scope: '', key: 'k', input: 1 }, async () => 1)).rejects.toThrow(InvalidOptionError),
+      expect(idem.run({ scope: 'acct', key: 'k2' } as never, async () => 1)).rejects.toThrow(InvalidOptionError),
+      expect(idem.run({ scope: 'acct', key: fresh('step-name'), input: 1 }, async (ctx) => ctx.step('', async () => 1))).rejects.toThrow(
+        InvalidOptionError,
+      ),
+    ])
+  })
+})

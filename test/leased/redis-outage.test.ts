@@ -1,0 +1,122 @@
+import { Redis } from 'ioredis'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { createLeasedIdem, StoreUnavailableError } from '../../src/index.js'
+import { redisStore } from '../../src/stores/redis/index.js'
+import { privateRedis, sleep, type PrivateRedis } from './support.js'
+
+const TIMEOUT_MS = 300
+// A hang guard, far above the timeout: the call must settle on its own long before.
+const GUARD_MS = 5_000
+
+/** Settles as `promise` does, or rejects if it takes longer than `ms`. */
+async function within<T>(ms: number, promise: Promise<T>): Promise<T> {
+  let timer: NodeJS.Timeout | undefined
+  const guard = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`still pending after ${ms} ms`)), ms)))
+  try {
+    return await Promise.race([promise, guard])
+  } finally {
+    clearTimeout(timer)
+  }
+}
+
+function expectUnavailable(error: unknown): void {
+  expect(error).toBeInstanceOf(StoreUnavailableError)
+  expect((error as StoreUnavailableError).status).toBe(503)
+  expect((error as StoreUnavailableError).retryAfterSeconds).toBe(1)
+}
+
+describe('redis down: a closed port', () => {
+  const clients: Redis[] = []
+  afterAll(() => clients.forEach((c) => c.disconnect()))
+
+  for (const [label, options] of [
+    ['default client options (commands queue while it reconnects)', {}],
+    ['enableOfflineQueue: false (commands fail at once)', { enableOfflineQueue: false }],
+  ] as const) {
+    it(`fails with StoreUnavailableError within timeoutMs and never runs the function — ${label}`, async () => {
+      // Nothing listens on port 1: every connection attempt is refused.
+      const client = new Redis(1, '127.0.0.1', { ...options })
+      client.on('error', () => {})
+      clients.push(client)
+      const idem = createLeasedIdem({ store: redisStore({ client, timeoutMs: TIMEOUT_MS }) })
+      let ran = false
+      const error = await within(
+        GUARD_MS,
+        idem.run({ scope: 'acct', key: 'closed-port', input: 1 }, async () => (ran = true)).then(
+          () => undefined,
+          (e: unknown) => e,
+        ),
+      )
+      expectUnavailable(error)
+      expect(ran).toBe(false)
+    })
+  }
+})
+
+const server = await privateRedis()
+
+describe.skipIf(server === undefined)('redis slow or restarted (a server of the test’s own)', () => {
+  const redis = server as PrivateRedis
+  let client: Redis
+  beforeAll(() => {
+    client = new Redis(redis.url)
+    client.on('error', () => {})
+  })
+  afterAll(async () => {
+    client.disconnect()
+    await redis.stop()
+  })
+
+  it('slow (DEBUG SLEEP): StoreUnavailableError at the timeout, nothing runs, and the late claim is handed back', async () => {
+    // A long lease: had the claim that arrived late kept the key, the retry below would wait it out.
+    const idem = createLeasedIdem({ store: redisStore({ client, timeoutMs: TIMEOUT_MS }), leaseMs: 30_000 })
+    await idem.run({ scope: 'acct', key: 'warm-up', input: 1 }, async () => 'ok')
+    // On the store's own connection, so the claim queues behind the stall for certain.
+    const sleeping = client.call('DEBUG', 'SLEEP', '1.5')
+    let ran = false
+    const error = await within(
+      GUARD_MS,
+      idem.run({ scope: 'acct', key: 'slow', input: 1 }, async () => (ran = true)).then(
+        () => undefined,
+        (e: unknown) => e,
+      ),
+    )
+    expectUnavailable(error)
+    expect((error as Error).message).toMatch(/within 300 ms/)
+    expect(ran).toBe(false)
+    await sleeping
+    const retry = await idem.run({ scope: 'acct', key: 'slow', input: 1, waitMs: 3_000 }, async () => 'ran after the stall')
+    expect(retry).toEqual({ value: 'ran after the stall', replayed: false, stored: true })
+  })
+
+  it('stopped, then started again: unavailable while down, and the same client serves again with no restart', async () => {
+    const idem = createLeasedIdem({ store: redisStore({ client, timeoutMs: TIMEOUT_MS }) })
+    expect((await idem.run({ scope: 'acct', key: 'before', input: 1 }, async () => 'before')).replayed).toBe(false)
+    await redis.stop()
+    let ran = false
+    const error = await within(
+      GUARD_MS,
+      idem.run({ scope: 'acct', key: 'while-down', input: 1 }, async () => (ran = true)).then(
+        () => undefined,
+        (e: unknown) => e,
+      ),
+    )
+    expectUnavailable(error)
+    expect(ran).toBe(false)
+
+    // A fresh server with no persistence: an empty keyspace and an empty script cache.
+    await redis.start()
+    let result: { value: string; replayed: boolean } | undefined
+    for (let attempt = 0; result === undefined; attempt++) {
+      try {
+        result = await idem.run({ scope: 'acct', key: 'after', input: 1 }, async () => 'served again')
+      } catch (e) {
+        expectUnavailable(e) // only ever "unavailable" while the client reconnects
+        if (attempt > 150) throw e
+        await sleep(100)
+      }
+    }
+    expect(result).toEqual({ value: 'served again', replayed: false, stored: true })
+    expect(await idem.run({ scope: 'acct', key: 'after', input: 1 }, async () => 'never')).toEqual({ ...result, replayed: true })
+  })
+})

@@ -1,0 +1,105 @@
+import { afterAll, describe, expect, it } from 'vitest'
+import { createLeasedIdem, InvalidOptionError } from '../../src/index.js'
+import { redisKeys, redisStore } from '../../src/stores/redis/index.js'
+import { clusterSlot, testRedis, type TestRedis } from './support.js'
+
+const redis = await testRedis('redis')
+
+describe.skipIf(redis === undefined)('redis store', () => {
+  const { client, prefix } = redis as TestRedis
+  afterAll(() => redis?.drop())
+
+  it('costs two round trips for a fresh call (claim, complete) and one for a replay', async () => {
+    const store = redisStore({ client, prefix })
+    const idem = createLeasedIdem({ store })
+    const sent: string[] = []
+    const original = client.sendCommand.bind(client)
+    client.sendCommand = ((command: { name: string }, ...rest: unknown[]) => {
+      sent.push(command.name)
+      return (original as (...args: unknown[]) => unknown)(command, ...rest)
+    }) as typeof client.sendCommand
+    try {
+      await idem.run({ scope: 'acct', key: 'round-trips', input: 1 }, async () => ({ ok: true }))
+      const fresh = sent.splice(0)
+      await idem.run({ scope: 'acct', key: 'round-trips', input: 1 }, async () => ({ ok: true }))
+      const replay = sent.splice(0)
+      expect(fresh).toHaveLength(2)
+      expect(replay).toHaveLength(1)
+      expect([...fresh, ...replay].every((name) => name === 'eval' || name === 'evalsha')).toBe(true)
+    } finally {
+      client.sendCommand = original
+    }
+  })
+
+  it('puts a key’s claim and steps in one Cluster slot, whatever the scope and key contain', () => {
+    // Known slots from the Redis docs (CLUSTER KEYSLOT), so the CRC16 is Redis's own.
+    expect(clusterSlot('123456789')).toBe(0x31c3 % 16384)
+    expect(clusterSlot('somekey')).toBe(11058)
+    expect(clusterSlot('foo{hash_tag}')).toBe(2515)
+    expect(clusterSlot('{user1000}.following')).toBe(clusterSlot('{user1000}.followers'))
+    for (const [scope, key] of [
+      ['acct', 'order-1'],
+      ['{x}', '}{'],
+      ['a:b', 'c'],
+      ['ünï', '%7B'],
+      ['s'.repeat(1000), 'k'.repeat(255)],
+    ] as const) {
+      const keys = redisKeys('app:', scope, key)
+      expect(clusterSlot(keys.claim)).toBe(clusterSlot(keys.steps))
+      // The hash tag is the scope and key, so different keys spread over slots.
+      expect(keys.claim.startsWith('app:{')).toBe(true)
+    }
+    expect(redisKeys('p:', 'a:b', 'c').claim).not.toBe(redisKeys('p:', 'a', 'b:c').claim)
+    const slots = new Set(Array.from({ length: 50 }, (_, i) => clusterSlot(redisKeys('p:', 'acct', `k${i}`).claim)))
+    expect(slots.size).toBeGreaterThan(40)
+  })
+
+  it('keeps stores with different prefixes apart, and refuses a prefix that would break the hash tag', async () => {
+    const a = createLeasedIdem({ store: redisStore({ client, prefix: `${prefix}a:` }) })
+    const b = createLeasedIdem({ store: redisStore({ client, prefix: `${prefix}b:` }) })
+    expect((await a.run({ scope: 'acct', key: 'same', input: 1 }, async () => 'a')).value).toBe('a')
+    expect(await b.run({ scope: 'acct', key: 'same', input: 1 }, async () => 'b')).toEqual({ value: 'b', replayed: false, stored: true })
+    expect(await client.exists(`${prefix}a:{acct:same}:claim`, `${prefix}b:{acct:same}:claim`)).toBe(2)
+    expect(() => redisStore({ client, prefix: 'app{1}:' })).toThrow(InvalidOptionError)
+  })
+
+  it('1,000 concurrent claims of 10 keys: exactly one claim per key acquires', async () => {
+    const store = redisStore({ client, prefix })
+    const keys = Array.from({ length: 10 }, (_, i) => `burst-${i}`)
+    const claims = await Promise.all(Array.from({ length: 1000 }, (_, i) => store.claim('acct', keys[i % 10]!, 'fp', 30_000, 60_000)))
+    for (const [k, key] of keys.entries()) {
+      const mine = claims.filter((_, i) => i % 10 === k)
+      expect(mine.filter((c) => c.state === 'acquired'), key).toHaveLength(1)
+      expect(mine.filter((c) => c.state === 'running'), key).toHaveLength(99)
+    }
+  })
+
+  it('1,000 concurrent calls on 10 keys through the engine: one holder per key at any moment', async () => {
+    const idem = createLeasedIdem({ store: redisStore({ client, prefix }), leaseMs: 30_000, waitMs: 60_000 })
+    const keys = Array.from({ length: 10 }, (_, i) => `holders-${i}`)
+    const holds = new Map<string, Array<{ start: number; end: number; token: number }>>(keys.map((k) => [k, []]))
+    // Every holder gives the key back (shouldStore refuses its outcome, and it saved no
+    // step), so each of the 1,000 calls gets the key once, one after another.
+    const results = await Promise.all(
+      Array.from({ length: 1000 }, (_, i) => {
+        const key = keys[i % 10]!
+        return idem.run({ scope: 'acct', key, input: key, shouldStore: () => false }, async (ctx) => {
+          const start = performance.now()
+          await new Promise((resolve) => setTimeout(resolve, Math.random() * 2))
+          holds.get(key)!.push({ start, end: performance.now(), token: ctx.token })
+          return i
+        })
+      }),
+    )
+    expect(results.map((r) => r.value)).toEqual(Array.from({ length: 1000 }, (_, i) => i))
+    for (const [key, intervals] of holds) {
+      expect(intervals, key).toHaveLength(100)
+      intervals.sort((x, y) => x.start - y.start)
+      for (let i = 1; i < intervals.length; i++) {
+        const [before, after] = [intervals[i - 1]!, intervals[i]!]
+        expect(after.start, `${key}: holder ${i} started before holder ${i - 1} ended`).toBeGreaterThanOrEqual(before.end)
+        expect(after.token, `${key}: tokens must grow with each holder`).toBeGreaterThan(before.token)
+      }
+    }
+  })
+})
