@@ -1,7 +1,7 @@
 import { FingerprintMismatchError } from './errors/fingerprint-mismatch.js'
 import { InFlightError } from './errors/in-flight.js'
 import { InvalidOptionError } from './errors/invalid-option.js'
-import { fingerprintValue } from './fingerprint.js'
+import { assertDuration, assertScope, fingerprintOf, type CallOptions } from './call.js'
 import { assertValidKey } from './key.js'
 import { parseOutcome, serializeOutcome } from './outcome.js'
 import type { Session, Store } from './store.js'
@@ -35,19 +35,7 @@ export interface IdemOptions<Tx> {
   onOutcome?: (event: OutcomeEvent) => void
 }
 
-export interface RunOptions<Tx> {
-  /** Who the key belongs to (account, API key): from the server-side principal, never the client. */
-  scope: string
-  /** The caller's idempotency key: 1–255 visible ASCII characters. */
-  key: string
-  /** What identifies the request, as a precomputed fingerprint (see `fingerprintRequest`)... */
-  fingerprint?: string
-  /** ...or as any JSON value, canonicalised and hashed. One of the two is required. */
-  input?: unknown
-  /** Overrides the engine's `ttlMs` for this call. */
-  ttlMs?: number
-  /** Overrides the engine's `waitMs` for this call. */
-  waitMs?: number
+export interface RunOptions<Tx> extends CallOptions {
   /** Join this open transaction instead of opening one; the caller commits it. */
   tx?: Tx
   /**
@@ -198,37 +186,4 @@ export function createIdem<Tx>({
   }
 
   return { run, store }
-}
-
-function fingerprintOf(options: RunOptions<unknown>): string {
-  if (options.fingerprint !== undefined) {
-    if (typeof options.fingerprint !== 'string' || options.fingerprint.length === 0) {
-      throw new InvalidOptionError('run: option "fingerprint" must be a non-empty string')
-    }
-    return options.fingerprint
-  }
-  if (!('input' in options)) {
-    throw new InvalidOptionError('run: pass "input" (any JSON value) or "fingerprint" to identify the request')
-  }
-  try {
-    return fingerprintValue(options.input)
-  } catch (cause) {
-    throw new InvalidOptionError(`run: option "input" must be JSON data: ${(cause as Error).message}`, { cause })
-  }
-}
-
-const MAX_SCOPE_LENGTH = 1024
-
-function assertScope(scope: unknown): asserts scope is string {
-  if (typeof scope !== 'string' || scope.length === 0 || scope.length > MAX_SCOPE_LENGTH || scope.includes('\0')) {
-    throw new InvalidOptionError(
-      `run: option "scope" must be a string of 1–${MAX_SCOPE_LENGTH} characters without NUL, from the server-side principal`,
-    )
-  }
-}
-
-function assertDuration(name: string, value: unknown, min: number): void {
-  if (typeof value !== 'number' || !Number.isInteger(value) || value < min || value > 2 ** 31 * 1000) {
-    throw new InvalidOptionError(`option "${name}" must be a whole number of milliseconds ≥ ${min}, got ${String(value)}`)
-  }
 }

@@ -5,7 +5,7 @@ import { InvalidOptionError } from './errors/invalid-option.js'
 import { assertValidKey } from './key.js'
 import { storeFailure } from './leased-failure.js'
 import { Heartbeat } from './leased-heartbeat.js'
-import { assertDuration, assertScope, fingerprintOf } from './leased-options.js'
+import { assertDuration, assertScope, fingerprintOf, type CallOptions } from './call.js'
 import type { LeaseClaim, LeasedStore } from './leased-store.js'
 import { parseOutcome, serializeOutcome } from './outcome.js'
 import { createStepContext, type StepContext } from './steps.js'
@@ -42,19 +42,7 @@ export interface LeasedIdemOptions {
   onOutcome?: (event: OutcomeEvent) => void
 }
 
-export interface LeasedRunOptions {
-  /** Who the key belongs to (account, API key): from the server-side principal, never the client. */
-  scope: string
-  /** The caller's idempotency key: 1–255 visible ASCII characters. */
-  key: string
-  /** What identifies the request, as a precomputed fingerprint (see `fingerprintRequest`)... */
-  fingerprint?: string
-  /** ...or as any JSON value, canonicalised and hashed. One of the two is required. */
-  input?: unknown
-  /** Overrides the engine's `ttlMs` for this call. */
-  ttlMs?: number
-  /** Overrides the engine's `waitMs` for this call. */
-  waitMs?: number
+export interface LeasedRunOptions extends CallOptions {
   /**
    * Decides whether an outcome is kept. When it returns false the outcome is returned
    * unstored and the claim is handled as after an error (see `onError`), so a retry

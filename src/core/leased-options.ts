@@ -1,45 +1,4 @@
 import { InvalidOptionError } from './errors/invalid-option.js'
-import { fingerprintValue } from './fingerprint.js'
-
-// The same checks as the transactional engine's (engine.ts keeps its own private
-// copies), so both modes accept and refuse exactly the same calls.
-
-const MAX_SCOPE_LENGTH = 1024
-const MAX_DURATION_MS = 2 ** 31 * 1000
-
-/** Checks a scope: 1–1024 characters without NUL, from the server-side principal. */
-export function assertScope(scope: unknown): asserts scope is string {
-  if (typeof scope !== 'string' || scope.length === 0 || scope.length > MAX_SCOPE_LENGTH || scope.includes('\0')) {
-    throw new InvalidOptionError(
-      `run: option "scope" must be a string of 1–${MAX_SCOPE_LENGTH} characters without NUL, from the server-side principal`,
-    )
-  }
-}
-
-/** Checks a duration: a whole number of milliseconds ≥ `min`. */
-export function assertDuration(name: string, value: unknown, min: number): asserts value is number {
-  if (typeof value !== 'number' || !Number.isInteger(value) || value < min || value > MAX_DURATION_MS) {
-    throw new InvalidOptionError(`option "${name}" must be a whole number of milliseconds ≥ ${min}, got ${String(value)}`)
-  }
-}
-
-/** The call's fingerprint: the given one, or the hash of `input`. */
-export function fingerprintOf(options: { fingerprint?: string | undefined; input?: unknown }): string {
-  if (options.fingerprint !== undefined) {
-    if (typeof options.fingerprint !== 'string' || options.fingerprint.length === 0) {
-      throw new InvalidOptionError('run: option "fingerprint" must be a non-empty string')
-    }
-    return options.fingerprint
-  }
-  if (!('input' in options)) {
-    throw new InvalidOptionError('run: pass "input" (any JSON value) or "fingerprint" to identify the request')
-  }
-  try {
-    return fingerprintValue(options.input)
-  } catch (cause) {
-    throw new InvalidOptionError(`run: option "input" must be JSON data: ${(cause as Error).message}`, { cause })
-  }
-}
 
 /** The longest step name accepted, in characters. */
 export const MAX_STEP_NAME_LENGTH = 1024

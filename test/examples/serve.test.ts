@@ -41,7 +41,7 @@ describe.skipIf(db === undefined)('npm run serve on Postgres', () => {
     const order = { amount: 1500, currency: 'eur', customer: 'alice' }
     const first = await post('/orders', 'acct_a', 'order-1', order)
     expect(first.status).toBe(201)
-    const created = await first.json()
+    const created = (await first.json()) as { id: string; chargeId: string }
     const again = await post('/orders', 'acct_a', 'order-1', { customer: 'alice', currency: 'eur', amount: 1500 })
     expect(again.status).toBe(201)
     expect(again.headers.get('idempotent-replayed')).toBe('true')
@@ -49,11 +49,11 @@ describe.skipIf(db === undefined)('npm run serve on Postgres', () => {
     // Another account with the same key is a different intent, and never sees acct_a's order.
     const other = await post('/orders', 'acct_b', 'order-1', order)
     expect(other.headers.get('idempotent-replayed')).toBeNull()
-    expect((await other.json()).account).toBe('acct_b')
+    expect(((await other.json()) as { account: string }).account).toBe('acct_b')
     const ledger = await (await fetch(`${base}/ledger`)).json()
     expect(ledger).toHaveLength(2)
     const read = await fetch(`${base}/orders/${created.id}`, { headers: { authorization: 'Bearer acct_a' } })
-    expect((await read.json()).charge_id).toBe(created.chargeId)
+    expect(((await read.json()) as { charge_id: string }).charge_id).toBe(created.chargeId)
   })
 
   it('answers the decided problems', async () => {
@@ -69,7 +69,7 @@ describe.skipIf(db === undefined)('npm run serve on Postgres', () => {
     let state: { chunks: number; emails: number; summaries: number } = { chunks: 0, emails: 0, summaries: 0 }
     for (let i = 0; i < 100 && state.emails === 0; i++) {
       await new Promise((resolve) => setTimeout(resolve, 100))
-      state = await (await fetch(`${base}/claims/claim-9`)).json()
+      state = (await (await fetch(`${base}/claims/claim-9`)).json()) as typeof state
     }
     expect(state).toMatchObject({ chunks: 58, emails: 1, summaries: 1 })
     const metrics = await (await fetch(`${base}/metrics`)).text()

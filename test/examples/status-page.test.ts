@@ -6,6 +6,9 @@ import { chromium, type Browser } from 'playwright-core'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 
 const root = new URL('../..', import.meta.url).pathname
+// The page functions below run in the browser, where these exist; Node's types lack the DOM.
+declare const document: any // eslint-disable-line @typescript-eslint/no-explicit-any
+type HTMLCanvasElement = any // eslint-disable-line @typescript-eslint/no-explicit-any
 const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium'
 const haveChromium = existsSync(CHROMIUM)
 if (!haveChromium) {
