@@ -46,3 +46,16 @@ describe('README examples', () => {
     }
   })
 })
+
+describe('README: the HTTP example', () => {
+  it('runs as shown: fresh, replayed, 422, fresh, two rows', async () => {
+    expectReadmeShows('examples/http-hono.mjs')
+    const { stdout } = await run(process.execPath, [join(root, 'examples/http-hono.mjs')])
+    const lines = stdout.trim().split('\n')
+    expect(lines[0]).toBe('201 {"orderId":1,"amount":1500}')
+    expect(lines[1]).toBe('201 (replayed) {"orderId":1,"amount":1500}')
+    expect(lines[2]).toMatch(/^422 \{"type":"https:\/\/github.com\/idem-js\/idem\/blob\/main\/docs\/problems.md#fingerprint-mismatch"/)
+    expect(lines[3]).toBe('201 {"orderId":2,"amount":700}')
+    expect(lines[4]).toBe('orders in the table: 2')
+  })
+})
