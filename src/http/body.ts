@@ -1,0 +1,121 @@
+import { PROBLEM_TYPE_BASE } from '../core/errors/idem-error.js'
+
+/** 1 MiB: the default largest body the middleware buffers to fingerprint. */
+export const DEFAULT_MAX_BODY_BYTES = 1024 * 1024
+
+/**
+ * The request body is larger than `maxBodyBytes`. Nothing was claimed or run.
+ *
+ * Not an `IdemError`: its code is an HTTP front-end concern that `IdemErrorCode` does
+ * not list, so it carries the same problem fields itself (`status`, `type`, `title`,
+ * `code`) and is mapped by the same function.
+ */
+export class BodyTooLargeError extends Error {
+  override readonly name = 'BodyTooLargeError'
+  readonly code = 'body-too-large' as const
+  readonly status = 413
+  readonly title = 'Request body too large'
+  readonly type = `${PROBLEM_TYPE_BASE}#body-too-large`
+  readonly retryAfterSeconds = undefined
+}
+
+const EMPTY = new Uint8Array(0)
+
+// The bytes of the requests made here, so that adapters hand them on without reading
+// them back out of a body stream.
+const knownBodies = new WeakMap<Request, Uint8Array>()
+
+/** A copy of `request` carrying `body`, the bytes already read from it. */
+export function withRequestBody(request: Request, body: Uint8Array): Request {
+  // From its parts rather than `new Request(request, …)`: runtimes with lazy requests
+  // (such as @hono/node-server's) then need not build a full copy of the original first.
+  const copy = new Request(request.url, { method: request.method, headers: request.headers, body, signal: request.signal })
+  knownBodies.set(copy, body)
+  return copy
+}
+
+/** A request's body bytes: known ones at once, others read from the body stream. */
+export async function requestBytes(request: Request): Promise<Uint8Array> {
+  return knownBodies.get(request) ?? new Uint8Array(await request.arrayBuffer())
+}
+
+/**
+ * Where a request's body comes from when it is not a Web stream: Node's `http`
+ * adapters read the socket's stream directly, which is much cheaper than wrapping it
+ * in a ReadableStream inside a Request.
+ */
+export interface BodySource {
+  /** The next chunk, or `undefined` at the end. */
+  read(): Promise<Uint8Array | undefined>
+  /** Stops reading; the rest of the body is left unread. */
+  cancel(): void
+}
+
+const bodySources = new WeakMap<Request, BodySource>()
+
+/** Gives a body-less `Request` its body as a `BodySource`, for `readBody`. */
+export function withBodySource(request: Request, source: BodySource): Request {
+  bodySources.set(request, source)
+  return request
+}
+
+function sourceOf(request: Request): BodySource | undefined {
+  const registered = bodySources.get(request)
+  if (registered !== undefined || request.body === null) return registered
+  const reader = request.body.getReader()
+  return {
+    read: async () => {
+      const { done, value } = await reader.read()
+      return done ? undefined : value
+    },
+    cancel: () => {
+      reader.cancel().catch(() => {})
+    },
+  }
+}
+
+/**
+ * Reads a request's body into memory, at most `limit` bytes. A declared
+ * `Content-Length` over the limit is refused before anything is read; a streamed body
+ * is counted as it arrives and refused as soon as it passes the limit, so a client
+ * cannot make the server buffer more than `limit` bytes.
+ * @throws BodyTooLargeError
+ */
+export async function readBody(request: Request, limit: number): Promise<Uint8Array> {
+  const declared = request.headers.get('content-length')
+  if (declared !== null && Number(declared) > limit) throw tooLarge(limit)
+  if (declared !== null && !bodySources.has(request)) {
+    // The declared length is within the limit (and a server holds the client to it):
+    // read it whole, which runtimes do faster than chunk by chunk. A hand-made Request
+    // can declare less than it carries, so the size is checked again.
+    const body = new Uint8Array(await request.arrayBuffer())
+    if (body.byteLength > limit) throw tooLarge(limit)
+    return body
+  }
+  const source = sourceOf(request)
+  if (source === undefined) return EMPTY
+  const chunks: Uint8Array[] = []
+  let size = 0
+  for (let chunk = await source.read(); chunk !== undefined; chunk = await source.read()) {
+    size += chunk.byteLength
+    if (size > limit) {
+      // Stop the upload instead of draining it; a Node adapter closes the connection.
+      source.cancel()
+      throw tooLarge(limit)
+    }
+    chunks.push(chunk)
+  }
+  if (chunks.length === 0) return EMPTY
+  if (chunks.length === 1) return chunks[0]!
+  const body = new Uint8Array(size)
+  let offset = 0
+  for (const chunk of chunks) {
+    body.set(chunk, offset)
+    offset += chunk.byteLength
+  }
+  return body
+}
+
+function tooLarge(limit: number): BodyTooLargeError {
+  return new BodyTooLargeError(`The request body is larger than ${limit} bytes (maxBodyBytes)`)
+}

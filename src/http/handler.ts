@@ -1,0 +1,96 @@
+import { MissingKeyError } from '../core/errors/missing-key.js'
+import { fingerprintRequest } from '../core/fingerprint.js'
+import { parseIdempotencyKey } from '../core/key.js'
+import { readBody, withRequestBody } from './body.js'
+import { pathOf, resolveOptions, type IdempotencyContext, type IdempotencyOptions } from './options.js'
+import { isHttpProblem, problemResponse } from './problem.js'
+import { bodyBytes, replayResponse, storeResponse, withBody, type StoredResponse } from './stored-response.js'
+
+/**
+ * The route handler behind the middleware. `request` carries the body (buffered, when
+ * the request is protected); `idem` is the held key and its transaction, or
+ * `undefined` when the request is not protected (another method or route, or no key
+ * where none is required).
+ */
+export type IdempotencyNext<Tx> = (request: Request, idem: IdempotencyContext<Tx> | undefined) => Promise<Response>
+
+/**
+ * The framework-neutral middleware: `(request, next, native?) => response`. `native` is
+ * the framework's own request object, passed on to the `scope` option.
+ */
+export type IdempotencyHandler<Tx, Native = unknown> = (
+  request: Request,
+  next: IdempotencyNext<Tx>,
+  native?: Native,
+) => Promise<Response>
+
+/**
+ * Makes the Idempotency-Key middleware on Web-standard `Request`/`Response`.
+ *
+ * A protected request (a method in `methods` on a path in `routes`) must carry a valid
+ * `Idempotency-Key`. Its body is buffered (up to `maxBodyBytes`) and fingerprinted with
+ * the method and path; then `next` runs inside the engine's transaction, and its
+ * response is stored with the effects, all or nothing. A retry gets the stored
+ * response back, byte for byte, with `Idempotent-Replayed: true`, without running
+ * `next`. 5xx and transient 4xx responses are rolled back, so their retry runs again.
+ * Errors of idem become `application/problem+json`; anything `next` throws propagates
+ * after the rollback.
+ *
+ * Options are validated here, at start-up.
+ * @throws InvalidOptionError naming the option
+ * @see https://github.com/idem-js/idem/blob/main/docs/http.md
+ *
+ * @example
+ * const protect = idempotency({ store, scope: (req) => req.headers.get('x-account-id') ?? 'anonymous' })
+ * const response = await protect(request, async (req, idem) => {
+ *   await idem?.tx.query('INSERT INTO orders (body) VALUES ($1)', [await req.text()])
+ *   return Response.json({ ok: true }, { status: 201 })
+ * })
+ */
+export function idempotency<Tx, Native = unknown>(options: IdempotencyOptions<Tx, Native>): IdempotencyHandler<Tx, Native> {
+  const o = resolveOptions(options)
+  const shouldStore = (value: unknown): boolean => o.storeStatus((value as StoredResponse).status)
+
+  return async function idempotency(request, next, native) {
+    if (!o.methods.has(request.method) || !o.routes(request)) return next(request, undefined)
+
+    let key: string
+    try {
+      key = parseIdempotencyKey(request.headers.get('idempotency-key'), { strict: o.strict })
+    } catch (error) {
+      if (error instanceof MissingKeyError && !o.required) return next(request, undefined)
+      if (isHttpProblem(error)) return problemResponse(error)
+      throw error
+    }
+
+    try {
+      const scope = await o.scope(request, native as Native)
+      const body = await readBody(request, o.maxBodyBytes)
+      // The body was read; the handler gets a request carrying the same bytes.
+      const buffered = request.method === 'GET' || request.method === 'HEAD' ? request : withRequestBody(request, body)
+      const fingerprint = fingerprintRequest({
+        method: request.method,
+        route: pathOf(request.url),
+        body,
+        contentType: request.headers.get('content-type'),
+        fields: o.fields,
+      })
+
+      // The handler's own response, kept whole for its caller; only the stored form is trimmed.
+      let first: Response | undefined
+      const result = await o.idem.run(
+        { scope, key, fingerprint, waitMs: o.wait, ttlMs: o.ttlMs, shouldStore },
+        async (tx): Promise<StoredResponse> => {
+          const response = await next(buffered, { tx, key, scope })
+          const bytes = await bodyBytes(response)
+          first = withBody(response, bytes)
+          return storeResponse(response, bytes, o.replayHeaders)
+        },
+      )
+      return result.replayed || first === undefined ? replayResponse(result.value) : first
+    } catch (error) {
+      if (isHttpProblem(error)) return problemResponse(error)
+      throw error
+    }
+  }
+}

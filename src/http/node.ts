@@ -1,0 +1,152 @@
+/**
+ * Conversions between Node's `http` objects and Web-standard Request/Response, shared
+ * by the Express and Fastify adapters. Mapping only: no idempotency behaviour here.
+ */
+import type { IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:http'
+import type { Readable } from 'node:stream'
+import { withBodySource, type BodySource } from './body.js'
+import { bodyBytes } from './stored-response.js'
+
+/** A Node stream as a `BodySource`, and whether reading it was started but not finished. */
+export interface NodeBody {
+  source: BodySource
+  /**
+   * True when reading began and stopped before the end (a 413). The rest of the upload
+   * is then neither read nor discarded, so the connection must close after the answer.
+   */
+  unfinished(): boolean
+}
+
+/**
+ * Reads a Node stream one chunk at a time, on demand: nothing is read until the
+ * middleware asks, so a request it lets through keeps its body for the framework's
+ * own parsers. `cancel` stops reading without destroying the socket, so the answer
+ * still goes out. Its listeners are removed once done, so whoever reads the stream
+ * next has it to themselves.
+ */
+export function nodeBody(stream: Readable): NodeBody {
+  let started = false
+  let ended = false
+  let failed: Error | undefined
+  const queue: Uint8Array[] = []
+  let waiting: { resolve(chunk: Uint8Array | undefined): void; reject(error: Error): void } | undefined
+
+  const onData = (chunk: Buffer | string): void => {
+    stream.pause()
+    const bytes = typeof chunk === 'string' ? Buffer.from(chunk) : chunk
+    if (waiting === undefined) queue.push(bytes)
+    else take().resolve(bytes)
+  }
+  const onEnd = (): void => {
+    ended = true
+    detach()
+    waiting && take().resolve(undefined)
+  }
+  const onError = (error: Error): void => {
+    failed = error
+    detach()
+    waiting && take().reject(error)
+  }
+  const take = (): NonNullable<typeof waiting> => {
+    const current = waiting!
+    waiting = undefined
+    return current
+  }
+  const detach = (): void => {
+    stream.off('data', onData)
+    stream.off('end', onEnd)
+    stream.off('error', onError)
+  }
+
+  const source: BodySource = {
+    read() {
+      const queued = queue.shift()
+      if (queued !== undefined) return Promise.resolve(queued)
+      if (ended) return Promise.resolve(undefined)
+      if (failed !== undefined) return Promise.reject(failed)
+      const next = new Promise<Uint8Array | undefined>((resolve, reject) => (waiting = { resolve, reject }))
+      if (started) stream.resume()
+      else {
+        started = true
+        stream.on('data', onData)
+        stream.on('end', onEnd)
+        stream.on('error', onError)
+      }
+      return next
+    },
+    cancel() {
+      detach()
+      stream.pause()
+    },
+  }
+  return { source, unfinished: () => started && !ended }
+}
+
+/**
+ * The Web `Request` for a Node request. Headers are copied field by field from
+ * `rawHeaders`, so two `Idempotency-Key` fields arrive as a list, which the middleware
+ * rejects. `url` is the path and query as the framework sees them. A `NodeBody` is
+ * attached as the request's `BodySource` (the Request itself then has no body stream).
+ */
+export function webRequest(req: IncomingMessage, url: string, body: NodeBody | string | Uint8Array | null): Request {
+  const headers = new Headers()
+  const raw = req.rawHeaders
+  for (let i = 0; i + 1 < raw.length; i += 2) headers.append(raw[i]!, raw[i + 1]!)
+  const method = req.method ?? 'GET'
+  const bodyAllowed = method !== 'GET' && method !== 'HEAD'
+  const init: RequestInit = { method, headers }
+  if (bodyAllowed && (typeof body === 'string' || body instanceof Uint8Array)) init.body = body
+  const request = new Request(absoluteUrl(req.headers.host, url), init)
+  return bodyAllowed && body !== null && typeof body === 'object' && 'source' in body ? withBodySource(request, body.source) : request
+}
+
+// A host name or address with an optional port, nothing else: a Host such as "a?" or
+// "a/b" would otherwise move the real path into the query and dodge the `routes` match.
+const AUTHORITY = /^(?:[A-Za-z0-9.-]+|\[[0-9A-Fa-f:.]+\])(?::\d{1,5})?$/
+
+function absoluteUrl(host: string | undefined, url: string): string {
+  const path = url.startsWith('/') ? url : `/${url}`
+  if (host !== undefined && AUTHORITY.test(host)) {
+    const candidate = `http://${host}${path}`
+    if (URL.canParse(candidate)) return candidate
+  }
+  return `http://localhost${path}`
+}
+
+/** Node's outgoing headers (`res.getHeaders()`) as Web `Headers`, repeated fields kept apart. */
+export function webHeaders(headers: OutgoingHttpHeaders): Headers {
+  const result = new Headers()
+  for (const [name, value] of Object.entries(headers)) {
+    if (value === undefined) continue
+    if (Array.isArray(value)) for (const item of value) result.append(name, item)
+    else result.append(name, String(value))
+  }
+  return result
+}
+
+const SMALL_BODY = 16 * 1024
+
+/**
+ * Writes a Web `Response` to a Node response that has not started: every header the
+ * framework set before is replaced by the response's own.
+ */
+export async function sendWebResponse(res: ServerResponse, response: Response, closeConnection: boolean): Promise<void> {
+  for (const name of res.getHeaderNames()) res.removeHeader(name)
+  res.statusCode = response.status
+  if (response.statusText !== '') res.statusMessage = response.statusText
+  setWebHeaders((name, value) => res.setHeader(name, value), response.headers)
+  if (closeConnection) res.setHeader('connection', 'close')
+  const bytes = await bodyBytes(response)
+  if (bytes.byteLength === 0) res.end()
+  // A small body goes out as latin1 text (one byte per character, so any bytes survive):
+  // Node then sends headers and body in one write instead of a writev of two buffers.
+  else if (bytes.byteLength <= SMALL_BODY) res.end(Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('latin1'), 'latin1')
+  else res.end(Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength))
+}
+
+/** Copies Web headers through a Node-style setter, giving `Set-Cookie` as one list. */
+export function setWebHeaders(set: (name: string, value: string | string[]) => unknown, headers: Headers): void {
+  for (const [name, value] of headers) if (name !== 'set-cookie') set(name, value)
+  const cookies = headers.getSetCookie()
+  if (cookies.length > 0) set('set-cookie', cookies)
+}

@@ -1,0 +1,249 @@
+import { createIdem, DEFAULT_TTL_MS, type Idem, type OutcomeEvent } from '../core/engine.js'
+import { InvalidOptionError } from '../core/errors/invalid-option.js'
+import type { Store } from '../core/store.js'
+import { DEFAULT_MAX_BODY_BYTES } from './body.js'
+
+/** Methods that require a key by default: the non-idempotent ones (RFC 9110 §9.2.2). */
+export const DEFAULT_METHODS: readonly string[] = ['POST', 'PATCH']
+
+/**
+ * Headers replayed by default: the ones that describe the stored body or point at the
+ * created resource. Never `Set-Cookie` (a session minted for the first caller) unless
+ * the allow-list names it.
+ */
+export const DEFAULT_REPLAY_HEADERS: readonly string[] = [
+  'content-type',
+  'content-language',
+  'content-disposition',
+  'content-location',
+  'location',
+  'link',
+  'etag',
+  'last-modified',
+  'cache-control',
+]
+
+/** Statuses a client is expected to retry (timeout, too early, rate limited): never stored. */
+export const TRANSIENT_STATUSES: readonly number[] = [408, 425, 429]
+
+/** The scope used when no `scope` function is given: every caller shares one key space. */
+export const SHARED_SCOPE = 'shared'
+
+/**
+ * Stores 2xx, 3xx and non-transient 4xx outcomes; 5xx and 408/425/429 are rolled back
+ * so that their retry runs again (DESIGN "What is stored").
+ */
+export function defaultStoreStatus(status: number): boolean {
+  return status < 500 && !TRANSIENT_STATUSES.includes(status)
+}
+
+/** What the route handler receives while a key is held. */
+export interface IdempotencyContext<Tx> {
+  /** The open transaction: write the request's effects through it so they commit with the key. */
+  tx: Tx
+  /** The parsed `Idempotency-Key`. */
+  key: string
+  /** The scope the key is stored under. */
+  scope: string
+}
+
+/**
+ * Options of the HTTP middleware, shared by `idem/fetch`, `idem/hono`, `idem/express`
+ * and `idem/fastify`. `Native` is the framework's own request object (Hono's `Context`,
+ * Express's and Fastify's request), handed to `scope` so it can read the principal
+ * that authentication put there.
+ */
+export interface IdempotencyOptions<Tx, Native = unknown> {
+  /** Where keys and outcomes live (e.g. `postgresStore(...)`). Give this or `idem`. */
+  store?: Store<Tx>
+  /** An engine made with `createIdem`, to share one with other front ends. Give this or `store`. */
+  idem?: Idem<Tx>
+  /**
+   * The principal the key belongs to (account, API key), from the server side, never
+   * from the client. Without it every caller shares one key space, and idem warns once.
+   */
+  scope?: (request: Request, native: Native) => string | Promise<string>
+  /** Methods that require a key. @default ['POST', 'PATCH'] */
+  methods?: readonly string[]
+  /**
+   * Which paths the middleware protects: a predicate, or a list of exact paths,
+   * `/prefix/*` patterns and regular expressions. @default every path
+   */
+  routes?: ((request: Request) => boolean) | readonly (string | RegExp)[]
+  /** Missing key: `true` answers 400, `false` lets the request through unprotected. @default true */
+  required?: boolean
+  /** Accept only quoted sf-string keys (`"…"`), not bare ones. @default false */
+  strict?: boolean
+  /** How long a stored response is kept; an expired key is a new key. @default 24 h */
+  ttlMs?: number
+  /** Compare only these JSON / form body fields (dot paths) in the fingerprint. @default the whole body */
+  fields?: readonly string[]
+  /** Which statuses are stored and replayed. @default `defaultStoreStatus` (not 5xx, 408, 425, 429) */
+  storeStatus?: (status: number) => boolean
+  /** Response headers kept for replays (case-insensitive). @default `DEFAULT_REPLAY_HEADERS` */
+  replayHeaders?: readonly string[]
+  /** How long a duplicate waits for the first request before 409, in ms. @default 0 (answer 409 at once) */
+  wait?: number
+  /** The largest body buffered for the fingerprint; larger bodies get 413. @default 1 MiB */
+  maxBodyBytes?: number
+  /** Called once per protected request with the engine's outcome (only with `store`; an engine has its own). */
+  onOutcome?: (event: OutcomeEvent) => void
+}
+
+/** The options after validation, with every default applied. */
+export interface ResolvedOptions<Tx, Native> {
+  idem: Idem<Tx>
+  scope: (request: Request, native: Native) => string | Promise<string>
+  methods: ReadonlySet<string>
+  routes: (request: Request) => boolean
+  required: boolean
+  strict: boolean
+  ttlMs: number
+  fields: readonly string[] | undefined
+  storeStatus: (status: number) => boolean
+  replayHeaders: ReadonlySet<string>
+  wait: number
+  maxBodyBytes: number
+}
+
+const KNOWN = new Set([
+  'store', 'idem', 'scope', 'methods', 'routes', 'required', 'strict', 'ttlMs', 'fields',
+  'storeStatus', 'replayHeaders', 'wait', 'maxBodyBytes', 'onOutcome',
+])
+// The engine's own bound on durations, checked here so the mistake shows at start-up.
+const MAX_DURATION_MS = 2 ** 31 * 1000
+// RFC 9110 token: what a method or a header name may be made of.
+const TOKEN = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/
+
+/**
+ * Validates the options once, at start-up, so that a mistake fails the boot rather
+ * than a request.
+ * @throws InvalidOptionError naming the option
+ */
+export function resolveOptions<Tx, Native>(options: IdempotencyOptions<Tx, Native>): ResolvedOptions<Tx, Native> {
+  if (options === null || typeof options !== 'object') fail('options', 'must be an object')
+  for (const name of Object.keys(options)) {
+    if (!KNOWN.has(name)) fail(name, `is not an option (known: ${[...KNOWN].join(', ')})`)
+  }
+  const {
+    store,
+    idem,
+    scope,
+    methods = DEFAULT_METHODS,
+    routes,
+    required = true,
+    strict = false,
+    ttlMs = DEFAULT_TTL_MS,
+    fields,
+    storeStatus = defaultStoreStatus,
+    replayHeaders = DEFAULT_REPLAY_HEADERS,
+    wait = 0,
+    maxBodyBytes = DEFAULT_MAX_BODY_BYTES,
+    onOutcome,
+  } = options
+
+  if (scope !== undefined && typeof scope !== 'function') fail('scope', 'must be a function (request) => string')
+  if (!isList(methods) || methods.length === 0 || !methods.every((m) => typeof m === 'string' && TOKEN.test(m))) {
+    fail('methods', 'must be a non-empty list of HTTP method names')
+  }
+  if (typeof required !== 'boolean') fail('required', 'must be true or false')
+  if (typeof strict !== 'boolean') fail('strict', 'must be true or false')
+  wholeNumber('ttlMs', ttlMs, 1, MAX_DURATION_MS)
+  wholeNumber('wait', wait, 0, MAX_DURATION_MS)
+  wholeNumber('maxBodyBytes', maxBodyBytes, 0, Number.MAX_SAFE_INTEGER)
+  if (fields !== undefined && (!isList(fields) || !fields.every((f) => typeof f === 'string' && f.length > 0))) {
+    fail('fields', 'must be a list of body field names (dot paths such as "customer.id")')
+  }
+  if (typeof storeStatus !== 'function') fail('storeStatus', 'must be a function (status) => boolean')
+  if (!isList(replayHeaders) || !replayHeaders.every((h) => typeof h === 'string' && TOKEN.test(h))) {
+    fail('replayHeaders', 'must be a list of header names')
+  }
+  if (onOutcome !== undefined && typeof onOutcome !== 'function') fail('onOutcome', 'must be a function')
+
+  return {
+    idem: engineOf(store, idem, onOutcome),
+    scope: scope ?? sharedScope(),
+    methods: new Set(methods.map((m) => m.toUpperCase())),
+    routes: routeMatcher(routes),
+    required,
+    strict,
+    ttlMs,
+    fields,
+    storeStatus,
+    replayHeaders: new Set(replayHeaders.map((h) => h.toLowerCase())),
+    wait,
+    maxBodyBytes,
+  }
+}
+
+function engineOf<Tx>(store: Store<Tx> | undefined, idem: Idem<Tx> | undefined, onOutcome: IdempotencyOptions<Tx>['onOutcome']): Idem<Tx> {
+  if (store !== undefined && idem !== undefined) fail('store', 'and "idem" are exclusive: pass the store, or an engine built on it')
+  if (idem !== undefined) {
+    if (idem === null || typeof idem !== 'object' || typeof idem.run !== 'function') fail('idem', 'must be an engine from createIdem(...)')
+    if (onOutcome !== undefined) fail('onOutcome', 'goes to createIdem when you pass an engine ("idem")')
+    return idem
+  }
+  if (store === undefined) fail('store', 'is required (or "idem", an engine from createIdem)')
+  try {
+    return createIdem({ store, onOutcome })
+  } catch (cause) {
+    if (cause instanceof InvalidOptionError) fail('store', `is invalid: ${cause.message}`)
+    throw cause
+  }
+}
+
+function sharedScope(): () => string {
+  // Loud on purpose: without a scope, two tenants sending the same key share one stored response.
+  console.warn(
+    'idem: the idempotency middleware has no "scope" option, so every client shares one key space ' +
+      `("${SHARED_SCOPE}") and one client could be answered with another's stored response. ` +
+      'Pass scope: (request) => <the authenticated account or API key>.',
+  )
+  return () => SHARED_SCOPE
+}
+
+function routeMatcher(routes: IdempotencyOptions<unknown>['routes']): (request: Request) => boolean {
+  if (routes === undefined) return () => true
+  if (typeof routes === 'function') return routes
+  if (!isList(routes) || !routes.every((r) => r instanceof RegExp || (typeof r === 'string' && r.startsWith('/')))) {
+    fail('routes', 'must be a function (request) => boolean or a list of paths ("/orders", "/orders/*") and regular expressions')
+  }
+  const exact = new Set<string>()
+  const prefixes: string[] = []
+  const patterns: RegExp[] = []
+  for (const route of routes) {
+    if (route instanceof RegExp) patterns.push(route)
+    else if (route.endsWith('/*')) prefixes.push(route.slice(0, -1))
+    else exact.add(route)
+  }
+  return (request) => {
+    const path = pathOf(request.url)
+    return exact.has(path) || prefixes.some((p) => path.startsWith(p)) || patterns.some((p) => p.test(path))
+  }
+}
+
+/** The path of a request URL, without parsing the whole URL on the hot path. */
+export function pathOf(url: string): string {
+  const start = url.indexOf('/', url.indexOf('//') + 2)
+  if (start === -1) return '/'
+  let end = url.length
+  const query = url.indexOf('?', start)
+  if (query !== -1) end = query
+  const hash = url.indexOf('#', start)
+  if (hash !== -1 && hash < end) end = hash
+  return url.slice(start, end)
+}
+
+function isList(value: unknown): value is readonly unknown[] {
+  return Array.isArray(value)
+}
+
+function wholeNumber(name: string, value: unknown, min: number, max: number): void {
+  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < min || value > max) {
+    fail(name, `must be a whole number from ${min} to ${max}, got ${String(value)}`)
+  }
+}
+
+function fail(name: string, problem: string): never {
+  throw new InvalidOptionError(`idempotency: option "${name}" ${problem}`)
+}

@@ -1,0 +1,58 @@
+/** The header that marks a response as the stored outcome of an earlier request. */
+export const REPLAYED_HEADER = 'idempotent-replayed'
+
+/**
+ * A response as the engine stores it: plain JSON, so the store needs to know nothing
+ * about HTTP. Headers are name/value pairs (lower-case names) so that repeated fields
+ * such as `Set-Cookie` survive; the body is base64 so any bytes survive.
+ */
+export interface StoredResponse {
+  status: number
+  headers: Array<[string, string]>
+  bodyBase64: string
+}
+
+// Statuses whose responses have no body; `new Response(body, { status })` rejects one.
+const NULL_BODY_STATUSES = new Set([101, 103, 204, 205, 304])
+
+/** The stored form of a response: its status, the allow-listed headers, every body byte. */
+export function storeResponse(response: Response, body: Uint8Array, allowed: ReadonlySet<string>): StoredResponse {
+  const headers: Array<[string, string]> = []
+  // Iterating Headers yields each Set-Cookie field on its own and lower-case names.
+  for (const [name, value] of response.headers) if (allowed.has(name)) headers.push([name, value])
+  return { status: response.status, headers, bodyBase64: Buffer.from(body.buffer, body.byteOffset, body.byteLength).toString('base64') }
+}
+
+// The bytes of the responses made here, so that reading them back (to store them, or
+// to write them to a Node socket) skips a pass through a body stream.
+const knownBodies = new WeakMap<Response, Uint8Array>()
+
+/** A response's body bytes: known ones at once, others read from the body stream. */
+export async function bodyBytes(response: Response): Promise<Uint8Array> {
+  return knownBodies.get(response) ?? new Uint8Array(await response.arrayBuffer())
+}
+
+/** The replay of a stored response: same status, stored headers, same body bytes, marked replayed. */
+export function replayResponse(stored: StoredResponse): Response {
+  const headers = new Headers()
+  for (const [name, value] of stored.headers) headers.append(name, value)
+  headers.set(REPLAYED_HEADER, 'true')
+  return makeResponse(stored.status, '', headers, Buffer.from(stored.bodyBase64, 'base64'))
+}
+
+/**
+ * The handler's response, with its body bytes: the same object when its bytes are
+ * known (nothing was read from it), else a copy carrying the bytes read.
+ */
+export function withBody(response: Response, body: Uint8Array): Response {
+  if (knownBodies.has(response)) return response
+  return makeResponse(response.status, response.statusText, response.headers, body)
+}
+
+/** A response from its parts; a body sent with a no-body status (204, 304) is dropped. */
+export function makeResponse(status: number, statusText: string, headers: Headers, body: Uint8Array): Response {
+  const sent = NULL_BODY_STATUSES.has(status) || body.byteLength === 0 ? null : body
+  const response = new Response(sent, { status, statusText, headers })
+  knownBodies.set(response, sent ?? new Uint8Array(0))
+  return response
+}

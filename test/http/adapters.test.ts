@@ -1,0 +1,263 @@
+import express from 'express'
+import Fastify from 'fastify'
+import { Hono } from 'hono'
+import { randomUUID } from 'node:crypto'
+import http from 'node:http'
+import type { AddressInfo } from 'node:net'
+import { afterAll, describe, expect, it } from 'vitest'
+import { idempotency as expressIdempotency } from '../../src/http/express.js'
+import { idempotency as fastifyIdempotency } from '../../src/http/fastify.js'
+import { idempotency as honoIdempotency, type IdemVariables } from '../../src/http/hono.js'
+import type { SqliteDatabase } from '../../src/stores/sqlite/index.js'
+import { latch } from './support/app.js'
+import { sqliteBackend } from './support/backends.js'
+import { httpCall } from './support/frontends.js'
+
+// What is particular to each adapter's wiring, beyond the shared conformance table:
+// body parsers before and after the middleware, validation, and clients that leave.
+
+const backend = sqliteBackend('idem-http-adapters')
+const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms))
+
+/** Polls a condition that settles after a response was sent (a commit), at most ~2 s. */
+async function eventually(condition: () => Promise<boolean>): Promise<void> {
+  for (let i = 0; i < 400 && !(await condition()); i++) await sleep(5)
+  expect(await condition()).toBe(true)
+}
+afterAll(() => backend.close())
+const scope = (): string => 'acct'
+const key = (): string => `"k-${randomUUID()}"`
+const json = 'application/json'
+
+async function listen(server: http.Server): Promise<{ port: number; close(): Promise<void> }> {
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+  return {
+    port: (server.address() as AddressInfo).port,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections()
+        server.close(() => resolve())
+      }),
+  }
+}
+
+describe('express', () => {
+  it('mounted before express.json(), the route gets the parsed body', async () => {
+    const app = express()
+    app.use(expressIdempotency({ store: backend.store, scope }))
+    app.use(express.json())
+    app.post('/orders', (req, res) => {
+      res.status(201).json({ got: req.body, held: req.idem !== undefined })
+    })
+    const server = await listen(http.createServer(app))
+    const response = await httpCall(server.port, { path: '/orders', key: key(), contentType: json, body: '{"amount":5}' })
+    expect(await response.json()).toEqual({ got: { amount: 5 }, held: true })
+    await server.close()
+  })
+
+  it('mounted after express.json(), it fingerprints the parsed body: key order replays, another body is 422', async () => {
+    const app = express()
+    app.use(express.json())
+    app.use(expressIdempotency({ store: backend.store, scope }))
+    let runs = 0
+    app.post('/orders', (req, res) => {
+      res.status(201).json({ got: req.body, run: ++runs })
+    })
+    const server = await listen(http.createServer(app))
+    const k = key()
+    const send = (body: string): Promise<Response> => httpCall(server.port, { path: '/orders', key: k, contentType: json, body })
+    expect((await send('{"a":1,"b":2}')).status).toBe(201)
+    const reordered = await send('{ "b": 2, "a": 1 }')
+    expect(reordered.headers.get('idempotent-replayed')).toBe('true')
+    expect((await send('{"a":1,"b":3}')).status).toBe(422)
+    expect(runs).toBe(1)
+    await server.close()
+  })
+
+  it('mounted after something that read the body and kept nothing, it refuses (500 invalid-option) rather than fingerprint an empty body', async () => {
+    const app = express()
+    app.use((req, _res, next) => {
+      req.resume()
+      req.on('end', () => next())
+    })
+    app.use(expressIdempotency({ store: backend.store, scope }))
+    let runs = 0
+    app.post('/orders', (_req, res) => void res.status(201).json({ run: ++runs }))
+    const server = await listen(http.createServer(app))
+    const response = await httpCall(server.port, { path: '/orders', key: key(), contentType: json, body: '{"amount":5}' })
+    expect(response.status).toBe(500)
+    expect(await response.json()).toMatchObject({ code: 'invalid-option' })
+    expect(runs).toBe(0)
+    await server.close()
+  })
+
+  it('a client that leaves while the route runs: the route finishes, effect and key commit together, a retry replays', async () => {
+    const gate = latch()
+    const entered = latch()
+    const app = express()
+    app.use(expressIdempotency({ store: backend.store, scope }))
+    let runs = 0
+    app.post('/slow', async (req, res) => {
+      runs++
+      entered.open()
+      await gate.promise
+      await backend.writeEffect(req.idem!.tx as SqliteDatabase, req.idem!.key)
+      res.status(201).json({ ok: true })
+    })
+    const server = await listen(http.createServer(app))
+    const k = `k-${randomUUID()}`
+    const request = http.request({ host: '127.0.0.1', port: server.port, method: 'POST', path: '/slow', headers: { 'idempotency-key': k } })
+    request.on('error', () => {})
+    request.end('x')
+    await entered.promise
+    request.destroy()
+    // Let the server see the connection close before the route goes on.
+    await sleep(50)
+    gate.open()
+    await eventually(async () => (await backend.countKeys(k)) === 1)
+    expect(await backend.countEffects(k)).toBe(1)
+    const retry = await httpCall(server.port, { path: '/slow', key: k, body: 'x' })
+    expect(retry.headers.get('idempotent-replayed')).toBe('true')
+    expect(runs).toBe(1)
+    await server.close()
+  })
+})
+
+describe('fastify', () => {
+  it("Fastify's own JSON parser reads the body after the plugin; a failed schema validation is rolled back", async () => {
+    const app = Fastify()
+    await app.register(fastifyIdempotency({ store: backend.store, scope }))
+    let runs = 0
+    app.post(
+      '/orders',
+      { schema: { body: { type: 'object', required: ['amount'], properties: { amount: { type: 'integer' } } } } },
+      async (request, reply) => reply.code(201).send({ got: request.body, run: ++runs, held: request.idem !== null }),
+    )
+    await app.ready()
+    const k = key()
+    const ok = await app.inject({ method: 'POST', url: '/orders', headers: { 'idempotency-key': k, 'content-type': json }, payload: '{"amount":5}' })
+    expect(ok.statusCode).toBe(201)
+    expect(ok.json()).toEqual({ got: { amount: 5 }, run: 1, held: true })
+    const replay = await app.inject({ method: 'POST', url: '/orders', headers: { 'idempotency-key': k, 'content-type': json }, payload: '{ "amount": 5 }' })
+    expect(replay.headers['idempotent-replayed']).toBe('true')
+    expect(replay.json()).toEqual(ok.json())
+
+    const invalidKey = `k-${randomUUID()}`
+    const invalid = await app.inject({ method: 'POST', url: '/orders', headers: { 'idempotency-key': invalidKey, 'content-type': json }, payload: '{"amount":"five"}' })
+    expect(invalid.statusCode).toBe(400)
+    expect(await backend.countKeys(invalidKey)).toBe(0)
+    expect(runs).toBe(1)
+    await app.close()
+  })
+
+  for (const answers of [true, false]) {
+    it(`a client that leaves while the route runs: effect and key ${answers ? 'commit together when the route still answers' : 'roll back together when the route gives up'}`, async () => {
+      const gate = latch()
+      const entered = latch()
+      const app = Fastify()
+      await app.register(fastifyIdempotency({ store: backend.store, scope }))
+      app.addContentTypeParser('*', { parseAs: 'string' }, (_request, body, done) => done(null, body))
+      const finished = latch()
+      let runs = 0
+      app.post('/slow', async (request, reply) => {
+        runs++
+        entered.open()
+        await gate.promise
+        try {
+          await backend.writeEffect(request.idem!.tx as SqliteDatabase, request.idem!.key)
+          // A route may notice that nobody is listening and return without a reply.
+          if (answers) return await reply.code(201).send({ ok: true })
+          return undefined
+        } finally {
+          finished.open()
+        }
+      })
+      await app.listen({ host: '127.0.0.1', port: 0 })
+      const port = (app.server.address() as AddressInfo).port
+      const k = `k-${randomUUID()}`
+      const request = http.request({ host: '127.0.0.1', port, method: 'POST', path: '/slow', headers: { 'idempotency-key': k, 'content-type': 'text/plain' } })
+      request.on('error', () => {})
+      request.end('x')
+      await entered.promise
+      request.destroy()
+      await sleep(50)
+      gate.open()
+      await finished.promise
+      const expected = answers ? 1 : 0
+      await eventually(async () => (await backend.countKeys(k)) === expected && (await backend.countEffects(k)) === expected)
+      // The key's lock was let go either way: the retry replays or runs.
+      const retry = await httpCall(port, { path: '/slow', key: k, contentType: 'text/plain', body: 'x' })
+      expect(retry.headers.get('idempotent-replayed')).toBe(answers ? 'true' : null)
+      expect(runs).toBe(answers ? 1 : 2)
+      await app.close()
+    })
+  }
+})
+
+describe('hono', () => {
+  it('sees the body even when an earlier middleware read it through c.req', async () => {
+    const app = new Hono<{ Variables: IdemVariables<unknown> & { peeked: unknown } }>()
+    app.use(async (c, next) => {
+      c.set('peeked', await c.req.json())
+      await next()
+    })
+    app.use(honoIdempotency({ store: backend.store, scope }))
+    let runs = 0
+    app.post('/orders', async (c) => c.json({ peeked: c.get('peeked'), got: await c.req.json(), run: ++runs }, 201))
+    const k = key()
+    const send = async (body: string): Promise<Response> => app.request('/orders', { method: 'POST', headers: { 'idempotency-key': k, 'content-type': json }, body })
+    expect(await (await send('{"amount":5}')).json()).toEqual({ peeked: { amount: 5 }, got: { amount: 5 }, run: 1 })
+    expect((await send('{"amount":6}')).status).toBe(422)
+    expect(runs).toBe(1)
+  })
+})
+
+describe('an upload over maxBodyBytes on a real socket', () => {
+  for (const [name, start] of [
+    [
+      'express',
+      async () => {
+        const app = express()
+        app.use(expressIdempotency({ store: backend.store, scope, maxBodyBytes: 1024 }))
+        app.use((_req, res) => void res.status(201).end())
+        return listen(http.createServer(app))
+      },
+    ],
+    [
+      'fastify',
+      async () => {
+        const app = Fastify()
+        await app.register(fastifyIdempotency({ store: backend.store, scope, maxBodyBytes: 1024 }))
+        app.addContentTypeParser('*', (_request, _payload, done) => done(null))
+        app.post('/orders', async (_request, reply) => reply.code(201).send())
+        await app.listen({ host: '127.0.0.1', port: 0 })
+        return { port: (app.server.address() as AddressInfo).port, close: () => app.close() }
+      },
+    ],
+  ] as const) {
+    it(`${name}: a streamed 8 MB body gets 413 at once and the connection closes, unread`, async () => {
+      const server = await start()
+      const answer = await new Promise<{ status: number; connection: string | undefined }>((resolve, reject) => {
+        const request = http.request(
+          { host: '127.0.0.1', port: server.port, method: 'POST', path: '/orders', headers: { 'idempotency-key': key(), 'content-type': 'application/octet-stream' } },
+          (response) => {
+            response.resume()
+            resolve({ status: response.statusCode!, connection: response.headers.connection })
+          },
+        )
+        request.on('error', reject)
+        // Far more than the socket buffers hold: the server must answer before reading it all.
+        const chunk = Buffer.alloc(64 * 1024, 1)
+        let sent = 0
+        const pump = (): void => {
+          while (sent < 128 && request.write(chunk)) sent++
+          if (sent < 128) request.once('drain', pump)
+          else request.end()
+        }
+        pump()
+      })
+      expect(answer).toEqual({ status: 413, connection: 'close' })
+      await server.close()
+    })
+  }
+})

@@ -1,0 +1,357 @@
+import { randomUUID } from 'node:crypto'
+import { setTimeout as sleep } from 'node:timers/promises'
+import { expect } from 'vitest'
+import { PROBLEM_TYPE_BASE } from '../../../src/core/errors/idem-error.js'
+import type { AppState } from './app.js'
+import type { Backend } from './backends.js'
+import type { AppOptions, Call, Client, FrontEnd } from './frontends.js'
+
+export interface CaseContext {
+  client: Client
+  backend: Backend
+  state: AppState
+  frontEnd: FrontEnd['name']
+}
+
+/** One row of the conformance table: the app's options and what must hold. */
+export interface ConformanceCase {
+  name: string
+  options?: AppOptions
+  run(t: CaseContext): Promise<void>
+}
+
+const fresh = (): string => `k-${randomUUID()}`
+const quoted = (key: string): string => `"${key}"`
+const body = async (response: Response): Promise<Record<string, unknown>> => (await response.json()) as Record<string, unknown>
+
+/** A problem+json answer of the given status and code, with the documented type URI. */
+export async function expectProblem(response: Response, status: number, code: string): Promise<Record<string, unknown>> {
+  expect(response.status).toBe(status)
+  expect(response.headers.get('content-type')).toBe('application/problem+json')
+  const problem = await body(response)
+  expect(problem).toMatchObject({ type: `${PROBLEM_TYPE_BASE}#${code}`, status, code })
+  expect(typeof problem.title).toBe('string')
+  expect(typeof problem.detail).toBe('string')
+  return problem
+}
+
+/** Sends, expecting no route to run and no key to be stored. */
+async function rejected(t: CaseContext, call: Call, status: number, code: string): Promise<void> {
+  const keysBefore = await t.backend.countKeys()
+  await expectProblem(await t.client.send(call), status, code)
+  expect(t.state.runs[call.path]).toBeUndefined()
+  expect(await t.backend.countKeys()).toBe(keysBefore)
+}
+
+const INVALID_KEYS: Array<[string, string | string[]]> = [
+  ['two header fields', ['"first"', '"second"']],
+  ['the same key in two header fields', ['same-key', 'same-key']],
+  ['a list', '"a", "b"'],
+  ['parameters', '"abc";v=1'],
+  ['a control character (tab) in a quoted key', '"ab\tc"'],
+  ['a control character (tab) in a bare key', 'ab\tc'],
+  ['256 characters', quoted('x'.repeat(256))],
+  ['an empty value', ''],
+  ['an empty sf-string', '""'],
+  ['a non-ASCII character', '"caf\u00e9"'],
+  ['an unterminated sf-string', '"abc'],
+]
+
+export const conformanceCases: ConformanceCase[] = [
+  {
+    name: 'a POST without a key is 400 missing-key; nothing runs or is stored',
+    run: (t) => rejected(t, { path: '/orders', body: '{}', contentType: 'application/json' }, 400, 'missing-key'),
+  },
+  ...INVALID_KEYS.map(([what, key]): ConformanceCase => ({
+    name: `a key with ${what} is 400 invalid-key; nothing runs or is stored`,
+    run: (t) => rejected(t, { path: '/orders', key, body: '{}', contentType: 'application/json' }, 400, 'invalid-key'),
+  })),
+  {
+    name: 'with required: false a request without a key passes through unprotected',
+    options: { required: false },
+    async run(t) {
+      const response = await t.client.send({ path: '/orders', body: 'x' })
+      expect(response.status).toBe(201)
+      expect(await body(response)).toMatchObject({ protected: false, echo: 'x' })
+    },
+  },
+  {
+    name: 'GET and routes outside `routes` pass through without a key',
+    options: { routes: ['/orders'] },
+    async run(t) {
+      const get = await t.client.send({ method: 'GET', path: '/orders' })
+      expect(get.status).toBe(200)
+      expect(await body(get)).toEqual({ route: '/orders', protected: false })
+      const other = await t.client.send({ path: '/other', body: 'y' })
+      expect(other.status).toBe(201)
+      expect(await body(other)).toMatchObject({ protected: false, echo: 'y' })
+      await expectProblem(await t.client.send({ path: '/orders', body: 'y' }), 400, 'missing-key')
+    },
+  },
+  {
+    name: 'a replay has the same status and body bytes, the allow-listed headers and Idempotent-Replayed, never Set-Cookie',
+    async run(t) {
+      const key = fresh()
+      const call: Call = { path: '/orders', key: quoted(key), tenant: 'a', contentType: 'application/json', body: '{"amount":5}' }
+      const first = await t.client.send(call)
+      const firstBytes = new Uint8Array(await first.arrayBuffer())
+      expect(first.status).toBe(201)
+      expect(first.headers.get('idempotent-replayed')).toBeNull()
+      expect(first.headers.getSetCookie()).toHaveLength(2)
+      expect(first.headers.get('x-debug')).toBe('private-1')
+      expect(JSON.parse(new TextDecoder().decode(firstBytes))).toMatchObject({ echo: '{"amount":5}', protected: true, scope: 'tenant:a' })
+
+      const replay = await t.client.send(call)
+      expect(replay.status).toBe(201)
+      expect(new Uint8Array(await replay.arrayBuffer())).toEqual(firstBytes)
+      expect(replay.headers.get('idempotent-replayed')).toBe('true')
+      expect(replay.headers.get('content-type')).toBe(first.headers.get('content-type'))
+      expect(replay.headers.get('location')).toBe('/orders/1')
+      expect(replay.headers.getSetCookie()).toEqual([])
+      expect(replay.headers.get('x-debug')).toBeNull()
+      expect(t.state.runs['/orders']).toBe(1)
+      expect(await t.backend.countEffects(key)).toBe(1)
+      expect(await t.backend.countKeys(key)).toBe(1)
+    },
+  },
+  {
+    name: 'Set-Cookie is replayed only when replayHeaders names it',
+    options: { replayHeaders: ['content-type', 'Set-Cookie'] },
+    async run(t) {
+      const call: Call = { path: '/orders', key: fresh(), body: 'a' }
+      expect((await t.client.send(call)).status).toBe(201)
+      const replay = await t.client.send(call)
+      expect(replay.headers.get('idempotent-replayed')).toBe('true')
+      expect(replay.headers.getSetCookie()).toEqual(['session=s1; Path=/; HttpOnly', 'theme=dark; Path=/'])
+      expect(replay.headers.get('location')).toBeNull()
+    },
+  },
+  {
+    name: 'a bare key is accepted and replays; strict mode is off by default',
+    async run(t) {
+      const call: Call = { path: '/orders', key: fresh(), body: 'b' }
+      expect((await t.client.send(call)).status).toBe(201)
+      const replay = await t.client.send(call)
+      expect(replay.headers.get('idempotent-replayed')).toBe('true')
+      expect(t.state.runs['/orders']).toBe(1)
+    },
+  },
+  {
+    name: 'strict mode rejects a bare key and accepts an sf-string',
+    options: { strict: true },
+    async run(t) {
+      await rejected(t, { path: '/orders', key: fresh(), body: 'c' }, 400, 'invalid-key')
+      expect((await t.client.send({ path: '/orders', key: quoted(fresh()), body: 'c' })).status).toBe(201)
+    },
+  },
+  {
+    name: 'JSON with keys in another order and other whitespace replays',
+    async run(t) {
+      const key = quoted(fresh())
+      const json = 'application/json'
+      const first = await t.client.send({ path: '/orders', key, contentType: json, body: '{"a":1,"b":{"c":[1,2],"d":"x"}}' })
+      const again = await t.client.send({ path: '/orders', key, contentType: json, body: '{ "b" : { "d": "x", "c" : [1, 2] },\n  "a": 1 }' })
+      expect(again.status).toBe(201)
+      expect(again.headers.get('idempotent-replayed')).toBe('true')
+      expect(await again.text()).toBe(await first.text())
+      expect(t.state.runs['/orders']).toBe(1)
+    },
+  },
+  {
+    name: 'form fields in another order replay',
+    async run(t) {
+      const key = quoted(fresh())
+      const form = 'application/x-www-form-urlencoded'
+      await t.client.send({ path: '/orders', key, contentType: form, body: 'a=1&b=2' })
+      const again = await t.client.send({ path: '/orders', key, contentType: form, body: 'b=2&a=1' })
+      expect(again.headers.get('idempotent-replayed')).toBe('true')
+      expect(t.state.runs['/orders']).toBe(1)
+    },
+  },
+  {
+    name: 'the same key with another body is 422 fingerprint-mismatch and runs nothing',
+    async run(t) {
+      const key = quoted(fresh())
+      const json = 'application/json'
+      expect((await t.client.send({ path: '/orders', key, contentType: json, body: '{"amount":5}' })).status).toBe(201)
+      await expectProblem(await t.client.send({ path: '/orders', key, contentType: json, body: '{"amount":6}' }), 422, 'fingerprint-mismatch')
+      expect(t.state.runs['/orders']).toBe(1)
+    },
+  },
+  {
+    name: 'the same key on another route is 422',
+    async run(t) {
+      const key = quoted(fresh())
+      expect((await t.client.send({ path: '/orders', key, body: 'same' })).status).toBe(201)
+      await expectProblem(await t.client.send({ path: '/other', key, body: 'same' }), 422, 'fingerprint-mismatch')
+      expect(t.state.runs['/other']).toBeUndefined()
+    },
+  },
+  {
+    name: 'the same key with another method is 422',
+    async run(t) {
+      const key = quoted(fresh())
+      expect((await t.client.send({ path: '/orders', key, body: 'same' })).status).toBe(201)
+      await expectProblem(await t.client.send({ method: 'PATCH', path: '/orders', key, body: 'same' }), 422, 'fingerprint-mismatch')
+      expect(t.state.runs['/orders']).toBe(1)
+    },
+  },
+  {
+    name: 'a duplicate of a request still running is 409 in-flight with Retry-After; nothing else runs',
+    async run(t) {
+      const key = quoted(fresh())
+      const first = t.client.send({ path: '/slow', key, body: 'slow' })
+      await t.state.slowEntered.promise
+      const second = await t.client.send({ path: '/slow', key, body: 'slow' })
+      await expectProblem(second, 409, 'in-flight')
+      expect(second.headers.get('retry-after')).toBe('1')
+      t.state.gate.open()
+      expect((await first).status).toBe(201)
+      const retry = await t.client.send({ path: '/slow', key, body: 'slow' })
+      expect(retry.headers.get('idempotent-replayed')).toBe('true')
+      expect(t.state.runs['/slow']).toBe(1)
+    },
+  },
+  {
+    name: 'with wait, a duplicate waits for the first request and replays its response',
+    options: { wait: 20_000 },
+    async run(t) {
+      const key = quoted(fresh())
+      const first = t.client.send({ path: '/slow', key, body: 'w' })
+      await t.state.slowEntered.promise
+      const second = t.client.send({ path: '/slow', key, body: 'w' })
+      await until(() => t.state.scopeCalls >= 2)
+      // Give the duplicate time to reach the key's lock; the outcome is the same if it has not.
+      await sleep(50)
+      t.state.gate.open()
+      const [a, b] = await Promise.all([first, second])
+      expect(a.status).toBe(201)
+      expect(b.status).toBe(201)
+      expect(b.headers.get('idempotent-replayed')).toBe('true')
+      expect(await b.text()).toBe(await a.text())
+      expect(t.state.runs['/slow']).toBe(1)
+    },
+  },
+  {
+    name: 'an unreachable store is 503 store-unavailable with Retry-After, and nothing runs',
+    options: { storeDown: true },
+    async run(t) {
+      const response = await t.client.send({ path: '/orders', key: quoted(fresh()), body: 'd' })
+      await expectProblem(response, 503, 'store-unavailable')
+      expect(response.headers.get('retry-after')).toBe('1')
+      expect(t.state.runs['/orders']).toBeUndefined()
+    },
+  },
+  ...(
+    [
+      ['/fail', 500, 'a 5xx'],
+      ['/busy', 429, 'a 429 (transient)'],
+    ] as const
+  ).map(
+    ([path, status, what]): ConformanceCase => ({
+      name: `${what} is not stored: its effect is rolled back and the retry runs again`,
+      async run(t) {
+        const key = fresh()
+        expect((await t.client.send({ path, key: quoted(key), body: 'e' })).status).toBe(status)
+        const retry = await t.client.send({ path, key: quoted(key), body: 'e' })
+        expect(retry.status).toBe(status)
+        expect(retry.headers.get('idempotent-replayed')).toBeNull()
+        expect(t.state.runs[path]).toBe(2)
+        expect(await t.backend.countEffects(key)).toBe(0)
+        expect(await t.backend.countKeys(key)).toBe(0)
+      },
+    }),
+  ),
+  {
+    name: 'a non-transient 4xx is stored and replayed',
+    async run(t) {
+      const call: Call = { path: '/gone', key: quoted(fresh()), body: 'f' }
+      expect((await t.client.send(call)).status).toBe(404)
+      const replay = await t.client.send(call)
+      expect(replay.status).toBe(404)
+      expect(replay.headers.get('idempotent-replayed')).toBe('true')
+      expect(t.state.runs['/gone']).toBe(1)
+    },
+  },
+  {
+    name: 'a route that throws answers 500, leaves no key and no effect, and its retry runs',
+    async run(t) {
+      const key = fresh()
+      expect((await t.client.send({ path: '/throw', key: quoted(key), body: 'g' })).status).toBe(500)
+      expect(await t.backend.countEffects(key)).toBe(0)
+      expect(await t.backend.countKeys(key)).toBe(0)
+      expect((await t.client.send({ path: '/throw', key: quoted(key), body: 'g' })).status).toBe(500)
+      expect(t.state.runs['/throw']).toBe(2)
+    },
+  },
+  {
+    name: 'a body over maxBodyBytes is 413 body-too-large, sent whole or streamed; one at the limit passes',
+    options: { maxBodyBytes: 1024 },
+    async run(t) {
+      const big = 'x'.repeat(4096)
+      await rejected(t, { path: '/orders', key: quoted(fresh()), body: big }, 413, 'body-too-large')
+      await rejected(t, { path: '/orders', key: quoted(fresh()), body: big, stream: true }, 413, 'body-too-large')
+      const atLimit = await t.client.send({ path: '/orders', key: quoted(fresh()), body: 'y'.repeat(1024), stream: true })
+      expect(atLimit.status).toBe(201)
+      expect(((await body(atLimit)).echo as string).length).toBe(1024)
+    },
+  },
+  {
+    name: 'tenants are isolated: one key in two scopes runs twice and each sees only its own response',
+    async run(t) {
+      const key = fresh()
+      const call = (tenant: string): Call => ({ path: '/orders', key: quoted(key), tenant, body: 'same body' })
+      const a = await body(await t.client.send(call('a')))
+      const b = await body(await t.client.send(call('b')))
+      expect(a).toMatchObject({ scope: 'tenant:a', run: 1 })
+      expect(b).toMatchObject({ scope: 'tenant:b', run: 2 })
+      const replayA = await t.client.send(call('a'))
+      const replayB = await t.client.send(call('b'))
+      expect(replayA.headers.get('idempotent-replayed')).toBe('true')
+      expect(await body(replayA)).toEqual(a)
+      expect(await body(replayB)).toEqual(b)
+      expect(await t.backend.countEffects(key)).toBe(2)
+    },
+  },
+  {
+    name: '100 concurrent identical requests with a new key: the route runs once; the rest get 409 or the original',
+    async run(t) {
+      const call: Call = { path: '/slow', key: quoted(fresh()), contentType: 'application/json', body: '{"n":100}' }
+      let answered = 0
+      const all = Array.from({ length: 100 }, () => t.client.send(call).finally(() => answered++))
+      await t.state.slowEntered.promise
+      // Hold the first until every duplicate has had its answer.
+      await until(() => answered >= 99)
+      t.state.gate.open()
+      const responses = await Promise.all(all)
+      const originals = responses.filter((r) => r.status === 201)
+      const conflicts = responses.filter((r) => r.status === 409)
+      expect(originals.length + conflicts.length).toBe(100)
+      expect(originals).toHaveLength(1)
+      expect(t.state.runs['/slow']).toBe(1)
+      expect(await t.backend.countEffects(call.key!.slice(1, -1) as string)).toBe(1)
+    },
+  },
+  {
+    name: '100 concurrent identical requests with wait: the route runs once and every response is the original',
+    options: { wait: 30_000 },
+    async run(t) {
+      const call: Call = { path: '/slow', key: quoted(fresh()), contentType: 'application/json', body: '{"n":100}' }
+      const all = Array.from({ length: 100 }, () => t.client.send(call))
+      await t.state.slowEntered.promise
+      await until(() => t.state.scopeCalls >= 100)
+      t.state.gate.open()
+      const responses = await Promise.all(all)
+      const texts = await Promise.all(responses.map((r) => r.text()))
+      expect(responses.map((r) => r.status)).toEqual(Array(100).fill(201))
+      expect(new Set(texts).size).toBe(1)
+      expect(responses.filter((r) => r.headers.get('idempotent-replayed') === 'true')).toHaveLength(99)
+      expect(t.state.runs['/slow']).toBe(1)
+    },
+  },
+]
+
+/** Polls a condition the test cannot await directly (requests arriving at the server). */
+export async function until(condition: () => boolean): Promise<void> {
+  while (!condition()) await sleep(2)
+}

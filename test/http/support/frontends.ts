@@ -1,0 +1,237 @@
+import express from 'express'
+import Fastify from 'fastify'
+import { Hono } from 'hono'
+import http, { type IncomingHttpHeaders } from 'node:http'
+import type { AddressInfo } from 'node:net'
+import { idempotency as expressIdempotency } from '../../../src/http/express.js'
+import { idempotency as fastifyIdempotency } from '../../../src/http/fastify.js'
+import { idempotency as fetchIdempotency } from '../../../src/http/fetch/index.js'
+import { idempotency as honoIdempotency, type IdemVariables } from '../../../src/http/hono.js'
+import type { IdempotencyOptions } from '../../../src/http/options.js'
+import { makeResponse } from '../../../src/http/stored-response.js'
+import { runRoute, tenantOf, type AppState, type RouteOutput } from './app.js'
+import type { Backend } from './backends.js'
+
+/** One request, described independently of how a front end is reached. */
+export interface Call {
+  method?: string
+  path: string
+  /** The Idempotency-Key value; a list sends one header field per item. */
+  key?: string | string[]
+  /** Sent as `Authorization: Bearer <tenant>`; the scope is derived from it. */
+  tenant?: string
+  contentType?: string
+  body?: string
+  /** Send the body as a stream (chunked, no Content-Length). */
+  stream?: boolean
+}
+
+export interface Client {
+  send(call: Call): Promise<Response>
+  /** The listening port, for front ends on a real server. */
+  port?: number
+  close(): Promise<void>
+}
+
+/** The middleware options a case may set; the store comes from the backend. */
+export type AppOptions = Omit<IdempotencyOptions<unknown>, 'store' | 'idem'> & { storeDown?: boolean }
+
+export interface FrontEnd {
+  name: 'fetch' | 'hono' | 'express' | 'fastify'
+  start(backend: Backend, options: AppOptions, state: AppState): Promise<Client>
+}
+
+function middlewareOptions<Native>(
+  backend: Backend,
+  { storeDown, ...options }: AppOptions,
+  state: AppState,
+  principal: (request: Request, native: Native) => string,
+): IdempotencyOptions<unknown, Native> {
+  return {
+    store: storeDown ? backend.downStore() : backend.store,
+    scope: (request, native) => {
+      state.scopeCalls++
+      state.onScope?.()
+      return principal(request, native)
+    },
+    ...(options as IdempotencyOptions<unknown, Native>),
+  }
+}
+
+function toWebResponse(out: RouteOutput): Response {
+  const headers = new Headers()
+  for (const [name, value] of out.headers) headers.append(name, value)
+  return new Response(out.body, { status: out.status, headers })
+}
+
+function toWebRequest(call: Call): Request {
+  const headers = new Headers()
+  for (const value of [call.key ?? []].flat()) headers.append('idempotency-key', value)
+  if (call.tenant !== undefined) headers.set('authorization', `Bearer ${call.tenant}`)
+  if (call.contentType !== undefined) headers.set('content-type', call.contentType)
+  const method = call.method ?? 'POST'
+  const init: RequestInit & { duplex?: 'half' } = { method, headers }
+  if (call.body !== undefined) {
+    init.body = call.stream ? streamOf(call.body) : call.body
+    if (call.stream) init.duplex = 'half'
+  }
+  return new Request(`http://test.local${call.path}`, init)
+}
+
+function streamOf(text: string): ReadableStream<Uint8Array> {
+  const bytes = new TextEncoder().encode(text)
+  const half = Math.floor(bytes.length / 2)
+  return new ReadableStream({
+    start(controller) {
+      controller.enqueue(bytes.slice(0, half))
+      controller.enqueue(bytes.slice(half))
+      controller.close()
+    },
+  })
+}
+
+/** The neutral handler called directly, as a fetch-style runtime would (a throw becomes a 500). */
+export const fetchFrontEnd: FrontEnd = {
+  name: 'fetch',
+  async start(backend, options, state) {
+    const handle = fetchIdempotency(
+      middlewareOptions<undefined>(backend, options, state, (request) => tenantOf(request.headers.get('authorization'))),
+    )
+    return {
+      async send(call) {
+        const request = toWebRequest(call)
+        try {
+          return await handle(request, async (forwarded, idem) =>
+            toWebResponse(await runRoute(backend, state, { method: forwarded.method, path: new URL(forwarded.url).pathname, body: await forwarded.text(), idem })),
+          )
+        } catch {
+          return new Response('Internal Server Error', { status: 500 })
+        }
+      },
+      close: async () => {},
+    }
+  },
+}
+
+/** Hono 4, reached in-process with `app.request`. */
+export const honoFrontEnd: FrontEnd = {
+  name: 'hono',
+  async start(backend, options, state) {
+    const app = new Hono<{ Variables: IdemVariables<unknown> }>()
+    app.use(honoIdempotency(middlewareOptions(backend, options, state, (_request, c) => tenantOf(c.req.header('authorization')))))
+    // Hono's default error handler logs every thrown error; the tests throw on purpose.
+    app.onError((_error, c) => c.text('Internal Server Error', 500))
+    app.all('*', async (c) =>
+      toWebResponse(await runRoute(backend, state, { method: c.req.method, path: c.req.path, body: await c.req.text(), idem: c.get('idem') })),
+    )
+    return {
+      send: async (call) => app.request(toWebRequest(call)),
+      close: async () => {},
+    }
+  },
+}
+
+/** Express 5 on a real listening server; `express.text()` after the middleware reads the body. */
+export const expressFrontEnd: FrontEnd = {
+  name: 'express',
+  async start(backend, options, state) {
+    const app = express()
+    app.use(expressIdempotency(middlewareOptions(backend, options, state, (_request, req) => tenantOf(req.get('authorization')))))
+    app.use(express.text({ type: () => true }))
+    app.use(async (req, res) => {
+      const out = await runRoute(backend, state, {
+        method: req.method,
+        path: req.path,
+        body: typeof req.body === 'string' ? req.body : '',
+        idem: req.idem,
+      })
+      res.status(out.status)
+      for (const [name, value] of out.headers) res.append(name, value)
+      res.send(out.body)
+    })
+    // Express's default error handler logs every thrown error; the tests throw on purpose.
+    app.use((_error: unknown, _req: express.Request, res: express.Response, _next: express.NextFunction) => {
+      res.status(500).type('text/plain').send('Internal Server Error')
+    })
+    const server = http.createServer(app)
+    return listen(server)
+  },
+}
+
+/** Fastify 5 on a real listening server; its content-type parser reads the body. */
+export const fastifyFrontEnd: FrontEnd = {
+  name: 'fastify',
+  async start(backend, options, state) {
+    const app = Fastify()
+    await app.register(fastifyIdempotency(middlewareOptions(backend, options, state, (_request, req) => tenantOf(req.headers.authorization))))
+    app.removeAllContentTypeParsers()
+    app.addContentTypeParser('*', { parseAs: 'string' }, (_req, body, done) => done(null, body))
+    app.all('*', async (request, reply) => {
+      const out = await runRoute(backend, state, {
+        method: request.method,
+        path: request.url.split('?')[0]!,
+        body: typeof request.body === 'string' ? request.body : '',
+        idem: request.idem ?? undefined,
+      })
+      reply.code(out.status)
+      const cookies = out.headers.filter(([name]) => name === 'set-cookie').map(([, value]) => value)
+      for (const [name, value] of out.headers) if (name !== 'set-cookie') reply.header(name, value)
+      if (cookies.length > 0) reply.header('set-cookie', cookies)
+      return reply.send(out.body)
+    })
+    await app.listen({ host: '127.0.0.1', port: 0 })
+    const { port } = app.server.address() as AddressInfo
+    return { port, send: (call) => httpCall(port, call), close: () => app.close() }
+  },
+}
+
+export const frontEnds: readonly FrontEnd[] = [fetchFrontEnd, honoFrontEnd, expressFrontEnd, fastifyFrontEnd]
+
+async function listen(server: http.Server): Promise<Client> {
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+  const { port } = server.address() as AddressInfo
+  return {
+    port,
+    send: (call) => httpCall(port, call),
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections()
+        server.close(() => resolve())
+      }),
+  }
+}
+
+/**
+ * One request over a real connection with node:http, which (unlike fetch) can send a
+ * header in several fields. The answer is returned as a Web Response.
+ */
+export function httpCall(port: number, call: Call): Promise<Response> {
+  const headers: Record<string, string | string[]> = {}
+  if (call.key !== undefined) headers['idempotency-key'] = call.key
+  if (call.tenant !== undefined) headers.authorization = `Bearer ${call.tenant}`
+  if (call.contentType !== undefined) headers['content-type'] = call.contentType
+  return new Promise<Response>((resolve, reject) => {
+    const request = http.request({ host: '127.0.0.1', port, method: call.method ?? 'POST', path: call.path, headers }, (response) => {
+      const chunks: Buffer[] = []
+      response.on('data', (chunk: Buffer) => chunks.push(chunk))
+      response.on('end', () => resolve(makeResponse(response.statusCode ?? 0, '', fromNode(response.headers), new Uint8Array(Buffer.concat(chunks)))))
+      response.on('error', reject)
+    })
+    request.on('error', reject)
+    if (call.body === undefined) request.end()
+    else if (call.stream) {
+      const bytes = Buffer.from(call.body)
+      const half = Math.floor(bytes.length / 2)
+      request.write(bytes.subarray(0, half))
+      request.end(bytes.subarray(half))
+    } else request.end(call.body)
+  })
+}
+
+function fromNode(headers: IncomingHttpHeaders): Headers {
+  const result = new Headers()
+  for (const [name, value] of Object.entries(headers)) {
+    for (const item of [value ?? []].flat()) result.append(name, item)
+  }
+  return result
+}
