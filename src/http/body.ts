@@ -1,23 +1,7 @@
-import { PROBLEM_TYPE_BASE } from '../core/errors/idem-error.js'
+import { BodyTooLargeError } from '../core/errors/body-too-large.js'
 
 /** 1 MiB: the default largest body the middleware buffers to fingerprint. */
 export const DEFAULT_MAX_BODY_BYTES = 1024 * 1024
-
-/**
- * The request body is larger than `maxBodyBytes`. Nothing was claimed or run.
- *
- * Not an `IdemError`: its code is an HTTP front-end concern that `IdemErrorCode` does
- * not list, so it carries the same problem fields itself (`status`, `type`, `title`,
- * `code`) and is mapped by the same function.
- */
-export class BodyTooLargeError extends Error {
-  override readonly name = 'BodyTooLargeError'
-  readonly code = 'body-too-large' as const
-  readonly status = 413
-  readonly title = 'Request body too large'
-  readonly type = `${PROBLEM_TYPE_BASE}#body-too-large`
-  readonly retryAfterSeconds = undefined
-}
 
 const EMPTY = new Uint8Array(0)
 

@@ -1,15 +1,14 @@
 import { IdemError } from '../core/errors/idem-error.js'
-import { BodyTooLargeError } from './body.js'
 
 /** The media type of every error idem answers with (RFC 9457). */
 export const PROBLEM_CONTENT_TYPE = 'application/problem+json'
 
-/** What a problem response is built from: an `IdemError` or a `BodyTooLargeError`. */
-export type HttpProblem = IdemError | BodyTooLargeError
+/** What a problem response is built from. */
+export type HttpProblem = IdemError
 
 /** True for the errors the HTTP front end answers itself; anything else propagates. */
 export function isHttpProblem(error: unknown): error is HttpProblem {
-  return error instanceof IdemError || error instanceof BodyTooLargeError
+  return error instanceof IdemError
 }
 
 /**

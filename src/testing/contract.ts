@@ -233,6 +233,20 @@ export function storeContract<Tx>(getHarness: () => StoreHarness<Tx>): ContractC
       },
     },
     {
+      name: 'concurrent replays of a stored key never wait for one another (50 at once, waitMs 0)',
+      async run() {
+        const key = fresh('replays')
+        await idem.run({ scope: 'acct', key, input: 1 }, async () => 'stored')
+        const results = await Promise.allSettled(
+          Array.from({ length: 50 }, () => idem.run({ scope: 'acct', key, input: 1, waitMs: 0 }, async () => 'never')),
+        )
+        for (const result of results) {
+          assert.equal(result.status, 'fulfilled', result.status === 'rejected' ? String(result.reason) : '')
+          if (result.status === 'fulfilled') assert.deepEqual(result.value, { value: 'stored', replayed: true, stored: true })
+        }
+      },
+    },
+    {
       name: 'a waiting duplicate replays when the first commits, and runs when the first fails',
       async run() {
         for (const firstFails of [false, true]) {

@@ -11,6 +11,7 @@ export type IdemErrorCode =
   | 'migration-required'
   | 'outcome-not-serializable'
   | 'invalid-option'
+  | 'body-too-large'
   | 'lease-lost'
 
 /** Where the problem types are documented; `type` URIs are this plus `#<code>`. */

@@ -13,7 +13,8 @@ export {
   type IdempotencyContext,
   type IdempotencyOptions,
 } from '../options.js'
-export { BodyTooLargeError, DEFAULT_MAX_BODY_BYTES } from '../body.js'
+export { DEFAULT_MAX_BODY_BYTES } from '../body.js'
+export { BodyTooLargeError } from '../../core/errors/body-too-large.js'
 export { PROBLEM_CONTENT_TYPE, problemResponse, isHttpProblem, type HttpProblem } from '../problem.js'
 export { REPLAYED_HEADER, type StoredResponse } from '../stored-response.js'
 export { putResponse, deleteResponse, type PutResult } from '../natural.js'

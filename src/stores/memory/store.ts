@@ -56,7 +56,9 @@ export function memoryStore(): MemoryStore {
     checkOpen()
     if (tx !== undefined) throw new TypeError('The memory store cannot join a transaction; omit "tx"')
     const id = `${scope.length}:${scope}${key}`
-    const leave = await gate.enter(id, waitMs)
+    // A committed record is final until it expires: replays need not wait for the gate.
+    const committed = live(id)
+    const leave = committed === undefined ? await gate.enter(id, waitMs) : () => {}
     const staged = new Map<string, Map<string, unknown>>()
     const memoryTx: MemoryTx = {
       set(collection, docId, value) {

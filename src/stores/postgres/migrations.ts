@@ -13,7 +13,7 @@ export const SCHEMA_VERSION = 4
 export const migrations: readonly Migration[] = [
   {
     version: 1,
-    description: 'idem_keys and the idem_claim lock-then-read function',
+    description: 'idem_keys and idem_claim (read, else lock and read again)',
     up: (schema) => {
       const s = quoteSchema(schema)
       return [
@@ -31,16 +31,24 @@ export const migrations: readonly Migration[] = [
         `CREATE INDEX idem_keys_expires_at ON ${s}.idem_keys USING brin (expires_at)`,
         // The lock id hashes a length-prefixed (scope, key), so ("ab","c") and ("a","bc")
         // never share a lock. A hash collision only makes two keys wait for each other.
-        `CREATE FUNCTION ${s}.idem_claim(p_scope text, p_key text, p_wait_ms integer)
-RETURNS TABLE (state text, fingerprint text, outcome text)
+        `CREATE FUNCTION ${s}.idem_claim(p_scope text, p_key text, p_wait_ms integer,
+  OUT state text, OUT fingerprint text, OUT outcome text)
 LANGUAGE plpgsql VOLATILE AS $fn$
 DECLARE
   lock_id bigint := hashtextextended(length(p_scope)::text || ':' || p_scope || p_key, 0);
   previous_timeout text;
 BEGIN
+  -- A committed record is final until it expires, so a replay takes no lock: concurrent
+  -- replays of one key never wait for (or get 409 from) one another.
+  SELECT k.fingerprint, k.outcome INTO fingerprint, outcome FROM ${s}.idem_keys AS k
+    WHERE k.scope = p_scope AND k.key = p_key AND k.expires_at > now();
+  IF FOUND THEN
+    state := 'found';
+    RETURN;
+  END IF;
   IF NOT pg_try_advisory_xact_lock(lock_id) THEN
     IF p_wait_ms <= 0 THEN
-      RETURN QUERY SELECT 'locked'::text, NULL::text, NULL::text;
+      state := 'locked';
       RETURN;
     END IF;
     previous_timeout := current_setting('lock_timeout');
@@ -49,19 +57,20 @@ BEGIN
       PERFORM pg_advisory_xact_lock(lock_id);
       PERFORM set_config('lock_timeout', previous_timeout, true);
     EXCEPTION WHEN lock_not_available THEN
-      RETURN QUERY SELECT 'locked'::text, NULL::text, NULL::text;
+      state := 'locked';
       RETURN;
     END;
     -- Under REPEATABLE READ / SERIALIZABLE the snapshot was taken before the wait.
     IF current_setting('transaction_isolation') <> 'read committed' THEN
-      RETURN QUERY SELECT 'stale'::text, NULL::text, NULL::text;
+      state := 'stale';
       RETURN;
     END IF;
   END IF;
-  RETURN QUERY
-    SELECT CASE WHEN k.scope IS NULL THEN 'new' ELSE 'found' END, k.fingerprint, k.outcome
-    FROM (SELECT 1) AS one
-    LEFT JOIN ${s}.idem_keys AS k ON k.scope = p_scope AND k.key = p_key AND k.expires_at > now();
+  -- Read again under the lock: this statement's snapshot is new (VOLATILE, READ
+  -- COMMITTED), so it sees a holder that committed after the first read.
+  SELECT k.fingerprint, k.outcome INTO fingerprint, outcome FROM ${s}.idem_keys AS k
+    WHERE k.scope = p_scope AND k.key = p_key AND k.expires_at > now();
+  state := CASE WHEN FOUND THEN 'found' ELSE 'new' END;
 END
 $fn$`,
       ]
