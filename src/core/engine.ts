@@ -3,26 +3,16 @@ import { InFlightError } from './errors/in-flight.js'
 import { InvalidOptionError } from './errors/invalid-option.js'
 import { assertDuration, assertScope, fingerprintOf, type CallOptions } from './call.js'
 import { assertValidKey } from './key.js'
+import { outcomeReporter, type OutcomeEvent } from './outcome-event.js'
 import { parseOutcome, serializeOutcome } from './outcome.js'
 import type { Session, Store } from './store.js'
+
+export type { OutcomeEvent, OutcomeKind } from './outcome-event.js'
 
 /** 24 hours: how long HTTP keys are kept by default (DESIGN "Retention"). */
 export const DEFAULT_TTL_MS = 24 * 60 * 60 * 1000
 /** How long a duplicate waits for the first call by default before `InFlightError`. */
 export const DEFAULT_WAIT_MS = 5_000
-
-/** One engine call's outcome, for metrics and logs. */
-export type OutcomeKind = 'fresh' | 'replayed' | 'not-stored' | 'in-flight' | 'mismatch' | 'error'
-
-export interface OutcomeEvent {
-  kind: OutcomeKind
-  scope: string
-  /** The store's name. */
-  store: string
-  /** Milliseconds from the call to its outcome. */
-  durationMs: number
-  error?: unknown
-}
 
 export interface IdemOptions<Tx> {
   /** Where keys and outcomes live. */
@@ -93,14 +83,7 @@ export function createIdem<Tx>({
     throw new InvalidOptionError('createIdem: option "onOutcome" must be a function')
   }
 
-  function report(kind: OutcomeKind, scope: string, started: number, error?: unknown): void {
-    if (onOutcome === undefined) return
-    try {
-      onOutcome({ kind, scope, store: store.name, durationMs: performance.now() - started, error })
-    } catch {
-      // A metrics hook must never change a request's outcome.
-    }
-  }
+  const report = outcomeReporter(onOutcome, store.name)
 
   async function run<T>(options: RunOptions<Tx>, fn: (tx: Tx) => T | Promise<T>): Promise<RunResult<T>> {
     const started = performance.now()

@@ -1,4 +1,5 @@
-import { DEFAULT_TTL_MS, DEFAULT_WAIT_MS, type OutcomeEvent, type OutcomeKind, type RunResult } from './engine.js'
+import { DEFAULT_TTL_MS, DEFAULT_WAIT_MS, type RunResult } from './engine.js'
+import { outcomeReporter, type OutcomeEvent, type OutcomeKind } from './outcome-event.js'
 import { FingerprintMismatchError } from './errors/fingerprint-mismatch.js'
 import { InFlightError } from './errors/in-flight.js'
 import { InvalidOptionError } from './errors/invalid-option.js'
@@ -115,14 +116,8 @@ export function createLeasedIdem({
     throw new InvalidOptionError('createLeasedIdem: option "onOutcome" must be a function')
   }
 
-  function report(kind: OutcomeKind, scope: string, started: number, error?: unknown): void {
-    if (onOutcome === undefined) return
-    try {
-      onOutcome({ kind, scope, store: store.name, durationMs: performance.now() - started, error })
-    } catch {
-      // A metrics hook must never change a request's outcome.
-    }
-  }
+  const report = outcomeReporter(onOutcome, store.name)
+
 
   function fail(error: Error, kind: OutcomeKind, scope: string, started: number): never {
     report(kind, scope, started, error)
