@@ -13,7 +13,7 @@ export const SCHEMA_VERSION = 4
 export const migrations: readonly Migration[] = [
   {
     version: 1,
-    description: 'idem_keys and idem_claim (read, else lock and read again)',
+    description: 'idem_keys and idem_claim (lock and read; a held lock still answers replays)',
     up: (schema) => {
       const s = quoteSchema(schema)
       return [
@@ -38,15 +38,15 @@ DECLARE
   lock_id bigint := hashtextextended(length(p_scope)::text || ':' || p_scope || p_key, 0);
   previous_timeout text;
 BEGIN
-  -- A committed record is final until it expires, so a replay takes no lock: concurrent
-  -- replays of one key never wait for (or get 409 from) one another.
-  SELECT k.fingerprint, k.outcome INTO fingerprint, outcome FROM ${s}.idem_keys AS k
-    WHERE k.scope = p_scope AND k.key = p_key AND k.expires_at > now();
-  IF FOUND THEN
-    state := 'found';
-    RETURN;
-  END IF;
   IF NOT pg_try_advisory_xact_lock(lock_id) THEN
+    -- Held by the first call, or briefly by a replay. A committed record is final until
+    -- it expires, so concurrent replays answer at once instead of waiting (or 409).
+    SELECT k.fingerprint, k.outcome INTO fingerprint, outcome FROM ${s}.idem_keys AS k
+      WHERE k.scope = p_scope AND k.key = p_key AND k.expires_at > now();
+    IF FOUND THEN
+      state := 'found';
+      RETURN;
+    END IF;
     IF p_wait_ms <= 0 THEN
       state := 'locked';
       RETURN;
@@ -66,8 +66,8 @@ BEGIN
       RETURN;
     END IF;
   END IF;
-  -- Read again under the lock: this statement's snapshot is new (VOLATILE, READ
-  -- COMMITTED), so it sees a holder that committed after the first read.
+  -- Read under the lock: this statement's snapshot is new (VOLATILE, READ COMMITTED),
+  -- so it sees a holder that committed while this call waited.
   SELECT k.fingerprint, k.outcome INTO fingerprint, outcome FROM ${s}.idem_keys AS k
     WHERE k.scope = p_scope AND k.key = p_key AND k.expires_at > now();
   state := CASE WHEN FOUND THEN 'found' ELSE 'new' END;
