@@ -14,8 +14,8 @@ import { sqliteStore } from '../dist/stores/sqlite/index.js'
 import { interleaved, ratio, throughput } from './support.mjs'
 
 const PG_URL = process.env.IDEM_BENCH_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/test'
-const SECONDS = Number(process.env.BENCH_SECONDS ?? 3)
-const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3)
+const SECONDS = Number(process.env.BENCH_SECONDS ?? 2)
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 5)
 const CONCURRENCY = 16
 
 async function benchPostgres() {

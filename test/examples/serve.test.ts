@@ -78,3 +78,40 @@ describe.skipIf(db === undefined)('npm run serve on Postgres', () => {
     expect((await fetch(`${base}/healthz`)).status).toBe(200)
   })
 })
+
+describe('npm run serve with FAULT_DROP_AFTER_COMMIT', () => {
+  it('drops the answer after the order committed; the retry with the same key replays it', async () => {
+    const { mkdtempSync, rmSync } = await import('node:fs')
+    const { tmpdir } = await import('node:os')
+    const data = mkdtempSync(join(tmpdir(), 'idem-drop-'))
+    const child = spawn(process.execPath, [join(root, 'examples/claims-intake/serve.mjs')], {
+      env: { ...process.env, PORT: '0', DATABASE_URL: '', CLAIMS_DB: join(data, 'drop.db'), FAULT_DROP_AFTER_COMMIT: '0.999' },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    })
+    try {
+      const base = await new Promise<string>((resolve, reject) => {
+        let out = ''
+        child.stdout!.on('data', (chunk) => {
+          out += chunk
+          const match = /listening on (http:\/\/\S+)/.exec(out)
+          if (match) resolve(match[1]!)
+        })
+        child.on('exit', (code) => reject(new Error(`serve exited with ${code}: ${out}`)))
+      })
+      const order = () =>
+        fetch(`${base}/orders`, {
+          method: 'POST',
+          headers: { authorization: 'Bearer acct_drop', 'idempotency-key': '"drop-1"', 'content-type': 'application/json' },
+          body: JSON.stringify({ amount: 250, currency: 'eur', customer: 'bob' }),
+        })
+      await expect(order()).rejects.toThrow() // the connection was cut: no answer at all
+      const ledger = (await (await fetch(`${base}/ledger`)).json()) as unknown[]
+      expect(ledger).toHaveLength(1) // ...yet the charge happened and committed
+      await expect(order()).rejects.toThrow() // the retry's answer is dropped too (p = 0.999)
+      expect(await (await fetch(`${base}/ledger`)).json()).toHaveLength(1) // and charged nothing more
+    } finally {
+      child.kill('SIGTERM')
+      rmSync(data, { recursive: true, force: true })
+    }
+  })
+})
