@@ -1,5 +1,3 @@
-import { realpathSync } from 'node:fs'
-import { pathToFileURL } from 'node:url'
 import { parseArgs } from 'node:util'
 import { DEFAULT_RECONCILE_LIMIT, DEFAULT_RECONCILE_THRESHOLD, reconcile, type ReconcileReport } from '../data/reconcile.js'
 
@@ -108,15 +106,4 @@ function describe(report: ReconcileReport): string[] {
   for (const group of report.groups) lines.push(`  ${group.rows} rows: ${JSON.stringify(group.values)}`)
   if (report.groupCount > report.groups.length) lines.push(`  … and ${report.groupCount - report.groups.length} more groups`)
   return lines
-}
-
-// Run as a program (`node dist/cli/reconcile.js …`); importing it runs nothing.
-if (isMain()) process.exitCode = await reconcileCommand(process.argv.slice(2))
-
-function isMain(): boolean {
-  try {
-    return process.argv[1] !== undefined && import.meta.url === pathToFileURL(realpathSync(process.argv[1])).href
-  } catch {
-    return false // argv[1] is not a file: a REPL, `node -e`, a test runner
-  }
 }
