@@ -31,14 +31,16 @@ export function claim(schema: string, scope: string, key: string, waitMs: number
   }
 }
 
-/** Writes (or replaces an expired) record; the caller holds the key's lock. */
+/**
+ * Writes the record. The caller holds the key's lock, and the claim removed an expired
+ * record under it, so a plain INSERT suffices; a row written by anything else meanwhile
+ * is a unique violation that rolls the whole transaction back.
+ */
 export function save(schema: string, scope: string, key: string, fingerprint: string, outcome: string, ttlMs: number): Statement {
   return {
     text:
       `INSERT INTO ${quoteSchema(schema)}.idem_keys (scope, key, fingerprint, outcome, created_at, expires_at) ` +
-      `VALUES ($1, $2, $3, $4, now(), now() + $5 * interval '1 millisecond') ` +
-      `ON CONFLICT (scope, key) DO UPDATE SET fingerprint = excluded.fingerprint, outcome = excluded.outcome, ` +
-      `created_at = excluded.created_at, expires_at = excluded.expires_at`,
+      `VALUES ($1, $2, $3, $4, now(), now() + $5 * interval '1 millisecond')`,
     values: [scope, key, fingerprint, outcome, ttlMs],
   }
 }
