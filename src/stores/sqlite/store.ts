@@ -67,6 +67,15 @@ export function sqliteStore({ db, busyTimeoutMs = 5_000 }: SqliteStoreOptions): 
   const writer = new Mutex()
   const gate = new KeyGate()
   let statements: { lookup: SqliteStatement; save: SqliteStatement } | undefined
+  // Prepared once: `exec` parses its SQL on every call, a few µs per transaction.
+  let control: { begin: SqliteStatement; commit: SqliteStatement } | undefined
+  const beginImmediate = (): void => {
+    control ??= guard(() => ({ begin: db.prepare('BEGIN IMMEDIATE'), commit: db.prepare('COMMIT') }))
+    guard(() => control!.begin.run())
+  }
+  const commitTransaction = (): void => {
+    guard(() => control!.commit.run())
+  }
 
   function prepared(): { lookup: SqliteStatement; save: SqliteStatement } {
     if (statements === undefined) {
@@ -98,7 +107,7 @@ export function sqliteStore({ db, busyTimeoutMs = 5_000 }: SqliteStoreOptions): 
     }
     let claim: Claim
     try {
-      guard(() => db.exec('BEGIN IMMEDIATE'))
+      beginImmediate()
     } catch (error) {
       end()
       throw error
@@ -120,10 +129,8 @@ export function sqliteStore({ db, busyTimeoutMs = 5_000 }: SqliteStoreOptions): 
       async commit(record: NewRecord) {
         ended = true
         try {
-          guard(() => {
-            insert(scope, key, record)
-            db.exec('COMMIT')
-          })
+          guard(() => insert(scope, key, record))
+          commitTransaction()
         } catch (error) {
           rollbackQuietly()
           throw error
@@ -227,7 +234,7 @@ export function sqliteStore({ db, busyTimeoutMs = 5_000 }: SqliteStoreOptions): 
     const release = await writer.acquire(busyTimeoutMs)
     if (release === undefined) throw new StoreUnavailableError(`SQLite's writer stayed busy for ${busyTimeoutMs} ms (busyTimeoutMs)`)
     try {
-      guard(() => db.exec('BEGIN IMMEDIATE'))
+      beginImmediate()
       let result: T
       try {
         result = await work(db)
@@ -235,7 +242,7 @@ export function sqliteStore({ db, busyTimeoutMs = 5_000 }: SqliteStoreOptions): 
         rollbackQuietly()
         throw error
       }
-      guard(() => db.exec('COMMIT'))
+      commitTransaction()
       return result
     } catch (error) {
       rollbackQuietly()
