@@ -1,5 +1,6 @@
 import { InvalidOptionError } from './errors/invalid-option.js'
 import { fingerprintValue } from './fingerprint.js'
+import { assertValidKey } from './key.js'
 
 /**
  * What identifies one call, the same in both modes (transactional `createIdem` and
@@ -55,4 +56,29 @@ export function fingerprintOf(options: { fingerprint?: string | undefined; input
   } catch (cause) {
     throw new InvalidOptionError(`run: option "input" must be JSON data: ${(cause as Error).message}`, { cause })
   }
+}
+
+/** A call's options checked, with the engine's defaults applied. */
+export interface ResolvedCall {
+  scope: string
+  key: string
+  fingerprint: string
+  ttlMs: number
+  waitMs: number
+}
+
+/**
+ * Checks a call before anything touches the store, and fills in the engine's defaults.
+ * @throws InvalidOptionError / InvalidKeyError naming what is wrong
+ */
+export function resolveCall(options: CallOptions, defaults: { ttlMs: number; waitMs: number }): ResolvedCall {
+  const { scope, key } = options
+  assertScope(scope)
+  assertValidKey(key)
+  const fingerprint = fingerprintOf(options)
+  const ttlMs = options.ttlMs ?? defaults.ttlMs
+  const waitMs = options.waitMs ?? defaults.waitMs
+  assertDuration('ttlMs', ttlMs, 1)
+  assertDuration('waitMs', waitMs, 0)
+  return { scope, key, fingerprint, ttlMs, waitMs }
 }

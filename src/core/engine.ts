@@ -1,8 +1,7 @@
 import { FingerprintMismatchError } from './errors/fingerprint-mismatch.js'
 import { InFlightError } from './errors/in-flight.js'
 import { InvalidOptionError } from './errors/invalid-option.js'
-import { assertDuration, assertScope, fingerprintOf, type CallOptions } from './call.js'
-import { assertValidKey } from './key.js'
+import { assertDuration, resolveCall, type CallOptions } from './call.js'
 import { outcomeReporter, type OutcomeEvent } from './outcome-event.js'
 import { parseOutcome, serializeOutcome } from './outcome.js'
 import type { Session, Store } from './store.js'
@@ -87,14 +86,8 @@ export function createIdem<Tx>({
 
   async function run<T>(options: RunOptions<Tx>, fn: (tx: Tx) => T | Promise<T>): Promise<RunResult<T>> {
     const started = performance.now()
-    const { scope, key, tx } = options
-    assertScope(scope)
-    assertValidKey(key)
-    const fingerprint = fingerprintOf(options)
-    const callTtl = options.ttlMs ?? ttlMs
-    const callWait = options.waitMs ?? waitMs
-    assertDuration('ttlMs', callTtl, 1)
-    assertDuration('waitMs', callWait, 0)
+    const { tx } = options
+    const { scope, key, fingerprint, ttlMs: callTtl, waitMs: callWait } = resolveCall(options, { ttlMs, waitMs })
 
     // A stale snapshot can only be cured by a fresh transaction, which we own unless joined.
     for (let attempt = 0; ; attempt++) {

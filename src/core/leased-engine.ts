@@ -3,10 +3,9 @@ import { outcomeReporter, type OutcomeEvent, type OutcomeKind } from './outcome-
 import { FingerprintMismatchError } from './errors/fingerprint-mismatch.js'
 import { InFlightError } from './errors/in-flight.js'
 import { InvalidOptionError } from './errors/invalid-option.js'
-import { assertValidKey } from './key.js'
 import { storeFailure } from './leased-failure.js'
 import { Heartbeat } from './leased-heartbeat.js'
-import { assertDuration, assertScope, fingerprintOf, type CallOptions } from './call.js'
+import { assertDuration, resolveCall, type CallOptions } from './call.js'
 import type { LeaseClaim, LeasedStore } from './leased-store.js'
 import { parseOutcome, serializeOutcome } from './outcome.js'
 import { createStepContext, type StepContext } from './steps.js'
@@ -126,14 +125,7 @@ export function createLeasedIdem({
 
   async function run<T>(options: LeasedRunOptions, fn: (ctx: StepContext) => T | Promise<T>): Promise<RunResult<T>> {
     const started = performance.now()
-    const { scope, key } = options
-    assertScope(scope)
-    assertValidKey(key)
-    const fingerprint = fingerprintOf(options)
-    const callTtl = options.ttlMs ?? ttlMs
-    const callWait = options.waitMs ?? waitMs
-    assertDuration('ttlMs', callTtl, 1)
-    assertDuration('waitMs', callWait, 0)
+    const { scope, key, fingerprint, ttlMs: callTtl, waitMs: callWait } = resolveCall(options, { ttlMs, waitMs })
     const deadline = started + callWait
 
     for (let pause = FIRST_POLL_MS; ; pause = Math.min(pause * 2, MAX_POLL_MS)) {

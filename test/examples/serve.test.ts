@@ -1,29 +1,16 @@
-import { spawn, type ChildProcess } from 'node:child_process'
+import type { ChildProcess } from 'node:child_process'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { PG_URL, testSchema, type TestSchema } from '../support/postgres.js'
+import { startServe } from '../support/serve.js'
 
-const root = new URL('../..', import.meta.url).pathname
 const db = await testSchema('idem_serve')
 
 describe.skipIf(db === undefined)('npm run serve on Postgres', () => {
   let child: ChildProcess
   let base: string
   beforeAll(async () => {
-    child = spawn(process.execPath, [join(root, 'examples/claims-intake/serve.mjs')], {
-      env: { ...process.env, PORT: '0', DATABASE_URL: PG_URL, CLAIMS_SCHEMA: (db as TestSchema).schema },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    })
-    base = await new Promise<string>((resolve, reject) => {
-      let out = ''
-      child.stderr!.on('data', (chunk) => (out += chunk))
-      child.stdout!.on('data', (chunk) => {
-        out += chunk
-        const match = /listening on (http:\/\/\S+)/.exec(out)
-        if (match) resolve(match[1]!)
-      })
-      child.on('exit', (code) => reject(new Error(`serve exited with ${code}: ${out}`)))
-    })
+    ;({ child, base } = await startServe({ DATABASE_URL: PG_URL, CLAIMS_SCHEMA: (db as TestSchema).schema }))
   })
   afterAll(async () => {
     child?.kill('SIGTERM')
@@ -84,20 +71,8 @@ describe('npm run serve with FAULT_DROP_AFTER_COMMIT', () => {
     const { mkdtempSync, rmSync } = await import('node:fs')
     const { tmpdir } = await import('node:os')
     const data = mkdtempSync(join(tmpdir(), 'idem-drop-'))
-    const child = spawn(process.execPath, [join(root, 'examples/claims-intake/serve.mjs')], {
-      env: { ...process.env, PORT: '0', DATABASE_URL: '', CLAIMS_DB: join(data, 'drop.db'), FAULT_DROP_AFTER_COMMIT: '0.999' },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    })
+    const { child, base } = await startServe({ DATABASE_URL: '', CLAIMS_DB: join(data, 'drop.db'), FAULT_DROP_AFTER_COMMIT: '0.999' })
     try {
-      const base = await new Promise<string>((resolve, reject) => {
-        let out = ''
-        child.stdout!.on('data', (chunk) => {
-          out += chunk
-          const match = /listening on (http:\/\/\S+)/.exec(out)
-          if (match) resolve(match[1]!)
-        })
-        child.on('exit', (code) => reject(new Error(`serve exited with ${code}: ${out}`)))
-      })
       const order = () =>
         fetch(`${base}/orders`, {
           method: 'POST',

@@ -1,9 +1,10 @@
-import { spawn, type ChildProcess } from 'node:child_process'
+import type { ChildProcess } from 'node:child_process'
 import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { chromium, type Browser } from 'playwright-core'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { startServe } from '../support/serve.js'
 
 const root = new URL('../..', import.meta.url).pathname
 // The page functions below run in the browser, where these exist; Node's types lack the DOM.
@@ -22,19 +23,7 @@ describe.skipIf(!haveChromium)('the status page in headless Chromium', () => {
   let base: string
   let browser: Browser
   beforeAll(async () => {
-    child = spawn(process.execPath, [join(root, 'examples/claims-intake/serve.mjs')], {
-      env: { ...process.env, PORT: '0', CLAIMS_DB: join(data, 'status.db'), DATABASE_URL: '' },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    })
-    base = await new Promise<string>((resolve, reject) => {
-      let out = ''
-      child.stdout!.on('data', (chunk) => {
-        out += chunk
-        const match = /listening on (http:\/\/\S+)/.exec(out)
-        if (match) resolve(match[1]!)
-      })
-      child.on('exit', (code) => reject(new Error(`serve exited with ${code}: ${out}`)))
-    })
+    ;({ child, base } = await startServe({ CLAIMS_DB: join(data, 'status.db'), DATABASE_URL: '' }))
     browser = await chromium.launch({
       executablePath: CHROMIUM,
       args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
