@@ -70,7 +70,7 @@ export function leasedPostgresStore({ pool, schema = 'public' }: LeasedPostgresS
     if (!Number.isInteger(batchSize) || batchSize < 1) throw new InvalidOptionError('prune: option "batchSize" must be a whole number ≥ 1')
     let deleted = 0
     for (;;) {
-      const { rowCount } = await query(sql.leasePrune(schema, batchSize))
+      const { rowCount } = await query(sql.prune(schema, batchSize, 'idem_leases'))
       deleted += rowCount ?? 0
       if ((rowCount ?? 0) < batchSize) return deleted
     }

@@ -67,13 +67,16 @@ export function inline(statement: Statement, escapeLiteral: (value: string) => s
   })
 }
 
-/** Removes expired records, at most `limit` at a time (bounded batches). */
-export function prune(schema: string, limit: number): Statement {
+/**
+ * Removes expired rows of one of idem's tables (`idem_keys`, or `idem_leases` whose steps
+ * go by cascade), at most `limit` at a time; rows locked by a running call are skipped.
+ */
+export function prune(schema: string, limit: number, table: 'idem_keys' | 'idem_leases' = 'idem_keys'): Statement {
   const s = quoteSchema(schema)
   return {
     text:
-      `DELETE FROM ${s}.idem_keys WHERE ctid = ANY (ARRAY(` +
-      `SELECT ctid FROM ${s}.idem_keys WHERE expires_at <= now() LIMIT $1 FOR UPDATE SKIP LOCKED))`,
+      `DELETE FROM ${s}.${table} WHERE ctid = ANY (ARRAY(` +
+      `SELECT ctid FROM ${s}.${table} WHERE expires_at <= now() LIMIT $1 FOR UPDATE SKIP LOCKED))`,
     values: [limit],
   }
 }
@@ -294,16 +297,5 @@ export function leaseRelease(schema: string, scope: string, key: string, token: 
       `UPDATE ${quoteSchema(schema)}.idem_leases SET state = 'free', lease_until = NULL ` +
       `WHERE scope = $1 AND key = $2 AND state = 'held' AND token = $3 AND expires_at > clock_timestamp()`,
     values: [scope, key, token],
-  }
-}
-
-/** Removes expired leased keys (their steps go by cascade), at most `limit` at a time. */
-export function leasePrune(schema: string, limit: number): Statement {
-  const s = quoteSchema(schema)
-  return {
-    text:
-      `DELETE FROM ${s}.idem_leases WHERE ctid = ANY (ARRAY(` +
-      `SELECT ctid FROM ${s}.idem_leases WHERE expires_at <= now() LIMIT $1 FOR UPDATE SKIP LOCKED))`,
-    values: [limit],
   }
 }
