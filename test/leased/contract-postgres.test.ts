@@ -1,5 +1,5 @@
 import pg from 'pg'
-import { afterAll, beforeAll, describe } from 'vitest'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { leasedPostgresStore, type LeasedPostgresStore } from '../../src/stores/postgres/index.js'
 import { testSchema, type TestSchema } from '../support/postgres.js'
 import { itFulfilsTheLeasedStoreContract } from './contract.js'
@@ -28,4 +28,17 @@ describe.skipIf(db === undefined)('postgres leased store contract', () => {
       return leasedPostgresStore({ pool: down, schema })
     },
   }))
+
+  it('prune deletes expired leased keys in bounded batches and keeps live ones', async () => {
+    for (let i = 0; i < 7; i++) {
+      const claim = await store.claim('prune', `old-${i}`, 'fp', 1_000, 1)
+      if (claim.state === 'acquired') await store.complete('prune', `old-${i}`, claim.token, 'null', 1)
+    }
+    const live = await store.claim('prune', 'live', 'fp', 1_000, 60_000)
+    await new Promise((resolve) => setTimeout(resolve, 1_100))
+    expect(await store.prune({ batchSize: 3 })).toBe(7)
+    const { rows } = await pool.query(`SELECT key FROM "${schema}".idem_leases WHERE scope = 'prune'`)
+    expect(rows).toEqual([{ key: 'live' }])
+    expect(live.state).toBe('acquired')
+  })
 })
