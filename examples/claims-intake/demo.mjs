@@ -58,7 +58,9 @@ const options = {
 const SEED_CHUNKS = 58
 
 console.log(`idem demo: ${options.orders} orders and ${options.claims} claims, ${pct(options.drop)} of responses dropped after commit,`)
-console.log(`${pct(options.crash)} of worker runs crash before the ack, seed ${options.seed}. Data: ${options.data} (reset: rm -rf ${options.data})\n`)
+console.log(`${pct(options.crash)} of worker runs crash before the ack, seed ${options.seed}. Data: ${options.data} (reset: rm -rf ${options.data})`)
+console.log('The same traffic runs twice: first through the service as usually first written (naive),')
+console.log('then through the same service with idem. Clients retry lost responses; the broker redelivers unacked work.\n')
 
 const results = {}
 for (const mode of ['naive', 'idem']) results[mode] = await runPipeline(mode)
@@ -210,6 +212,7 @@ function report({ naive, idem }) {
   for (const [label, holds] of invariants) console.log(`  ${holds ? 'ok  ' : 'FAIL'} ${label}`)
   const ok = invariants.every(([, holds]) => holds)
   console.log(ok ? '\nEvery intent took effect exactly once under idem.' : '\nAn idem invariant failed: see above.')
+  console.log('Explore the service yourself: npm run serve (then open http://127.0.0.1:3000/); see examples/claims-intake/README.md.')
   return ok
 }
 
