@@ -5,6 +5,7 @@ import { parseArgs } from 'node:util'
 import { migrations } from '../stores/postgres/migrations.js'
 import { sqliteMigrations } from '../stores/sqlite/migrations.js'
 import { EXIT, reconcileCommand, type CliIo } from './reconcile.js'
+import { parseFlags } from './args.js'
 import { storeTarget, withStore } from './store-target.js'
 
 const USAGE = `usage: idem <command> [options]
@@ -26,7 +27,6 @@ const STORE_OPTIONS = {
   sqlite: { type: 'string' },
   schema: { type: 'string' },
   'batch-size': { type: 'string' },
-  help: { type: 'boolean', default: false },
 } as const
 
 /**
@@ -57,17 +57,8 @@ export async function main(argv: string[], io: CliIo = { out: console.log, err: 
 }
 
 async function storeCommand(command: 'migrate' | 'prune', argv: string[], io: CliIo): Promise<number> {
-  let values
-  try {
-    ;({ values } = parseArgs({ args: argv, options: STORE_OPTIONS, strict: true }))
-  } catch (error) {
-    io.err(`${(error as Error).message}\n\n${USAGE}`)
-    return EXIT.usage
-  }
-  if (values.help) {
-    io.out(USAGE)
-    return EXIT.ok
-  }
+  const values = parseFlags(argv, STORE_OPTIONS, USAGE, io)
+  if (typeof values === 'number') return values
   const target = storeTarget(values, io, USAGE)
   if (target === undefined) return EXIT.usage
   const batchSize = values['batch-size'] === undefined ? 1_000 : Number(values['batch-size'])

@@ -1,4 +1,4 @@
-import { parseArgs } from 'node:util'
+import { parseFlags } from './args.js'
 import { DEFAULT_RECONCILE_LIMIT, DEFAULT_RECONCILE_THRESHOLD, reconcile, type ReconcileReport } from '../data/reconcile.js'
 
 /** Where the command writes: the console by default, a buffer in tests. */
@@ -24,31 +24,22 @@ Exits 1 when the duplicate rate is above --threshold (default ${DEFAULT_RECONCIL
  * @see docs/data.md
  */
 export async function reconcileCommand(argv: string[], io: CliIo = { out: console.log, err: console.error }): Promise<number> {
-  let values
-  try {
-    ;({ values } = parseArgs({
-      args: argv,
-      options: {
-        postgres: { type: 'string' },
-        sqlite: { type: 'string' },
-        schema: { type: 'string' },
-        table: { type: 'string' },
-        columns: { type: 'string' },
-        threshold: { type: 'string' },
-        limit: { type: 'string' },
-        json: { type: 'boolean', default: false },
-        help: { type: 'boolean', default: false },
-      },
-      strict: true,
-    }))
-  } catch (error) {
-    io.err(`${(error as Error).message}\n\n${USAGE}`)
-    return EXIT.usage
-  }
-  if (values.help) {
-    io.out(USAGE)
-    return EXIT.ok
-  }
+  const values = parseFlags(
+    argv,
+    {
+      postgres: { type: 'string' },
+      sqlite: { type: 'string' },
+      schema: { type: 'string' },
+      table: { type: 'string' },
+      columns: { type: 'string' },
+      threshold: { type: 'string' },
+      limit: { type: 'string' },
+      json: { type: 'boolean', default: false },
+    } as const,
+    USAGE,
+    io,
+  )
+  if (typeof values === 'number') return values
   if ((values.postgres === undefined) === (values.sqlite === undefined) || values.table === undefined || values.columns === undefined) {
     io.err(USAGE)
     return EXIT.usage
