@@ -99,7 +99,7 @@ export function createService({ mode, database, dropAfterCommit = 0, crashBefore
 
   app.post('/orders', async (c) => {
     const account = accountOf(c.req.raw)
-    const order = await readOrder(c.req.raw)
+    const order = await readOrder(c.req)
     if (typeof order === 'string') return c.json({ type: 'about:blank', title: order, status: 400 }, 400)
     const held = c.get('idem')
     // The provider keeps its own ledger; idem passes it a key derived from ours, so a
@@ -215,8 +215,9 @@ function derive(scope, key, step) {
   return createHash('sha256').update(`${scope.length}:${scope}${key.length}:${key}${step}`).digest('hex')
 }
 
+// Reads through Hono's request (c.req), which serves the bytes the middleware read.
 async function readOrder(request) {
-  const type = (request.headers.get('content-type') ?? '').split(';')[0].trim()
+  const type = (request.header('content-type') ?? '').split(';')[0].trim()
   let fields
   if (type === 'application/json') fields = await request.json().catch(() => undefined)
   else if (type === 'application/x-www-form-urlencoded') fields = Object.fromEntries(new URLSearchParams(await request.text()))

@@ -5,24 +5,13 @@ export const DEFAULT_MAX_BODY_BYTES = 1024 * 1024
 
 const EMPTY = new Uint8Array(0)
 
-// The bytes of the requests made here, so that adapters hand them on without reading
-// them back out of a body stream.
-const knownBodies = new WeakMap<Request, Uint8Array>()
-
 /** A copy of `request` carrying `body`, the bytes already read from it. */
 export function withRequestBody(request: Request, body: Uint8Array): Request {
   // From its parts rather than `new Request(request, …)`: runtimes with lazy requests
   // (such as @hono/node-server's) then need not build a full copy of the original first.
   // No `signal`: a client that disconnects must not cut a protected route short (its
   // outcome is what the retry will replay), and following the signal cost ~35 µs a request.
-  const copy = new Request(request.url, { method: request.method, headers: request.headers, body })
-  knownBodies.set(copy, body)
-  return copy
-}
-
-/** A request's body bytes: known ones at once, others read from the body stream. */
-export async function requestBytes(request: Request): Promise<Uint8Array> {
-  return knownBodies.get(request) ?? new Uint8Array(await request.arrayBuffer())
+  return new Request(request.url, { method: request.method, headers: request.headers, body })
 }
 
 /**

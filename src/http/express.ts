@@ -6,8 +6,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http'
 import { Readable, type ReadableOptions } from 'node:stream'
 import type { NextFunction, Request as ExpressRequest, RequestHandler, Response as ExpressResponse } from 'express'
 import { InvalidOptionError } from '../core/errors/invalid-option.js'
-import { requestBytes } from './body.js'
-import { idempotency as neutral } from './handler.js'
+import { protectRequests, type RouteCalls } from './handler.js'
 import { nodeBody, sendWebResponse, webHeaders, webRequest } from './node.js'
 import type { IdempotencyContext, IdempotencyOptions } from './options.js'
 import { problemResponse } from './problem.js'
@@ -46,7 +45,7 @@ type Outcome = Response | typeof PASSED
  * })
  */
 export function idempotency<Tx>(options: IdempotencyOptions<Tx, ExpressRequest>): RequestHandler {
-  const handle = neutral<Tx, ExpressRequest>(options)
+  const protect = protectRequests<Tx, ExpressRequest>(options)
 
   return function idempotency(req: ExpressRequest, res: ExpressResponse, next: NextFunction): void {
     // A body parser mounted earlier has read the stream; the parsed body is all there is.
@@ -66,19 +65,21 @@ export function idempotency<Tx>(options: IdempotencyOptions<Tx, ExpressRequest>)
       return
     }
 
-    const onNext = async (forwarded: Request, idem: IdempotencyContext<Tx> | undefined): Promise<Response> => {
-      if (idem === undefined) {
+    const route: RouteCalls<Tx> = {
+      pass: async () => {
         next()
         return PASSED as unknown as Response
-      }
-      if (body !== undefined) refill(req, await requestBytes(forwarded))
-      req.idem = idem
-      const response = capture(res)
-      next()
-      return response
+      },
+      run: async (bytes, idem) => {
+        if (body !== undefined) refill(req, bytes)
+        req.idem = idem
+        const response = capture(res)
+        next()
+        return response
+      },
     }
 
-    handle(request, onNext, req).then(
+    protect(request, req, route).then(
       (outcome: Outcome) => {
         if (outcome === PASSED) return undefined
         return sendWebResponse(res, outcome, body?.unfinished() ?? false)

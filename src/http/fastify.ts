@@ -11,8 +11,7 @@
 import type { OutgoingHttpHeaders } from 'node:http'
 import { Readable } from 'node:stream'
 import type { FastifyPluginCallback, FastifyReply, FastifyRequest } from 'fastify'
-import { requestBytes } from './body.js'
-import { idempotency as neutral } from './handler.js'
+import { protectRequests } from './handler.js'
 import { nodeBody, setWebHeaders, webHeaders, webRequest } from './node.js'
 import type { IdempotencyContext, IdempotencyOptions } from './options.js'
 import { bodyBytes, makeResponse } from './stored-response.js'
@@ -61,7 +60,7 @@ const UNSET: Promise<Response> = new Promise(() => {})
  * })
  */
 export function idempotency<Tx>(options: IdempotencyOptions<Tx, FastifyRequest>): FastifyPluginCallback {
-  const handle = neutral<Tx, FastifyRequest>(options)
+  const protect = protectRequests<Tx, FastifyRequest>(options)
   const held = new WeakMap<FastifyRequest, Held>()
 
   const plugin: FastifyPluginCallback = (fastify, _options, done) => {
@@ -70,28 +69,29 @@ export function idempotency<Tx>(options: IdempotencyOptions<Tx, FastifyRequest>)
     fastify.addHook('preParsing', (request, reply, payload, hookDone) => {
       const body = nodeBody(payload)
       let routeStarted = false
-      // Filled in below; `onSend` reads `answer`, long after `handle` returned it.
+      // Filled in below; `onSend` reads `answer`, long after `protect` returned it.
       const entry: Held = { resolve: () => {}, reject: () => {}, answer: UNSET, closed: false, handlerDone: false }
       let answer: Promise<Response | typeof PASSED>
       try {
-        const onNext = async (forwarded: Request, idem: IdempotencyContext<Tx> | undefined): Promise<Response> => {
-          routeStarted = true
-          if (idem === undefined) {
+        answer = protect(webRequest(request.raw, request.url, body), request, {
+          pass: async () => {
+            routeStarted = true
             hookDone(null, payload)
             return PASSED as unknown as Response
-          }
-          const bytes = await requestBytes(forwarded)
-          const route = new Promise<Response>((resolve, reject) => Object.assign(entry, { resolve, reject }))
-          held.set(request, entry)
-          request.idem = idem
-          reply.raw.once('close', () => {
-            entry.closed = true
-            abandonIfUnanswered(request)
-          })
-          hookDone(null, Readable.from([Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength)]))
-          return route
-        }
-        answer = handle(webRequest(request.raw, request.url, body), onNext, request)
+          },
+          run: async (bytes, idem) => {
+            routeStarted = true
+            const route = new Promise<Response>((resolve, reject) => Object.assign(entry, { resolve, reject }))
+            held.set(request, entry)
+            request.idem = idem
+            reply.raw.once('close', () => {
+              entry.closed = true
+              abandonIfUnanswered(request)
+            })
+            hookDone(null, Readable.from([Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength)]))
+            return route
+          },
+        })
         entry.answer = answer as Promise<Response>
       } catch (error) {
         hookDone(error as Error)

@@ -48,17 +48,43 @@ export type IdempotencyHandler<Tx, Native = unknown> = (
  * })
  */
 export function idempotency<Tx, Native = unknown>(options: IdempotencyOptions<Tx, Native>): IdempotencyHandler<Tx, Native> {
+  const protect = protectRequests<Tx, Native>(options)
+  return function idempotency(request, next, native) {
+    return protect(request, native, {
+      pass: () => next(request, undefined),
+      // The body was read; the route gets a request carrying the same bytes.
+      run: (body, idem) => next(request.method === 'GET' || request.method === 'HEAD' ? request : withRequestBody(request, body), idem),
+    })
+  }
+}
+
+/**
+ * How an adapter hands a request on once the middleware has decided. The adapters use
+ * this directly: each gives the buffered bytes to its framework in the framework's own
+ * way, which is much cheaper than building a second Web `Request` around them.
+ */
+export interface RouteCalls<Tx> {
+  /** The request is not protected (another method or route, or no key where none is required): pass it on untouched. */
+  pass(): Promise<Response>
+  /** Runs the route of a protected request, whose `body` the middleware has read, while `idem` holds the key. */
+  run(body: Uint8Array, idem: IdempotencyContext<Tx>): Promise<Response>
+}
+
+/** The middleware behind every front end, with options validated once, here. */
+export function protectRequests<Tx, Native = unknown>(
+  options: IdempotencyOptions<Tx, Native>,
+): (request: Request, native: Native | undefined, route: RouteCalls<Tx>) => Promise<Response> {
   const o = resolveOptions(options)
   const shouldStore = (value: unknown): boolean => o.storeStatus((value as StoredResponse).status)
 
-  return async function idempotency(request, next, native) {
-    if (!o.methods.has(request.method) || !o.routes(request)) return next(request, undefined)
+  return async function protect(request, native, route) {
+    if (!o.methods.has(request.method) || !o.routes(request)) return route.pass()
 
     let key: string
     try {
       key = parseIdempotencyKey(request.headers.get('idempotency-key'), { strict: o.strict })
     } catch (error) {
-      if (error instanceof MissingKeyError && !o.required) return next(request, undefined)
+      if (error instanceof MissingKeyError && !o.required) return route.pass()
       if (isHttpProblem(error)) return problemResponse(error)
       throw error
     }
@@ -66,8 +92,6 @@ export function idempotency<Tx, Native = unknown>(options: IdempotencyOptions<Tx
     try {
       const scope = await o.scope(request, native as Native)
       const body = await readBody(request, o.maxBodyBytes)
-      // The body was read; the handler gets a request carrying the same bytes.
-      const buffered = request.method === 'GET' || request.method === 'HEAD' ? request : withRequestBody(request, body)
       const fingerprint = fingerprintRequest({
         method: request.method,
         route: pathOf(request.url),
@@ -81,7 +105,7 @@ export function idempotency<Tx, Native = unknown>(options: IdempotencyOptions<Tx
       const result = await o.idem.run(
         { scope, key, fingerprint, waitMs: o.wait, ttlMs: o.ttlMs, shouldStore },
         async (tx): Promise<StoredResponse> => {
-          const response = await next(buffered, { tx, key, scope })
+          const response = await route.run(body, { tx, key, scope })
           const bytes = await bodyBytes(response)
           first = withBody(response, bytes)
           return storeResponse(response, bytes, o.replayHeaders)

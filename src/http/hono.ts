@@ -2,9 +2,9 @@
  * `idem/hono`: the Idempotency-Key middleware for Hono 4. It converts to and from the
  * neutral handler (`idem/fetch`), which holds all the behaviour.
  */
-import type { Context, MiddlewareHandler } from 'hono'
+import type { Context, HonoRequest, MiddlewareHandler } from 'hono'
 import { cloneRawRequest } from 'hono/request'
-import { idempotency as neutral } from './handler.js'
+import { protectRequests } from './handler.js'
 import type { IdempotencyContext, IdempotencyOptions } from './options.js'
 
 export type { IdempotencyContext, IdempotencyOptions } from './options.js'
@@ -18,8 +18,12 @@ class RouteThrew extends Error {}
 
 /**
  * Hono 4 middleware. The route finds the key and its transaction with `c.get('idem')`
- * (type the app with `IdemVariables<Tx>`), and reads the body as usual. `scope`
- * receives the Hono context, so it can read what authentication set on it.
+ * (type the app with `IdemVariables<Tx>`), and reads the body through `c.req` as usual
+ * (`json()`, `text()`, `arrayBuffer()`, `parseBody()`, validators): Hono serves it from
+ * the bytes the middleware read. The raw request's body has been read, as after any
+ * middleware that reads it; `cloneRawRequest(c.req)` from `hono/request` gives a
+ * `Request` carrying it. `scope` receives the Hono context, so it can read what
+ * authentication set on it.
  *
  * @example
  * const app = new Hono<{ Variables: IdemVariables<PgClient> }>()
@@ -30,26 +34,28 @@ class RouteThrew extends Error {}
  * })
  */
 export function idempotency<Tx>(options: IdempotencyOptions<Tx, Context>): MiddlewareHandler<{ Variables: IdemVariables<Tx> }> {
-  const handle = neutral<Tx, Context>(options)
+  const protect = protectRequests<Tx, Context>(options)
 
   return async function idempotency(c, next) {
     // An earlier middleware may have read the body through c.req; Hono cached it.
     const request = c.req.raw.bodyUsed ? await cloneRawRequest(c.req) : c.req.raw
     let routeRan = false
+    const runRoute = async (idem: IdempotencyContext<Tx> | undefined): Promise<Response> => {
+      routeRan = true
+      c.set('idem', idem)
+      await next()
+      if (idem !== undefined && c.error !== undefined) throw new RouteThrew()
+      return c.res
+    }
     let response: Response
     try {
-      response = await handle(
-        request,
-        async (forwarded, idem) => {
-          routeRan = true
-          c.req.raw = forwarded
-          c.set('idem', idem)
-          await next()
-          if (idem !== undefined && c.error !== undefined) throw new RouteThrew()
-          return c.res
+      response = await protect(request, c, {
+        pass: () => runRoute(undefined),
+        run: (body, idem) => {
+          serveBody(c.req, body)
+          return runRoute(idem)
         },
-        c,
-      )
+      })
     } catch (error) {
       if (error instanceof RouteThrew) return // c.res is the app's error response
       throw error
@@ -61,4 +67,22 @@ export function idempotency<Tx>(options: IdempotencyOptions<Tx, Context>): Middl
     c.res = undefined
     c.res = response
   }
+}
+
+// Bodies up to this size are also cached as text, the form most routes read (json() parses it).
+const TEXT_CACHE_BYTES = 64 * 1024
+const utf8 = new TextDecoder()
+
+/**
+ * Puts the bytes the middleware read where Hono's body readers look first: its body
+ * cache. Hono converts between the cached forms itself (arrayBuffer first, so that it
+ * is the one converted from); what an earlier middleware cached is kept.
+ */
+function serveBody(req: HonoRequest, body: Uint8Array): void {
+  // Hono keeps promises there (its type says values): c.req.text() returns the entry as is.
+  const cache = req.bodyCache as { arrayBuffer?: Promise<ArrayBuffer>; text?: Promise<string> }
+  const whole = body.byteOffset === 0 && body.byteLength === body.buffer.byteLength
+  const buffer = whole ? (body.buffer as ArrayBuffer) : body.slice().buffer
+  cache.arrayBuffer ??= Promise.resolve(buffer)
+  if (body.byteLength <= TEXT_CACHE_BYTES) cache.text ??= Promise.resolve(utf8.decode(body))
 }

@@ -1,6 +1,8 @@
 import express from 'express'
 import Fastify from 'fastify'
+import { serve } from '@hono/node-server'
 import { Hono } from 'hono'
+import { cloneRawRequest } from 'hono/request'
 import { randomUUID } from 'node:crypto'
 import http from 'node:http'
 import type { AddressInfo } from 'node:net'
@@ -195,6 +197,77 @@ describe('fastify', () => {
 })
 
 describe('hono', () => {
+  // The route reads the body through c.req in every way Hono offers; each must see the
+  // bytes the middleware read, in process (app.request) and on @hono/node-server, whose
+  // requests read their body straight off the socket.
+  const readers: Record<string, (c: { req: import('hono').HonoRequest }) => Promise<string>> = {
+    text: (c) => c.req.text(),
+    json: async (c) => JSON.stringify(await c.req.json()),
+    arrayBuffer: async (c) => Buffer.from(await c.req.arrayBuffer()).toString('utf8'),
+    blob: async (c) => (await c.req.blob()).text(),
+    parseBody: async (c) => JSON.stringify(await c.req.parseBody()),
+    cloneRawRequest: async (c) => (await cloneRawRequest(c.req)).text(),
+  }
+  const bodies: Record<string, { type: string; body: string }> = {
+    small: { type: json, body: '{"amount":5,"note":"é"}' },
+    large: { type: json, body: JSON.stringify({ blob: 'x'.repeat(100_000) }) },
+    form: { type: 'application/x-www-form-urlencoded', body: 'amount=5&note=%C3%A9' },
+  }
+  function readingApp(read: (c: { req: import('hono').HonoRequest }) => Promise<string>): { app: Hono<{ Variables: IdemVariables<unknown> }>; runs: () => number } {
+    const app = new Hono<{ Variables: IdemVariables<unknown> }>()
+    app.use(honoIdempotency({ store: backend.store, scope }))
+    let runs = 0
+    app.post('/orders', async (c) => {
+      runs++
+      return c.text(await read(c), 201)
+    })
+    return { app, runs: () => runs }
+  }
+  for (const [reader, read] of Object.entries(readers)) {
+    for (const [name, { type, body }] of Object.entries(bodies)) {
+      if (reader === 'json' && type !== json) continue
+      const expected = async (): Promise<string> => {
+        // What the same reader gives with no middleware in front.
+        const bare = new Hono()
+        bare.post('/orders', async (c) => c.text(await read(c)))
+        return (await bare.request('/orders', { method: 'POST', headers: { 'content-type': type }, body })).text()
+      }
+      it(`c.req.${reader} sees the ${name} body, in process and on node-server, and the retry replays it`, async () => {
+        const want = await expected()
+        expect(want.length).toBeGreaterThan(0)
+        const { app, runs } = readingApp(read)
+        const k = key()
+        const init = { method: 'POST', headers: { 'idempotency-key': k, 'content-type': type }, body }
+        const inProcess = await app.request('/orders', init)
+        expect(inProcess.status).toBe(201)
+        expect(await inProcess.text()).toBe(want)
+
+        const server = serve({ fetch: app.fetch, hostname: '127.0.0.1', port: 0 })
+        await new Promise((resolve) => server.once('listening', resolve))
+        try {
+          const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/orders`
+          const fresh = await fetch(url, { ...init, headers: { ...init.headers, 'idempotency-key': key() } })
+          expect(fresh.status).toBe(201)
+          expect(await fresh.text()).toBe(want)
+          const retry = await fetch(url, init)
+          expect(retry.headers.get('idempotent-replayed')).toBe('true')
+          expect(await retry.text()).toBe(want)
+          expect(runs()).toBe(2)
+        } finally {
+          await new Promise((resolve) => server.close(resolve))
+        }
+      })
+    }
+  }
+
+  it('leaves the raw request consumed, as any middleware that reads the body does', async () => {
+    const app = new Hono<{ Variables: IdemVariables<unknown> }>()
+    app.use(honoIdempotency({ store: backend.store, scope }))
+    app.post('/orders', async (c) => c.json({ used: c.req.raw.bodyUsed, text: await c.req.text() }, 201))
+    const response = await app.request('/orders', { method: 'POST', headers: { 'idempotency-key': key(), 'content-type': json }, body: '{"a":1}' })
+    expect(await response.json()).toEqual({ used: true, text: '{"a":1}' })
+  })
+
   it('sees the body even when an earlier middleware read it through c.req', async () => {
     const app = new Hono<{ Variables: IdemVariables<unknown> & { peeked: unknown } }>()
     app.use(async (c, next) => {
