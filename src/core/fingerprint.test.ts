@@ -85,3 +85,19 @@ describe('fingerprintValue', () => {
     expect(() => fingerprintValue(undefined)).toThrow(TypeError)
   })
 })
+
+// Fingerprints are stored with keys for up to the retention time: a release that
+// computed them differently would answer every retry in flight with 422. These values
+// were computed by the first release (v1 encoding) and must never change.
+describe('the v1 encoding', () => {
+  it('gives the same fingerprints as the first release', () => {
+    expect(fingerprintRequest({ method: 'post', route: '/orders', body: '{"b":"é","a":1}', contentType: 'application/json' })).toBe(
+      'd6b003d687cebc78456155d2ac211637efbfb8e618dbc0188ad7261523988ebc',
+    )
+    expect(fingerprintRequest({ method: 'PUT', route: '/files/1', body: new Uint8Array([0, 255, 1]), contentType: 'application/octet-stream' })).toBe(
+      '0a7aab4acbc9e4361d664e8827ef952e2882e8640e94b2566b73fa53025746c0',
+    )
+    expect(fingerprintRequest({ method: 'POST', route: '/x' })).toBe('c2f63f4210216720e050b01835268196e77e8cca24c01ef7cdcd7ce26c48802e')
+    expect(fingerprintValue({ z: [1, 2], a: null })).toBe('4c1aef3e18346d3188d6d0be22ee50fde7089ba85ce78c1c1e5b081f88ca67f9')
+  })
+})
