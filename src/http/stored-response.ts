@@ -1,3 +1,5 @@
+import { lightweightBody } from './lightweight-response.js'
+
 /** The header that marks a response as the stored outcome of an earlier request. */
 export const REPLAYED_HEADER = 'idempotent-replayed'
 
@@ -27,9 +29,17 @@ export function storeResponse(response: Response, body: Uint8Array, allowed: Rea
 // to write them to a Node socket) skips a pass through a body stream.
 const knownBodies = new WeakMap<Response, Uint8Array>()
 
-/** A response's body bytes: known ones at once, others read from the body stream. */
+/**
+ * A response's body bytes: known ones at once, a lightweight response's without
+ * building it (the response stays unread), others read from the body stream.
+ */
 export async function bodyBytes(response: Response): Promise<Uint8Array> {
-  return knownBodies.get(response) ?? new Uint8Array(await response.arrayBuffer())
+  const known = knownBodies.get(response)
+  if (known !== undefined) return known
+  const light = lightweightBody(response)
+  if (light === undefined) return new Uint8Array(await response.arrayBuffer())
+  knownBodies.set(response, light)
+  return light
 }
 
 /** The replay of a stored response: same status, stored headers, same body bytes, marked replayed. */
@@ -42,7 +52,7 @@ export function replayResponse(stored: StoredResponse): Response {
 
 /**
  * The handler's response, with its body bytes: the same object when its bytes are
- * known (nothing was read from it), else a copy carrying the bytes read.
+ * known (its body was not read), else a copy carrying the bytes read.
  */
 export function withBody(response: Response, body: Uint8Array): Response {
   if (knownBodies.has(response)) return response
