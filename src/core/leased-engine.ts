@@ -3,6 +3,7 @@ import { outcomeReporter, type OutcomeEvent, type OutcomeKind } from './outcome-
 import { FingerprintMismatchError } from './errors/fingerprint-mismatch.js'
 import { InFlightError } from './errors/in-flight.js'
 import { InvalidOptionError } from './errors/invalid-option.js'
+import { LeaseLostError } from './errors/lease-lost.js'
 import { storeFailure } from './leased-failure.js'
 import { Heartbeat } from './leased-heartbeat.js'
 import { assertDuration, resolveCall, type CallOptions } from './call.js'
@@ -202,10 +203,10 @@ export function createLeasedIdem({
     } catch (error) {
       heartbeat.stop()
       await giveUp()
-      fail(error as Error, 'error', scope, started)
+      fail(error as Error, error instanceof LeaseLostError ? 'lease-lost' : 'error', scope, started)
     }
     heartbeat.stop()
-    if (heartbeat.fenced) fail(heartbeat.lost!, 'error', scope, started)
+    if (heartbeat.fenced) fail(heartbeat.lost!, 'lease-lost', scope, started)
     if (call.shouldStore !== undefined && !call.shouldStore(value)) {
       await giveUp()
       report('not-stored', scope, started)
@@ -219,7 +220,7 @@ export function createLeasedIdem({
       fail(storeFailure(store.name, error), 'error', scope, started)
     }
     if (!completed) {
-      fail(heartbeat.fence(`The outcome of key ${JSON.stringify(key)} was not stored: another call took the key over`), 'error', scope, started)
+      fail(heartbeat.fence(`The outcome of key ${JSON.stringify(key)} was not stored: another call took the key over`), 'lease-lost', scope, started)
     }
     report('fresh', scope, started)
     return { value: parseOutcome<T>(outcome), replayed: false, stored: true }

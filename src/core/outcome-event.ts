@@ -1,5 +1,13 @@
 /** One engine call's outcome, for metrics and logs. */
-export type OutcomeKind = 'fresh' | 'replayed' | 'not-stored' | 'in-flight' | 'mismatch' | 'error'
+export type OutcomeKind =
+  | 'fresh'
+  | 'replayed'
+  | 'not-stored'
+  | 'in-flight'
+  | 'mismatch'
+  /** Leased engine: the holder lost its lease (another call took the key over, or renewals failed); nothing more was written under it. */
+  | 'lease-lost'
+  | 'error'
 
 export interface OutcomeEvent {
   kind: OutcomeKind

@@ -1,4 +1,5 @@
-import { createIdem, DEFAULT_TTL_MS, type Idem, type OutcomeEvent } from '../core/engine.js'
+import type { CallOptions } from '../core/call.js'
+import { createIdem, DEFAULT_TTL_MS, type OutcomeEvent, type RunResult } from '../core/engine.js'
 import { InvalidOptionError } from '../core/errors/invalid-option.js'
 import type { Store } from '../core/store.js'
 import { DEFAULT_MAX_BODY_BYTES } from './body.js'
@@ -48,6 +49,15 @@ export interface IdempotencyContext<Tx> {
 }
 
 /**
+ * What the middleware needs of an engine: its `run`, which both engines have. With the
+ * transactional engine (`createIdem`) `Tx` is the open transaction; with the leased
+ * engine (`createLeasedIdem`, e.g. on Redis) it is the step context (`step`, `derive`).
+ */
+export interface HttpEngine<Tx> {
+  run<T>(options: CallOptions & { shouldStore?: (value: unknown) => boolean }, fn: (tx: Tx) => T | Promise<T>): Promise<RunResult<T>>
+}
+
+/**
  * Options of the HTTP middleware, shared by `idem/fetch`, `idem/hono`, `idem/express`
  * and `idem/fastify`. `Native` is the framework's own request object (Hono's `Context`,
  * Express's and Fastify's request), handed to `scope` so it can read the principal
@@ -56,8 +66,12 @@ export interface IdempotencyContext<Tx> {
 export interface IdempotencyOptions<Tx, Native = unknown> {
   /** Where keys and outcomes live (e.g. `postgresStore(...)`). Give this or `idem`. */
   store?: Store<Tx>
-  /** An engine made with `createIdem`, to share one with other front ends. Give this or `store`. */
-  idem?: Idem<Tx>
+  /**
+   * An engine, to share one with other front ends, or the leased engine for effects
+   * outside the database (`createLeasedIdem`: the route's `idem.tx` is then the step
+   * context). Give this or `store`.
+   */
+  idem?: HttpEngine<Tx>
   /**
    * The principal the key belongs to (account, API key), from the server side, never
    * from the client. Without it every caller shares one key space, and idem warns once.
@@ -92,7 +106,7 @@ export interface IdempotencyOptions<Tx, Native = unknown> {
 
 /** The options after validation, with every default applied. */
 export interface ResolvedOptions<Tx, Native> {
-  idem: Idem<Tx>
+  idem: HttpEngine<Tx>
   scope: (request: Request, native: Native) => string | Promise<string>
   methods: ReadonlySet<string>
   routes: (request: Request) => boolean
@@ -176,11 +190,11 @@ export function resolveOptions<Tx, Native>(options: IdempotencyOptions<Tx, Nativ
   }
 }
 
-function engineOf<Tx>(store: Store<Tx> | undefined, idem: Idem<Tx> | undefined, onOutcome: IdempotencyOptions<Tx>['onOutcome']): Idem<Tx> {
+function engineOf<Tx>(store: Store<Tx> | undefined, idem: HttpEngine<Tx> | undefined, onOutcome: IdempotencyOptions<Tx>['onOutcome']): HttpEngine<Tx> {
   if (store !== undefined && idem !== undefined) fail('store', 'and "idem" are exclusive: pass the store, or an engine built on it')
   if (idem !== undefined) {
-    if (idem === null || typeof idem !== 'object' || typeof idem.run !== 'function') fail('idem', 'must be an engine from createIdem(...)')
-    if (onOutcome !== undefined) fail('onOutcome', 'goes to createIdem when you pass an engine ("idem")')
+    if (idem === null || typeof idem !== 'object' || typeof idem.run !== 'function') fail('idem', 'must be an engine from createIdem(...) or createLeasedIdem(...)')
+    if (onOutcome !== undefined) fail('onOutcome', 'goes to the engine (createIdem / createLeasedIdem) when you pass one ("idem")')
     return idem
   }
   if (store === undefined) fail('store', 'is required (or "idem", an engine from createIdem)')

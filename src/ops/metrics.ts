@@ -11,7 +11,7 @@ export interface PrometheusOutcomesOptions {
 /**
  * Prometheus metrics for idem's outcomes, fed by the engine's `onOutcome` hook:
  * `idem_outcomes_total{kind, store}` (kind: fresh, replayed, not-stored, in-flight,
- * mismatch, error) and `idem_call_duration_seconds{kind, store}`.
+ * mismatch, lease-lost, error) and `idem_call_duration_seconds{kind, store}`.
  *
  * @example
  * const metrics = prometheusOutcomes({ registry })

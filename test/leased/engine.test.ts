@@ -220,7 +220,8 @@ describe('leased engine', () => {
   describe('a holder that lost its lease', () => {
     it('renewal refused (fenced): the signal aborts, new steps do not run, and completion is refused', async () => {
       const spy = spied(memoryLeasedStore(), { renew: async () => false })
-      const idem = createLeasedIdem({ store: spy.store, leaseMs: 90, heartbeatMs: 30 })
+      const kinds: string[] = []
+      const idem = createLeasedIdem({ store: spy.store, leaseMs: 90, heartbeatMs: 30, onOutcome: (e) => kinds.push(e.kind) })
       let reason: unknown
       let ranAfter = false
       const call = idem.run({ scope: 'acct', key: fresh('fenced'), input: 1 }, async (ctx) => {
@@ -235,13 +236,27 @@ describe('leased engine', () => {
       // Known to be fenced: no write is even attempted.
       expect(spy.count('complete')).toBe(0)
       expect(spy.count('saveStep')).toBe(0)
+      expect(kinds).toEqual(['lease-lost'])
+    })
+
+    it('a step refused after the lease was lost fails the call as lease-lost', async () => {
+      const spy = spied(memoryLeasedStore(), { renew: async () => false })
+      const kinds: string[] = []
+      const idem = createLeasedIdem({ store: spy.store, leaseMs: 90, heartbeatMs: 30, onOutcome: (e) => kinds.push(e.kind) })
+      const call = idem.run({ scope: 'acct', key: fresh('fenced-step'), input: 1 }, async (ctx) => {
+        await new Promise((resolve) => ctx.signal.addEventListener('abort', resolve))
+        return ctx.step('after', async () => 'never')
+      })
+      await expect(call).rejects.toThrow(LeaseLostError)
+      expect(kinds).toEqual(['lease-lost'])
     })
 
     it('a paused zombie wakes after a takeover: its outcome is refused by the token and the survivor’s stands', async () => {
       const store = memoryLeasedStore()
       // A paused holder sends no renewals: its renewal never arrives.
       const zombieStore = spied(store, { renew: () => new Promise<boolean>(() => {}) })
-      const zombie = createLeasedIdem({ store: zombieStore.store, leaseMs: 100, heartbeatMs: 30 })
+      const zombieKinds: string[] = []
+      const zombie = createLeasedIdem({ store: zombieStore.store, leaseMs: 100, heartbeatMs: 30, onOutcome: (e) => zombieKinds.push(e.kind) })
       const survivor = createLeasedIdem({ store, leaseMs: 10_000, waitMs: 5_000 })
       const key = fresh('zombie')
       const wake = latch()
@@ -260,6 +275,7 @@ describe('leased engine', () => {
       await expect(zombieCall).rejects.toThrow(/not stored: another call took the key over/)
       expect(zombieStore.calls.filter((c) => c.method === 'complete')).toEqual([{ method: 'complete', result: false }])
       expect(charged).toEqual(['zombie'])
+      expect(zombieKinds).toEqual(['lease-lost'])
       expect(await survivor.run({ scope: 'acct', key, input: 1 }, async () => 'never')).toEqual({ ...survived, replayed: true })
     })
 
