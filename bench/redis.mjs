@@ -1,7 +1,9 @@
 // bench:redis: what leased mode on Redis costs a route whose effect lives outside any
 // database: a POST /orders that charges a fake payment provider over loopback HTTP.
-// Three variants, 16 concurrent callers, interleaved over BENCH_ROUNDS of BENCH_SECONDS:
+// Four variants, 16 concurrent callers, interleaved over BENCH_ROUNDS of BENCH_SECONDS:
 //   unprotected  the route alone
+//   two_round_trips  the route between two plain Redis commands (a read before, a write
+//                after), without idem: the floor for any claim-then-complete design
 //   fresh        the same route behind the Idempotency-Key middleware (idem/fetch) on the
 //                leased engine with the Redis store, a new key per request
 //   replay       the middleware answering keys stored beforehand (the route does not run)
@@ -91,6 +93,14 @@ async function scenario(name, providerUrl) {
       const response = await route(order(`${run}-${name}-u-${round}-${i}`), providerUrl)
       await response.arrayBuffer()
     },
+    // The floor of any design with a claim and a completion on Redis: the route between
+    // two plain round trips (read the key's hash, then write it), no idem code at all.
+    two_round_trips: async (i, round) => {
+      const key = `${prefix}floor:${name}-${round}-${i}`
+      await client.hget(key, 'state')
+      const response = await route(order(key), providerUrl)
+      await client.set(key, await response.text(), 'PX', 60_000)
+    },
     fresh: (i, round) => call(order(`${run}-${name}-f-${round}-${i}`), providerUrl, false),
     replay: (i) => call(order(`${run}-${name}-stored-${i % STORED}`), providerUrl, true),
   }
@@ -101,7 +111,7 @@ async function scenario(name, providerUrl) {
     return throughput((i) => variant(i, r), { concurrency: CONCURRENCY, ms: SECONDS * 1000 })
   })
   console.log(`  provider ${name}:`)
-  for (const [variant, value] of Object.entries(rps)) console.log(`    ${variant.padEnd(12)} ${value.toFixed(0).padStart(7)} req/s`)
+  for (const [variant, value] of Object.entries(rps)) console.log(`    ${variant.padEnd(16)} ${value.toFixed(0).padStart(7)} req/s`)
   return rps
 }
 
@@ -118,6 +128,7 @@ agent.destroy()
 await providers.stop()
 
 ratio('redis.fresh_vs_unprotected', instant.fresh / instant.unprotected)
+ratio('redis.fresh_vs_two_round_trips', instant.fresh / instant.two_round_trips)
 ratio('redis.replay_vs_unprotected', instant.replay / instant.unprotected)
 ratio(`redis.provider_${PROVIDER_MS}ms.fresh_vs_unprotected`, slow.fresh / slow.unprotected)
 ratio(`redis.provider_${PROVIDER_MS}ms.replay_vs_unprotected`, slow.replay / slow.unprotected)
