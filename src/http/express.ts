@@ -45,9 +45,13 @@ type Outcome = Response | typeof PASSED
  * })
  */
 export function idempotency<Tx>(options: IdempotencyOptions<Tx, ExpressRequest>): RequestHandler {
-  const protect = protectRequests<Tx, ExpressRequest>(options)
+  const { covers, protect } = protectRequests<Tx, ExpressRequest>(options)
 
   return function idempotency(req: ExpressRequest, res: ExpressResponse, next: NextFunction): void {
+    if (!covers(req.method)) {
+      next()
+      return
+    }
     // A body parser mounted earlier has read the stream; the parsed body is all there is.
     const parsedEarlier = req.readableEnded
     if (parsedEarlier && req.body === undefined && declaresBody(req)) {

@@ -60,13 +60,17 @@ const UNSET: Promise<Response> = new Promise(() => {})
  * })
  */
 export function idempotency<Tx>(options: IdempotencyOptions<Tx, FastifyRequest>): FastifyPluginCallback {
-  const protect = protectRequests<Tx, FastifyRequest>(options)
+  const { covers, protect } = protectRequests<Tx, FastifyRequest>(options)
   const held = new WeakMap<FastifyRequest, Held>()
 
   const plugin: FastifyPluginCallback = (fastify, _options, done) => {
     if (!fastify.hasRequestDecorator('idem')) fastify.decorateRequest('idem', null)
 
     fastify.addHook('preParsing', (request, reply, payload, hookDone) => {
+      if (!covers(request.method)) {
+        hookDone(null, payload)
+        return
+      }
       const body = nodeBody(payload)
       let routeStarted = false
       // Filled in below; `onSend` reads `answer`, long after `protect` returned it.

@@ -48,7 +48,7 @@ export type IdempotencyHandler<Tx, Native = unknown> = (
  * })
  */
 export function idempotency<Tx, Native = unknown>(options: IdempotencyOptions<Tx, Native>): IdempotencyHandler<Tx, Native> {
-  const protect = protectRequests<Tx, Native>(options)
+  const { protect } = protectRequests<Tx, Native>(options)
   return function idempotency(request, next, native) {
     return protect(request, native, {
       pass: () => next(request, undefined),
@@ -70,15 +70,26 @@ export interface RouteCalls<Tx> {
   run(body: Uint8Array, idem: IdempotencyContext<Tx>): Promise<Response>
 }
 
-/** The middleware behind every front end, with options validated once, here. */
-export function protectRequests<Tx, Native = unknown>(
-  options: IdempotencyOptions<Tx, Native>,
-): (request: Request, native: Native | undefined, route: RouteCalls<Tx>) => Promise<Response> {
+/** The middleware behind every front end. */
+export interface RequestProtection<Tx, Native> {
+  /**
+   * False for a method that is never protected (GET, by default): an adapter passes such
+   * requests on at once, without converting them to a Web `Request`.
+   */
+  covers(method: string): boolean
+  protect(request: Request, native: Native | undefined, route: RouteCalls<Tx>): Promise<Response>
+}
+
+/** Makes the middleware behind every front end, with its options validated once, here. */
+export function protectRequests<Tx, Native = unknown>(options: IdempotencyOptions<Tx, Native>): RequestProtection<Tx, Native> {
   const o = resolveOptions(options)
   const shouldStore = (value: unknown): boolean => o.storeStatus((value as StoredResponse).status)
+  const covers = (method: string): boolean => o.methods.has(method)
 
-  return async function protect(request, native, route) {
-    if (!o.methods.has(request.method) || !o.routes(request)) return route.pass()
+  return { covers, protect }
+
+  async function protect(request: Request, native: Native | undefined, route: RouteCalls<Tx>): Promise<Response> {
+    if (!covers(request.method) || !o.routes(request)) return route.pass()
 
     let key: string
     try {

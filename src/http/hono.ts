@@ -34,7 +34,7 @@ class RouteThrew extends Error {}
  * })
  */
 export function idempotency<Tx>(options: IdempotencyOptions<Tx, Context>): MiddlewareHandler<{ Variables: IdemVariables<Tx> }> {
-  const protect = protectRequests<Tx, Context>(options)
+  const { protect } = protectRequests<Tx, Context>(options)
 
   return async function idempotency(c, next) {
     // An earlier middleware may have read the body through c.req; Hono cached it.
