@@ -9,12 +9,10 @@
 //                from the store, the route does not run)
 // The servers run in a child process so that autocannon does not share their event loop.
 // Build first (`npm run build`): this runs over dist/.
-import autocannon from 'autocannon'
-import { fork } from 'node:child_process'
-import { randomUUID } from 'node:crypto'
 import { existsSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'
-import { interleaved, ratio } from './support.mjs'
+import { keyedVariants, measureVariants, serveParent, startServer } from './autocannon.mjs'
+import { ratio } from './support.mjs'
 
 const PG_URL = process.env.IDEM_BENCH_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/test'
 // Each variant is measured ROUNDS times for SECONDS, interleaved: ~5 s per variant in all.
@@ -96,9 +94,7 @@ async function serve() {
   const expressServer = app.listen(0, '127.0.0.1')
   await new Promise((resolve) => expressServer.once('listening', resolve))
 
-  process.on('message', (message) => message === 'cpu' && process.send({ cpu: process.cpuUsage() }))
-  process.send({ hono: honoServer.address().port, express: expressServer.address().port })
-  process.on('disconnect', () => process.exit(0))
+  serveParent({ hono: honoServer.address().port, express: expressServer.address().port })
 }
 
 /** The parent: starts the child, runs autocannon against each variant, prints ratios. */
@@ -111,21 +107,12 @@ async function drive() {
   const schema = `idem_bench_http_${process.pid}`
   const admin = new pg.Pool({ connectionString: PG_URL, max: 1 })
   await admin.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE; CREATE SCHEMA "${schema}"`)
-  const child = fork(fileURLToPath(import.meta.url), ['--serve'], { env: { ...process.env, BENCH_SCHEMA: schema } })
+  const server = await startServer(fileURLToPath(import.meta.url), { BENCH_SCHEMA: schema })
   try {
-    const ports = await new Promise((resolve, reject) => {
-      child.once('message', resolve)
-      child.once('exit', (code) => reject(new Error(`bench server exited with ${code}`)))
-    })
     console.log(`bench:http: ${CONNECTIONS} connections, ${ROUNDS} × ${SECONDS} s per variant, one INSERT per request (pool of ${POOL_SIZE})`)
-    const serverCpu = () =>
-      new Promise((resolve) => {
-        child.once('message', ({ cpu }) => resolve(cpu.user + cpu.system))
-        child.send('cpu')
-      })
     const results = {}
     for (const adapter of ['hono', 'express']) {
-      results[adapter] = await benchAdapter(adapter, `http://127.0.0.1:${ports[adapter]}`, serverCpu)
+      results[adapter] = await benchAdapter(adapter, `http://127.0.0.1:${server.ports[adapter]}`, server.serverCpu)
     }
     for (const adapter of ['hono', 'express']) {
       const { unprotected, unprotected_tx, fresh, replay } = results[adapter]
@@ -134,80 +121,32 @@ async function drive() {
       ratio(`http.${adapter}.fresh_vs_unprotected_tx`, fresh / unprotected_tx)
     }
   } finally {
-    child.disconnect()
-    await new Promise((resolve) => (child.exitCode === null ? child.once('exit', resolve) : resolve()))
+    await server.stop()
     await admin.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`)
     await admin.end()
   }
 }
 
 async function benchAdapter(adapter, url, serverCpu) {
-  const run = randomUUID().slice(0, 8)
   const headers = { 'content-type': 'application/json' }
-  const freshKey = (i) => `"fresh-${run}-${i}"`
-
-  // Fresh requests number their keys; replays cycle through the keys stored so far, as
-  // clients retrying their own requests would. (Many clients retrying the *same* key at
-  // once would contend on that key's lock: see docs/http.md.)
-  let counter = 0
-  let replayed = 0
+  const keyed = keyedVariants('/idem', headers, CONNECTIONS)
   const variants = {
     unprotected: { path: '/plain', headers },
     unprotected_tx: { path: '/plain-tx', headers },
-    fresh: {
-      path: '/idem',
-      headers,
-      // A new key for every request.
-      setupRequest: (request) => {
-        request.headers = { ...headers, 'idempotency-key': freshKey(counter++) }
-        return request
-      },
-    },
-    replay: {
-      path: '/idem',
-      headers,
-      setupRequest: (request) => {
-        // Keys whose first request has surely finished: all but the last few issued.
-        const stored = Math.max(1, counter - 4 * CONNECTIONS)
-        request.headers = { ...headers, 'idempotency-key': freshKey(replayed++ % stored) }
-        return request
-      },
-    },
+    fresh: keyed.fresh,
+    replay: keyed.replay,
   }
-  const measure = async (variant, name, seconds = SECONDS) => {
-    const result = await autocannon({
-      url,
-      method: 'POST',
-      connections: CONNECTIONS,
-      duration: seconds,
-      body: BODY,
-      headers: variant.headers,
-      requests: [{ method: 'POST', path: variant.path, body: BODY, headers: variant.headers, ...(variant.setupRequest && { setupRequest: variant.setupRequest }) }],
-    })
-    const bad = result.non2xx + result.errors + result.timeouts
-    if (bad > 0) throw new Error(`${adapter} ${name}: ${bad} of ${result.requests.total} requests failed (non-2xx, errors or timeouts): ${JSON.stringify(result.statusCodeStats)}`)
-    return result
-  }
-  // Warm-up: JIT, pool connections, the planner's caches; and keys for the replays.
-  for (const [name, variant] of Object.entries(variants)) await measure(variant, name, 1)
-  if (counter < 8 * CONNECTIONS) throw new Error(`${adapter}: only ${counter} keys stored in the warm-up; too few to replay`)
-
-  const latencies = {}
-  const cpu = Object.fromEntries(Object.keys(variants).map((name) => [name, { micros: 0, requests: 0 }]))
-  const rates = await interleaved(variants, ROUNDS, async (variant, name) => {
-    const before = await serverCpu()
-    const result = await measure(variant, name)
-    cpu[name].micros += (await serverCpu()) - before
-    cpu[name].requests += result.requests.total
-    latencies[name] = result.latency
-    return result.requests.total / result.duration
+  return measureVariants({
+    label: adapter,
+    url,
+    variants,
+    body: BODY,
+    rounds: ROUNDS,
+    seconds: SECONDS,
+    connections: CONNECTIONS,
+    serverCpu,
+    afterWarmUp: () => {
+      if (keyed.issued() < 8 * CONNECTIONS) throw new Error(`${adapter}: only ${keyed.issued()} keys stored in the warm-up; too few to replay`)
+    },
   })
-  for (const [name, rate] of Object.entries(rates)) {
-    const { p50, p99 } = latencies[name]
-    const perRequest = cpu[name].micros / cpu[name].requests
-    console.log(
-      `${adapter.padEnd(8)} ${name.padEnd(15)} ${rate.toFixed(0).padStart(6)} req/s   p50 ${String(p50).padStart(2)} ms   p99 ${String(p99).padStart(3)} ms   server CPU ${perRequest.toFixed(0).padStart(4)} µs/req`,
-    )
-  }
-  return rates
 }

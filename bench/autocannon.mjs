@@ -1,0 +1,118 @@
+// Shared by the benches that drive a real HTTP server with autocannon (bench:http,
+// bench:redis): the server runs in a child process, so that autocannon does not share
+// its event loop, and reports its own CPU time; variants are measured interleaved.
+import autocannon from 'autocannon'
+import { fork } from 'node:child_process'
+import { randomUUID } from 'node:crypto'
+import { interleaved } from './support.mjs'
+
+/**
+ * In the child: answers the parent's CPU readings and exits with it. `ports` (what the
+ * parent's `startServer` resolves with) is sent once everything listens.
+ */
+export function serveParent(ports) {
+  process.on('message', (message) => message === 'cpu' && process.send({ cpu: process.cpuUsage() }))
+  process.send(ports)
+  process.on('disconnect', () => process.exit(0))
+}
+
+/**
+ * In the parent: forks `script` with `--serve` and waits for its ports.
+ * @returns `{ ports, serverCpu() (µs used so far), stop() }`
+ */
+export async function startServer(script, env) {
+  const child = fork(script, ['--serve'], { env: { ...process.env, ...env } })
+  const ports = await new Promise((resolve, reject) => {
+    child.once('message', resolve)
+    child.once('exit', (code) => reject(new Error(`bench server exited with ${code}`)))
+  })
+  return {
+    ports,
+    serverCpu: () =>
+      new Promise((resolve) => {
+        child.once('message', ({ cpu }) => resolve(cpu.user + cpu.system))
+        child.send('cpu')
+      }),
+    stop: async () => {
+      child.disconnect()
+      await new Promise((resolve) => (child.exitCode === null ? child.once('exit', resolve) : resolve()))
+    },
+  }
+}
+
+/**
+ * The two protected variants of a route: `fresh` sends a new Idempotency-Key with every
+ * request; `replay` retries keys that fresh requests stored, as clients retrying their
+ * own requests would (not many clients retrying one key at once).
+ */
+export function keyedVariants(path, headers, connections) {
+  const run = randomUUID().slice(0, 8)
+  const keyOf = (i) => `"fresh-${run}-${i}"`
+  let issued = 0
+  let replayed = 0
+  return {
+    fresh: {
+      path,
+      headers,
+      setupRequest: (request) => {
+        request.headers = { ...headers, 'idempotency-key': keyOf(issued++) }
+        return request
+      },
+    },
+    replay: {
+      path,
+      headers,
+      // Keys whose first request has surely finished: all but the last few issued.
+      setupRequest: (request) => {
+        const stored = Math.max(1, issued - 4 * connections)
+        request.headers = { ...headers, 'idempotency-key': keyOf(replayed++ % stored) }
+        return request
+      },
+    },
+    /** How many fresh keys were sent so far. */
+    issued: () => issued,
+  }
+}
+
+/**
+ * Runs every variant (`{ path, headers, setupRequest? }`) against `url` with autocannon:
+ * a one-second warm-up each, then `rounds` interleaved runs of `seconds`. Any non-2xx
+ * answer, error or timeout fails the bench. Prints each variant's median requests per
+ * second, latency and the server's CPU per request.
+ * @returns the median requests per second of each variant
+ */
+export async function measureVariants({ label, url, variants, body, rounds, seconds, connections, serverCpu, afterWarmUp }) {
+  const measure = async (variant, name, duration) => {
+    const result = await autocannon({
+      url,
+      connections,
+      duration,
+      requests: [{ method: 'POST', path: variant.path, body, headers: variant.headers, ...(variant.setupRequest && { setupRequest: variant.setupRequest }) }],
+    })
+    const bad = result.non2xx + result.errors + result.timeouts
+    if (bad > 0) throw new Error(`${label} ${name}: ${bad} of ${result.requests.total} requests failed (non-2xx, errors or timeouts): ${JSON.stringify(result.statusCodeStats)}`)
+    return result
+  }
+  // Warm-up: JIT, pool connections, the planner's caches; and keys for the replays.
+  for (const [name, variant] of Object.entries(variants)) await measure(variant, name, 1)
+  afterWarmUp?.()
+
+  const latencies = {}
+  const cpu = Object.fromEntries(Object.keys(variants).map((name) => [name, { micros: 0, requests: 0 }]))
+  const rates = await interleaved(variants, rounds, async (variant, name) => {
+    const before = await serverCpu()
+    const result = await measure(variant, name, seconds)
+    cpu[name].micros += (await serverCpu()) - before
+    cpu[name].requests += result.requests.total
+    latencies[name] = result.latency
+    return result.requests.total / result.duration
+  })
+  for (const [name, rate] of Object.entries(rates)) {
+    const { p50, p99 } = latencies[name]
+    const perRequest = cpu[name].micros / cpu[name].requests
+    console.log(
+      `${label.padEnd(8)} ${name.padEnd(16)} ${rate.toFixed(0).padStart(6)} req/s   p50 ${String(p50).padStart(2)} ms   p99 ${String(p99).padStart(3)} ms   server CPU ${perRequest.toFixed(0).padStart(4)} µs/req`,
+    )
+  }
+  return rates
+}
