@@ -55,8 +55,12 @@ describe.skipIf(db === undefined)('postgres engine', () => {
     const bare = counting.trips.splice(0)
     expect(bare).toEqual([['BEGIN'], ['INSERT'], ['COMMIT']])
 
-    // (c) the engine owning the transaction
+    // (c) the engine owning the transaction. A connection's first call also prepares the
+    // claim and the record's INSERT, in the same round trips.
     const idem = createIdem({ store: postgresStore({ pool: counting.pool, schema }) })
+    await idem.run({ scope: 's', key: 'count-first', input: 1 }, (tx) => insert(tx, 'count-first'))
+    const first = counting.trips.splice(0)
+    expect(first.map((trip) => trip.filter((command) => command !== 'PREPARE'))).toEqual([['BEGIN', 'SELECT'], ['INSERT'], ['INSERT', 'COMMIT']])
     await idem.run({ scope: 's', key: 'count-owned', input: 1 }, (tx) => insert(tx, 'count-owned'))
     const owned = counting.trips.splice(0)
     expect(owned).toEqual([['BEGIN', 'SELECT'], ['INSERT'], ['INSERT', 'COMMIT']])
@@ -83,6 +87,57 @@ describe.skipIf(db === undefined)('postgres engine', () => {
     expect(counting.trips).toEqual([['BEGIN', 'SELECT']])
     await vi.waitFor(() => expect(counting.trips).toEqual([['BEGIN', 'SELECT'], ['ROLLBACK']]))
     expect(await count('never')).toBe(0)
+  })
+
+  it('a connection that lost its prepared statements still runs each call once, then prepares them again', async () => {
+    // One connection, so the DEALLOCATE below hits the one the store uses.
+    const single = new pg.Pool({ connectionString: (pool as unknown as { options: { connectionString: string } }).options.connectionString, max: 1 })
+    const counting = countingPool(single)
+    const idem = createIdem({ store: postgresStore({ pool: counting.pool, schema }) })
+    const once = (key: string) =>
+      idem.run({ scope: 'prepared', key, input: 1 }, async (tx) => {
+        await tx.query(`INSERT INTO ${effects} (id) VALUES ($1)`, [key])
+        return key
+      })
+    try {
+      await once('prepared-1')
+      // What a pooler that moves sessions, or DISCARD ALL, does to the statements.
+      await single.query('DEALLOCATE ALL')
+      counting.reset()
+      expect(await once('prepared-2')).toEqual({ value: 'prepared-2', replayed: false, stored: true })
+      // The prepared claim failed (not counted: it threw); the call was rolled back and run
+      // with plain statements, reading which statements the connection has.
+      expect(counting.trips).toEqual([['ROLLBACK', 'BEGIN', 'SELECT', 'SELECT'], ['INSERT'], ['INSERT', 'COMMIT']])
+      counting.reset()
+      await once('prepared-3')
+      expect(counting.trips).toEqual([['BEGIN', 'PREPARE', 'PREPARE', 'SELECT'], ['INSERT'], ['INSERT', 'COMMIT']])
+      counting.reset()
+      await once('prepared-4')
+      expect(counting.trips).toEqual([['BEGIN', 'SELECT'], ['INSERT'], ['INSERT', 'COMMIT']])
+      expect((await once('prepared-2')).replayed).toBe(true)
+      for (const key of ['prepared-1', 'prepared-2', 'prepared-3', 'prepared-4']) expect(await count(key)).toBe(1)
+    } finally {
+      await single.end()
+    }
+  })
+
+  it('with preparedStatements off, the claim and the record are plain statements', async () => {
+    const counting = countingPool(pool)
+    const sent: string[] = []
+    const spying: PgPool = {
+      async connect() {
+        const client = await counting.pool.connect()
+        return new Proxy(client, {
+          get: (target, property, receiver) =>
+            property === 'query' ? (text: string, values?: unknown[]) => (sent.push(text), target.query(text, values)) : Reflect.get(target, property, receiver),
+        })
+      },
+    }
+    const idem = createIdem({ store: postgresStore({ pool: spying, schema, preparedStatements: false }) })
+    await idem.run({ scope: 'plain', key: 'plain-1', input: 1 }, async () => 'plain')
+    expect(sent.some((text) => /PREPARE|EXECUTE/.test(text))).toBe(false)
+    expect(counting.trips).toEqual([['BEGIN', 'SELECT'], ['INSERT', 'COMMIT']])
+    expect(() => postgresStore({ pool, schema, preparedStatements: 'yes' as never })).toThrow(/preparedStatements/)
   })
 
   it('joins a transaction the caller opened: its rollback undoes effect and key, its commit keeps both', async () => {

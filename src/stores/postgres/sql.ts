@@ -3,6 +3,8 @@
  * DBAs can read exactly what runs here (and `idem sql postgres` prints it).
  */
 
+import { createHash } from 'node:crypto'
+
 const IDENTIFIER = /^[A-Za-z_][A-Za-z0-9_]{0,62}$/
 
 /** Validates and quotes a schema name. */
@@ -43,6 +45,46 @@ export function save(schema: string, scope: string, key: string, fingerprint: st
       `VALUES ($1, $2, $3, $4, now(), now() + $5 * interval '1 millisecond')`,
     values: [scope, key, fingerprint, outcome, ttlMs],
   }
+}
+
+/**
+ * A statement the store prepares once per connection (SQL `PREPARE`) and then runs with
+ * `EXECUTE`, so Postgres parses, analyses and plans it once per connection instead of
+ * once per call (measured: about a tenth of a queue message's cost). `EXECUTE` still
+ * travels in the simple protocol, so it keeps sharing a round trip with BEGIN or COMMIT.
+ */
+export interface PreparedStatement {
+  /** Derived from a hash of `prepare`, so another schema or another idem version never collides with it. */
+  name: string
+  /** The `PREPARE` statement. */
+  prepare: string
+}
+
+function prepared(kind: string, types: readonly string[], text: string): PreparedStatement {
+  const body = `(${types.join(', ')}) AS ${text}`
+  const name = `idem_${kind}_${createHash('sha256').update(body).digest('hex').slice(0, 16)}`
+  return { name, prepare: `PREPARE ${name}${body}` }
+}
+
+/** `claim`, prepared. */
+export function claimPrepared(schema: string): PreparedStatement {
+  return prepared('claim', ['text', 'text', 'integer'], claim(schema, '', '', 0).text)
+}
+
+/** `save`, prepared. */
+export function savePrepared(schema: string): PreparedStatement {
+  return prepared('save', ['text', 'text', 'text', 'text', 'bigint'], save(schema, '', '', '', '', 0).text)
+}
+
+/** Runs a prepared statement with these values. */
+export function execute(statement: PreparedStatement, values: unknown[]): Statement {
+  return { text: `EXECUTE ${statement.name}(${values.map((_, i) => `$${i + 1}`).join(', ')})`, values }
+}
+
+/** Which of these statements the connection has prepared (read when its own bookkeeping proved wrong). */
+export function preparedNames(names: readonly string[]): Statement {
+  const list = names.map((_, i) => `$${i + 1}`).join(', ')
+  return { text: `SELECT name FROM pg_prepared_statements WHERE name IN (${list})`, values: [...names] }
 }
 
 /** READ COMMITTED is what lets a waiter see the first call's commit (see `claim`). */

@@ -16,6 +16,14 @@ export interface PostgresStoreOptions {
    * waiter starts over in a new transaction instead. @default 'read committed'
    */
   isolation?: sql.Isolation
+  /**
+   * Prepare the claim and the record's INSERT once per connection (SQL `PREPARE`, then
+   * `EXECUTE`), so Postgres does not parse and plan them on every call. Turn it off
+   * behind a pooler that moves sessions between server connections (PgBouncer
+   * `pool_mode=transaction`): calls stay correct there, but each one that lands on a
+   * connection without the statements pays an extra round trip. @default true
+   */
+  preparedStatements?: boolean
 }
 
 export interface PostgresStore extends Store<PgClient> {
@@ -39,7 +47,12 @@ export interface PostgresStore extends Store<PgClient> {
  * const store = postgresStore({ pool: new pg.Pool() })
  * await store.migrate()
  */
-export function postgresStore({ pool, schema = 'public', isolation = 'read committed' }: PostgresStoreOptions): PostgresStore {
+export function postgresStore({
+  pool,
+  schema = 'public',
+  isolation = 'read committed',
+  preparedStatements = true,
+}: PostgresStoreOptions): PostgresStore {
   if (pool === null || typeof pool !== 'object' || typeof pool.connect !== 'function') {
     throw new InvalidOptionError('postgresStore: option "pool" must be a pg.Pool')
   }
@@ -51,8 +64,12 @@ export function postgresStore({ pool, schema = 'public', isolation = 'read commi
   if (!['read committed', 'repeatable read', 'serializable'].includes(isolation)) {
     throw new InvalidOptionError('postgresStore: option "isolation" must be "read committed", "repeatable read" or "serializable"')
   }
+  if (typeof preparedStatements !== 'boolean') throw new InvalidOptionError('postgresStore: option "preparedStatements" must be a boolean')
   const beginText = sql.begin(isolation)
   const fail = (error: unknown): unknown => classifyPgError(error, schema)
+  const claimStatement = sql.claimPrepared(schema)
+  const saveStatement = sql.savePrepared(schema)
+  const ours = [claimStatement, saveStatement]
 
   async function begin({ scope, key, waitMs, tx }: BeginRequest<PgClient>): Promise<Session<PgClient>> {
     if (tx !== undefined) return joinedSession(tx, scope, key, waitMs)
@@ -62,21 +79,42 @@ export function postgresStore({ pool, schema = 'public', isolation = 'read commi
     } catch (error) {
       throw fail(error)
     }
+    const literal = (v: string) => client.escapeLiteral(v)
+    const plainClaim = () => sql.inline(sql.claim(schema, scope, key, waitMs), literal)
     let claim: Claim
+    let prepared = false
     try {
-      // BEGIN and the claim share one round trip: the claim is inlined as literals.
-      const results = (await client.query(
-        `${beginText}; ${sql.inline(sql.claim(schema, scope, key, waitMs), (v) => client.escapeLiteral(v))}`,
-      )) as unknown as PgQueryResult[]
-      claim = toClaim(results[1]!)
+      // BEGIN and the claim share one round trip: the claim's values are inlined as literals.
+      if (!preparedStatements) {
+        claim = lastClaim(await client.query(`${beginText}; ${plainClaim()}`))
+      } else {
+        const ready = connections.get(client)
+        const execute = sql.inline(sql.execute(claimStatement, [scope, key, waitMs]), literal)
+        // A connection's first call prepares the statements in the same round trip.
+        const missing = ready.size === ours.length ? '' : ours.filter((s) => !ready.has(s.name)).map((s) => `${s.prepare}; `).join('')
+        try {
+          claim = lastClaim(await client.query(`${beginText}; ${missing}${execute}`))
+          for (const statement of ours) ready.add(statement.name)
+          prepared = true
+        } catch (error) {
+          if (!isPreparedMismatch(error)) throw error
+          // The connection's statements are not what this store recorded (a pooler moved the
+          // session, DISCARD ALL, another copy of idem on the pool): read what it has, and
+          // run this call with plain statements.
+          const names = sql.inline(sql.preparedNames(ours.map((statement) => statement.name)), literal)
+          const results = (await client.query(`ROLLBACK; ${beginText}; ${plainClaim()}; ${names}`)) as unknown as PgQueryResult[]
+          claim = toClaim(results[2]!)
+          connections.reset(client, (results[3]!.rows as { name: string }[]).map((row) => row.name))
+        }
+      }
     } catch (error) {
       await endClient(client, 'ROLLBACK', error)
       throw fail(error)
     }
-    return ownedSession(client, claim, scope, key)
+    return ownedSession(client, claim, scope, key, prepared)
   }
 
-  function ownedSession(client: PgPoolClient, claim: Claim, scope: string, key: string): Session<PgClient> {
+  function ownedSession(client: PgPoolClient, claim: Claim, scope: string, key: string, prepared: boolean): Session<PgClient> {
     let ended = false
     return {
       tx: client,
@@ -84,7 +122,12 @@ export function postgresStore({ pool, schema = 'public', isolation = 'read commi
       joined: false,
       async commit(record: NewRecord) {
         ended = true
-        const insert = sql.inline(save(scope, key, record), (v) => client.escapeLiteral(v))
+        // Prepared only when this transaction's claim ran prepared: both were prepared
+        // together, and a transaction stays on its server connection.
+        const statement = prepared
+          ? sql.execute(saveStatement, [scope, key, record.fingerprint, record.outcome, record.ttlMs])
+          : save(scope, key, record)
+        const insert = sql.inline(statement, (v) => client.escapeLiteral(v))
         try {
           await client.query(`${insert}; COMMIT`)
         } catch (error) {
@@ -160,6 +203,48 @@ export function postgresStore({ pool, schema = 'public', isolation = 'read commi
     migrate: () => migratePostgres(pool, { schema }),
     prune,
   }
+}
+
+/** The claim is the last statement of the text that carries it. */
+function lastClaim(results: unknown): Claim {
+  const all = results as PgQueryResult[]
+  return toClaim(all[all.length - 1]!)
+}
+
+// A prepared statement that is missing (26000) or already there (42P05).
+function isPreparedMismatch(error: unknown): boolean {
+  const code = (error as { code?: unknown } | null)?.code
+  return code === '26000' || code === '42P05'
+}
+
+/**
+ * Which of the store's statements each server connection has prepared. A connection is
+ * known by its backend process id (stable through wrappers around the client), else by
+ * the client object. Being wrong costs one round trip (see `begin`), so the record is
+ * simply dropped when it grows past any plausible pool.
+ */
+class PreparedOn {
+  readonly #names = new Map<unknown, Set<string>>()
+  get(client: PgPoolClient): Set<string> {
+    const id = connectionId(client)
+    let names = this.#names.get(id)
+    if (names === undefined) {
+      if (this.#names.size >= 10_000) this.#names.clear()
+      this.#names.set(id, (names = new Set()))
+    }
+    return names
+  }
+  reset(client: PgPoolClient, names: string[]): void {
+    this.#names.set(connectionId(client), new Set(names))
+  }
+}
+
+// Shared by every store in the process: stores on one pool and schema prepare the same names.
+const connections = new PreparedOn()
+
+function connectionId(client: PgPoolClient): unknown {
+  const pid = (client as { processID?: unknown }).processID
+  return typeof pid === 'number' ? pid : client
 }
 
 function toClaim(result: PgQueryResult): Claim {
