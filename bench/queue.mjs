@@ -1,7 +1,8 @@
 // bench:queue: messages/s through the inbox vs the same consumer without it, on
 // RabbitMQ and Redis Streams. Each consumer handles a message with one Postgres
 // transaction inserting one row; the inbox variant records the message id in that
-// same transaction. A backlog is published first, then each variant consumes it for
+// same transaction; a third, the dedupe floor, only records ids in a narrow table (see
+// dedupeFloor). A backlog is published first, then each variant consumes it for
 // BENCH_SECONDS; variants are interleaved over BENCH_ROUNDS and the medians compared.
 import amqplib from 'amqplib'
 import { Redis } from 'ioredis'
@@ -27,6 +28,7 @@ await pool.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE; CREATE SCHEMA ${schem
 const store = postgresStore({ pool, schema })
 await store.migrate()
 await pool.query(`CREATE TABLE ${schema}.claims (message_id text NOT NULL, amount integer NOT NULL)`)
+await pool.query(`CREATE TABLE ${schema}.seen (id text PRIMARY KEY)`)
 const insert = (tx, body, id) => tx.query(`INSERT INTO ${schema}.claims (message_id, amount) VALUES ($1, $2)`, [id, body.amount])
 
 /** The bare consumer: the same transaction and insert, acked after commit, no inbox. */
@@ -37,6 +39,27 @@ function bare(source) {
     try {
       await client.query('BEGIN')
       await insert(client, body, delivery.id)
+      await client.query('COMMIT')
+    } finally {
+      client.release()
+    }
+    await delivery.ack()
+  }).then((subscription) => ({ stop: () => subscription.close() }))
+}
+
+/**
+ * The floor of any inbox that records ids in the handler's transaction: the bare
+ * consumer plus one `INSERT … ON CONFLICT DO NOTHING` into a narrow table of ids, in the
+ * round trip of its BEGIN (no expiry, no wait limit, no failure counting: not a
+ * usable inbox, a measure of what the recording itself costs).
+ */
+function dedupeFloor(source) {
+  return source.subscribe(async (delivery) => {
+    const body = JSON.parse(Buffer.from(delivery.data).toString('utf8'))
+    const client = await pool.connect()
+    try {
+      const [, seen] = await client.query(`BEGIN; INSERT INTO ${schema}.seen (id) VALUES (${client.escapeLiteral(delivery.id)}) ON CONFLICT DO NOTHING`)
+      if (seen.rowCount === 1) await insert(client, body, delivery.id)
       await client.query('COMMIT')
     } finally {
       client.release()
@@ -56,7 +79,7 @@ async function measure(broker, variant) {
   const { source, publishBacklog, cleanup } = await broker.fresh()
   await publishBacklog(BACKLOG)
   let done = 0
-  await pool.query(`TRUNCATE ${schema}.claims`)
+  await pool.query(`TRUNCATE ${schema}.claims, ${schema}.seen`)
   const started = performance.now()
   const consumer = await variant(source)
   const until = started + SECONDS * 1000
@@ -123,11 +146,16 @@ const redisBroker = {
 
 const results = {}
 for (const broker of [rabbit, redisBroker]) {
-  const rates = await interleaved({ bare, inbox: withInbox }, ROUNDS, (variant) => measure(broker, variant))
+  const rates = await interleaved({ bare, dedupe_floor: dedupeFloor, inbox: withInbox }, ROUNDS, (variant) => measure(broker, variant))
   results[broker.name] = rates
-  console.log(`${broker.name}: bare ${rates.bare.toFixed(0)} msg/s, inbox ${rates.inbox.toFixed(0)} msg/s (${CONCURRENCY} in flight, ${SECONDS} s × ${ROUNDS} rounds)`)
+  console.log(
+    `${broker.name}: bare ${rates.bare.toFixed(0)} msg/s, dedupe floor ${rates.dedupe_floor.toFixed(0)} msg/s, inbox ${rates.inbox.toFixed(0)} msg/s ` +
+      `(${CONCURRENCY} in flight, ${SECONDS} s × ${ROUNDS} rounds)`,
+  )
 }
 await pool.query(`DROP SCHEMA ${schema} CASCADE`)
 await pool.end()
 ratio('queue.rabbitmq.inbox_vs_bare', results.rabbitmq.inbox / results.rabbitmq.bare)
 ratio('queue.redis.inbox_vs_bare', results.redis.inbox / results.redis.bare)
+ratio('queue.rabbitmq.dedupe_floor_vs_bare', results.rabbitmq.dedupe_floor / results.rabbitmq.bare)
+ratio('queue.redis.dedupe_floor_vs_bare', results.redis.dedupe_floor / results.redis.bare)

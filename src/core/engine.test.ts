@@ -24,6 +24,7 @@ describe('createIdem', () => {
     await expect(idem.run({ scope: 's', key: 'k' }, fn)).rejects.toThrow(/pass "input"/)
     await expect(idem.run({ scope: 's', key: 'k', input: () => 1 }, fn)).rejects.toThrow(/option "input"/)
     await expect(idem.run({ scope: 's', key: 'k', input: 1, ttlMs: -5 }, fn)).rejects.toThrow(/option "ttlMs"/)
+    await expect(idem.run({ scope: 's', key: 'k', input: 1, storeOutcome: 'no' as never }, fn)).rejects.toThrow(/option "storeOutcome"/)
   })
 
   it('reports each outcome to the hook, and a throwing hook changes nothing', async () => {

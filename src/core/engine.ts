@@ -33,6 +33,13 @@ export interface RunOptions<Tx> extends CallOptions {
    * retry runs again. The HTTP front end uses it for 5xx responses. @default keep all
    */
   shouldStore?: (value: unknown) => boolean
+  /**
+   * False to keep only that the key ran, not what it returned: `value` is `fn`'s own
+   * on the first call and `null` on replays. The Postgres store then writes the key's
+   * record together with the claim, which saves most of its work per call; the inbox
+   * uses it. @default true
+   */
+  storeOutcome?: boolean
 }
 
 export interface RunResult<T> {
@@ -88,12 +95,16 @@ export function createIdem<Tx>({
     const started = performance.now()
     const { tx } = options
     const { scope, key, fingerprint, ttlMs: callTtl, waitMs: callWait } = resolveCall(options, { ttlMs, waitMs })
+    if (options.storeOutcome !== undefined && typeof options.storeOutcome !== 'boolean') {
+      throw new InvalidOptionError('run: option "storeOutcome" must be a boolean')
+    }
+    const keepsOutcome = options.storeOutcome !== false
 
     // A stale snapshot can only be cured by a fresh transaction, which we own unless joined.
     for (let attempt = 0; ; attempt++) {
       let session: Session<Tx>
       try {
-        session = await store.begin({ scope, key, waitMs: callWait, tx })
+        session = await store.begin({ scope, key, waitMs: callWait, tx, record: keepsOutcome ? undefined : { fingerprint, ttlMs: callTtl } })
       } catch (error) {
         report('error', scope, started, error)
         throw error
@@ -127,20 +138,27 @@ export function createIdem<Tx>({
         report('in-flight', scope, started, error)
         throw error
       }
-      return await execute(session, fn, { scope, fingerprint, ttlMs: callTtl, shouldStore: options.shouldStore, started })
+      return await execute(session, fn, { scope, fingerprint, ttlMs: callTtl, shouldStore: options.shouldStore, keepsOutcome, started })
     }
   }
 
   async function execute<T>(
     session: Session<Tx>,
     fn: (tx: Tx) => T | Promise<T>,
-    call: { scope: string; fingerprint: string; ttlMs: number; shouldStore: ((value: unknown) => boolean) | undefined; started: number },
+    call: {
+      scope: string
+      fingerprint: string
+      ttlMs: number
+      shouldStore: ((value: unknown) => boolean) | undefined
+      keepsOutcome: boolean
+      started: number
+    },
   ): Promise<RunResult<T>> {
     let outcome: string
     let value: T
     try {
       value = await fn(session.tx)
-      outcome = serializeOutcome(value)
+      outcome = call.keepsOutcome ? serializeOutcome(value) : 'null'
     } catch (error) {
       await session.rollback()
       report('error', call.scope, call.started, error)
@@ -158,7 +176,7 @@ export function createIdem<Tx>({
       throw error
     }
     report('fresh', call.scope, call.started)
-    return { value: parseOutcome<T>(outcome), replayed: false, stored: true }
+    return { value: call.keepsOutcome ? parseOutcome<T>(outcome) : value, replayed: false, stored: true }
   }
 
   return { run, store }

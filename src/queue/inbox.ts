@@ -101,6 +101,9 @@ export interface Inbox<Tx, Body = unknown> {
 // Any redelivery of the same id is the same message, whatever its content says: the
 // fingerprint is constant, and the body is never hashed on the hot path.
 const FINGERPRINT = 'idem-inbox-v1'
+// The inbox never reads a stored outcome (a replay is a duplicate, whatever it returned),
+// so its calls keep none (`storeOutcome: false`): the Postgres store then writes the key
+// with the claim, the cheapest way it can.
 
 /**
  * What the engine stores as a message's outcome. The handler's return value is handed
@@ -210,7 +213,7 @@ export function createInbox<Tx, Body = unknown>({
   // expires at once, leaving one expired key row per failing message for prune().
   async function recordFailure(key: string, error: string): Promise<number> {
     for (let tries = 0; ; tries++) {
-      const result = await engine.run({ scope: failureScope, key, fingerprint: FINGERPRINT, ttlMs: 1, waitMs }, (tx) =>
+      const result = await engine.run({ scope: failureScope, key, fingerprint: FINGERPRINT, ttlMs: 1, waitMs, storeOutcome: false }, (tx) =>
         backend.recordFailure(tx, consumer, key, error),
       )
       // Replayed: the previous failure's record had not yet expired (same millisecond).
@@ -236,7 +239,7 @@ export function createInbox<Tx, Body = unknown>({
       await write(tx)
       return true
     }
-    const result = await engine.run({ scope, key, fingerprint: FINGERPRINT, ttlMs: retentionMs, waitMs }, async (t) => {
+    const result = await engine.run({ scope, key, fingerprint: FINGERPRINT, ttlMs: retentionMs, waitMs, storeOutcome: false }, async (t) => {
       await backend.takeFailures(t, consumer, key)
       return write(t)
     })
@@ -258,7 +261,7 @@ export function createInbox<Tx, Body = unknown>({
     let result
     let value: T | undefined
     try {
-      result = await engine.run<Recorded>({ scope, key, fingerprint: FINGERPRINT, ttlMs: retentionMs, waitMs }, async (tx) => {
+      result = await engine.run<Recorded>({ scope, key, fingerprint: FINGERPRINT, ttlMs: retentionMs, waitMs, storeOutcome: false }, async (tx) => {
         if (!first) {
           const prior: PriorFailures | undefined = await backend.takeFailures(tx, consumer, key)
           const failures = prior?.attempts ?? 0

@@ -274,6 +274,84 @@ export function storeContract<Tx>(getHarness: () => StoreHarness<Tx>): ContractC
       },
     },
     {
+      name: 'storeOutcome false: the first call gets its own value, a replay gets null, the function runs once',
+      async run() {
+        const key = fresh('no-outcome')
+        const { calls, fn } = body(key, { receipt: key })
+        const first = await idem.run({ scope: 'acct', key, input: 1, storeOutcome: false }, fn)
+        assert.deepEqual(first, { value: { receipt: key }, replayed: false, stored: true })
+        const again = await idem.run({ scope: 'acct', key, input: 1, storeOutcome: false }, fn)
+        assert.deepEqual(again, { value: null, replayed: true, stored: true })
+        await assert.rejects(idem.run({ scope: 'acct', key, input: 2, storeOutcome: false }, fn), FingerprintMismatchError)
+        assert.equal(calls.count, 1)
+        assert.equal(await harness.countEffects(key), 1)
+      },
+    },
+    {
+      name: 'storeOutcome false: 100 concurrent calls with one key run it once; a thrown error leaves no key; an expired key is new',
+      async run() {
+        const key = fresh('no-outcome-c100')
+        const { calls, fn } = body(key, 'v')
+        const results = await Promise.all(
+          Array.from({ length: 100 }, () =>
+            idem.run({ scope: 'acct', key, input: 1, storeOutcome: false }, async (tx) => {
+              const value = await fn(tx)
+              await sleep(20)
+              return value
+            }),
+          ),
+        )
+        assert.equal(calls.count, 1)
+        assert.equal(results.filter((r) => !r.replayed).length, 1)
+        assert.equal(await harness.countEffects(key), 1)
+
+        const thrown = fresh('no-outcome-throw')
+        await assert.rejects(
+          idem.run({ scope: 'acct', key: thrown, input: 1, storeOutcome: false }, async (tx) => {
+            await harness.writeEffect(tx, thrown)
+            throw new Error('boom')
+          }),
+          /boom/,
+        )
+        assert.equal(await harness.countEffects(thrown), 0)
+        const retry = await idem.run({ scope: 'acct', key: thrown, input: 1, storeOutcome: false }, async (tx) => {
+          await harness.writeEffect(tx, thrown)
+          return 'ran'
+        })
+        assert.equal(retry.replayed, false)
+
+        const expiring = fresh('no-outcome-expiry')
+        const counted = body(expiring, 'v')
+        await idem.run({ scope: 'acct', key: expiring, input: 1, ttlMs: 40, storeOutcome: false }, counted.fn)
+        await sleep(1_100)
+        const late = await idem.run({ scope: 'acct', key: expiring, input: 2, ttlMs: 40, storeOutcome: false }, counted.fn)
+        assert.equal(late.replayed, false, 'an expired key is new, even with a different request')
+        assert.equal(counted.calls.count, 2)
+      },
+    },
+    {
+      name: 'storeOutcome false: a duplicate that will not wait gets InFlightError while the first runs, one that waits replays',
+      async run() {
+        const key = fresh('no-outcome-inflight')
+        const hold = latch()
+        const started = latch()
+        const first = idem.run({ scope: 'acct', key, input: 1, storeOutcome: false }, async (tx) => {
+          await harness.writeEffect(tx, key)
+          started.open()
+          await hold.wait
+          return 'first'
+        })
+        await started.wait
+        await assert.rejects(idem.run({ scope: 'acct', key, input: 1, waitMs: 0, storeOutcome: false }, async () => 'second'), InFlightError)
+        const waiting = idem.run({ scope: 'acct', key, input: 1, waitMs: 10_000, storeOutcome: false }, async () => 'third')
+        await sleep(50)
+        hold.open()
+        assert.equal((await first).value, 'first')
+        assert.deepEqual(await waiting, { value: null, replayed: true, stored: true })
+        assert.equal(await harness.countEffects(key), 1)
+      },
+    },
+    {
       name: 'awkward keys and scopes are stored exactly and kept apart',
       async run() {
         const suffix = randomUUID().slice(0, 8)

@@ -89,6 +89,29 @@ describe.skipIf(db === undefined)('postgres engine', () => {
     expect(await count('never')).toBe(0)
   })
 
+  it('storeOutcome false writes the key with the claim: the same round trips as the bare transaction, a bare COMMIT', async () => {
+    const counting = countingPool(pool)
+    const idem = createIdem({ store: postgresStore({ pool: counting.pool, schema }) })
+    const insert = async (tx: PgClient, id: string): Promise<void> => {
+      await tx.query(`INSERT INTO ${effects} (id) VALUES ($1)`, [id])
+    }
+    const first = await idem.run({ scope: 'mark', key: 'mark-1', input: 1, storeOutcome: false }, (tx) => insert(tx, 'mark-1').then(() => 'done'))
+    expect(first).toEqual({ value: 'done', replayed: false, stored: true })
+    // BEGIN and the key's INSERT (the claim) in one round trip; the function's INSERT; COMMIT alone.
+    expect(counting.trips.splice(0)).toEqual([['BEGIN', 'INSERT'], ['INSERT'], ['COMMIT']])
+    expect(await keyRows('mark-1')).toBe(1)
+    const replay = await idem.run({ scope: 'mark', key: 'mark-1', input: 1, storeOutcome: false }, (tx) => insert(tx, 'never'))
+    expect(replay).toEqual({ value: null, replayed: true, stored: true })
+    // A stored key: the INSERT claims nothing, and the usual claim finds the record.
+    expect(counting.trips.slice(0, 2)).toEqual([['BEGIN', 'INSERT'], ['SELECT']])
+    // A key the usual path stored is found the same way, and the other way round.
+    await idem.run({ scope: 'mark', key: 'usual', input: 1 }, (tx) => insert(tx, 'usual').then(() => 'kept'))
+    expect((await idem.run({ scope: 'mark', key: 'usual', input: 1, storeOutcome: false }, () => 'never')).replayed).toBe(true)
+    expect(await idem.run({ scope: 'mark', key: 'mark-1', input: 1 }, () => 'never')).toEqual({ value: null, replayed: true, stored: true })
+    expect(await count('never')).toBe(0)
+    expect(await count('mark-1')).toBe(1)
+  })
+
   it('a connection that lost its prepared statements still runs each call once, then prepares them again', async () => {
     // One connection, so the DEALLOCATE below hits the one the store uses.
     const single = new pg.Pool({ connectionString: (pool as unknown as { options: { connectionString: string } }).options.connectionString, max: 1 })

@@ -48,6 +48,25 @@ export function save(schema: string, scope: string, key: string, fingerprint: st
 }
 
 /**
+ * Claims a new key and writes its record in one statement, for calls that store no
+ * outcome (the record is known before the call runs). It takes the key's advisory lock
+ * only if it is free (the lock `idem_claim` takes, so the two paths exclude each other)
+ * and, holding it, inserts the record; the INSERT therefore never waits on another
+ * writer of the row. One row back: claimed. None: the lock was held, or a record exists
+ * (live or expired); `idem_claim` then decides, as for any call.
+ */
+export function mark(schema: string, scope: string, key: string, fingerprint: string, ttlMs: number): Statement {
+  return {
+    text:
+      `INSERT INTO ${quoteSchema(schema)}.idem_keys (scope, key, fingerprint, outcome, created_at, expires_at) ` +
+      `SELECT $1, $2, $3, 'null', now(), now() + $4 * interval '1 millisecond' ` +
+      `WHERE pg_try_advisory_xact_lock(hashtextextended(length($1)::text || ':' || $1 || $2, 0)) ` +
+      `ON CONFLICT DO NOTHING RETURNING 'new' AS state`,
+    values: [scope, key, fingerprint, ttlMs],
+  }
+}
+
+/**
  * A statement the store prepares once per connection (SQL `PREPARE`) and then runs with
  * `EXECUTE`, so Postgres parses, analyses and plans it once per connection instead of
  * once per call (measured: about a tenth of a queue message's cost). `EXECUTE` still

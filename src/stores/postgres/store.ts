@@ -71,7 +71,7 @@ export function postgresStore({
   const saveStatement = sql.savePrepared(schema)
   const ours = [claimStatement, saveStatement]
 
-  async function begin({ scope, key, waitMs, tx }: BeginRequest<PgClient>): Promise<Session<PgClient>> {
+  async function begin({ scope, key, waitMs, tx, record }: BeginRequest<PgClient>): Promise<Session<PgClient>> {
     if (tx !== undefined) return joinedSession(tx, scope, key, waitMs)
     let client: PgPoolClient
     try {
@@ -81,6 +81,9 @@ export function postgresStore({
     }
     const literal = (v: string) => client.escapeLiteral(v)
     const plainClaim = () => sql.inline(sql.claim(schema, scope, key, waitMs), literal)
+    // A call that stores no outcome writes its record with the claim (READ COMMITTED
+    // only: the stricter levels keep the usual path, which handles their stale snapshots).
+    if (record !== undefined && isolation === 'read committed') return markedSession(client, scope, key, waitMs, record)
     let claim: Claim
     let prepared = false
     try {
@@ -114,7 +117,33 @@ export function postgresStore({
     return ownedSession(client, claim, scope, key, prepared)
   }
 
-  function ownedSession(client: PgPoolClient, claim: Claim, scope: string, key: string, prepared: boolean): Session<PgClient> {
+  /**
+   * BEGIN and `mark` in one round trip: a new key is claimed with its record already
+   * written, so the commit is a bare COMMIT. Otherwise (a stored key, or another call
+   * holding it) a second round trip claims it the usual way, in the same transaction,
+   * and any record is then written at commit as usual.
+   */
+  async function markedSession(
+    client: PgPoolClient,
+    scope: string,
+    key: string,
+    waitMs: number,
+    record: NonNullable<BeginRequest<PgClient>['record']>,
+  ): Promise<Session<PgClient>> {
+    const literal = (v: string) => client.escapeLiteral(v)
+    try {
+      const mark = sql.inline(sql.mark(schema, scope, key, record.fingerprint, record.ttlMs), literal)
+      const [, marked] = (await client.query(`${beginText}; ${mark}`)) as unknown as PgQueryResult[]
+      if (marked!.rows.length === 1) return ownedSession(client, { state: 'new' }, scope, key, false, true)
+      const claim = toClaim((await client.query(sql.inline(sql.claim(schema, scope, key, waitMs), literal))) as unknown as PgQueryResult)
+      return ownedSession(client, claim, scope, key, false)
+    } catch (error) {
+      await endClient(client, 'ROLLBACK', error)
+      throw fail(error)
+    }
+  }
+
+  function ownedSession(client: PgPoolClient, claim: Claim, scope: string, key: string, prepared: boolean, marked = false): Session<PgClient> {
     let ended = false
     return {
       tx: client,
@@ -127,9 +156,10 @@ export function postgresStore({
         const statement = prepared
           ? sql.execute(saveStatement, [scope, key, record.fingerprint, record.outcome, record.ttlMs])
           : save(scope, key, record)
-        const insert = sql.inline(statement, (v) => client.escapeLiteral(v))
+        // A marked claim wrote the record already.
+        const insert = marked ? '' : `${sql.inline(statement, (v) => client.escapeLiteral(v))}; `
         try {
-          await client.query(`${insert}; COMMIT`)
+          await client.query(`${insert}COMMIT`)
         } catch (error) {
           await endClient(client, 'ROLLBACK', error)
           throw fail(error)
