@@ -52,7 +52,8 @@ export function save(schema: string, scope: string, key: string, fingerprint: st
  * outcome (the record is known before the call runs). It takes the key's advisory lock
  * only if it is free (the lock `idem_claim` takes, so the two paths exclude each other)
  * and, holding it, inserts the record; the INSERT therefore never waits on another
- * writer of the row. One row back: claimed. None: the lock was held, or a record exists
+ * writer of the row. One row inserted (the command's row count; no RETURNING, whose row
+ * costs both sides measurably): claimed. None: the lock was held, or a record exists
  * (live or expired); `idem_claim` then decides, as for any call.
  */
 export function mark(schema: string, scope: string, key: string, fingerprint: string, ttlMs: number): Statement {
@@ -61,7 +62,7 @@ export function mark(schema: string, scope: string, key: string, fingerprint: st
       `INSERT INTO ${quoteSchema(schema)}.idem_keys (scope, key, fingerprint, outcome, created_at, expires_at) ` +
       `SELECT $1, $2, $3, 'null', now(), now() + $4 * interval '1 millisecond' ` +
       `WHERE pg_try_advisory_xact_lock(hashtextextended(length($1)::text || ':' || $1 || $2, 0)) ` +
-      `ON CONFLICT DO NOTHING RETURNING 'new' AS state`,
+      `ON CONFLICT DO NOTHING`,
     values: [scope, key, fingerprint, ttlMs],
   }
 }

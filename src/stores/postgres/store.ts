@@ -134,7 +134,7 @@ export function postgresStore({
     try {
       const mark = sql.inline(sql.mark(schema, scope, key, record.fingerprint, record.ttlMs), literal)
       const [, marked] = (await client.query(`${beginText}; ${mark}`)) as unknown as PgQueryResult[]
-      if (marked!.rows.length === 1) return ownedSession(client, { state: 'new' }, scope, key, false, true)
+      if (marked!.rowCount === 1) return ownedSession(client, { state: 'new' }, scope, key, false, true)
       const claim = toClaim((await client.query(sql.inline(sql.claim(schema, scope, key, waitMs), literal))) as unknown as PgQueryResult)
       return ownedSession(client, claim, scope, key, false)
     } catch (error) {
