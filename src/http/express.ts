@@ -75,6 +75,14 @@ export function idempotency<Tx>(options: IdempotencyOptions<Tx, ExpressRequest>)
         return PASSED as unknown as Response
       },
       run: async (bytes, idem) => {
+        // Express's body parsers skip a request whose client has gone ("already
+        // finished"), so a route started now would never see the body its key's
+        // fingerprint covers, and could store what it made of nothing. The client left
+        // while the key was being claimed (a long `wait`, say): roll back instead; its
+        // retry runs the route with the body. (Mount the body parser right after the
+        // middleware: a client that leaves during an async middleware in between is not
+        // seen here.)
+        if (body !== undefined && bytes.byteLength > 0 && clientGone(req)) throw new ClientGone()
         if (body !== undefined) refill(req, bytes)
         req.idem = idem
         const response = capture(res)
@@ -89,12 +97,22 @@ export function idempotency<Tx>(options: IdempotencyOptions<Tx, ExpressRequest>)
         return sendWebResponse(res, outcome, body?.unfinished() ?? false)
       },
       (error: unknown) => {
+        // Nobody is left to answer.
+        if (error instanceof ClientGone) return void res.destroy()
         // Express's error handlers answer. If the route already ran, its held response
         // is dropped: the transaction rolled back, so it must not be sent as a success.
         if (!res.headersSent && !res.writableEnded) next(error)
       },
     ).catch((error: unknown) => res.destroy(error as Error))
   }
+}
+
+// Thrown through the engine (which rolls back) when the client left before its route started.
+class ClientGone extends Error {}
+
+// What Express's body parsers (on-finished) take for "the request is over".
+function clientGone(req: IncomingMessage): boolean {
+  return req.socket === null || req.socket.destroyed || !req.socket.readable
 }
 
 const UNREADABLE_BODY =

@@ -5,6 +5,7 @@ import { Hono } from 'hono'
 import { cloneRawRequest } from 'hono/request'
 import { randomUUID } from 'node:crypto'
 import http from 'node:http'
+import net from 'node:net'
 import type { AddressInfo } from 'node:net'
 import { afterAll, describe, expect, it } from 'vitest'
 import { idempotency as expressIdempotency } from '../../src/http/express.js'
@@ -282,6 +283,66 @@ describe('hono', () => {
     expect(await (await send('{"amount":5}')).json()).toEqual({ peeked: { amount: 5 }, got: { amount: 5 }, run: 1 })
     expect((await send('{"amount":6}')).status).toBe(422)
     expect(runs).toBe(1)
+  })
+})
+
+describe('express: a client that hangs up while its key is being claimed', () => {
+  // Express's body parsers skip a request whose client has gone ("already finished"), so
+  // a route started then would run without its body, under a key whose fingerprint covers
+  // that body, and its retry would replay what it made of nothing.
+  it('the route does not run and nothing is stored; the retry runs the route with the body', async () => {
+    const claimed = latch()
+    const gate = latch()
+    const store: typeof backend.store = {
+      ...backend.store,
+      begin: async (request) => {
+        claimed.open()
+        await gate.promise
+        return backend.store.begin(request)
+      },
+    }
+    const seen: unknown[] = []
+    const app = express()
+    app.use(expressIdempotency({ store, scope }))
+    app.use(express.json())
+    app.post('/orders', (req, res) => {
+      seen.push(req.body)
+      res.status(201).json({ got: req.body ?? null })
+    })
+    let serverSocket: net.Socket | undefined
+    const server = http.createServer(app)
+    server.once('connection', (socket) => (serverSocket = socket))
+    const listening = await listen(server)
+    try {
+      const k = key()
+      const body = '{"amount":5}'
+      const socket = net.connect(listening.port, '127.0.0.1')
+      await new Promise((resolve) => socket.once('connect', resolve))
+      socket.on('error', () => {})
+      socket.write(
+        `POST /orders HTTP/1.1\r\nHost: 127.0.0.1\r\nIdempotency-Key: ${k}\r\nContent-Type: application/json\r\n` +
+          `Content-Length: ${body.length}\r\n\r\n${body}`,
+      )
+      await claimed.promise
+      // The client gives up (a reset) and the server notices before the claim returns.
+      socket.resetAndDestroy()
+      serverSocket!.destroy()
+      gate.open()
+      await sleep(100) // the first attempt settles
+      expect(seen).toEqual([])
+
+      const retry = await fetch(`http://127.0.0.1:${listening.port}/orders`, {
+        method: 'POST',
+        headers: { 'idempotency-key': k, 'content-type': json },
+        body,
+      })
+      expect(retry.status).toBe(201)
+      expect(retry.headers.get('idempotent-replayed')).toBe(null)
+      expect(await retry.json()).toEqual({ got: { amount: 5 } })
+      expect(seen).toEqual([{ amount: 5 }])
+    } finally {
+      await listening.close()
+    }
   })
 })
 
