@@ -346,6 +346,55 @@ describe('express: a client that hangs up while its key is being claimed', () =>
   })
 })
 
+describe('fastify: a client that hangs up while its key is being claimed', () => {
+  it('the route never runs without its body, and the retry runs it with the body', async () => {
+    const claimed = latch()
+    const gate = latch()
+    const store: typeof backend.store = {
+      ...backend.store,
+      begin: async (request) => {
+        claimed.open()
+        await gate.promise
+        return backend.store.begin(request)
+      },
+    }
+    const seen: unknown[] = []
+    const app = Fastify()
+    await app.register(fastifyIdempotency({ store, scope }))
+    app.post('/orders', async (request, reply) => {
+      seen.push(request.body)
+      return reply.code(201).send({ got: request.body ?? null })
+    })
+    let serverSocket: net.Socket | undefined
+    app.server.once('connection', (socket: net.Socket) => (serverSocket = socket))
+    await app.listen({ host: '127.0.0.1', port: 0 })
+    const port = (app.server.address() as AddressInfo).port
+    try {
+      const k = key()
+      const body = '{"amount":5}'
+      const socket = net.connect(port, '127.0.0.1')
+      await new Promise((resolve) => socket.once('connect', resolve))
+      socket.on('error', () => {})
+      socket.write(
+        `POST /orders HTTP/1.1\r\nHost: 127.0.0.1\r\nIdempotency-Key: ${k}\r\nContent-Type: application/json\r\n` +
+          `Content-Length: ${body.length}\r\n\r\n${body}`,
+      )
+      await claimed.promise
+      socket.resetAndDestroy()
+      serverSocket!.destroy()
+      gate.open()
+      await sleep(100)
+      expect(seen.filter((b) => b === undefined || b === null)).toEqual([])
+
+      const retry = await fetch(`http://127.0.0.1:${port}/orders`, { method: 'POST', headers: { 'idempotency-key': k, 'content-type': json }, body })
+      expect(retry.status).toBe(201)
+      expect(await retry.json()).toEqual({ got: { amount: 5 } })
+    } finally {
+      await app.close()
+    }
+  })
+})
+
 describe('an upload over maxBodyBytes on a real socket', () => {
   for (const [name, start] of [
     [
