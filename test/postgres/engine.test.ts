@@ -97,8 +97,10 @@ describe.skipIf(db === undefined)('postgres engine', () => {
     }
     const first = await idem.run({ scope: 'mark', key: 'mark-1', input: 1, storeOutcome: false }, (tx) => insert(tx, 'mark-1').then(() => 'done'))
     expect(first).toEqual({ value: 'done', replayed: false, stored: true })
-    // BEGIN and the key's INSERT (the claim) in one round trip; the function's INSERT; COMMIT alone.
-    expect(counting.trips.splice(0)).toEqual([['BEGIN', 'INSERT'], ['INSERT'], ['COMMIT']])
+    // BEGIN and the key's INSERT (the claim, prepared: EXECUTE reports INSERT) in one round
+    // trip; the function's INSERT; COMMIT alone. (This store's statements not yet on the
+    // connection are prepared in the first round trip.)
+    expect(counting.trips.splice(0).map((trip) => trip.filter((command) => command !== 'PREPARE'))).toEqual([['BEGIN', 'INSERT'], ['INSERT'], ['COMMIT']])
     expect(await keyRows('mark-1')).toBe(1)
     const replay = await idem.run({ scope: 'mark', key: 'mark-1', input: 1, storeOutcome: false }, (tx) => insert(tx, 'never'))
     expect(replay).toEqual({ value: null, replayed: true, stored: true })
@@ -133,12 +135,28 @@ describe.skipIf(db === undefined)('postgres engine', () => {
       expect(counting.trips).toEqual([['ROLLBACK', 'BEGIN', 'SELECT', 'SELECT'], ['INSERT'], ['INSERT', 'COMMIT']])
       counting.reset()
       await once('prepared-3')
-      expect(counting.trips).toEqual([['BEGIN', 'PREPARE', 'PREPARE', 'SELECT'], ['INSERT'], ['INSERT', 'COMMIT']])
+      expect(counting.trips).toEqual([['BEGIN', 'PREPARE', 'PREPARE', 'PREPARE', 'SELECT'], ['INSERT'], ['INSERT', 'COMMIT']])
       counting.reset()
       await once('prepared-4')
       expect(counting.trips).toEqual([['BEGIN', 'SELECT'], ['INSERT'], ['INSERT', 'COMMIT']])
       expect((await once('prepared-2')).replayed).toBe(true)
       for (const key of ['prepared-1', 'prepared-2', 'prepared-3', 'prepared-4']) expect(await count(key)).toBe(1)
+
+      // The same for a call that stores no outcome (its claim is the prepared INSERT).
+      const mark = (key: string) =>
+        idem.run({ scope: 'prepared', key, input: 1, storeOutcome: false }, async (tx) => {
+          await tx.query(`INSERT INTO ${effects} (id) VALUES ($1)`, [key])
+          return key
+        })
+      await single.query('DEALLOCATE ALL')
+      counting.reset()
+      expect(await mark('prepared-5')).toEqual({ value: 'prepared-5', replayed: false, stored: true })
+      expect(counting.trips).toEqual([['ROLLBACK', 'BEGIN', 'INSERT', 'SELECT'], ['INSERT'], ['COMMIT']])
+      counting.reset()
+      await mark('prepared-6')
+      expect(counting.trips).toEqual([['BEGIN', 'PREPARE', 'PREPARE', 'PREPARE', 'INSERT'], ['INSERT'], ['COMMIT']])
+      expect((await mark('prepared-5')).replayed).toBe(true)
+      for (const key of ['prepared-5', 'prepared-6']) expect(await count(key)).toBe(1)
     } finally {
       await single.end()
     }

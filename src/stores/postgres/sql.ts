@@ -91,6 +91,11 @@ export function claimPrepared(schema: string): PreparedStatement {
   return prepared('claim', ['text', 'text', 'integer'], claim(schema, '', '', 0).text)
 }
 
+/** `mark`, prepared. */
+export function markPrepared(schema: string): PreparedStatement {
+  return prepared('mark', ['text', 'text', 'text', 'bigint'], mark(schema, '', '', '', 0).text)
+}
+
 /** `save`, prepared. */
 export function savePrepared(schema: string): PreparedStatement {
   return prepared('save', ['text', 'text', 'text', 'text', 'bigint'], save(schema, '', '', '', '', 0).text)

@@ -69,7 +69,8 @@ export function postgresStore({
   const fail = (error: unknown): unknown => classifyPgError(error, schema)
   const claimStatement = sql.claimPrepared(schema)
   const saveStatement = sql.savePrepared(schema)
-  const ours = [claimStatement, saveStatement]
+  const markStatement = sql.markPrepared(schema)
+  const ours = [claimStatement, saveStatement, markStatement]
 
   async function begin({ scope, key, waitMs, tx, record }: BeginRequest<PgClient>): Promise<Session<PgClient>> {
     if (tx !== undefined) return joinedSession(tx, scope, key, waitMs)
@@ -85,31 +86,11 @@ export function postgresStore({
     // only: the stricter levels keep the usual path, which handles their stale snapshots).
     if (record !== undefined && isolation === 'read committed') return markedSession(client, scope, key, waitMs, record)
     let claim: Claim
-    let prepared = false
+    let prepared: boolean
     try {
-      // BEGIN and the claim share one round trip: the claim's values are inlined as literals.
-      if (!preparedStatements) {
-        claim = lastClaim(await client.query(`${beginText}; ${plainClaim()}`))
-      } else {
-        const ready = connections.get(client)
-        const execute = sql.inline(sql.execute(claimStatement, [scope, key, waitMs]), literal)
-        // A connection's first call prepares the statements in the same round trip.
-        const missing = ready.size === ours.length ? '' : ours.filter((s) => !ready.has(s.name)).map((s) => `${s.prepare}; `).join('')
-        try {
-          claim = lastClaim(await client.query(`${beginText}; ${missing}${execute}`))
-          for (const statement of ours) ready.add(statement.name)
-          prepared = true
-        } catch (error) {
-          if (!isPreparedMismatch(error)) throw error
-          // The connection's statements are not what this store recorded (a pooler moved the
-          // session, DISCARD ALL, another copy of idem on the pool): read what it has, and
-          // run this call with plain statements.
-          const names = sql.inline(sql.preparedNames(ours.map((statement) => statement.name)), literal)
-          const results = (await client.query(`ROLLBACK; ${beginText}; ${plainClaim()}; ${names}`)) as unknown as PgQueryResult[]
-          claim = toClaim(results[2]!)
-          connections.reset(client, (results[3]!.rows as { name: string }[]).map((row) => row.name))
-        }
-      }
+      const first = await beginWith(client, claimStatement, [scope, key, waitMs], plainClaim)
+      claim = toClaim(first.result)
+      prepared = first.prepared
     } catch (error) {
       await endClient(client, 'ROLLBACK', error)
       throw fail(error)
@@ -132,14 +113,46 @@ export function postgresStore({
   ): Promise<Session<PgClient>> {
     const literal = (v: string) => client.escapeLiteral(v)
     try {
-      const mark = sql.inline(sql.mark(schema, scope, key, record.fingerprint, record.ttlMs), literal)
-      const [, marked] = (await client.query(`${beginText}; ${mark}`)) as unknown as PgQueryResult[]
-      if (marked!.rowCount === 1) return ownedSession(client, { state: 'new' }, scope, key, false, true)
+      const plainMark = () => sql.inline(sql.mark(schema, scope, key, record.fingerprint, record.ttlMs), literal)
+      const first = await beginWith(client, markStatement, [scope, key, record.fingerprint, record.ttlMs], plainMark)
+      if (first.result.rowCount === 1) return ownedSession(client, { state: 'new' }, scope, key, first.prepared, true)
       const claim = toClaim((await client.query(sql.inline(sql.claim(schema, scope, key, waitMs), literal))) as unknown as PgQueryResult)
-      return ownedSession(client, claim, scope, key, false)
+      return ownedSession(client, claim, scope, key, first.prepared)
     } catch (error) {
       await endClient(client, 'ROLLBACK', error)
       throw fail(error)
+    }
+  }
+
+  /**
+   * BEGIN and one of the store's statements in one round trip: `EXECUTE` of its prepared
+   * form (statements this connection lacks are prepared in the same round trip), or its
+   * plain form when prepared statements are off or the connection lost them.
+   * @returns the statement's result, and whether the connection has the statements now
+   */
+  async function beginWith(
+    client: PgPoolClient,
+    statement: sql.PreparedStatement,
+    values: unknown[],
+    plain: () => string,
+  ): Promise<{ result: PgQueryResult; prepared: boolean }> {
+    if (!preparedStatements) return { result: lastResult(await client.query(`${beginText}; ${plain()}`)), prepared: false }
+    const literal = (v: string) => client.escapeLiteral(v)
+    const ready = connections.get(client)
+    const missing = ours.filter((s) => !ready.has(s.name)).map((s) => `${s.prepare}; `).join('')
+    try {
+      const result = lastResult(await client.query(`${beginText}; ${missing}${sql.inline(sql.execute(statement, values), literal)}`))
+      for (const s of ours) ready.add(s.name)
+      return { result, prepared: true }
+    } catch (error) {
+      if (!isPreparedMismatch(error)) throw error
+      // The connection's statements are not what this store recorded (a pooler moved the
+      // session, DISCARD ALL, another copy of idem on the pool): read what it has, and
+      // run this call with plain statements.
+      const names = sql.inline(sql.preparedNames(ours.map((s) => s.name)), literal)
+      const results = (await client.query(`ROLLBACK; ${beginText}; ${plain()}; ${names}`)) as unknown as PgQueryResult[]
+      connections.reset(client, (results[3]!.rows as { name: string }[]).map((row) => row.name))
+      return { result: results[2]!, prepared: false }
     }
   }
 
@@ -235,10 +248,10 @@ export function postgresStore({
   }
 }
 
-/** The claim is the last statement of the text that carries it. */
-function lastClaim(results: unknown): Claim {
+/** The result of the last statement of a multi-statement text. */
+function lastResult(results: unknown): PgQueryResult {
   const all = results as PgQueryResult[]
-  return toClaim(all[all.length - 1]!)
+  return all[all.length - 1]!
 }
 
 // A prepared statement that is missing (26000) or already there (42P05).
