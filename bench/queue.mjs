@@ -31,20 +31,30 @@ await pool.query(`CREATE TABLE ${schema}.claims (message_id text NOT NULL, amoun
 await pool.query(`CREATE TABLE ${schema}.seen (id text PRIMARY KEY)`)
 const insert = (tx, body, id) => tx.query(`INSERT INTO ${schema}.claims (message_id, amount) VALUES ($1, $2)`, [id, body.amount])
 
-/** The bare consumer: the same transaction and insert, acked after commit, no inbox. */
-function bare(source) {
+/**
+ * A consumer without the inbox: `transaction(client, body, id)` runs the message's
+ * transaction on a pool client (BEGIN to COMMIT), and the message is acked after it.
+ */
+function plainConsumer(source, transaction) {
   return source.subscribe(async (delivery) => {
     const body = JSON.parse(Buffer.from(delivery.data).toString('utf8'))
     const client = await pool.connect()
     try {
-      await client.query('BEGIN')
-      await insert(client, body, delivery.id)
-      await client.query('COMMIT')
+      await transaction(client, body, delivery.id)
     } finally {
       client.release()
     }
     await delivery.ack()
   }).then((subscription) => ({ stop: () => subscription.close() }))
+}
+
+/** The bare consumer: the same transaction and insert, acked after commit, no inbox. */
+function bare(source) {
+  return plainConsumer(source, async (client, body, id) => {
+    await client.query('BEGIN')
+    await insert(client, body, id)
+    await client.query('COMMIT')
+  })
 }
 
 /**
@@ -54,18 +64,11 @@ function bare(source) {
  * usable inbox, a measure of what the recording itself costs).
  */
 function dedupeFloor(source) {
-  return source.subscribe(async (delivery) => {
-    const body = JSON.parse(Buffer.from(delivery.data).toString('utf8'))
-    const client = await pool.connect()
-    try {
-      const [, seen] = await client.query(`BEGIN; INSERT INTO ${schema}.seen (id) VALUES (${client.escapeLiteral(delivery.id)}) ON CONFLICT DO NOTHING`)
-      if (seen.rowCount === 1) await insert(client, body, delivery.id)
-      await client.query('COMMIT')
-    } finally {
-      client.release()
-    }
-    await delivery.ack()
-  }).then((subscription) => ({ stop: () => subscription.close() }))
+  return plainConsumer(source, async (client, body, id) => {
+    const [, seen] = await client.query(`BEGIN; INSERT INTO ${schema}.seen (id) VALUES (${client.escapeLiteral(id)}) ON CONFLICT DO NOTHING`)
+    if (seen.rowCount === 1) await insert(client, body, id)
+    await client.query('COMMIT')
+  })
 }
 
 /** The same consumer through the inbox. */

@@ -82,13 +82,7 @@ export async function readBody(request: Request, limit: number): Promise<Uint8Ar
   }
   if (chunks.length === 0) return EMPTY
   if (chunks.length === 1) return chunks[0]!
-  const body = new Uint8Array(size)
-  let offset = 0
-  for (const chunk of chunks) {
-    body.set(chunk, offset)
-    offset += chunk.byteLength
-  }
-  return body
+  return Buffer.concat(chunks, size)
 }
 
 function tooLarge(limit: number): BodyTooLargeError {

@@ -286,24 +286,49 @@ describe('hono', () => {
   })
 })
 
+/** A store whose claims start, open `claimed`, and go on only once `gate` opens. */
+function claimGatedStore(): { store: typeof backend.store; claimed: ReturnType<typeof latch>; gate: ReturnType<typeof latch> } {
+  const claimed = latch()
+  const gate = latch()
+  const store: typeof backend.store = {
+    ...backend.store,
+    begin: async (request) => {
+      claimed.open()
+      await gate.promise
+      return backend.store.begin(request)
+    },
+  }
+  return { store, claimed, gate }
+}
+
+/**
+ * Sends a whole protected POST /orders on a raw socket; once its key is being claimed,
+ * the client gives up (a reset) and the server notices before the claim returns.
+ */
+async function hangUpDuringClaim(port: number, serverSocket: () => net.Socket, gated: ReturnType<typeof claimGatedStore>, k: string, body: string): Promise<void> {
+  const socket = net.connect(port, '127.0.0.1')
+  await new Promise((resolve) => socket.once('connect', resolve))
+  socket.on('error', () => {})
+  socket.write(
+    `POST /orders HTTP/1.1\r\nHost: 127.0.0.1\r\nIdempotency-Key: ${k}\r\nContent-Type: application/json\r\n` +
+      `Content-Length: ${body.length}\r\n\r\n${body}`,
+  )
+  await gated.claimed.promise
+  socket.resetAndDestroy()
+  serverSocket().destroy()
+  gated.gate.open()
+  await sleep(100) // the first attempt settles
+}
+
 describe('express: a client that hangs up while its key is being claimed', () => {
   // Express's body parsers skip a request whose client has gone ("already finished"), so
   // a route started then would run without its body, under a key whose fingerprint covers
   // that body, and its retry would replay what it made of nothing.
   it('the route does not run and nothing is stored; the retry runs the route with the body', async () => {
-    const claimed = latch()
-    const gate = latch()
-    const store: typeof backend.store = {
-      ...backend.store,
-      begin: async (request) => {
-        claimed.open()
-        await gate.promise
-        return backend.store.begin(request)
-      },
-    }
+    const gated = claimGatedStore()
     const seen: unknown[] = []
     const app = express()
-    app.use(expressIdempotency({ store, scope }))
+    app.use(expressIdempotency({ store: gated.store, scope }))
     app.use(express.json())
     app.post('/orders', (req, res) => {
       seen.push(req.body)
@@ -316,19 +341,7 @@ describe('express: a client that hangs up while its key is being claimed', () =>
     try {
       const k = key()
       const body = '{"amount":5}'
-      const socket = net.connect(listening.port, '127.0.0.1')
-      await new Promise((resolve) => socket.once('connect', resolve))
-      socket.on('error', () => {})
-      socket.write(
-        `POST /orders HTTP/1.1\r\nHost: 127.0.0.1\r\nIdempotency-Key: ${k}\r\nContent-Type: application/json\r\n` +
-          `Content-Length: ${body.length}\r\n\r\n${body}`,
-      )
-      await claimed.promise
-      // The client gives up (a reset) and the server notices before the claim returns.
-      socket.resetAndDestroy()
-      serverSocket!.destroy()
-      gate.open()
-      await sleep(100) // the first attempt settles
+      await hangUpDuringClaim(listening.port, () => serverSocket!, gated, k, body)
       expect(seen).toEqual([])
 
       const retry = await fetch(`http://127.0.0.1:${listening.port}/orders`, {
@@ -348,19 +361,10 @@ describe('express: a client that hangs up while its key is being claimed', () =>
 
 describe('fastify: a client that hangs up while its key is being claimed', () => {
   it('the route never runs without its body, and the retry runs it with the body', async () => {
-    const claimed = latch()
-    const gate = latch()
-    const store: typeof backend.store = {
-      ...backend.store,
-      begin: async (request) => {
-        claimed.open()
-        await gate.promise
-        return backend.store.begin(request)
-      },
-    }
+    const gated = claimGatedStore()
     const seen: unknown[] = []
     const app = Fastify()
-    await app.register(fastifyIdempotency({ store, scope }))
+    await app.register(fastifyIdempotency({ store: gated.store, scope }))
     app.post('/orders', async (request, reply) => {
       seen.push(request.body)
       return reply.code(201).send({ got: request.body ?? null })
@@ -372,18 +376,7 @@ describe('fastify: a client that hangs up while its key is being claimed', () =>
     try {
       const k = key()
       const body = '{"amount":5}'
-      const socket = net.connect(port, '127.0.0.1')
-      await new Promise((resolve) => socket.once('connect', resolve))
-      socket.on('error', () => {})
-      socket.write(
-        `POST /orders HTTP/1.1\r\nHost: 127.0.0.1\r\nIdempotency-Key: ${k}\r\nContent-Type: application/json\r\n` +
-          `Content-Length: ${body.length}\r\n\r\n${body}`,
-      )
-      await claimed.promise
-      socket.resetAndDestroy()
-      serverSocket!.destroy()
-      gate.open()
-      await sleep(100)
+      await hangUpDuringClaim(port, () => serverSocket!, gated, k, body)
       expect(seen.filter((b) => b === undefined || b === null)).toEqual([])
 
       const retry = await fetch(`http://127.0.0.1:${port}/orders`, { method: 'POST', headers: { 'idempotency-key': k, 'content-type': json }, body })

@@ -11,12 +11,26 @@ import {
   memoryLeasedStore,
   OutcomeNotSerializableError,
   StoreUnavailableError,
+  type LeasedIdem,
   type LeasedStore,
   type OutcomeEvent,
 } from '../../src/index.js'
 import { latch, sleep } from './support.js'
 
 const fresh = (label: string): string => `${label}-${randomUUID()}`
+
+/** Starts a call of `key` (input 1) that holds it, returning 'first', until `hold` opens; resolves once it runs. */
+async function holdingFirstCall(idem: LeasedIdem, key: string) {
+  const hold = latch()
+  const started = latch()
+  const first = idem.run({ scope: 'acct', key, input: 1 }, async () => {
+    started.open()
+    await hold.wait
+    return 'first'
+  })
+  await started.wait
+  return { first, hold }
+}
 
 /** A store whose calls can be watched and changed, one method at a time. */
 function spied(inner: LeasedStore, overrides: Partial<LeasedStore> = {}) {
@@ -59,14 +73,7 @@ describe('leased engine', () => {
   it('a different request with the same key is a mismatch, at once, even while the first still runs', async () => {
     const idem = createLeasedIdem({ store: memoryLeasedStore(), waitMs: 30_000 })
     const key = fresh('mismatch')
-    const hold = latch()
-    const started = latch()
-    const first = idem.run({ scope: 'acct', key, input: 1 }, async () => {
-      started.open()
-      await hold.wait
-      return 'first'
-    })
-    await started.wait
+    const { first, hold } = await holdingFirstCall(idem, key)
     let ran = false
     // waitMs is long: a mismatch must not wait for the first call.
     await expect(idem.run({ scope: 'acct', key, input: 2 }, async () => (ran = true))).rejects.toThrow(FingerprintMismatchError)
@@ -79,14 +86,7 @@ describe('leased engine', () => {
   it('a duplicate gets InFlightError when it will not wait, and polls then replays when it will', async () => {
     const idem = createLeasedIdem({ store: memoryLeasedStore() })
     const key = fresh('inflight')
-    const hold = latch()
-    const started = latch()
-    const first = idem.run({ scope: 'acct', key, input: 1 }, async () => {
-      started.open()
-      await hold.wait
-      return 'first'
-    })
-    await started.wait
+    const { first, hold } = await holdingFirstCall(idem, key)
     await expect(idem.run({ scope: 'acct', key, input: 1, waitMs: 0 }, async () => 'x')).rejects.toSatisfy(
       (error) => error instanceof InFlightError && error.retryAfterSeconds === 1,
     )

@@ -80,22 +80,16 @@ export function postgresStore({
     } catch (error) {
       throw fail(error)
     }
-    const literal = (v: string) => client.escapeLiteral(v)
-    const plainClaim = () => sql.inline(sql.claim(schema, scope, key, waitMs), literal)
-    // A call that stores no outcome writes its record with the claim (READ COMMITTED
-    // only: the stricter levels keep the usual path, which handles their stale snapshots).
-    if (record !== undefined && isolation === 'read committed') return markedSession(client, scope, key, waitMs, record)
-    let claim: Claim
-    let prepared: boolean
     try {
-      const first = await beginWith(client, claimStatement, [scope, key, waitMs], plainClaim)
-      claim = toClaim(first.result)
-      prepared = first.prepared
+      // A call that stores no outcome writes its record with the claim (READ COMMITTED
+      // only: the stricter levels keep the usual path, which handles their stale snapshots).
+      if (record !== undefined && isolation === 'read committed') return await markedSession(client, scope, key, waitMs, record)
+      const first = await beginWith(client, claimStatement, sql.claim(schema, scope, key, waitMs))
+      return ownedSession(client, toClaim(first.result), scope, key, first.prepared)
     } catch (error) {
       await endClient(client, 'ROLLBACK', error)
       throw fail(error)
     }
-    return ownedSession(client, claim, scope, key, prepared)
   }
 
   /**
@@ -111,37 +105,29 @@ export function postgresStore({
     waitMs: number,
     record: NonNullable<BeginRequest<PgClient>['record']>,
   ): Promise<Session<PgClient>> {
-    const literal = (v: string) => client.escapeLiteral(v)
-    try {
-      const plainMark = () => sql.inline(sql.mark(schema, scope, key, record.fingerprint, record.ttlMs), literal)
-      const first = await beginWith(client, markStatement, [scope, key, record.fingerprint, record.ttlMs], plainMark)
-      if (first.result.rowCount === 1) return ownedSession(client, { state: 'new' }, scope, key, first.prepared, true)
-      const claim = toClaim((await client.query(sql.inline(sql.claim(schema, scope, key, waitMs), literal))) as unknown as PgQueryResult)
-      return ownedSession(client, claim, scope, key, first.prepared)
-    } catch (error) {
-      await endClient(client, 'ROLLBACK', error)
-      throw fail(error)
-    }
+    const first = await beginWith(client, markStatement, sql.mark(schema, scope, key, record.fingerprint, record.ttlMs))
+    if (first.result.rowCount === 1) return ownedSession(client, { state: 'new' }, scope, key, first.prepared, true)
+    const claim = toClaim((await client.query(inlined(client, sql.claim(schema, scope, key, waitMs)))) as unknown as PgQueryResult)
+    return ownedSession(client, claim, scope, key, first.prepared)
   }
 
   /**
    * BEGIN and one of the store's statements in one round trip: `EXECUTE` of its prepared
-   * form (statements this connection lacks are prepared in the same round trip), or its
-   * plain form when prepared statements are off or the connection lost them.
+   * form with the plain statement's values (statements this connection lacks are
+   * prepared in the same round trip), or the plain statement itself when prepared
+   * statements are off or the connection lost them.
    * @returns the statement's result, and whether the connection has the statements now
    */
   async function beginWith(
     client: PgPoolClient,
     statement: sql.PreparedStatement,
-    values: unknown[],
-    plain: () => string,
+    plain: sql.Statement,
   ): Promise<{ result: PgQueryResult; prepared: boolean }> {
-    if (!preparedStatements) return { result: lastResult(await client.query(`${beginText}; ${plain()}`)), prepared: false }
-    const literal = (v: string) => client.escapeLiteral(v)
+    if (!preparedStatements) return { result: lastResult(await client.query(`${beginText}; ${inlined(client, plain)}`)), prepared: false }
     const ready = connections.get(client)
-    const missing = ours.filter((s) => !ready.has(s.name)).map((s) => `${s.prepare}; `).join('')
+    const missing = ours.every((s) => ready.has(s.name)) ? '' : ours.filter((s) => !ready.has(s.name)).map((s) => `${s.prepare}; `).join('')
     try {
-      const result = lastResult(await client.query(`${beginText}; ${missing}${sql.inline(sql.execute(statement, values), literal)}`))
+      const result = lastResult(await client.query(`${beginText}; ${missing}${inlined(client, sql.execute(statement, plain.values))}`))
       for (const s of ours) ready.add(s.name)
       return { result, prepared: true }
     } catch (error) {
@@ -149,8 +135,8 @@ export function postgresStore({
       // The connection's statements are not what this store recorded (a pooler moved the
       // session, DISCARD ALL, another copy of idem on the pool): read what it has, and
       // run this call with plain statements.
-      const names = sql.inline(sql.preparedNames(ours.map((s) => s.name)), literal)
-      const results = (await client.query(`ROLLBACK; ${beginText}; ${plain()}; ${names}`)) as unknown as PgQueryResult[]
+      const names = inlined(client, sql.preparedNames(ours.map((s) => s.name)))
+      const results = (await client.query(`ROLLBACK; ${beginText}; ${inlined(client, plain)}; ${names}`)) as unknown as PgQueryResult[]
       connections.reset(client, (results[3]!.rows as { name: string }[]).map((row) => row.name))
       return { result: results[2]!, prepared: false }
     }
@@ -166,11 +152,10 @@ export function postgresStore({
         ended = true
         // Prepared only when this transaction's claim ran prepared: both were prepared
         // together, and a transaction stays on its server connection.
-        const statement = prepared
-          ? sql.execute(saveStatement, [scope, key, record.fingerprint, record.outcome, record.ttlMs])
-          : save(scope, key, record)
+        const plain = save(scope, key, record)
+        const statement = prepared ? sql.execute(saveStatement, plain.values) : plain
         // A marked claim wrote the record already.
-        const insert = marked ? '' : `${sql.inline(statement, (v) => client.escapeLiteral(v))}; `
+        const insert = marked ? '' : `${inlined(client, statement)}; `
         try {
           await client.query(`${insert}COMMIT`)
         } catch (error) {
@@ -246,6 +231,11 @@ export function postgresStore({
     migrate: () => migratePostgres(pool, { schema }),
     prune,
   }
+}
+
+/** A statement with its values inlined as the client escapes them, for the simple protocol (which carries several statements in one round trip). */
+function inlined(client: PgPoolClient, statement: sql.Statement): string {
+  return sql.inline(statement, (v) => client.escapeLiteral(v))
 }
 
 /** The result of the last statement of a multi-statement text. */
