@@ -27,13 +27,18 @@ export function median(values) {
 }
 
 /**
- * Measures every variant `rounds` times, interleaved (a b c a b c …) so drift in the
- * machine's load hits all of them alike, and returns each variant's median.
+ * Measures every variant `rounds` times, interleaved so drift in the machine's load hits
+ * all of them alike, and returns each variant's median. Every other round runs in
+ * reverse order (a b c, c b a, …): whatever a run leaves behind (a table grown, a
+ * vacuum started, a queue being deleted) then weighs on every position alike, instead
+ * of always on the variant measured last.
  */
 export async function interleaved(variants, rounds, measure) {
   const samples = Object.fromEntries(Object.keys(variants).map((name) => [name, []]))
+  const forward = Object.entries(variants)
+  const backward = [...forward].reverse()
   for (let round = 0; round < rounds; round++) {
-    for (const [name, variant] of Object.entries(variants)) samples[name].push(await measure(variant, name))
+    for (const [name, variant] of round % 2 === 0 ? forward : backward) samples[name].push(await measure(variant, name))
   }
   return Object.fromEntries(Object.entries(samples).map(([name, values]) => [name, median(values)]))
 }

@@ -31,7 +31,8 @@ export interface Consumer {
   stop(): Promise<void>
 }
 
-const decodeJson = (data: Uint8Array): never => JSON.parse(new TextDecoder().decode(data)) as never
+const utf8 = new TextDecoder()
+const decodeJson = (data: Uint8Array): never => JSON.parse(utf8.decode(data)) as never
 
 /**
  * Connects a broker adapter to an inbox: each delivery is decoded and consumed
