@@ -191,6 +191,8 @@ export async function delivererScenario(broker: BrokerHarness, db: TestSchema): 
   await subscription.close()
   await connection.close()
   expect(runs).toBe(1)
-  expect(seen[0]).toBe(`processed:${row.dedupeKey}`)
-  for (const other of seen.slice(1)) expect(other).toBe(`duplicate:${row.dedupeKey}`)
+  // Copies may be handled concurrently, and a duplicate's ack can land before the
+  // original's: which copy finishes first is not fixed, only that one of them ran.
+  expect(seen.filter((entry) => entry === `processed:${row.dedupeKey}`)).toHaveLength(1)
+  expect(seen.filter((entry) => entry === `duplicate:${row.dedupeKey}`)).toHaveLength(seen.length - 1)
 }
