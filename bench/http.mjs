@@ -7,8 +7,10 @@
 //   fresh        the route behind idem, a new key on every request
 //   replay       the route behind idem, retries of keys the fresh runs stored (answered
 //                from the store, the route does not run)
-// The servers run in a child process so that autocannon does not share their event loop.
-// Build first (`npm run build`): this runs over dist/.
+// Each framework's server runs in a child process of its own, so that autocannon does
+// not share its event loop, and so that neither framework's setup weighs on the other
+// (@hono/node-server replaces the global Request and Response, which an Express app
+// sharing its process would pay for). Build first (`npm run build`): this runs over dist/.
 import { existsSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'
 import { keyedVariants, measureVariants, serveParent, startServer } from './autocannon.mjs'
@@ -25,25 +27,14 @@ const BODY = JSON.stringify({ customer: 'c_42', amount: 1250, currency: 'EUR', i
 if (process.argv[2] === '--serve') await serve()
 else await drive()
 
-/** The child: both apps, on ports of their own, over one pool and one schema. */
+/** The child: one app (BENCH_APP, `hono` or `express`) over a pool on the schema the parent set up. */
 async function serve() {
-  const [{ default: pg }, { Hono }, { serve: serveHono }, { default: express }] = await Promise.all([
-    import('pg'),
-    import('hono'),
-    import('@hono/node-server'),
-    import('express'),
-  ])
+  const { default: pg } = await import('pg')
   const { postgresStore } = await import('../dist/stores/postgres/index.js')
-  const { idempotency: honoIdempotency } = await import('../dist/http/hono.js')
-  const { idempotency: expressIdempotency } = await import('../dist/http/express.js')
-
   const schema = process.env.BENCH_SCHEMA
   const pool = new pg.Pool({ connectionString: PG_URL, max: POOL_SIZE })
   const store = postgresStore({ pool, schema })
-  await store.migrate()
-  await pool.query(`CREATE TABLE "${schema}".orders (id bigserial PRIMARY KEY, body jsonb NOT NULL, created_at timestamptz NOT NULL DEFAULT now())`)
   const insert = (client, body) => client.query(`INSERT INTO "${schema}".orders (body) VALUES ($1) RETURNING id`, [body])
-  const scope = (request) => request.headers.get('x-account') ?? 'acct_bench'
   const inTransaction = async (body) => {
     const client = await pool.connect()
     try {
@@ -55,7 +46,13 @@ async function serve() {
       client.release()
     }
   }
+  const app = { pool, store, insert, inTransaction, scope: (request) => request.headers.get('x-account') ?? 'acct_bench' }
+  const port = process.env.BENCH_APP === 'express' ? await serveExpress(app) : await serveHono(app)
+  serveParent({ app: port })
+}
 
+async function serveHono({ pool, store, insert, inTransaction, scope }) {
+  const [{ Hono }, { serve }, { idempotency }] = await Promise.all([import('hono'), import('@hono/node-server'), import('../dist/http/hono.js')])
   const hono = new Hono()
   hono.post('/plain', async (c) => {
     const { rows } = await insert(pool, await c.req.text())
@@ -65,14 +62,18 @@ async function serve() {
     const { rows } = await inTransaction(await c.req.text())
     return c.json({ id: rows[0].id }, 201)
   })
-  hono.use('/idem', honoIdempotency({ store, scope }))
+  hono.use('/idem', idempotency({ store, scope }))
   hono.post('/idem', async (c) => {
     const { rows } = await insert(c.get('idem').tx, await c.req.text())
     return c.json({ id: rows[0].id }, 201)
   })
-  const honoServer = serveHono({ fetch: hono.fetch, hostname: '127.0.0.1', port: 0 })
-  await new Promise((resolve) => honoServer.once('listening', resolve))
+  const server = serve({ fetch: hono.fetch, hostname: '127.0.0.1', port: 0 })
+  await new Promise((resolve) => server.once('listening', resolve))
+  return server.address().port
+}
 
+async function serveExpress({ pool, store, insert, inTransaction, scope }) {
+  const [{ default: express }, { idempotency }] = await Promise.all([import('express'), import('../dist/http/express.js')])
   const app = express()
   app.set('etag', false)
   app.set('x-powered-by', false)
@@ -85,16 +86,15 @@ async function serve() {
     const { rows } = await inTransaction(req.body)
     res.status(201).json({ id: rows[0].id })
   })
-  app.post('/idem', expressIdempotency({ store, scope }), text, async (req, res) => {
+  app.post('/idem', idempotency({ store, scope }), text, async (req, res) => {
     const { rows } = await insert(req.idem.tx, req.body)
     res.status(201).json({ id: rows[0].id })
   })
   // When autocannon stops, it drops connections mid-request; those requests fail quietly.
   app.use((_error, _req, res, _next) => res.status(500).end())
-  const expressServer = app.listen(0, '127.0.0.1')
-  await new Promise((resolve) => expressServer.once('listening', resolve))
-
-  serveParent({ hono: honoServer.address().port, express: expressServer.address().port })
+  const server = app.listen(0, '127.0.0.1')
+  await new Promise((resolve) => server.once('listening', resolve))
+  return server.address().port
 }
 
 /** The parent: starts the child, runs autocannon against each variant, prints ratios. */
@@ -107,12 +107,19 @@ async function drive() {
   const schema = `idem_bench_http_${process.pid}`
   const admin = new pg.Pool({ connectionString: PG_URL, max: 1 })
   await admin.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE; CREATE SCHEMA "${schema}"`)
-  const server = await startServer(fileURLToPath(import.meta.url), { BENCH_SCHEMA: schema })
   try {
+    const { postgresStore } = await import('../dist/stores/postgres/index.js')
+    await postgresStore({ pool: admin, schema }).migrate()
+    await admin.query(`CREATE TABLE "${schema}".orders (id bigserial PRIMARY KEY, body jsonb NOT NULL, created_at timestamptz NOT NULL DEFAULT now())`)
     console.log(`bench:http: ${CONNECTIONS} connections, ${ROUNDS} × ${SECONDS} s per variant, one INSERT per request (pool of ${POOL_SIZE})`)
     const results = {}
     for (const adapter of ['hono', 'express']) {
-      results[adapter] = await benchAdapter(adapter, `http://127.0.0.1:${server.ports[adapter]}`, server.serverCpu)
+      const server = await startServer(fileURLToPath(import.meta.url), { BENCH_SCHEMA: schema, BENCH_APP: adapter })
+      try {
+        results[adapter] = await benchAdapter(adapter, `http://127.0.0.1:${server.ports.app}`, server.serverCpu)
+      } finally {
+        await server.stop()
+      }
     }
     for (const adapter of ['hono', 'express']) {
       const { unprotected, unprotected_tx, fresh, replay } = results[adapter]
@@ -121,7 +128,6 @@ async function drive() {
       ratio(`http.${adapter}.fresh_vs_unprotected_tx`, fresh / unprotected_tx)
     }
   } finally {
-    await server.stop()
     await admin.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`)
     await admin.end()
   }
