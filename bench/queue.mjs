@@ -22,6 +22,7 @@ const SECONDS = Number(process.env.BENCH_SECONDS ?? 4)
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 4)
 const CONCURRENCY = 16
 const BACKLOG = Number(process.env.BENCH_BACKLOG ?? 30_000)
+const SETTLE_MS = Number(process.env.BENCH_SETTLE_MS ?? 1_000)
 
 const schema = `idem_bench_queue_${process.pid}`
 const pool = new pg.Pool({ connectionString: PG_URL, max: CONCURRENCY + 2 })
@@ -83,6 +84,8 @@ function withInbox(source) {
 async function measure(broker, variant) {
   const { source, publishBacklog, cleanup } = await broker.fresh()
   await publishBacklog(BACKLOG)
+  // Let the broker finish with the publishing (and with the previous run's queue) first.
+  await new Promise((resolve) => setTimeout(resolve, SETTLE_MS))
   let done = 0
   // Every variant starts from empty tables: the inbox's ids, like the floor's, do not pile up across runs.
   await pool.query(`TRUNCATE ${schema}.claims, ${schema}.seen, ${schema}.idem_keys`)
