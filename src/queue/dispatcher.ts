@@ -3,6 +3,7 @@ import { InvalidOptionError } from '../core/errors/invalid-option.js'
 import { classifyPgError } from '../stores/postgres/errors.js'
 import * as pgSql from '../stores/postgres/sql.js'
 import * as sqliteSql from '../stores/sqlite/sql.js'
+import { takeTurn } from '../stores/sqlite/writer.js'
 import { assertCount, assertMs, assertName, backoffDelay, type Backoff } from './backoff.js'
 import { missingTable } from './outbox.js'
 import { errorText } from './payload.js'
@@ -305,10 +306,14 @@ function postgresTable(pool: PgQueryable, schema: string, topics: readonly strin
 
 /**
  * SQLite has one writer and better-sqlite3 is synchronous, so each step is one
- * synchronous transaction that nothing can interleave with. If the connection is
- * inside another transaction at that moment (an engine call awaiting its handler),
- * the step waits for it to end rather than joining it.
+ * synchronous transaction that nothing can interleave with. It takes its turn in the
+ * connection's queue (`connectionWriter`), with the engine's transactions, so it never
+ * joins one that is open (an engine call awaiting its handler) and is never starved by
+ * a steady stream of them.
  */
+/** How long a SQLite step waits for its turn on the connection before it fails (the next round retries). */
+const SQLITE_TURN_MS = 20_000
+
 function sqliteTable(db: SqliteDatabase): OutboxTable {
   const statements = new Map<string, ReturnType<SqliteDatabase['prepare']>>()
   const prepare = (source: string) => {
@@ -323,18 +328,19 @@ function sqliteTable(db: SqliteDatabase): OutboxTable {
     return statement
   }
   async function atomically<T>(work: () => T): Promise<T> {
-    for (let waited = 0; db.inTransaction; waited++) {
-      if (waited > 10_000) throw new Error('idem dispatcher: the SQLite connection stayed inside a transaction for over 20 s')
-      await new Promise((resolve) => setTimeout(resolve, 2))
-    }
-    db.exec('BEGIN IMMEDIATE')
+    const release = await takeTurn(db, SQLITE_TURN_MS, 'idem dispatcher')
     try {
-      const value = work()
-      db.exec('COMMIT')
-      return value
-    } catch (error) {
-      if (db.inTransaction) db.exec('ROLLBACK')
-      throw missingTable(error)
+      db.exec('BEGIN IMMEDIATE')
+      try {
+        const value = work()
+        db.exec('COMMIT')
+        return value
+      } catch (error) {
+        if (db.inTransaction) db.exec('ROLLBACK')
+        throw missingTable(error)
+      }
+    } finally {
+      release()
     }
   }
   return {

@@ -62,35 +62,60 @@ describe('sqlite: leased calls never join another transaction on their connectio
     rmSync(dir, { recursive: true, force: true })
   })
 
-  for (const queued of [false, true]) {
-    it(`a claim made while an engine transaction is open lands on its own and survives that rollback (${queued ? 'queued with the transactional store' : 'waiting for the transaction to end'})`, async () => {
-      const leased = leasedSqliteStore(queued ? { db: file, transactional } : { db: file })
-      const engine = createIdem({ store: transactional })
-      const key = `k-${randomUUID()}`
-      const hold = latch()
-      const inside = latch()
-      const failing = engine.run({ scope: 'acct', key: `tx-${key}`, input: 1 }, async (tx) => {
-        tx.prepare('INSERT INTO effects (key) VALUES (?)').run(key)
-        inside.open()
-        await hold.wait
-        throw new Error('roll the transaction back')
-      })
-      await inside.wait
-      let claimed: LeaseClaim | undefined
-      const claim = leased.claim('acct', key, 'fp', 10_000, 60_000).then((c) => (claimed = c))
-      await sleep(50)
-      expect(claimed).toBeUndefined() // it waits for the open transaction instead of joining it
-      hold.open()
-      await expect(failing).rejects.toThrow('roll the transaction back')
-      await claim
-      expect(claimed?.state).toBe('acquired')
-      expect((file.prepare('SELECT count(*) AS n FROM effects WHERE key = ?').get(key) as { n: number }).n).toBe(0)
-      expect(await leased.claim('acct', key, 'fp', 10_000, 60_000)).toEqual({ state: 'running', fingerprint: 'fp' })
+  it('a claim made while an engine transaction is open lands on its own and survives that rollback', async () => {
+    const leased = leasedSqliteStore({ db: file })
+    const engine = createIdem({ store: transactional })
+    const key = `k-${randomUUID()}`
+    const hold = latch()
+    const inside = latch()
+    const failing = engine.run({ scope: 'acct', key: `tx-${key}`, input: 1 }, async (tx) => {
+      tx.prepare('INSERT INTO effects (key) VALUES (?)').run(key)
+      inside.open()
+      await hold.wait
+      throw new Error('roll the transaction back')
     })
-  }
+    await inside.wait
+    let claimed: LeaseClaim | undefined
+    const claim = leased.claim('acct', key, 'fp', 10_000, 60_000).then((c) => (claimed = c))
+    await sleep(50)
+    expect(claimed).toBeUndefined() // it waits for the open transaction instead of joining it
+    hold.open()
+    await expect(failing).rejects.toThrow('roll the transaction back')
+    await claim
+    expect(claimed?.state).toBe('acquired')
+    expect((file.prepare('SELECT count(*) AS n FROM effects WHERE key = ?').get(key) as { n: number }).n).toBe(0)
+    expect(await leased.claim('acct', key, 'fp', 10_000, 60_000)).toEqual({ state: 'running', fingerprint: 'fp' })
+  })
+
+  it('a leased call gets its turn on a connection kept busy by engine calls', async () => {
+    const leased = leasedSqliteStore({ db: file, busyTimeoutMs: 2_000 })
+    const engine = createIdem({ store: transactional })
+    let stop = false
+    let calls = 0
+    const callers = Array.from({ length: 8 }, async (_, caller) => {
+      for (let i = 0; !stop; i++) {
+        await engine.run({ scope: 'busy', key: `load-${randomUUID()}-${caller}-${i}`, input: i }, async () => {
+          await sleep(1)
+        })
+        calls++
+      }
+    })
+    try {
+      await sleep(50)
+      const before = calls
+      const key = `k-${randomUUID()}`
+      const claim = await leased.claim('acct', key, 'fp', 10_000, 60_000)
+      expect(claim.state).toBe('acquired')
+      expect(await leased.complete('acct', key, (claim as { token: number }).token, '1', 60_000)).toBe(true)
+      expect(calls).toBeGreaterThan(before)
+    } finally {
+      stop = true
+      await Promise.all(callers)
+    }
+  })
 
   it('a step saved before a later transaction rolls back is kept, and the retry resumes after it', async () => {
-    const idem = createLeasedIdem({ store: leasedSqliteStore({ db: file, transactional }), leaseMs: 200, waitMs: 10_000 })
+    const idem = createLeasedIdem({ store: leasedSqliteStore({ db: file }), leaseMs: 200, waitMs: 10_000 })
     const key = `order-${randomUUID()}`
     let charges = 0
     const body = (fail: boolean) => async (ctx: StepContext) => {

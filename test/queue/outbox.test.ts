@@ -243,4 +243,35 @@ describe('outbox and dispatcher on SQLite (a real file)', () => {
     expect(await dispatcher.pending()).toBe(0)
     expect(await listDeadLetters(sqlite, { source: 'outbox' })).toMatchObject([{ messageKey: 'b', attempts: 2, lastError: 'Error: no route' }])
   })
+  it('gets its turn on a connection kept busy by engine calls (it queues with them instead of waiting for a gap)', async () => {
+    const idem = createIdem({ store })
+    const outbox = createOutbox()
+    const topic = unique('busy')
+    for (let i = 0; i < 20; i++) await idem.run({ scope: 'busy', key: `${topic}-${i}`, input: i }, (tx) => outbox.add(tx, { topic, payload: i, dedupeKey: `${topic}-${i}` }))
+    // Eight callers whose functions await: the connection is inside a transaction nearly
+    // all the time, and one call hands it straight to the next.
+    let stop = false
+    let calls = 0
+    const callers = Array.from({ length: 8 }, async (_, caller) => {
+      for (let i = 0; !stop; i++) {
+        await idem.run({ scope: 'busy', key: `load-${topic}-${caller}-${i}`, input: i }, async () => {
+          await new Promise((resolve) => setTimeout(resolve, 1))
+        })
+        calls++
+      }
+    })
+    try {
+      await new Promise((resolve) => setTimeout(resolve, 50))
+      const delivered: string[] = []
+      const dispatcher = createDispatcher({ db: sqlite, deliver: async (row) => void delivered.push(row.dedupeKey) })
+      const before = calls
+      const round = await dispatcher.runOnce()
+      expect(round).toMatchObject({ claimed: 20, delivered: 20 })
+      expect(delivered).toHaveLength(20)
+      expect(calls).toBeGreaterThan(before) // the engine kept going meanwhile
+    } finally {
+      stop = true
+      await Promise.all(callers)
+    }
+  })
 })

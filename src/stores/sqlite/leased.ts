@@ -3,8 +3,9 @@ import { MigrationRequiredError } from '../../core/errors/migration-required.js'
 import { StoreUnavailableError } from '../../core/errors/store-unavailable.js'
 import type { LeaseClaim, LeasedStore } from '../../core/leased-store.js'
 import * as sql from './sql.js'
-import { sqliteStore, type SqliteStore } from './store.js'
+import { sqliteStore } from './store.js'
 import type { SqliteDatabase, SqliteStatement } from './types.js'
+import { takeTurn } from './writer.js'
 
 export interface LeasedSqliteStoreOptions {
   /**
@@ -14,12 +15,6 @@ export interface LeasedSqliteStoreOptions {
    * transaction (and rolled back with it).
    */
   db: SqliteDatabase
-  /**
-   * The transactional store on the same connection, if there is one: leased calls then
-   * queue with its transactions (`sqliteStore(...).transaction`) instead of polling
-   * until they end.
-   */
-  transactional?: Pick<SqliteStore, 'transaction'>
   /** How long a call waits for SQLite's writer (or another transaction on the connection) before `StoreUnavailableError`. @default 5000 */
   busyTimeoutMs?: number
 }
@@ -59,12 +54,9 @@ type Statements = Record<
  * const store = leasedSqliteStore({ db }); store.migrate()
  * const idem = createLeasedIdem({ store })
  */
-export function leasedSqliteStore({ db, transactional, busyTimeoutMs = 5_000 }: LeasedSqliteStoreOptions): LeasedSqliteStore {
+export function leasedSqliteStore({ db, busyTimeoutMs = 5_000 }: LeasedSqliteStoreOptions): LeasedSqliteStore {
   if (db === null || typeof db !== 'object' || typeof db.prepare !== 'function') {
     throw new InvalidOptionError('leasedSqliteStore: option "db" must be a better-sqlite3 Database')
-  }
-  if (transactional !== undefined && typeof transactional?.transaction !== 'function') {
-    throw new InvalidOptionError('leasedSqliteStore: option "transactional" must be the sqliteStore(...) on the same Database')
   }
   if (!Number.isInteger(busyTimeoutMs) || busyTimeoutMs < 0) {
     throw new InvalidOptionError('leasedSqliteStore: option "busyTimeoutMs" must be a whole number of milliseconds ≥ 0')
@@ -91,28 +83,13 @@ export function leasedSqliteStore({ db, transactional, busyTimeoutMs = 5_000 }: 
   }
 
   /**
-   * Runs `work` synchronously, in a transaction of its own when `transaction` is set
-   * (always, when queued behind `transactional`). Otherwise waits, without blocking the
-   * event loop, while another transaction is open on the connection, since
-   * better-sqlite3 would nest this work inside it.
+   * Runs `work` synchronously, in a transaction of its own when `transaction` is set,
+   * once it is this connection's turn: every idem store on the connection (and the
+   * outbox dispatcher) queues in one line (see `connectionWriter`), so a call never runs
+   * inside another one's open transaction, nor waits behind a busy engine for ever.
    */
   async function run<T>(work: (s: Statements, now: number) => T, transaction: boolean): Promise<T> {
-    if (transactional !== undefined) {
-      try {
-        return await transactional.transaction(() => work(prepared(), Date.now()))
-      } catch (error) {
-        throw classify(error)
-      }
-    }
-    const deadline = Date.now() + busyTimeoutMs
-    while (db.inTransaction) {
-      if (Date.now() >= deadline) {
-        throw new StoreUnavailableError(
-          `Another transaction stayed open on the SQLite connection for ${busyTimeoutMs} ms (busyTimeoutMs); give the leased store its own connection`,
-        )
-      }
-      await new Promise((resolve) => setTimeout(resolve, 2))
-    }
+    const release = await takeTurn(db, busyTimeoutMs, 'leasedSqliteStore (busyTimeoutMs)')
     try {
       const s = prepared()
       if (!transaction) return work(s, Date.now())
@@ -127,6 +104,8 @@ export function leasedSqliteStore({ db, transactional, busyTimeoutMs = 5_000 }: 
       }
     } catch (error) {
       throw classify(error)
+    } finally {
+      release()
     }
   }
 

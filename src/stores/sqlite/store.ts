@@ -1,11 +1,12 @@
 import { InvalidOptionError } from '../../core/errors/invalid-option.js'
 import { MigrationRequiredError } from '../../core/errors/migration-required.js'
 import { StoreUnavailableError } from '../../core/errors/store-unavailable.js'
-import { KeyGate, Mutex } from '../../core/key-gate.js'
+import { KeyGate } from '../../core/key-gate.js'
 import type { BeginRequest, Claim, KeyRecord, NewRecord, Session, Store } from '../../core/store.js'
 import { sqliteMigrations, SQLITE_SCHEMA_VERSION } from './migrations.js'
 import * as sql from './sql.js'
 import type { SqliteDatabase, SqliteStatement } from './types.js'
+import { connectionWriter } from './writer.js'
 
 export interface SqliteStoreOptions {
   /**
@@ -64,7 +65,7 @@ export function sqliteStore({ db, busyTimeoutMs = 5_000 }: SqliteStoreOptions): 
   }
   // Cross-process writers are waited for by SQLite itself.
   db.pragma(`busy_timeout = ${busyTimeoutMs}`)
-  const writer = new Mutex()
+  const writer = connectionWriter(db)
   const gate = new KeyGate()
   let statements: { lookup: SqliteStatement; save: SqliteStatement } | undefined
   // Prepared once: `exec` parses its SQL on every call, a few µs per transaction.

@@ -1,0 +1,42 @@
+import { StoreUnavailableError } from '../../core/errors/store-unavailable.js'
+import { Mutex } from '../../core/key-gate.js'
+import type { SqliteDatabase } from './types.js'
+
+const writers = new WeakMap<SqliteDatabase, Mutex>()
+
+/**
+ * The one queue for write transactions on a connection, shared by everything in idem
+ * that writes through it (transactional and leased stores, the outbox dispatcher).
+ * better-sqlite3 has one transaction per connection, and an engine call keeps its
+ * transaction open while its function awaits: anything else that began on the
+ * connection meanwhile would fail or fold into that transaction. Taking turns in one
+ * FIFO queue also means none of them starves: polling for a moment when no transaction
+ * is open found none under steady traffic (measured: a dispatcher gave up after 20 s
+ * while eight callers kept the engine busy).
+ */
+export function connectionWriter(db: SqliteDatabase): Mutex {
+  let writer = writers.get(db)
+  if (writer === undefined) writers.set(db, (writer = new Mutex()))
+  return writer
+}
+
+/**
+ * Takes the connection's turn for a short synchronous transaction: waits in the queue,
+ * then for any transaction the app opened itself outside it (a `BEGIN` of its own), so
+ * the work never folds into someone else's transaction.
+ * @returns the function that hands the turn on (call it once)
+ * @throws StoreUnavailableError when the turn has not come within `timeoutMs`
+ */
+export async function takeTurn(db: SqliteDatabase, timeoutMs: number, who: string): Promise<() => void> {
+  const deadline = Date.now() + timeoutMs
+  const release = await connectionWriter(db).acquire(timeoutMs)
+  if (release === undefined) throw new StoreUnavailableError(`${who}: SQLite's writer stayed busy for ${timeoutMs} ms`)
+  while (db.inTransaction) {
+    if (Date.now() >= deadline) {
+      release()
+      throw new StoreUnavailableError(`${who}: a transaction opened outside idem stayed open on the SQLite connection for ${timeoutMs} ms`)
+    }
+    await new Promise((resolve) => setTimeout(resolve, 2))
+  }
+  return release
+}
