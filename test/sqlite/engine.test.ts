@@ -36,6 +36,40 @@ describe('sqlite engine', () => {
     db.close()
   })
 
+  it('a retry never replays a joined call whose enclosing transaction is still open (it may yet roll back)', async () => {
+    const db = open('joined-open.db')
+    const store = sqliteStore({ db })
+    store.migrate()
+    db.exec('CREATE TABLE effects (id TEXT)')
+    const idem = createIdem({ store })
+    let runs = 0
+    const call = () =>
+      idem.run({ scope: 's', key: 'order-1', input: 1 }, (tx) => {
+        runs++
+        tx.prepare("INSERT INTO effects VALUES ('order-1')").run()
+        return 'done'
+      })
+    const enclosing = store.transaction(async (tx) => {
+      await idem.run({ scope: 's', key: 'order-1', input: 1, tx }, (t) => {
+        runs++
+        t.prepare("INSERT INTO effects VALUES ('order-1')").run()
+        return 'done'
+      })
+      // The joined call wrote its record; the enclosing transaction is still open…
+      const retry = call()
+      await new Promise((resolve) => setTimeout(resolve, 30))
+      // …and rolls back: the retry must not have been answered from that record.
+      throw Object.assign(new Error('enclosing rollback'), { retry })
+    }).catch((error: Error & { retry: ReturnType<typeof call> }) => error)
+    const error = await enclosing
+    expect(error.message).toBe('enclosing rollback')
+    expect(await error.retry).toEqual({ value: 'done', replayed: false, stored: true })
+    expect(runs).toBe(2)
+    expect(db.prepare('SELECT count(*) AS n FROM effects').get()).toEqual({ n: 1 })
+    expect(await call()).toEqual({ value: 'done', replayed: true, stored: true })
+    db.close()
+  })
+
   it('a slow call on one key makes other keys wait for the writer, not fail', async () => {
     const db = open('queue.db')
     const store = sqliteStore({ db })

@@ -6,7 +6,7 @@ import type { BeginRequest, Claim, KeyRecord, NewRecord, Session, Store } from '
 import { sqliteMigrations, SQLITE_SCHEMA_VERSION } from './migrations.js'
 import * as sql from './sql.js'
 import type { SqliteDatabase, SqliteStatement } from './types.js'
-import { connectionWriter } from './writer.js'
+import { takeTurn } from './writer.js'
 
 export interface SqliteStoreOptions {
   /**
@@ -46,6 +46,12 @@ export interface PruneOptions {
 }
 
 /**
+ * Connections on which a joined call wrote its record inside a transaction that may
+ * still be open (the caller's). Shared by every store in the process, like the queue.
+ */
+const joinedRecordsOpen = new WeakSet<SqliteDatabase>()
+
+/**
  * The transactional SQLite store on better-sqlite3. SQLite has one writer per database,
  * so this store runs one transaction at a time per connection (`BEGIN IMMEDIATE`,
  * queued in process); replays are served from a plain read without joining the queue.
@@ -65,7 +71,6 @@ export function sqliteStore({ db, busyTimeoutMs = 5_000 }: SqliteStoreOptions): 
   }
   // Cross-process writers are waited for by SQLite itself.
   db.pragma(`busy_timeout = ${busyTimeoutMs}`)
-  const writer = connectionWriter(db)
   const gate = new KeyGate()
   let statements: { lookup: SqliteStatement; save: SqliteStatement } | undefined
   // Prepared once: `exec` parses its SQL on every call, a few µs per transaction.
@@ -91,17 +96,27 @@ export function sqliteStore({ db, busyTimeoutMs = 5_000 }: SqliteStoreOptions): 
 
   async function begin({ scope, key, waitMs, tx }: BeginRequest<SqliteDatabase>): Promise<Session<SqliteDatabase>> {
     if (tx !== undefined) return joinedSession(tx, scope, key)
-    // Replays need no writer: a committed record is final until it expires.
-    const committed = read(scope, key)
-    if (committed !== undefined) return endedSession({ state: 'found', record: committed })
+    // Replays need no turn in the queue: a committed record is final until it expires.
+    // But a read on this connection also sees what an open transaction wrote, and a
+    // joined call's record is uncommitted until its caller commits (or rolls back): then
+    // the read waits for its turn like a new call.
+    if (!db.inTransaction) joinedRecordsOpen.delete(db)
+    if (!joinedRecordsOpen.has(db)) {
+      const committed = read(scope, key)
+      if (committed !== undefined) return endedSession({ state: 'found', record: committed })
+    }
 
     const leaveKey = await gate.enter(`${scope.length}:${scope}${key}`, waitMs)
     if (leaveKey === undefined) return endedSession({ state: 'locked' })
-    const releaseWriter = await writer.acquire(busyTimeoutMs)
-    if (releaseWriter === undefined) {
+    let releaseWriter: () => void
+    try {
+      // Also waits out a transaction opened outside idem's queue (the caller's own BEGIN).
+      releaseWriter = await takeTurn(db, busyTimeoutMs, 'sqliteStore (busyTimeoutMs)')
+    } catch (error) {
       leaveKey()
-      throw new StoreUnavailableError(`SQLite's writer stayed busy for ${busyTimeoutMs} ms (busyTimeoutMs)`)
+      throw error
     }
+    joinedRecordsOpen.delete(db)
     const end = (): void => {
       releaseWriter()
       leaveKey()
@@ -158,6 +173,7 @@ export function sqliteStore({ db, busyTimeoutMs = 5_000 }: SqliteStoreOptions): 
       joined: true,
       async commit(record: NewRecord) {
         guard(() => insert(scope, key, record))
+        joinedRecordsOpen.add(db)
       },
       async rollback() {},
     }
@@ -232,8 +248,7 @@ export function sqliteStore({ db, busyTimeoutMs = 5_000 }: SqliteStoreOptions): 
   }
 
   async function transaction<T>(work: (db: SqliteDatabase) => T | Promise<T>): Promise<T> {
-    const release = await writer.acquire(busyTimeoutMs)
-    if (release === undefined) throw new StoreUnavailableError(`SQLite's writer stayed busy for ${busyTimeoutMs} ms (busyTimeoutMs)`)
+    const release = await takeTurn(db, busyTimeoutMs, 'sqliteStore (busyTimeoutMs)')
     try {
       beginImmediate()
       let result: T
