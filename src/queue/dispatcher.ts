@@ -367,6 +367,7 @@ function sqliteTable(db: SqliteDatabase): OutboxTable {
           prepare(sqliteSql.outboxDeadLetterDelete).run(row.id, claimId)
         }
       }),
-    pending: async () => (prepare(sqliteSql.outboxPending).get() as { n: number }).n,
+    // In turn too: read while an engine call is open, it would count rows that may roll back.
+    pending: () => atomically(() => (prepare(sqliteSql.outboxPending).get() as { n: number }).n),
   }
 }

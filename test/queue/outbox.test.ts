@@ -243,6 +243,28 @@ describe('outbox and dispatcher on SQLite (a real file)', () => {
     expect(await dispatcher.pending()).toBe(0)
     expect(await listDeadLetters(sqlite, { source: 'outbox' })).toMatchObject([{ messageKey: 'b', attempts: 2, lastError: 'Error: no route' }])
   })
+  it('pending() never counts a row whose transaction is still open (it may roll back)', async () => {
+    const idem = createIdem({ store })
+    const outbox = createOutbox()
+    const dispatcher = createDispatcher({ db: sqlite, deliver: async () => {} })
+    const topic = unique('pending')
+    const before = await dispatcher.pending()
+    let letGo!: () => void
+    const inside = new Promise<void>((resolve) => {
+      const call = idem.run({ scope: 'pending', key: topic, input: 1 }, async (tx) => {
+        outbox.add(tx, { topic, payload: 1, dedupeKey: topic })
+        resolve()
+        await new Promise<void>((release) => (letGo = release))
+        throw new Error('roll back')
+      })
+      void call.catch(() => {})
+    })
+    await inside
+    const counted = dispatcher.pending()
+    setTimeout(() => letGo(), 20)
+    expect(await counted).toBe(before)
+  })
+
   it('gets its turn on a connection kept busy by engine calls (it queues with them instead of waiting for a gap)', async () => {
     const idem = createIdem({ store })
     const outbox = createOutbox()
