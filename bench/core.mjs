@@ -20,7 +20,7 @@ const CONCURRENCY = 16
 
 async function benchPostgres() {
   const schema = `idem_bench_${process.pid}`
-  const pool = new pg.Pool({ connectionString: PG_URL, max: CONCURRENCY })
+  const pool = new pg.Pool({ connectionString: PG_URL, max: CONCURRENCY, connectionTimeoutMillis: 10_000 })
   await pool.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE; CREATE SCHEMA ${schema}`)
   const store = postgresStore({ pool, schema })
   await store.migrate()

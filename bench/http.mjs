@@ -32,7 +32,7 @@ async function serve() {
   const { default: pg } = await import('pg')
   const { postgresStore } = await import('../dist/stores/postgres/index.js')
   const schema = process.env.BENCH_SCHEMA
-  const pool = new pg.Pool({ connectionString: PG_URL, max: POOL_SIZE })
+  const pool = new pg.Pool({ connectionString: PG_URL, max: POOL_SIZE, connectionTimeoutMillis: 10_000 })
   const store = postgresStore({ pool, schema })
   const insert = (client, body) => client.query(`INSERT INTO "${schema}".orders (body) VALUES ($1) RETURNING id`, [body])
   const inTransaction = async (body) => {
@@ -105,7 +105,7 @@ async function drive() {
   }
   const { default: pg } = await import('pg')
   const schema = `idem_bench_http_${process.pid}`
-  const admin = new pg.Pool({ connectionString: PG_URL, max: 1 })
+  const admin = new pg.Pool({ connectionString: PG_URL, max: 1, connectionTimeoutMillis: 10_000 })
   await admin.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE; CREATE SCHEMA "${schema}"`)
   try {
     const { postgresStore } = await import('../dist/stores/postgres/index.js')

@@ -25,7 +25,7 @@ const BACKLOG = Number(process.env.BENCH_BACKLOG ?? 30_000)
 const SETTLE_MS = Number(process.env.BENCH_SETTLE_MS ?? 1_000)
 
 const schema = `idem_bench_queue_${process.pid}`
-const pool = new pg.Pool({ connectionString: PG_URL, max: CONCURRENCY + 2 })
+const pool = new pg.Pool({ connectionString: PG_URL, max: CONCURRENCY + 2, connectionTimeoutMillis: 10_000 })
 await pool.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE; CREATE SCHEMA ${schema}`)
 const store = postgresStore({ pool, schema })
 await store.migrate()

@@ -4,7 +4,7 @@ import pg from 'pg'
 import { createIdem } from 'idem'
 import { postgresStore } from 'idem/postgres'
 
-const pool = new pg.Pool({ connectionString: process.env.DATABASE_URL })
+const pool = new pg.Pool({ connectionString: process.env.DATABASE_URL, connectionTimeoutMillis: 5_000 })
 const schema = process.env.IDEM_SCHEMA ?? 'public'
 const store = postgresStore({ pool, schema })
 await store.migrate() // idem_keys + idem_claim(), versioned; safe from many instances

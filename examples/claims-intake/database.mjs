@@ -16,7 +16,7 @@ export async function openDatabase({ file, url, schema = 'public' }) {
     const { default: pg } = await import('pg')
     // search_path is set when each connection starts, so the app's unqualified table
     // names resolve to the example's schema.
-    const pool = new pg.Pool({ connectionString: url, max: 10, options: `-c search_path="${schema}"` })
+    const pool = new pg.Pool({ connectionString: url, max: 10, connectionTimeoutMillis: 5_000, options: `-c search_path="${schema}"` })
     await pool.query(`CREATE SCHEMA IF NOT EXISTS "${schema}"`)
     const store = postgresStore({ pool, schema })
     await store.migrate()

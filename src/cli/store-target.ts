@@ -14,7 +14,7 @@ export async function withStore<T>(
   if (target.kind === 'postgres') {
     const { default: pg } = await import('pg')
     const { postgresStore } = await import('../stores/postgres/index.js')
-    const pool = new pg.Pool({ connectionString: target.url, max: 2 })
+    const pool = new pg.Pool({ connectionString: target.url, max: 2, connectionTimeoutMillis: 10_000 })
     try {
       return await work(postgresStore({ pool, schema: target.schema }))
     } finally {

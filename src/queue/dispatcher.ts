@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto'
 import { InvalidOptionError } from '../core/errors/invalid-option.js'
 import { classifyPgError } from '../stores/postgres/errors.js'
+import { warnWithoutConnectTimeout } from '../stores/postgres/pool-timeout.js'
 import * as pgSql from '../stores/postgres/sql.js'
 import * as sqliteSql from '../stores/sqlite/sql.js'
 import { takeTurn } from '../stores/sqlite/writer.js'
@@ -151,6 +152,7 @@ export function createDispatcher({
     } catch (cause) {
       throw new InvalidOptionError(`${caller}: option "schema": ${(cause as Error).message}`, { cause })
     }
+    warnWithoutConnectTimeout(pool, caller)
     table = postgresTable(pool, schema, topics ?? null)
   } else {
     if (!isSqlite(db)) throw new InvalidOptionError(`${caller}: option "db" must be a better-sqlite3 Database`)

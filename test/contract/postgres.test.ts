@@ -27,7 +27,7 @@ describe.skipIf(db === undefined)('postgres store contract', () => {
     },
     unavailableStore: () => {
       // Nothing listens on port 1: connecting is refused at once.
-      const closed = new pg.Pool({ connectionString: 'postgres://postgres@127.0.0.1:1/test' })
+      const closed = new pg.Pool({ connectionString: 'postgres://postgres@127.0.0.1:1/test', connectionTimeoutMillis: 2_000 })
       return postgresStore({ pool: closed, schema })
     },
   }))

@@ -23,7 +23,7 @@ describe.skipIf(db === undefined)('postgres leased store contract', () => {
     store,
     unavailableStore: () => {
       // Nothing listens on port 1: connecting is refused at once.
-      const down = new pg.Pool({ connectionString: 'postgres://postgres@127.0.0.1:1/test' })
+      const down = new pg.Pool({ connectionString: 'postgres://postgres@127.0.0.1:1/test', connectionTimeoutMillis: 2_000 })
       closed.push(down)
       return leasedPostgresStore({ pool: down, schema })
     },

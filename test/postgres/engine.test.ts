@@ -116,7 +116,7 @@ describe.skipIf(db === undefined)('postgres engine', () => {
 
   it('a connection that lost its prepared statements still runs each call once, then prepares them again', async () => {
     // One connection, so the DEALLOCATE below hits the one the store uses.
-    const single = new pg.Pool({ connectionString: (pool as unknown as { options: { connectionString: string } }).options.connectionString, max: 1 })
+    const single = new pg.Pool({ connectionString: (pool as unknown as { options: { connectionString: string } }).options.connectionString, max: 1, connectionTimeoutMillis: 10_000 })
     const counting = countingPool(single)
     const idem = createIdem({ store: postgresStore({ pool: counting.pool, schema }) })
     const once = (key: string) =>
@@ -259,10 +259,72 @@ describe.skipIf(db === undefined)('postgres engine', () => {
   })
 
   it('a closed pool is StoreUnavailableError', async () => {
-    const closed = new pg.Pool({ connectionString: (pool as unknown as { options: { connectionString: string } }).options.connectionString })
+    const closed = new pg.Pool({ connectionString: (pool as unknown as { options: { connectionString: string } }).options.connectionString, connectionTimeoutMillis: 2_000 })
     await closed.end()
     const idem = createIdem({ store: postgresStore({ pool: closed, schema }) })
     await expect(idem.run({ scope: 's', key: 'k', input: 1 }, async () => 1)).rejects.toThrow(StoreUnavailableError)
+  })
+
+  it('a Postgres that accepts connections and never answers is StoreUnavailableError once the pool\'s connectionTimeoutMillis passes', async () => {
+    // A frozen server or a dropped network path: the TCP connection opens, nothing comes back.
+    const sockets: import('node:net').Socket[] = []
+    const { createServer } = await import('node:net')
+    const hole = createServer((socket) => void sockets.push(socket)).listen(0, '127.0.0.1')
+    await new Promise((resolve) => hole.once('listening', resolve))
+    const port = (hole.address() as import('node:net').AddressInfo).port
+    const silent = new pg.Pool({ host: '127.0.0.1', port, user: 'postgres', database: 'test', connectionTimeoutMillis: 300 })
+    try {
+      let ran = false
+      const idem = createIdem({ store: postgresStore({ pool: silent, schema }) })
+      const call = idem.run({ scope: 's', key: 'k', input: 1 }, async () => {
+        ran = true
+      })
+      await expect(call).rejects.toThrow(StoreUnavailableError)
+      expect(ran).toBe(false)
+    } finally {
+      for (const socket of sockets) socket.destroy()
+      hole.close()
+      await silent.end().catch(() => {})
+    }
+  })
+
+  it("a statement cut off by pg's query_timeout is StoreUnavailableError, and the call that holds the key is unharmed", async () => {
+    const { connectionString } = (pool as unknown as { options: { connectionString: string } }).options
+    const impatient = new pg.Pool({ connectionString, connectionTimeoutMillis: 5_000, query_timeout: 300 } as pg.PoolConfig)
+    try {
+      const idem = createIdem({ store: postgresStore({ pool, schema }) })
+      const waiting = createIdem({ store: postgresStore({ pool: impatient, schema }), waitMs: 5_000 })
+      let letGo!: () => void
+      let started!: () => void
+      const inside = new Promise<void>((resolve) => (started = resolve))
+      const holder = idem.run({ scope: 's', key: 'held-past-query-timeout', input: 1 }, async () => {
+        started()
+        await new Promise<void>((resolve) => (letGo = resolve))
+        return 'first'
+      })
+      await inside
+      // Its claim waits in Postgres for the key's lock; pg gives up on the answer first.
+      await expect(waiting.run({ scope: 's', key: 'held-past-query-timeout', input: 1 }, async () => 'second')).rejects.toThrow(StoreUnavailableError)
+      letGo()
+      expect(await holder).toMatchObject({ value: 'first', replayed: false })
+    } finally {
+      await impatient.end()
+    }
+  })
+
+  it('warns once, naming connectionTimeoutMillis, for a pool that would wait without limit', () => {
+    const warn = vi.spyOn(console, 'warn').mockImplementation(() => {})
+    try {
+      const unbounded = new pg.Pool({ connectionString: 'postgres://postgres@127.0.0.1:5432/test' })
+      postgresStore({ pool: unbounded, schema })
+      postgresStore({ pool: unbounded, schema })
+      postgresStore({ pool: new pg.Pool({ connectionString: 'postgres://postgres@127.0.0.1:5432/test', connectionTimeoutMillis: 5_000 }), schema })
+      expect(warn).toHaveBeenCalledTimes(1)
+      expect(String(warn.mock.calls[0]![0])).toMatch(/postgresStore: the pg\.Pool has no connectionTimeoutMillis/)
+      void unbounded.end()
+    } finally {
+      warn.mockRestore()
+    }
   })
 
   it('migrates once when two instances start at once, and refuses a newer schema', async () => {

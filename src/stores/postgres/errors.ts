@@ -12,6 +12,8 @@ const UNAVAILABLE_MESSAGES = [
   'timeout exceeded when trying to connect',
   'Client has encountered a connection error',
   'Client was closed and is not queryable',
+  // pg's own query_timeout: the server stopped answering mid-call.
+  'Query read timeout',
 ]
 
 /** Maps a driver error from one of the store's own statements to idem's typed errors. */

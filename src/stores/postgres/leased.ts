@@ -2,6 +2,7 @@ import { InvalidOptionError } from '../../core/errors/invalid-option.js'
 import type { LeaseClaim, LeasedStore } from '../../core/leased-store.js'
 import { classifyPgError } from './errors.js'
 import { migratePostgres, type MigrateResult } from './migrate.js'
+import { warnWithoutConnectTimeout } from './pool-timeout.js'
 import * as sql from './sql.js'
 import type { PgPool, PgPoolClient, PgQueryResult } from './types.js'
 
@@ -32,7 +33,7 @@ export interface LeasedPostgresStore extends LeasedStore {
  * (claim, complete), a replay one.
  *
  * @example
- * const store = leasedPostgresStore({ pool: new pg.Pool() })
+ * const store = leasedPostgresStore({ pool: new pg.Pool({ connectionTimeoutMillis: 5_000 }) })
  * await store.migrate()
  * const idem = createLeasedIdem({ store })
  */
@@ -45,6 +46,7 @@ export function leasedPostgresStore({ pool, schema = 'public' }: LeasedPostgresS
   } catch (cause) {
     throw new InvalidOptionError(`leasedPostgresStore: option "schema": ${(cause as Error).message}`, { cause })
   }
+  warnWithoutConnectTimeout(pool, 'leasedPostgresStore')
 
   async function query(statement: sql.Statement): Promise<PgQueryResult> {
     let client: PgPoolClient

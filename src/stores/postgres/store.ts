@@ -2,6 +2,7 @@ import { InvalidOptionError } from '../../core/errors/invalid-option.js'
 import type { BeginRequest, Claim, NewRecord, Session, Store } from '../../core/store.js'
 import { classifyPgError } from './errors.js'
 import { migratePostgres, type MigrateResult } from './migrate.js'
+import { warnWithoutConnectTimeout } from './pool-timeout.js'
 import * as sql from './sql.js'
 import type { PgClient, PgPool, PgPoolClient, PgQueryResult } from './types.js'
 
@@ -44,7 +45,7 @@ export interface PostgresStore extends Store<PgClient> {
  * (sent with COMMIT): no extra commit and no extra round trip.
  *
  * @example
- * const store = postgresStore({ pool: new pg.Pool() })
+ * const store = postgresStore({ pool: new pg.Pool({ connectionTimeoutMillis: 5_000 }) })
  * await store.migrate()
  */
 export function postgresStore({
@@ -65,6 +66,7 @@ export function postgresStore({
     throw new InvalidOptionError('postgresStore: option "isolation" must be "read committed", "repeatable read" or "serializable"')
   }
   if (typeof preparedStatements !== 'boolean') throw new InvalidOptionError('postgresStore: option "preparedStatements" must be a boolean')
+  warnWithoutConnectTimeout(pool, 'postgresStore')
   const beginText = sql.begin(isolation)
   const fail = (error: unknown): unknown => classifyPgError(error, schema)
   const claimStatement = sql.claimPrepared(schema)
