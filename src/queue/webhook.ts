@@ -1,6 +1,8 @@
+import { BodyTooLargeError } from '../core/errors/body-too-large.js'
 import { InvalidOptionError } from '../core/errors/invalid-option.js'
 import { MissingKeyError } from '../core/errors/missing-key.js'
 import { PROBLEM_TYPE_BASE } from '../core/errors/idem-error.js'
+import { readBody } from '../http/body.js'
 import type { Inbox } from './inbox.js'
 
 /** Where a provider puts its event id. */
@@ -79,10 +81,15 @@ export function webhookReceiver<Tx>({
 
   return async function receiveWebhook(request: Request): Promise<Response> {
     if (request.method !== 'POST') return problem(405, 'method-not-allowed', 'Webhooks are delivered with POST', { allow: 'POST' })
-    const declared = Number(request.headers.get('content-length') ?? 0)
-    if (declared > maxBodyBytes) return problem(413, 'body-too-large', `The body exceeds ${maxBodyBytes} bytes`)
-    const bytes = new Uint8Array(await request.arrayBuffer())
-    if (bytes.byteLength > maxBodyBytes) return problem(413, 'body-too-large', `The body exceeds ${maxBodyBytes} bytes`)
+    let bytes: Uint8Array
+    try {
+      // Counted as it arrives: a body sent without Content-Length is refused at the
+      // limit, never buffered whole first.
+      bytes = await readBody(request, maxBodyBytes)
+    } catch (error) {
+      if (!(error instanceof BodyTooLargeError)) throw error
+      return problem(413, 'body-too-large', `The body exceeds ${maxBodyBytes} bytes`)
+    }
     const rawBody = new TextDecoder().decode(bytes)
     if (verify !== undefined && !(await verify(request, rawBody))) return problem(401, 'invalid-signature', 'The webhook signature does not verify')
     let body: unknown

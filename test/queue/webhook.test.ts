@@ -88,6 +88,32 @@ describe.skipIf(db === undefined)('webhook receiver (Request → Response) on Po
     expect(((await missing.json()) as { detail: string }).detail).toMatch(/evt_/)
   })
 
+  it('refuses a body past maxBodyBytes with 413 as it streams in, without Content-Length, and runs nothing', async () => {
+    let runs = 0
+    const receive = webhookReceiver<PgClient>({
+      inbox: createInbox({ store, consumer: unique('limit') }),
+      eventId: 'stripe',
+      maxBodyBytes: 1024,
+      handler: async () => void runs++,
+    })
+    // 64 KiB chunks for as long as they are pulled: the receiver must stop early.
+    let pulled = 0
+    const endless = new ReadableStream<Uint8Array>({
+      pull(controller) {
+        pulled += 65_536
+        controller.enqueue(new Uint8Array(65_536).fill(32))
+        if (pulled >= 64 * 65_536) controller.close()
+      },
+    })
+    const request = new Request('http://localhost/webhooks', { method: 'POST', body: endless, duplex: 'half', headers: { 'content-type': 'application/json' } } as RequestInit)
+    const answer = await receive(request)
+    expect(answer.status).toBe(413)
+    expect(answer.headers.get('content-type')).toBe('application/problem+json')
+    expect(pulled).toBeLessThanOrEqual(3 * 65_536)
+    expect(runs).toBe(0)
+    expect((await receive(post(JSON.stringify({ id: unique('evt'), pad: 'x'.repeat(2_000) })))).status).toBe(413)
+  })
+
   it('validates its options at creation', () => {
     const inbox = createInbox({ store, consumer: 'x' })
     expect(() => webhookReceiver({ inbox, eventId: 'slack' as never, handler: () => {} })).toThrow(/"eventId"/)
