@@ -70,6 +70,16 @@ describe('fingerprintRequest', () => {
     expect(fingerprintRequest({ method: 'POST', route: '/ab' })).not.toBe(fingerprintRequest({ method: 'POSTA', route: '/b' }))
   })
 
+  it('counts query parameters as sorted pairs; an empty query counts as none', () => {
+    const query = (q?: string) => fingerprintRequest({ method: 'POST', route: '/orders', query: q, body: '{"a":1}', contentType: 'application/json' })
+    expect(query('dry_run=true&notify=no')).toBe(query('notify=no&dry_run=true'))
+    expect(query('dry_run=true')).not.toBe(query('dry_run=false'))
+    expect(query('dry_run=true')).not.toBe(query())
+    expect(query('')).toBe(query())
+    expect(query('a=1&a=2')).toBe(query('a=2&a=1'))
+    expect(query('q=a%20b')).toBe(query('q=a+b'))
+  })
+
   it('compares only the chosen fields', () => {
     const pick = (body: string) => json(body, { fields: ['amount', 'customer.id'] })
     expect(pick('{"amount":5,"customer":{"id":"c1","name":"A"},"note":"x"}')).toBe(pick('{"note":"y","customer":{"name":"B","id":"c1"},"amount":5}'))
@@ -98,6 +108,8 @@ describe('the v1 encoding', () => {
       '0a7aab4acbc9e4361d664e8827ef952e2882e8640e94b2566b73fa53025746c0',
     )
     expect(fingerprintRequest({ method: 'POST', route: '/x' })).toBe('c2f63f4210216720e050b01835268196e77e8cca24c01ef7cdcd7ce26c48802e')
+    // A request without a query fingerprints as it did before queries were counted.
+    expect(fingerprintRequest({ method: 'POST', route: '/x', query: '' })).toBe('c2f63f4210216720e050b01835268196e77e8cca24c01ef7cdcd7ce26c48802e')
     expect(fingerprintValue({ z: [1, 2], a: null })).toBe('4c1aef3e18346d3188d6d0be22ee50fde7089ba85ce78c1c1e5b081f88ca67f9')
   })
 })

@@ -7,6 +7,12 @@ export interface FingerprintInput {
   method: string
   /** The route pattern (`/orders/:id`) or path the request was sent to. */
   route: string
+  /**
+   * The query string, without `?`. Its parameters count like a form body's, as sorted
+   * pairs; an empty one counts as none (so a request without one fingerprints as before
+   * queries were counted).
+   */
+  query?: string | undefined
   /** The raw body bytes (or text), if any. */
   body?: Uint8Array | string | undefined
   /** The body's media type; decides how the body is normalised. */
@@ -22,7 +28,8 @@ export interface FingerprintInput {
 const VERSION = 'idem-fingerprint-v1'
 
 /**
- * SHA-256 over method, route and body, hex encoded. JSON bodies are canonicalised
+ * SHA-256 over method, route, query parameters (as sorted pairs, when there are any:
+ * `?dry_run=true` is another request) and body, hex encoded. JSON bodies are canonicalised
  * (RFC 8785), so key order and whitespace do not count as a different payload; form
  * bodies are compared as sorted name/value pairs; anything else (including JSON that
  * does not parse) as bytes.
@@ -35,7 +42,11 @@ const VERSION = 'idem-fingerprint-v1'
  */
 export function fingerprintRequest(input: FingerprintInput): string {
   const [kind, body] = normaliseBody(input)
-  return sha256Hex([VERSION, input.method.toUpperCase(), input.route, kind, body])
+  const method = input.method.toUpperCase()
+  const query = input.query ? canonicalForm(input.query, undefined) : '[]'
+  // 'query' can never be a body kind, so the two shapes of the list never collide.
+  if (query === '[]') return sha256Hex([VERSION, method, input.route, kind, body])
+  return sha256Hex([VERSION, method, input.route, 'query', query, kind, body])
 }
 
 /**

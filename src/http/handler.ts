@@ -2,7 +2,7 @@ import { MissingKeyError } from '../core/errors/missing-key.js'
 import { fingerprintRequest } from '../core/fingerprint.js'
 import { parseIdempotencyKey } from '../core/key.js'
 import { readBody, withRequestBody } from './body.js'
-import { pathOf, resolveOptions, type IdempotencyContext, type IdempotencyOptions } from './options.js'
+import { pathOf, queryOf, resolveOptions, type IdempotencyContext, type IdempotencyOptions } from './options.js'
 import { isHttpProblem, problemResponse } from './problem.js'
 import { bodyBytes, replayResponse, storeResponse, withBody, type StoredResponse } from './stored-response.js'
 
@@ -106,6 +106,7 @@ export function protectRequests<Tx, Native = unknown>(options: IdempotencyOption
       const fingerprint = fingerprintRequest({
         method: request.method,
         route: pathOf(request.url),
+        query: queryOf(request.url),
         body,
         contentType: request.headers.get('content-type'),
         fields: o.fields,

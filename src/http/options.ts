@@ -248,6 +248,14 @@ export function pathOf(url: string): string {
   return url.slice(start, end)
 }
 
+/** The query string of a URL, without `?` (empty when there is none). */
+export function queryOf(url: string): string {
+  const hash = url.indexOf('#')
+  const end = hash === -1 ? url.length : hash
+  const start = url.indexOf('?')
+  return start === -1 || start > end ? '' : url.slice(start + 1, end)
+}
+
 function isList(value: unknown): value is readonly unknown[] {
   return Array.isArray(value)
 }

@@ -188,6 +188,19 @@ export const conformanceCases: ConformanceCase[] = [
     },
   },
   {
+    name: 'the query counts: other query parameters with the same key are 422; the same ones in another order replay',
+    async run(t) {
+      const key = quoted(fresh())
+      expect((await t.client.send({ path: '/orders?dry_run=true&notify=no', key, body: 'same' })).status).toBe(201)
+      const reordered = await t.client.send({ path: '/orders?notify=no&dry_run=true', key, body: 'same' })
+      expect(reordered.status).toBe(201)
+      expect(reordered.headers.get('idempotent-replayed')).toBe('true')
+      await expectProblem(await t.client.send({ path: '/orders', key, body: 'same' }), 422, 'fingerprint-mismatch')
+      await expectProblem(await t.client.send({ path: '/orders?dry_run=false&notify=no', key, body: 'same' }), 422, 'fingerprint-mismatch')
+      expect(t.state.runs['/orders']).toBe(1)
+    },
+  },
+  {
     name: 'the same key with another method is 422',
     async run(t) {
       const key = quoted(fresh())
