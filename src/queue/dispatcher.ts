@@ -4,7 +4,7 @@ import { classifyPgError } from '../stores/postgres/errors.js'
 import { warnWithoutConnectTimeout } from '../stores/postgres/pool-timeout.js'
 import * as pgSql from '../stores/postgres/sql.js'
 import * as sqliteSql from '../stores/sqlite/sql.js'
-import { takeTurn } from '../stores/sqlite/writer.js'
+import { inTurn } from '../stores/sqlite/writer.js'
 import { assertCount, assertMs, assertName, backoffDelay, type Backoff } from './backoff.js'
 import { missingTable } from './outbox.js'
 import { errorText } from './payload.js'
@@ -306,16 +306,16 @@ function postgresTable(pool: PgQueryable, schema: string, topics: readonly strin
   }
 }
 
-/**
- * SQLite has one writer and better-sqlite3 is synchronous, so each step is one
- * synchronous transaction that nothing can interleave with. It takes its turn in the
- * connection's queue (`connectionWriter`), with the engine's transactions, so it never
- * joins one that is open (an engine call awaiting its handler) and is never starved by
- * a steady stream of them.
- */
 /** How long a SQLite step waits for its turn on the connection before it fails (the next round retries). */
 const SQLITE_TURN_MS = 20_000
 
+/**
+ * SQLite has one writer and better-sqlite3 is synchronous, so each step is one
+ * synchronous transaction that nothing can interleave with. It takes its turn in the
+ * connection's queue (`inTurn`), with the engine's transactions, so it never joins one
+ * that is open (an engine call awaiting its handler) and is never starved by a steady
+ * stream of them.
+ */
 function sqliteTable(db: SqliteDatabase): OutboxTable {
   const statements = new Map<string, ReturnType<SqliteDatabase['prepare']>>()
   const prepare = (source: string) => {
@@ -329,22 +329,10 @@ function sqliteTable(db: SqliteDatabase): OutboxTable {
     }
     return statement
   }
-  async function atomically<T>(work: () => T): Promise<T> {
-    const release = await takeTurn(db, SQLITE_TURN_MS, 'idem dispatcher')
-    try {
-      db.exec('BEGIN IMMEDIATE')
-      try {
-        const value = work()
-        db.exec('COMMIT')
-        return value
-      } catch (error) {
-        if (db.inTransaction) db.exec('ROLLBACK')
-        throw missingTable(error)
-      }
-    } finally {
-      release()
-    }
-  }
+  const atomically = <T>(work: () => T, transaction = true): Promise<T> =>
+    inTurn(db, SQLITE_TURN_MS, 'idem dispatcher', work, transaction).catch((error: unknown) => {
+      throw missingTable(error)
+    })
   return {
     claim: (claimId, limit, leaseMs) =>
       atomically(() => {
@@ -369,7 +357,8 @@ function sqliteTable(db: SqliteDatabase): OutboxTable {
           prepare(sqliteSql.outboxDeadLetterDelete).run(row.id, claimId)
         }
       }),
-    // In turn too: read while an engine call is open, it would count rows that may roll back.
-    pending: () => atomically(() => (prepare(sqliteSql.outboxPending).get() as { n: number }).n),
+    // In turn too (one statement, no transaction): read while an engine call is open, it
+    // would count rows that may roll back.
+    pending: () => atomically(() => (prepare(sqliteSql.outboxPending).get() as { n: number }).n, false),
   }
 }

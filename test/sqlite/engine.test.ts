@@ -14,13 +14,17 @@ describe('sqlite engine', () => {
     return db
   }
   afterAll(() => rmSync(dir, { recursive: true, force: true }))
-
-  it('joins a transaction the caller opened; the caller rollback undoes effect and key', async () => {
-    const db = open('joined.db')
+  /** A migrated store on a file of its own, with an `effects` table, and an engine on it. */
+  const withEffects = (name: string) => {
+    const db = open(name)
     const store = sqliteStore({ db })
     store.migrate()
     db.exec('CREATE TABLE effects (id TEXT)')
-    const idem = createIdem({ store })
+    return { db, store, idem: createIdem({ store }) }
+  }
+
+  it('joins a transaction the caller opened; the caller rollback undoes effect and key', async () => {
+    const { db, idem } = withEffects('joined.db')
     for (const end of ['ROLLBACK', 'COMMIT']) {
       db.exec('BEGIN IMMEDIATE')
       await idem.run({ scope: 's', key: 'k', input: 1, tx: db }, (tx) => {
@@ -37,11 +41,7 @@ describe('sqlite engine', () => {
   })
 
   it('a retry never replays a joined call whose enclosing transaction is still open (it may yet roll back)', async () => {
-    const db = open('joined-open.db')
-    const store = sqliteStore({ db })
-    store.migrate()
-    db.exec('CREATE TABLE effects (id TEXT)')
-    const idem = createIdem({ store })
+    const { db, store, idem } = withEffects('joined-open.db')
     let runs = 0
     const call = () =>
       idem.run({ scope: 's', key: 'order-1', input: 1 }, (tx) => {

@@ -5,7 +5,7 @@ import type { LeaseClaim, LeasedStore } from '../../core/leased-store.js'
 import * as sql from './sql.js'
 import { sqliteStore } from './store.js'
 import type { SqliteDatabase, SqliteStatement } from './types.js'
-import { takeTurn } from './writer.js'
+import { inTurn } from './writer.js'
 
 export interface LeasedSqliteStoreOptions {
   /**
@@ -85,27 +85,14 @@ export function leasedSqliteStore({ db, busyTimeoutMs = 5_000 }: LeasedSqliteSto
   /**
    * Runs `work` synchronously, in a transaction of its own when `transaction` is set,
    * once it is this connection's turn: every idem store on the connection (and the
-   * outbox dispatcher) queues in one line (see `connectionWriter`), so a call never runs
+   * outbox dispatcher) queues in one line (see `inTurn`), so a call never runs
    * inside another one's open transaction, nor waits behind a busy engine for ever.
    */
   async function run<T>(work: (s: Statements, now: number) => T, transaction: boolean): Promise<T> {
-    const release = await takeTurn(db, busyTimeoutMs, 'leasedSqliteStore (busyTimeoutMs)')
     try {
-      const s = prepared()
-      if (!transaction) return work(s, Date.now())
-      db.exec('BEGIN IMMEDIATE')
-      try {
-        const result = work(s, Date.now())
-        db.exec('COMMIT')
-        return result
-      } catch (error) {
-        if (db.inTransaction) db.exec('ROLLBACK')
-        throw error
-      }
+      return await inTurn(db, busyTimeoutMs, 'leasedSqliteStore (busyTimeoutMs)', () => work(prepared(), Date.now()), transaction)
     } catch (error) {
       throw classify(error)
-    } finally {
-      release()
     }
   }
 

@@ -14,7 +14,7 @@ const writers = new WeakMap<SqliteDatabase, Mutex>()
  * is open found none under steady traffic (measured: a dispatcher gave up after 20 s
  * while eight callers kept the engine busy).
  */
-export function connectionWriter(db: SqliteDatabase): Mutex {
+function connectionWriter(db: SqliteDatabase): Mutex {
   let writer = writers.get(db)
   if (writer === undefined) writers.set(db, (writer = new Mutex()))
   return writer
@@ -39,4 +39,28 @@ export async function takeTurn(db: SqliteDatabase, timeoutMs: number, who: strin
     await new Promise((resolve) => setTimeout(resolve, 2))
   }
   return release
+}
+
+/**
+ * Runs synchronous `work` in the connection's turn: in a `BEGIN IMMEDIATE` transaction
+ * of its own (rolled back if `work` throws), or, with `transaction: false`, as it is
+ * (one statement is atomic by itself).
+ * @throws StoreUnavailableError when the turn has not come within `timeoutMs`; else what `work` threw
+ */
+export async function inTurn<T>(db: SqliteDatabase, timeoutMs: number, who: string, work: () => T, transaction = true): Promise<T> {
+  const release = await takeTurn(db, timeoutMs, who)
+  try {
+    if (!transaction) return work()
+    db.exec('BEGIN IMMEDIATE')
+    try {
+      const value = work()
+      db.exec('COMMIT')
+      return value
+    } catch (error) {
+      if (db.inTransaction) db.exec('ROLLBACK')
+      throw error
+    }
+  } finally {
+    release()
+  }
 }
