@@ -41,15 +41,23 @@ export async function startServer(script, env) {
 }
 
 /**
- * The two protected variants of a route: `fresh` sends a new Idempotency-Key with every
+ * The protected variants of a route: `fresh` sends a new Idempotency-Key with every
  * request; `replay` retries keys that fresh requests stored, as clients retrying their
- * own requests would (not many clients retrying one key at once).
+ * own requests would (not many clients retrying one key at once); with `elsewhere` (the
+ * URL of a second instance of the same app, with its own store object on the same
+ * database), `replay_elsewhere` sends those retries there, as a load balancer may.
  */
-export function keyedVariants(path, headers, connections) {
+export function keyedVariants(path, headers, connections, elsewhere) {
   const run = randomUUID().slice(0, 8)
   const keyOf = (i) => `"fresh-${run}-${i}"`
   let issued = 0
   let replayed = 0
+  const retry = (request) => {
+    // Keys whose first request has surely finished: all but the last few issued.
+    const stored = Math.max(1, issued - 4 * connections)
+    request.headers = { ...headers, 'idempotency-key': keyOf(replayed++ % stored) }
+    return request
+  }
   return {
     fresh: {
       path,
@@ -59,23 +67,15 @@ export function keyedVariants(path, headers, connections) {
         return request
       },
     },
-    replay: {
-      path,
-      headers,
-      // Keys whose first request has surely finished: all but the last few issued.
-      setupRequest: (request) => {
-        const stored = Math.max(1, issued - 4 * connections)
-        request.headers = { ...headers, 'idempotency-key': keyOf(replayed++ % stored) }
-        return request
-      },
-    },
+    replay: { path, headers, setupRequest: retry },
+    ...(elsewhere !== undefined && { replay_elsewhere: { url: elsewhere, path, headers, setupRequest: retry } }),
     /** How many fresh keys were sent so far. */
     issued: () => issued,
   }
 }
 
 /**
- * Runs every variant (`{ path, headers, setupRequest? }`) against `url` with autocannon:
+ * Runs every variant (`{ url?, path, headers, setupRequest? }`) against `url` (or its own) with autocannon:
  * a one-second warm-up each, then `rounds` interleaved runs of `seconds`. Any non-2xx
  * answer, error or timeout fails the bench. Prints each variant's median requests per
  * second, latency and the server's CPU per request.
@@ -84,7 +84,7 @@ export function keyedVariants(path, headers, connections) {
 export async function measureVariants({ label, url, variants, body, rounds, seconds, connections, serverCpu, afterWarmUp }) {
   const measure = async (variant, name, duration) => {
     const result = await autocannon({
-      url,
+      url: variant.url ?? url,
       connections,
       duration,
       requests: [{ method: 'POST', path: variant.path, body, headers: variant.headers, ...(variant.setupRequest && { setupRequest: variant.setupRequest }) }],

@@ -6,7 +6,11 @@
 //                (BEGIN, INSERT, COMMIT): for reference, what a transaction costs by itself
 //   fresh        the route behind idem, a new key on every request
 //   replay       the route behind idem, retries of keys the fresh runs stored (answered
-//                from the store, the route does not run)
+//                from the store, the route does not run), sent to the instance that
+//                stored them
+//   replay_elsewhere  the same retries sent to a second instance of the app (its own
+//                store object, same database), as a load balancer may: the store there
+//                has not seen the keys, so it claims them instead of only reading
 // Each framework's server runs in a child process of its own, so that autocannon does
 // not share its event loop, and so that neither framework's setup weighs on the other
 // (@hono/node-server replaces the global Request and Response, which an Express app
@@ -47,8 +51,11 @@ async function serve() {
     }
   }
   const app = { pool, store, insert, inTransaction, scope: (request) => request.headers.get('x-account') ?? 'acct_bench' }
-  const port = process.env.BENCH_APP === 'express' ? await serveExpress(app) : await serveHono(app)
-  serveParent({ app: port })
+  const start = process.env.BENCH_APP === 'express' ? serveExpress : serveHono
+  // The second instance: same pool and schema, a store object of its own.
+  const port = await start(app)
+  const elsewhere = await start({ ...app, store: postgresStore({ pool, schema }) })
+  serveParent({ app: port, elsewhere })
 }
 
 async function serveHono({ pool, store, insert, inTransaction, scope }) {
@@ -116,15 +123,16 @@ async function drive() {
     for (const adapter of ['hono', 'express']) {
       const server = await startServer(fileURLToPath(import.meta.url), { BENCH_SCHEMA: schema, BENCH_APP: adapter })
       try {
-        results[adapter] = await benchAdapter(adapter, `http://127.0.0.1:${server.ports.app}`, server.serverCpu)
+        results[adapter] = await benchAdapter(adapter, `http://127.0.0.1:${server.ports.app}`, `http://127.0.0.1:${server.ports.elsewhere}`, server.serverCpu)
       } finally {
         await server.stop()
       }
     }
     for (const adapter of ['hono', 'express']) {
-      const { unprotected, unprotected_tx, fresh, replay } = results[adapter]
+      const { unprotected, unprotected_tx, fresh, replay, replay_elsewhere } = results[adapter]
       ratio(`http.${adapter}.fresh_vs_unprotected`, fresh / unprotected)
       ratio(`http.${adapter}.replay_vs_unprotected`, replay / unprotected)
+      ratio(`http.${adapter}.replay_elsewhere_vs_unprotected`, replay_elsewhere / unprotected)
       ratio(`http.${adapter}.fresh_vs_unprotected_tx`, fresh / unprotected_tx)
     }
   } finally {
@@ -133,14 +141,15 @@ async function drive() {
   }
 }
 
-async function benchAdapter(adapter, url, serverCpu) {
+async function benchAdapter(adapter, url, elsewhere, serverCpu) {
   const headers = { 'content-type': 'application/json' }
-  const keyed = keyedVariants('/idem', headers, CONNECTIONS)
+  const keyed = keyedVariants('/idem', headers, CONNECTIONS, elsewhere)
   const variants = {
     unprotected: { path: '/plain', headers },
     unprotected_tx: { path: '/plain-tx', headers },
     fresh: keyed.fresh,
     replay: keyed.replay,
+    replay_elsewhere: keyed.replay_elsewhere,
   }
   return measureVariants({
     label: adapter,

@@ -80,6 +80,17 @@ function withInbox(source) {
   return startConsumer({ inbox, source, handler: (tx, message) => insert(tx, message.body, message.id) })
 }
 
+let checkpoints = true
+async function checkpoint() {
+  if (!checkpoints) return
+  try {
+    await pool.query('CHECKPOINT')
+  } catch (error) {
+    checkpoints = false
+    console.warn(`  (no CHECKPOINT between runs: ${error.message}; results vary more)`)
+  }
+}
+
 /** Runs one variant for SECONDS over a fresh backlog; returns messages/s. */
 async function measure(broker, variant) {
   const { source, publishBacklog, cleanup } = await broker.fresh()
@@ -87,8 +98,12 @@ async function measure(broker, variant) {
   // Let the broker finish with the publishing (and with the previous run's queue) first.
   await new Promise((resolve) => setTimeout(resolve, SETTLE_MS))
   let done = 0
-  // Every variant starts from empty tables: the inbox's ids, like the floor's, do not pile up across runs.
+  // Every variant starts from empty tables (the inbox's ids, like the floor's, do not
+  // pile up across runs) and from a checkpoint: the first write to each page after a
+  // checkpoint logs the whole page, so a checkpoint falling inside one variant's run
+  // would slow that variant alone.
   await pool.query(`TRUNCATE ${schema}.claims, ${schema}.seen, ${schema}.idem_keys`)
+  await checkpoint()
   const started = performance.now()
   const consumer = await variant(source)
   const until = started + SECONDS * 1000

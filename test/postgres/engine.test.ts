@@ -80,13 +80,56 @@ describe.skipIf(db === undefined)('postgres engine', () => {
     expect(diff(statements(joined), statements(bare))).toEqual(['INSERT', 'SELECT'])
     expect(joined.length - bare.length).toBe(2) // the read round trip and the write statement
 
-    // a replay answers after one round trip (BEGIN with the lookup); the ROLLBACK that
-    // ends its read-only transaction follows without delaying the answer; nothing written
+    // A retry of a key this store recorded: one read, outside any transaction; nothing
+    // written, nothing to end.
     const replay = await idem.run({ scope: 's', key: 'count-owned', input: 1 }, (tx) => insert(tx, 'never'))
     expect(replay.replayed).toBe(true)
+    expect(counting.trips).toEqual([['SELECT']])
+    counting.reset()
+
+    // The same retry reaching another instance (a store that did not record the key)
+    // answers after one round trip too (BEGIN with the claim); the ROLLBACK that ends its
+    // read-only transaction follows without delaying the answer.
+    const elsewhere = createIdem({ store: postgresStore({ pool: counting.pool, schema }) })
+    const again = await elsewhere.run({ scope: 's', key: 'count-owned', input: 1 }, (tx) => insert(tx, 'never'))
+    expect(again.replayed).toBe(true)
     expect(counting.trips).toEqual([['BEGIN', 'SELECT']])
     await vi.waitFor(() => expect(counting.trips).toEqual([['BEGIN', 'SELECT'], ['ROLLBACK']]))
     expect(await count('never')).toBe(0)
+  })
+
+  it('a retry of a key this store recorded is answered by a read alone, and a record that is gone (expired, pruned, deleted) runs again', async () => {
+    const counting = countingPool(pool)
+    const idem = createIdem({ store: postgresStore({ pool: counting.pool, schema }) })
+    let runs = 0
+    const call = (key: string, input: unknown, ttlMs?: number) =>
+      idem.run({ scope: 'recent', key, input, ...(ttlMs !== undefined && { ttlMs }) }, async (tx) => {
+        await tx.query(`INSERT INTO ${effects} (id) VALUES ($1)`, [key])
+        return { run: ++runs }
+      })
+    expect(await call('recent-1', { a: 1 })).toEqual({ value: { run: 1 }, replayed: false, stored: true })
+    counting.reset()
+    expect(await call('recent-1', { a: 1 })).toEqual({ value: { run: 1 }, replayed: true, stored: true })
+    expect(counting.trips.map((trip) => trip.filter((command) => command !== 'PREPARE'))).toEqual([['SELECT']])
+    // The read is of the fingerprint too: another request under the key is still refused.
+    await expect(call('recent-1', { a: 2 })).rejects.toThrow(/different request/)
+
+    // Deleted by hand (or pruned): the read finds nothing, and the call claims the key as
+    // usual and runs, once.
+    await pool.query(`DELETE FROM "${schema}".idem_keys WHERE scope = 'recent' AND key = 'recent-1'`)
+    counting.reset()
+    expect(await call('recent-1', { a: 2 })).toEqual({ value: { run: 2 }, replayed: false, stored: true })
+    expect(counting.trips.map((trip) => trip.filter((command) => command !== 'PREPARE'))).toEqual([['SELECT'], ['BEGIN', 'SELECT'], ['INSERT'], ['INSERT', 'COMMIT']])
+    expect(await count('recent-1')).toBe(2)
+
+    // Expired: the read skips it, and the call runs as for a new key.
+    expect((await call('recent-2', 1, 1)).replayed).toBe(false)
+    await new Promise((resolve) => setTimeout(resolve, 10))
+    expect(await call('recent-2', 1)).toEqual({ value: { run: 4 }, replayed: false, stored: true })
+    expect(await count('recent-2')).toBe(2)
+
+    // Scopes stay apart on this path too.
+    await expect(idem.run({ scope: 'recent-other', key: 'recent-2', input: 1 }, () => 'other')).resolves.toEqual({ value: 'other', replayed: false, stored: true })
   })
 
   it('storeOutcome false writes the key with the claim: the same round trips as the bare transaction, a bare COMMIT', async () => {
@@ -104,7 +147,12 @@ describe.skipIf(db === undefined)('postgres engine', () => {
     expect(await keyRows('mark-1')).toBe(1)
     const replay = await idem.run({ scope: 'mark', key: 'mark-1', input: 1, storeOutcome: false }, (tx) => insert(tx, 'never'))
     expect(replay).toEqual({ value: null, replayed: true, stored: true })
-    // A stored key: the INSERT claims nothing, and the usual claim finds the record.
+    // A key this store recorded: one read.
+    expect(counting.trips.splice(0)).toEqual([['SELECT']])
+    // Elsewhere (a store that did not record it), the INSERT claims nothing, and the usual
+    // claim finds the record.
+    const elsewhere = createIdem({ store: postgresStore({ pool: counting.pool, schema }) })
+    expect((await elsewhere.run({ scope: 'mark', key: 'mark-1', input: 1, storeOutcome: false }, (tx) => insert(tx, 'never'))).replayed).toBe(true)
     expect(counting.trips.slice(0, 2)).toEqual([['BEGIN', 'INSERT'], ['SELECT']])
     // A key the usual path stored is found the same way, and the other way round.
     await idem.run({ scope: 'mark', key: 'usual', input: 1 }, (tx) => insert(tx, 'usual').then(() => 'kept'))
@@ -135,7 +183,7 @@ describe.skipIf(db === undefined)('postgres engine', () => {
       expect(counting.trips).toEqual([['ROLLBACK', 'BEGIN', 'SELECT', 'SELECT'], ['INSERT'], ['INSERT', 'COMMIT']])
       counting.reset()
       await once('prepared-3')
-      expect(counting.trips).toEqual([['BEGIN', 'PREPARE', 'PREPARE', 'PREPARE', 'SELECT'], ['INSERT'], ['INSERT', 'COMMIT']])
+      expect(counting.trips).toEqual([['BEGIN', 'PREPARE', 'PREPARE', 'PREPARE', 'PREPARE', 'SELECT'], ['INSERT'], ['INSERT', 'COMMIT']])
       counting.reset()
       await once('prepared-4')
       expect(counting.trips).toEqual([['BEGIN', 'SELECT'], ['INSERT'], ['INSERT', 'COMMIT']])
@@ -154,9 +202,15 @@ describe.skipIf(db === undefined)('postgres engine', () => {
       expect(counting.trips).toEqual([['ROLLBACK', 'BEGIN', 'INSERT', 'SELECT'], ['INSERT'], ['COMMIT']])
       counting.reset()
       await mark('prepared-6')
-      expect(counting.trips).toEqual([['BEGIN', 'PREPARE', 'PREPARE', 'PREPARE', 'INSERT'], ['INSERT'], ['COMMIT']])
+      expect(counting.trips).toEqual([['BEGIN', 'PREPARE', 'PREPARE', 'PREPARE', 'PREPARE', 'INSERT'], ['INSERT'], ['COMMIT']])
       expect((await mark('prepared-5')).replayed).toBe(true)
       for (const key of ['prepared-5', 'prepared-6']) expect(await count(key)).toBe(1)
+
+      // A retry read outside a transaction recovers the same way, with nothing to roll back.
+      await single.query('DEALLOCATE ALL')
+      counting.reset()
+      expect(await once('prepared-3')).toEqual({ value: 'prepared-3', replayed: true, stored: true })
+      expect(counting.trips).toEqual([['SELECT', 'SELECT']])
     } finally {
       await single.end()
     }
@@ -176,8 +230,9 @@ describe.skipIf(db === undefined)('postgres engine', () => {
     }
     const idem = createIdem({ store: postgresStore({ pool: spying, schema, preparedStatements: false }) })
     await idem.run({ scope: 'plain', key: 'plain-1', input: 1 }, async () => 'plain')
+    expect((await idem.run({ scope: 'plain', key: 'plain-1', input: 1 }, async () => 'never')).value).toBe('plain')
     expect(sent.some((text) => /PREPARE|EXECUTE/.test(text))).toBe(false)
-    expect(counting.trips).toEqual([['BEGIN', 'SELECT'], ['INSERT', 'COMMIT']])
+    expect(counting.trips).toEqual([['BEGIN', 'SELECT'], ['INSERT', 'COMMIT'], ['SELECT']])
     expect(() => postgresStore({ pool, schema, preparedStatements: 'yes' as never })).toThrow(/preparedStatements/)
   })
 

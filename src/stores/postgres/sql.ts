@@ -48,6 +48,18 @@ export function save(schema: string, scope: string, key: string, fingerprint: st
 }
 
 /**
+ * Reads a key's live record without a transaction or a lock. A committed record is
+ * final until it expires, so this alone can answer a retry; finding none says nothing
+ * (the key may be held right now), and the call then claims the key as usual.
+ */
+export function lookup(schema: string, scope: string, key: string): Statement {
+  return {
+    text: `SELECT fingerprint, outcome FROM ${quoteSchema(schema)}.idem_keys WHERE scope = $1 AND key = $2 AND expires_at > now()`,
+    values: [scope, key],
+  }
+}
+
+/**
  * Claims a new key and writes its record in one statement, for calls that store no
  * outcome (the record is known before the call runs). It takes the key's advisory lock
  * only if it is free (the lock `idem_claim` takes, so the two paths exclude each other)
@@ -94,6 +106,11 @@ export function claimPrepared(schema: string): PreparedStatement {
 /** `mark`, prepared. */
 export function markPrepared(schema: string): PreparedStatement {
   return prepared('mark', ['text', 'text', 'text', 'bigint'], mark(schema, '', '', '', 0).text)
+}
+
+/** `lookup`, prepared. */
+export function lookupPrepared(schema: string): PreparedStatement {
+  return prepared('lookup', ['text', 'text'], lookup(schema, '', '').text)
 }
 
 /** `save`, prepared. */

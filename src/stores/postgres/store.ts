@@ -1,8 +1,9 @@
 import { InvalidOptionError } from '../../core/errors/invalid-option.js'
-import type { BeginRequest, Claim, NewRecord, Session, Store } from '../../core/store.js'
+import type { BeginRequest, Claim, KeyRecord, NewRecord, Session, Store } from '../../core/store.js'
 import { classifyPgError } from './errors.js'
 import { migratePostgres, type MigrateResult } from './migrate.js'
 import { warnWithoutConnectTimeout } from './pool-timeout.js'
+import { RecentKeys } from './recent-keys.js'
 import * as sql from './sql.js'
 import type { PgClient, PgPool, PgPoolClient, PgQueryResult } from './types.js'
 
@@ -72,7 +73,9 @@ export function postgresStore({
   const claimStatement = sql.claimPrepared(schema)
   const saveStatement = sql.savePrepared(schema)
   const markStatement = sql.markPrepared(schema)
-  const ours = [claimStatement, saveStatement, markStatement]
+  const lookupStatement = sql.lookupPrepared(schema)
+  const ours = [claimStatement, saveStatement, markStatement, lookupStatement]
+  const recorded = new RecentKeys(RECENT_KEYS)
 
   async function begin({ scope, key, waitMs, tx, record }: BeginRequest<PgClient>): Promise<Session<PgClient>> {
     if (tx !== undefined) return joinedSession(tx, scope, key, waitMs)
@@ -83,10 +86,20 @@ export function postgresStore({
       throw fail(error)
     }
     try {
+      // A retry of a key this store recorded is most likely answered by its record: read
+      // it outside any transaction, one round trip and nothing to end afterwards.
+      if (recorded.has(scope, key)) {
+        const found = await lookup(client, scope, key)
+        if (found !== undefined) {
+          client.release()
+          return answeredSession(client, found)
+        }
+        recorded.delete(scope, key)
+      }
       // A call that stores no outcome writes its record with the claim (READ COMMITTED
       // only: the stricter levels keep the usual path, which handles their stale snapshots).
       if (record !== undefined && isolation === 'read committed') return await markedSession(client, scope, key, waitMs, record)
-      const first = await beginWith(client, claimStatement, sql.claim(schema, scope, key, waitMs))
+      const first = await sendWith(client, beginText, claimStatement, sql.claim(schema, scope, key, waitMs))
       return ownedSession(client, toClaim(first.result), scope, key, first.prepared)
     } catch (error) {
       await endClient(client, 'ROLLBACK', error)
@@ -107,40 +120,49 @@ export function postgresStore({
     waitMs: number,
     record: NonNullable<BeginRequest<PgClient>['record']>,
   ): Promise<Session<PgClient>> {
-    const first = await beginWith(client, markStatement, sql.mark(schema, scope, key, record.fingerprint, record.ttlMs))
+    const first = await sendWith(client, beginText, markStatement, sql.mark(schema, scope, key, record.fingerprint, record.ttlMs))
     if (first.result.rowCount === 1) return ownedSession(client, { state: 'new' }, scope, key, first.prepared, true)
     const claim = toClaim((await client.query(inlined(client, sql.claim(schema, scope, key, waitMs)))) as unknown as PgQueryResult)
     return ownedSession(client, claim, scope, key, first.prepared)
   }
 
+  /** The key's live record, read on its own (no transaction, no lock), if there is one. */
+  async function lookup(client: PgPoolClient, scope: string, key: string): Promise<KeyRecord | undefined> {
+    const { result } = await sendWith(client, '', lookupStatement, sql.lookup(schema, scope, key))
+    return result.rows[0] as KeyRecord | undefined
+  }
+
   /**
-   * BEGIN and one of the store's statements in one round trip: `EXECUTE` of its prepared
-   * form with the plain statement's values (statements this connection lacks are
-   * prepared in the same round trip), or the plain statement itself when prepared
-   * statements are off or the connection lost them.
+   * One of the store's statements, after `opening` (BEGIN, or nothing) in the same round
+   * trip: `EXECUTE` of its prepared form with the plain statement's values (statements
+   * this connection lacks are prepared in the same round trip), or the plain statement
+   * itself when prepared statements are off or the connection lost them.
    * @returns the statement's result, and whether the connection has the statements now
    */
-  async function beginWith(
+  async function sendWith(
     client: PgPoolClient,
+    opening: string,
     statement: sql.PreparedStatement,
     plain: sql.Statement,
   ): Promise<{ result: PgQueryResult; prepared: boolean }> {
-    if (!preparedStatements) return { result: lastResult(await client.query(`${beginText}; ${inlined(client, plain)}`)), prepared: false }
+    const open = opening === '' ? '' : `${opening}; `
+    if (!preparedStatements) return { result: lastResult(await client.query(`${open}${inlined(client, plain)}`)), prepared: false }
     const ready = connections.get(client)
     const missing = ours.every((s) => ready.has(s.name)) ? '' : ours.filter((s) => !ready.has(s.name)).map((s) => `${s.prepare}; `).join('')
     try {
-      const result = lastResult(await client.query(`${beginText}; ${missing}${inlined(client, sql.execute(statement, plain.values))}`))
+      const result = lastResult(await client.query(`${open}${missing}${inlined(client, sql.execute(statement, plain.values))}`))
       for (const s of ours) ready.add(s.name)
       return { result, prepared: true }
     } catch (error) {
       if (!isPreparedMismatch(error)) throw error
       // The connection's statements are not what this store recorded (a pooler moved the
       // session, DISCARD ALL, another copy of idem on the pool): read what it has, and
-      // run this call with plain statements.
+      // run this call with plain statements. Only an explicit BEGIN leaves a failed
+      // transaction to roll back.
       const names = inlined(client, sql.preparedNames(ours.map((s) => s.name)))
-      const results = (await client.query(`ROLLBACK; ${beginText}; ${inlined(client, plain)}; ${names}`)) as unknown as PgQueryResult[]
-      connections.reset(client, (results[3]!.rows as { name: string }[]).map((row) => row.name))
-      return { result: results[2]!, prepared: false }
+      const results = (await client.query(`${open === '' ? '' : 'ROLLBACK; '}${open}${inlined(client, plain)}; ${names}`)) as unknown as PgQueryResult[]
+      connections.reset(client, (results[results.length - 1]!.rows as { name: string }[]).map((row) => row.name))
+      return { result: results[results.length - 2]!, prepared: false }
     }
   }
 
@@ -165,12 +187,26 @@ export function postgresStore({
           throw fail(error)
         }
         client.release()
+        recorded.add(scope, key)
       },
       async rollback() {
         if (ended) return
         ended = true
         await endClient(client, 'ROLLBACK')
       },
+    }
+  }
+
+  /** A retry answered by `lookup`: its client is back in the pool, and there is nothing to end. */
+  function answeredSession(client: PgPoolClient, record: KeyRecord): Session<PgClient> {
+    return {
+      tx: client,
+      claim: { state: 'found', record },
+      joined: false,
+      async commit() {
+        throw new Error('postgresStore: a replayed key has nothing to commit')
+      },
+      async rollback() {},
     }
   }
 
@@ -235,15 +271,18 @@ export function postgresStore({
   }
 }
 
+// Enough for the retries of the last few seconds of a busy service; a few hundred kB.
+const RECENT_KEYS = 10_000
+
 /** A statement with its values inlined as the client escapes them, for the simple protocol (which carries several statements in one round trip). */
 function inlined(client: PgPoolClient, statement: sql.Statement): string {
   return sql.inline(statement, (v) => client.escapeLiteral(v))
 }
 
-/** The result of the last statement of a multi-statement text. */
+/** The result of the last statement of a text (pg gives an array only for several statements). */
 function lastResult(results: unknown): PgQueryResult {
-  const all = results as PgQueryResult[]
-  return all[all.length - 1]!
+  if (!Array.isArray(results)) return results as PgQueryResult
+  return results[results.length - 1] as PgQueryResult
 }
 
 // A prepared statement that is missing (26000) or already there (42P05).
