@@ -43,7 +43,9 @@ export interface PostgresStore extends Store<PgClient> {
 /**
  * The transactional Postgres store. A fresh call costs, on top of the caller's own
  * statements, one read round trip (lock and look up, sent with BEGIN) and one INSERT
- * (sent with COMMIT): no extra commit and no extra round trip.
+ * (sent with COMMIT): no extra commit and no extra round trip. A retry of a key this
+ * store recorded is one read outside any transaction; any other replay is one round trip
+ * (BEGIN with the lookup), its ROLLBACK sent behind the answer.
  *
  * @example
  * const store = postgresStore({ pool: new pg.Pool({ connectionTimeoutMillis: 5_000 }) })
