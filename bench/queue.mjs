@@ -19,7 +19,7 @@ const PG_URL = process.env.IDEM_BENCH_PG_URL ?? 'postgres://postgres@127.0.0.1:5
 const AMQP_URL = process.env.IDEM_BENCH_AMQP_URL ?? 'amqp://guest:guest@127.0.0.1:5672'
 const REDIS_URL = process.env.IDEM_BENCH_REDIS_URL ?? 'redis://127.0.0.1:6379'
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 4)
-const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 4)
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 6)
 const CONCURRENCY = 16
 const BACKLOG = Number(process.env.BENCH_BACKLOG ?? 30_000)
 const SETTLE_MS = Number(process.env.BENCH_SETTLE_MS ?? 1_000)
@@ -91,8 +91,8 @@ async function checkpoint() {
   }
 }
 
-/** Runs one variant for SECONDS over a fresh backlog; returns messages/s. */
-async function measure(broker, variant) {
+/** Runs one variant for `seconds` over a fresh backlog; returns messages/s. */
+async function measure(broker, variant, seconds = SECONDS) {
   const { source, publishBacklog, cleanup } = await broker.fresh()
   await publishBacklog(BACKLOG)
   // Let the broker finish with the publishing (and with the previous run's queue) first.
@@ -106,7 +106,7 @@ async function measure(broker, variant) {
   await checkpoint()
   const started = performance.now()
   const consumer = await variant(source)
-  const until = started + SECONDS * 1000
+  const until = started + seconds * 1000
   while (performance.now() < until) {
     await new Promise((resolve) => setTimeout(resolve, 100))
     done = Number((await pool.query(`SELECT count(*) AS n FROM ${schema}.claims`)).rows[0].n)
@@ -170,7 +170,10 @@ const redisBroker = {
 
 const results = {}
 for (const broker of [rabbit, redisBroker]) {
-  const rates = await interleaved({ bare, dedupe_floor: dedupeFloor, inbox: withInbox }, ROUNDS, (variant) => measure(broker, variant))
+  const variants = { bare, dedupe_floor: dedupeFloor, inbox: withInbox }
+  // Warm-up, not counted: the JIT, the pool's connections, the store's prepared statements.
+  for (const variant of Object.values(variants)) await measure(broker, variant, 1)
+  const rates = await interleaved(variants, ROUNDS, (variant) => measure(broker, variant))
   results[broker.name] = rates
   console.log(
     `${broker.name}: bare ${rates.bare.toFixed(0)} msg/s, dedupe floor ${rates.dedupe_floor.toFixed(0)} msg/s, inbox ${rates.inbox.toFixed(0)} msg/s ` +

@@ -273,7 +273,7 @@ export function postgresStore({
   }
 }
 
-// Enough for the retries of the last few seconds of a busy service; a few hundred kB.
+// Enough for the retries of the last seconds of a busy service, in about a megabyte at most.
 const RECENT_KEYS = 10_000
 
 /** A statement with its values inlined as the client escapes them, for the simple protocol (which carries several statements in one round trip). */
