@@ -1,4 +1,5 @@
 import { StoreUnavailableError } from '../../core/errors/store-unavailable.js'
+import { keyId } from '../../core/key.js'
 import type { LeaseClaim, LeasedStore } from '../../core/leased-store.js'
 
 export interface MemoryLeasedStore extends LeasedStore {
@@ -31,11 +32,9 @@ export function memoryLeasedStore(): MemoryLeasedStore {
     if (closed) throw new StoreUnavailableError('The memory leased store is closed')
   }
 
-  // Length-prefixing keeps ("ab","c") and ("a","bc") apart.
-  const id = (scope: string, key: string): string => `${scope.length}:${scope}${key}`
 
   function live(scope: string, key: string, now: number): Entry | undefined {
-    const entry = entries.get(id(scope, key))
+    const entry = entries.get(keyId(scope, key))
     if (entry === undefined || entry.expiresAt <= now) return undefined
     return entry
   }
@@ -56,10 +55,10 @@ export function memoryLeasedStore(): MemoryLeasedStore {
       if (entry !== undefined && entry.steps.size > 0 && entry.fingerprint !== fingerprint) {
         return { state: 'running', fingerprint: entry.fingerprint }
       }
-      const previous = entries.get(id(scope, key))?.token ?? 0
+      const previous = entries.get(keyId(scope, key))?.token ?? 0
       const token = Math.max(previous + 1, now * 1000)
       const steps = entry?.steps ?? new Map<string, string>()
-      entries.set(id(scope, key), {
+      entries.set(keyId(scope, key), {
         fingerprint,
         state: 'held',
         token,

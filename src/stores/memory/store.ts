@@ -1,5 +1,6 @@
 import { StoreUnavailableError } from '../../core/errors/store-unavailable.js'
 import { KeyGate } from '../../core/key-gate.js'
+import { keyId } from '../../core/key.js'
 import type { BeginRequest, Claim, KeyRecord, NewRecord, Session, Store } from '../../core/store.js'
 
 /**
@@ -55,7 +56,7 @@ export function memoryStore(): MemoryStore {
   async function begin({ scope, key, waitMs, tx }: BeginRequest<MemoryTx>): Promise<Session<MemoryTx>> {
     checkOpen()
     if (tx !== undefined) throw new TypeError('The memory store cannot join a transaction; omit "tx"')
-    const id = `${scope.length}:${scope}${key}`
+    const id = keyId(scope, key)
     // A committed record is final until it expires: replays need not wait for the gate.
     const committed = live(id)
     const leave = committed === undefined ? await gate.enter(id, waitMs) : () => {}

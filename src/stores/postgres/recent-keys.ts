@@ -1,3 +1,5 @@
+import { keyId } from '../../core/key.js'
+
 /**
  * Keys a store recorded lately (committed itself), so that a retry of one can be answered by a
  * plain read (see `lookup` in sql.ts) instead of a transaction. Being wrong costs one
@@ -14,11 +16,11 @@ export class RecentKeys {
   constructor(readonly limit: number) {}
 
   has(scope: string, key: string): boolean {
-    return this.#keys.has(id(scope, key))
+    return this.#keys.has(keyId(scope, key))
   }
 
   add(scope: string, key: string): void {
-    const entry = id(scope, key)
+    const entry = keyId(scope, key)
     if (this.#keys.has(entry)) return
     if (this.#order.length < this.limit) {
       this.#order.push(entry)
@@ -32,11 +34,6 @@ export class RecentKeys {
 
   /** Forgets a key (its record is gone); its place in the ring is freed when its turn comes. */
   delete(scope: string, key: string): void {
-    this.#keys.delete(id(scope, key))
+    this.#keys.delete(keyId(scope, key))
   }
-}
-
-// Length-prefixed, so ("ab", "c") and ("a", "bc") stay apart.
-function id(scope: string, key: string): string {
-  return `${scope.length}:${scope}${key}`
 }

@@ -2,6 +2,7 @@ import { InvalidOptionError } from '../../core/errors/invalid-option.js'
 import { MigrationRequiredError } from '../../core/errors/migration-required.js'
 import { StoreUnavailableError } from '../../core/errors/store-unavailable.js'
 import { KeyGate } from '../../core/key-gate.js'
+import { keyId } from '../../core/key.js'
 import type { BeginRequest, Claim, KeyRecord, NewRecord, Session, Store } from '../../core/store.js'
 import { sqliteMigrations, SQLITE_SCHEMA_VERSION } from './migrations.js'
 import * as sql from './sql.js'
@@ -106,7 +107,7 @@ export function sqliteStore({ db, busyTimeoutMs = 5_000 }: SqliteStoreOptions): 
       if (committed !== undefined) return endedSession({ state: 'found', record: committed })
     }
 
-    const leaveKey = await gate.enter(`${scope.length}:${scope}${key}`, waitMs)
+    const leaveKey = await gate.enter(keyId(scope, key), waitMs)
     if (leaveKey === undefined) return endedSession({ state: 'locked' })
     let releaseWriter: () => void
     try {
