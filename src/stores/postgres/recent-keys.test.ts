@@ -28,4 +28,15 @@ describe('RecentKeys', () => {
     expect(recent.has('s', 'a')).toBe(false)
     expect(recent.has('s', 'b')).toBe(true)
   })
+
+  it('a key that pushes out the last one of its own scope is still kept', () => {
+    const recent = new RecentKeys(1)
+    recent.add('s', 'a')
+    recent.add('s', 'b')
+    expect(recent.has('s', 'a')).toBe(false)
+    expect(recent.has('s', 'b')).toBe(true)
+    recent.add('t', 'c')
+    expect(recent.has('s', 'b')).toBe(false)
+    expect(recent.has('t', 'c')).toBe(true)
+  })
 })

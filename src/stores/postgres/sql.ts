@@ -90,12 +90,14 @@ export interface PreparedStatement {
   name: string
   /** The `PREPARE` statement. */
   prepare: string
+  /** `EXECUTE name($1, …)`, built once: it is sent on every call. */
+  execute: string
 }
 
 function prepared(kind: string, types: readonly string[], text: string): PreparedStatement {
   const body = `(${types.join(', ')}) AS ${text}`
   const name = `idem_${kind}_${createHash('sha256').update(body).digest('hex').slice(0, 16)}`
-  return { name, prepare: `PREPARE ${name}${body}` }
+  return { name, prepare: `PREPARE ${name}${body}`, execute: `EXECUTE ${name}(${types.map((_, i) => `$${i + 1}`).join(', ')})` }
 }
 
 /** `claim`, prepared. */
@@ -120,7 +122,7 @@ export function savePrepared(schema: string): PreparedStatement {
 
 /** Runs a prepared statement with these values. */
 export function execute(statement: PreparedStatement, values: unknown[]): Statement {
-  return { text: `EXECUTE ${statement.name}(${values.map((_, i) => `$${i + 1}`).join(', ')})`, values }
+  return { text: statement.execute, values }
 }
 
 /** Which of these statements the connection has prepared (read when its own bookkeeping proved wrong). */
@@ -141,14 +143,35 @@ export function begin(isolation: Isolation): string {
  * trip with BEGIN or COMMIT. Values are escaped by the driver's own `escapeLiteral`.
  */
 export function inline(statement: Statement, escapeLiteral: (value: string) => string): string {
-  return statement.text.replace(/\$(\d+)/g, (_, index: string) => {
-    const value = statement.values[Number(index) - 1]
+  const parts = templateOf(statement.text)
+  let text = parts[0] as string
+  for (let i = 1; i < parts.length; i += 2) {
+    const value = statement.values[parts[i] as number]
     if (typeof value === 'number') {
       if (!Number.isSafeInteger(value)) throw new TypeError(`cannot inline the number ${value}`)
-      return String(value)
+      text += String(value)
+    } else {
+      text += escapeLiteral(String(value))
     }
-    return escapeLiteral(String(value))
-  })
+    text += parts[i + 1] as string
+  }
+  return text
+}
+
+// The store inlines a handful of texts (its statements, per schema) on every call:
+// each is split at its placeholders once (a regular-expression replace per call cost
+// more than the rest of building the round trip).
+const templates = new Map<string, (string | number)[]>()
+
+/** A text split at its `$n` placeholders: text, value index, text, …, text. */
+function templateOf(text: string): (string | number)[] {
+  let parts = templates.get(text)
+  if (parts === undefined) {
+    parts = text.split(/\$(\d+)/).map((part, i) => (i % 2 === 1 ? Number(part) - 1 : part))
+    if (templates.size >= 1_000) templates.clear()
+    templates.set(text, parts)
+  }
+  return parts
 }
 
 /**

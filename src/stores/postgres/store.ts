@@ -153,7 +153,7 @@ export function postgresStore({
     const missing = ours.every((s) => ready.has(s.name)) ? '' : ours.filter((s) => !ready.has(s.name)).map((s) => `${s.prepare}; `).join('')
     try {
       const result = lastResult(await client.query(`${open}${missing}${inlined(client, sql.execute(statement, plain.values))}`))
-      for (const s of ours) ready.add(s.name)
+      if (missing !== '') for (const s of ours) ready.add(s.name)
       return { result, prepared: true }
     } catch (error) {
       if (!isPreparedMismatch(error)) throw error
@@ -176,14 +176,9 @@ export function postgresStore({
       joined: false,
       async commit(record: NewRecord) {
         ended = true
-        // Prepared only when this transaction's claim ran prepared: both were prepared
-        // together, and a transaction stays on its server connection.
-        const plain = save(scope, key, record)
-        const statement = prepared ? sql.execute(saveStatement, plain.values) : plain
-        // A marked claim wrote the record already.
-        const insert = marked ? '' : `${inlined(client, statement)}; `
         try {
-          await client.query(`${insert}COMMIT`)
+          // A marked claim wrote the record already.
+          await client.query(marked ? 'COMMIT' : `${inlined(client, saveFor(scope, key, record, prepared))}; COMMIT`)
         } catch (error) {
           await endClient(client, 'ROLLBACK', error)
           throw fail(error)
@@ -239,6 +234,16 @@ export function postgresStore({
 
   function save(scope: string, key: string, record: NewRecord): sql.Statement {
     return sql.save(schema, scope, key, record.fingerprint, record.outcome, record.ttlMs)
+  }
+
+  /**
+   * The record's INSERT for a transaction the store opened: prepared only when the
+   * transaction's claim ran prepared (both were prepared together, and a transaction
+   * stays on its server connection).
+   */
+  function saveFor(scope: string, key: string, record: NewRecord, prepared: boolean): sql.Statement {
+    const plain = save(scope, key, record)
+    return prepared ? sql.execute(saveStatement, plain.values) : plain
   }
 
   async function prune({ batchSize = 1_000 }: { batchSize?: number } = {}): Promise<number> {

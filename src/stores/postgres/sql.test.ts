@@ -1,0 +1,24 @@
+import { describe, expect, it } from 'vitest'
+import { execute, inline, lookupPrepared } from './sql.js'
+
+// Quotes the way the driver's escapeLiteral does for plain text.
+const quote = (value: string): string => `'${value.replace(/'/g, "''")}'`
+
+describe('inline', () => {
+  it('puts each value where its placeholder is: repeated, out of order, two-digit', () => {
+    const values = Array.from({ length: 10 }, (_, i) => `v${i + 1}`)
+    expect(inline({ text: 'SELECT $2, $1 || $2, $10, $1', values }, quote)).toBe("SELECT 'v2', 'v1' || 'v2', 'v10', 'v1'")
+  })
+
+  it('escapes text through the given function and writes whole numbers bare', () => {
+    expect(inline({ text: 'SELECT $1, $2', values: ["it's", 5000] }, quote)).toBe("SELECT 'it''s', 5000")
+    expect(() => inline({ text: 'SELECT $1', values: [0.5] }, quote)).toThrow(/cannot inline the number 0.5/)
+  })
+
+  it('gives the same text on every call for the same statement (the split is cached)', () => {
+    const statement = execute(lookupPrepared('idem'), ['acct', "k'1"])
+    const first = inline(statement, quote)
+    expect(inline(statement, quote)).toBe(first)
+    expect(first).toMatch(/^EXECUTE idem_lookup_[0-9a-f]{16}\('acct', 'k''1'\)$/)
+  })
+})
