@@ -62,35 +62,34 @@ function bare(source) {
 }
 
 /**
- * The floor of any inbox that records ids in the handler's transaction: the bare
- * consumer plus one `INSERT … ON CONFLICT DO NOTHING` into a narrow table of ids, in the
- * round trip of its BEGIN (no expiry, no wait limit, no failure counting: not a
- * usable inbox, a measure of what the recording itself costs).
+ * The bare consumer that first records the message id by hand: `record(literal)` is an
+ * `INSERT … ON CONFLICT DO NOTHING` sent in the round trip of BEGIN, and the handler's
+ * insert runs only if it inserted a row. No expiry checks, no wait limit, no failure
+ * counting: not a usable inbox, a measure of what the recording itself costs.
  */
-function dedupeFloor(source) {
+function recordingConsumer(source, record) {
   return plainConsumer(source, async (client, body, id) => {
-    const [, seen] = await client.query(`BEGIN; INSERT INTO ${schema}.seen (id) VALUES (${client.escapeLiteral(id)}) ON CONFLICT DO NOTHING`)
-    if (seen.rowCount === 1) await insert(client, body, id)
-    await client.query('COMMIT')
-  })
-}
-
-/**
- * The record the inbox writes (a row of idem_keys: scope, key, fingerprint, outcome,
- * expiry), written by hand in the round trip of BEGIN, with no engine, no wait limit and
- * no failure counting: what the inbox's row costs by itself, so that the rest of the
- * inbox's cost is idem's code.
- */
-function handWritten(source) {
-  return plainConsumer(source, async (client, body, id) => {
-    const [, recorded] = await client.query(
-      `BEGIN; INSERT INTO ${schema}.idem_keys (scope, key, fingerprint, outcome, created_at, expires_at) ` +
-        `VALUES ('inbox:claims-intake', ${client.escapeLiteral(id)}, 'idem-inbox-v1', 'null', now(), now() + interval '14 days') ON CONFLICT DO NOTHING`,
-    )
+    const [, recorded] = await client.query(`BEGIN; ${record(client.escapeLiteral(id))}`)
     if (recorded.rowCount === 1) await insert(client, body, id)
     await client.query('COMMIT')
   })
 }
+
+/** The floor of any inbox that records ids in the handler's transaction: a narrow table of ids. */
+const dedupeFloor = (source) => recordingConsumer(source, (id) => `INSERT INTO ${schema}.seen (id) VALUES (${id}) ON CONFLICT DO NOTHING`)
+
+/**
+ * The record the inbox writes (a row of idem_keys: scope, key, fingerprint, outcome,
+ * expiry), written by hand: what the inbox's row costs by itself, so that the rest of
+ * the inbox's cost is idem's code.
+ */
+const handWritten = (source) =>
+  recordingConsumer(
+    source,
+    (id) =>
+      `INSERT INTO ${schema}.idem_keys (scope, key, fingerprint, outcome, created_at, expires_at) ` +
+      `VALUES ('inbox:claims-intake', ${id}, 'idem-inbox-v1', 'null', now(), now() + interval '14 days') ON CONFLICT DO NOTHING`,
+  )
 
 /** The same consumer through the inbox. */
 function withInbox(source) {

@@ -32,11 +32,12 @@ export function memoryLeasedStore(): MemoryLeasedStore {
     if (closed) throw new StoreUnavailableError('The memory leased store is closed')
   }
 
-
   function live(scope: string, key: string, now: number): Entry | undefined {
-    const entry = entries.get(keyId(scope, key))
-    if (entry === undefined || entry.expiresAt <= now) return undefined
-    return entry
+    return liveEntry(entries.get(keyId(scope, key)), now)
+  }
+
+  function liveEntry(entry: Entry | undefined, now: number): Entry | undefined {
+    return entry === undefined || entry.expiresAt <= now ? undefined : entry
   }
 
   function held(scope: string, key: string, token: number, now: number): Entry | undefined {
@@ -49,16 +50,18 @@ export function memoryLeasedStore(): MemoryLeasedStore {
     async claim(scope, key, fingerprint, leaseMs, ttlMs): Promise<LeaseClaim> {
       open()
       const now = Date.now()
-      const entry = live(scope, key, now)
+      const id = keyId(scope, key)
+      // Expired entries still hold the last token, so a takeover's token keeps growing.
+      const stored = entries.get(id)
+      const entry = liveEntry(stored, now)
       if (entry?.state === 'completed') return { state: 'completed', record: { fingerprint: entry.fingerprint, outcome: entry.outcome! } }
       if (entry?.state === 'held' && entry.leaseUntil > now) return { state: 'running', fingerprint: entry.fingerprint }
       if (entry !== undefined && entry.steps.size > 0 && entry.fingerprint !== fingerprint) {
         return { state: 'running', fingerprint: entry.fingerprint }
       }
-      const previous = entries.get(keyId(scope, key))?.token ?? 0
-      const token = Math.max(previous + 1, now * 1000)
+      const token = Math.max((stored?.token ?? 0) + 1, now * 1000)
       const steps = entry?.steps ?? new Map<string, string>()
-      entries.set(keyId(scope, key), {
+      entries.set(id, {
         fingerprint,
         state: 'held',
         token,
