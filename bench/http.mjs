@@ -123,7 +123,7 @@ async function drive() {
     for (const adapter of ['hono', 'express']) {
       const server = await startServer(fileURLToPath(import.meta.url), { BENCH_SCHEMA: schema, BENCH_APP: adapter })
       try {
-        results[adapter] = await benchAdapter(adapter, `http://127.0.0.1:${server.ports.app}`, `http://127.0.0.1:${server.ports.elsewhere}`, server.serverCpu)
+        results[adapter] = await benchAdapter(adapter, `http://127.0.0.1:${server.ports.app}`, `http://127.0.0.1:${server.ports.elsewhere}`, server)
       } finally {
         await server.stop()
       }
@@ -141,7 +141,7 @@ async function drive() {
   }
 }
 
-async function benchAdapter(adapter, url, elsewhere, serverCpu) {
+async function benchAdapter(adapter, url, elsewhere, server) {
   const headers = { 'content-type': 'application/json' }
   const keyed = keyedVariants('/idem', headers, CONNECTIONS, elsewhere)
   const variants = {
@@ -159,7 +159,8 @@ async function benchAdapter(adapter, url, elsewhere, serverCpu) {
     rounds: ROUNDS,
     seconds: SECONDS,
     connections: CONNECTIONS,
-    serverCpu,
+    serverCpu: server.serverCpu,
+    serverPid: server.pid,
     afterWarmUp: () => {
       if (keyed.issued() < 8 * CONNECTIONS) throw new Error(`${adapter}: only ${keyed.issued()} keys stored in the warm-up; too few to replay`)
     },

@@ -15,7 +15,7 @@ import { createInbox, startConsumer } from '../dist/queue/index.js'
 import { rabbitmqSource } from '../dist/queue/rabbitmq/index.js'
 import { redisStreamSource } from '../dist/queue/redis-streams/index.js'
 import { postgresStore } from '../dist/stores/postgres/index.js'
-import { interleaved, ratio } from './support.mjs'
+import { cpuLedger, interleaved, ratio } from './support.mjs'
 
 const PG_URL = process.env.IDEM_BENCH_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/test'
 const AMQP_URL = process.env.IDEM_BENCH_AMQP_URL ?? 'amqp://guest:guest@127.0.0.1:5672'
@@ -109,9 +109,17 @@ async function checkpoint() {
   }
 }
 
-/** Runs one variant for `seconds` over a fresh backlog; returns messages/s. */
-async function measure(broker, variant, seconds = SECONDS) {
-  const { source, publishBacklog, cleanup } = await broker.fresh()
+// Every run's messages get ids of their own, as a broker's new messages do: reusing the
+// last run's ids (whose records were truncated) would send the inbox through its path for
+// retries of keys it recorded, an extra round trip that no new message pays.
+let runs = 0
+
+/**
+ * Runs one variant for `seconds` over a fresh backlog; returns messages/s. With `machine`
+ * (a cpuLedger), the machine's CPU during consumption is recorded under `name`.
+ */
+async function measure(broker, variant, seconds = SECONDS, machine, name) {
+  const { source, publishBacklog, cleanup } = await broker.fresh(`r${++runs}`)
   await publishBacklog(BACKLOG)
   // Let the broker finish with the publishing (and with the previous run's queue) first.
   await new Promise((resolve) => setTimeout(resolve, SETTLE_MS))
@@ -122,16 +130,20 @@ async function measure(broker, variant, seconds = SECONDS) {
   // would slow that variant alone.
   await pool.query(`TRUNCATE ${schema}.claims, ${schema}.seen, ${schema}.idem_keys`)
   await checkpoint()
-  const started = performance.now()
-  const consumer = await variant(source)
-  const until = started + seconds * 1000
-  while (performance.now() < until) {
-    await new Promise((resolve) => setTimeout(resolve, 100))
-    done = Number((await pool.query(`SELECT count(*) AS n FROM ${schema}.claims`)).rows[0].n)
-    if (done >= BACKLOG) break
+  const consume = async () => {
+    const started = performance.now()
+    const consumer = await variant(source)
+    const until = started + seconds * 1000
+    while (performance.now() < until) {
+      await new Promise((resolve) => setTimeout(resolve, 100))
+      done = Number((await pool.query(`SELECT count(*) AS n FROM ${schema}.claims`)).rows[0].n)
+      if (done >= BACKLOG) break
+    }
+    const elapsed = (performance.now() - started) / 1000
+    await consumer.stop()
+    return { value: elapsed, operations: done }
   }
-  const elapsed = (performance.now() - started) / 1000
-  await consumer.stop()
+  const elapsed = machine === undefined ? (await consume()).value : await machine.record(name, consume)
   await cleanup()
   if (done >= BACKLOG) console.warn(`  (${broker.name}: the backlog of ${BACKLOG} ran out; raise BENCH_BACKLOG)`)
   return done / elapsed
@@ -139,7 +151,7 @@ async function measure(broker, variant, seconds = SECONDS) {
 
 const rabbit = {
   name: 'rabbitmq',
-  async fresh() {
+  async fresh(run) {
     const connection = await amqplib.connect(AMQP_URL)
     const channel = await connection.createChannel()
     const queue = `idem_bench_${randomUUID()}`
@@ -149,7 +161,7 @@ const rabbit = {
       async publishBacklog(n) {
         const publisher = await connection.createConfirmChannel()
         for (let i = 0; i < n; i++) {
-          if (!publisher.sendToQueue(queue, Buffer.from(JSON.stringify({ amount: i % 100 })), { messageId: `m-${i}` })) {
+          if (!publisher.sendToQueue(queue, Buffer.from(JSON.stringify({ amount: i % 100 })), { messageId: `${run}-${i}` })) {
             await new Promise((resolve) => publisher.once('drain', resolve))
           }
         }
@@ -166,7 +178,7 @@ const rabbit = {
 
 const redisBroker = {
   name: 'redis',
-  async fresh() {
+  async fresh(run) {
     const redis = new Redis(REDIS_URL)
     const stream = `idem:bench:${randomUUID()}`
     return {
@@ -174,7 +186,7 @@ const redisBroker = {
       async publishBacklog(n) {
         for (let start = 0; start < n; start += 1000) {
           const pipeline = redis.pipeline()
-          for (let i = start; i < Math.min(n, start + 1000); i++) pipeline.xadd(stream, '*', 'id', `m-${i}`, 'body', JSON.stringify({ amount: i % 100 }))
+          for (let i = start; i < Math.min(n, start + 1000); i++) pipeline.xadd(stream, '*', 'id', `${run}-${i}`, 'body', JSON.stringify({ amount: i % 100 }))
           await pipeline.exec()
         }
       },
@@ -191,13 +203,15 @@ for (const broker of [rabbit, redisBroker]) {
   const variants = { bare, dedupe_floor: dedupeFloor, hand_written: handWritten, inbox: withInbox }
   // Warm-up, not counted: the JIT, the pool's connections, the store's prepared statements.
   for (const variant of Object.values(variants)) await measure(broker, variant, 1)
-  const rates = await interleaved(variants, ROUNDS, (variant) => measure(broker, variant))
+  const machine = cpuLedger({ [process.pid]: 'consumer' })
+  const rates = await interleaved(variants, ROUNDS, (variant, name) => measure(broker, variant, SECONDS, machine, name))
   results[broker.name] = rates
   console.log(
     `${broker.name}: bare ${rates.bare.toFixed(0)} msg/s, dedupe floor ${rates.dedupe_floor.toFixed(0)} msg/s, ` +
       `hand-written record ${rates.hand_written.toFixed(0)} msg/s, inbox ${rates.inbox.toFixed(0)} msg/s ` +
       `(${CONCURRENCY} in flight, ${SECONDS} s × ${ROUNDS} rounds)`,
   )
+  machine.print('message')
 }
 await pool.query(`DROP SCHEMA ${schema} CASCADE`)
 await pool.end()

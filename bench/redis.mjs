@@ -122,6 +122,7 @@ async function drive() {
         seconds: SECONDS,
         connections: CONNECTIONS,
         serverCpu: server.serverCpu,
+        serverPid: server.pid,
       })
     }
   } finally {

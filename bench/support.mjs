@@ -1,4 +1,5 @@
 // Shared by the benches: timing loops and the RATIO lines runs are compared by.
+import { readdirSync, readFileSync } from 'node:fs'
 
 /**
  * Runs `op` from `concurrency` loops for `ms` milliseconds.
@@ -45,4 +46,82 @@ export async function interleaved(variants, rounds, measure) {
 
 export function ratio(name, value, digits = 2) {
   console.log(`RATIO ${name} ${value.toFixed(digits)}`)
+}
+
+/**
+ * CPU time used so far on this machine, by who used it (Linux only; `undefined`
+ * elsewhere): `named` maps process ids to labels (the bench's server, its driver);
+ * other processes count as `postgres`, `redis`, `rabbitmq`, `nats`, `kernel` (its
+ * threads) or `other`. Read from each thread's /proc schedstat (nanoseconds on a CPU),
+ * so a 2-core machine's throughput can be explained: every process shares the cores.
+ * @returns microseconds by label
+ */
+export function machineCpu(named = {}) {
+  let pids
+  try {
+    pids = readdirSync('/proc').filter((name) => /^\d+$/.test(name))
+  } catch {
+    return undefined
+  }
+  const used = {}
+  for (const pid of pids) {
+    let label = named[pid]
+    let nanos = 0
+    try {
+      if (label === undefined) label = groupOf(readFileSync(`/proc/${pid}/comm`, 'utf8').trim(), pid)
+      for (const task of readdirSync(`/proc/${pid}/task`)) nanos += Number(readFileSync(`/proc/${pid}/task/${task}/schedstat`, 'utf8').split(' ')[0])
+    } catch {
+      continue // the process ended meanwhile
+    }
+    used[label] = (used[label] ?? 0) + nanos / 1000
+  }
+  return used
+}
+
+function groupOf(command, pid) {
+  if (command === 'postgres') return 'postgres'
+  if (command.startsWith('redis-server')) return 'redis'
+  if (command === 'beam.smp' || command.startsWith('erl_')) return 'rabbitmq'
+  if (command === 'nats-server') return 'nats'
+  // Kernel threads have no command line.
+  try {
+    if (readFileSync(`/proc/${pid}/cmdline`).length === 0) return 'kernel'
+  } catch {
+    return 'other'
+  }
+  return 'other'
+}
+
+/**
+ * Accumulates what `machineCpu` says each variant's runs used, per operation, and
+ * prints it: the CPU a variant costs the whole machine, which on a shared 2-core VM
+ * varies less between runs than throughput does.
+ */
+export function cpuLedger(named) {
+  const totals = {}
+  return {
+    /** Runs `measure` (which resolves with `{ value, operations }`) and records the CPU it used under `name`. */
+    async record(name, measure) {
+      const before = machineCpu(named)
+      const result = await measure()
+      const after = machineCpu(named)
+      if (before !== undefined && after !== undefined) {
+        const entry = (totals[name] ??= { operations: 0, micros: {} })
+        entry.operations += result.operations
+        for (const [label, micros] of Object.entries(after)) entry.micros[label] = (entry.micros[label] ?? 0) + micros - (before[label] ?? 0)
+      }
+      return result.value
+    },
+    /** Prints one line per variant: µs of CPU per operation, by process group, and their sum. */
+    print(unit) {
+      for (const [name, { operations, micros }] of Object.entries(totals)) {
+        const parts = Object.entries(micros)
+          .filter(([, value]) => value / operations >= 0.5)
+          .sort((a, b) => b[1] - a[1])
+          .map(([label, value]) => `${label} ${(value / operations).toFixed(0)}`)
+        const sum = Object.values(micros).reduce((a, b) => a + b, 0) / operations
+        console.log(`  ${name.padEnd(16)} machine CPU per ${unit}: ${sum.toFixed(0).padStart(4)} µs (${parts.join(', ')})`)
+      }
+    },
+  }
 }
