@@ -10,7 +10,7 @@ import { protectRequests, type RouteCalls } from './handler.js'
 import { nodeBody, sendWebResponse, webHeaders, webRequest } from './node.js'
 import type { IdempotencyContext, IdempotencyOptions } from './options.js'
 import { problemResponse } from './problem.js'
-import { makeResponse } from './stored-response.js'
+import { streamlessResponse } from './stored-response.js'
 
 declare global {
   // eslint-disable-next-line @typescript-eslint/no-namespace
@@ -70,6 +70,8 @@ export function idempotency<Tx>(options: IdempotencyOptions<Tx, ExpressRequest>)
     }
 
     const route: RouteCalls<Tx> = {
+      // Every answer goes out through sendWebResponse.
+      writesBytes: true,
       pass: async () => {
         next()
         return PASSED as unknown as Response
@@ -192,7 +194,7 @@ function capture(res: ServerResponse): Promise<Response> {
       const done = [chunk, encoding, callback].find((arg) => typeof arg === 'function')
       try {
         const bytes = new Uint8Array(Buffer.concat(chunks))
-        resolve(makeResponse(res.statusCode, res.statusMessage ?? '', webHeaders(res.getHeaders()), bytes))
+        resolve(streamlessResponse(res.statusCode, res.statusMessage ?? '', webHeaders(res.getHeaders()), bytes))
       } catch (error) {
         reject(error)
       }

@@ -68,6 +68,12 @@ export interface RouteCalls<Tx> {
   pass(): Promise<Response>
   /** Runs the route of a protected request, whose `body` the middleware has read, while `idem` holds the key. */
   run(body: Uint8Array, idem: IdempotencyContext<Tx>): Promise<Response>
+  /**
+   * True when the adapter writes every answer to the socket itself, reading its body
+   * with `bodyBytes` (`sendWebResponse`): replays are then made without a body stream
+   * (`streamlessResponse`), which saves most of a Response's cost.
+   */
+  readonly writesBytes?: boolean
 }
 
 /** The middleware behind every front end. */
@@ -123,7 +129,7 @@ export function protectRequests<Tx, Native = unknown>(options: IdempotencyOption
           return storeResponse(response, bytes, o.replayHeaders)
         },
       )
-      return result.replayed || first === undefined ? replayResponse(result.value) : first
+      return result.replayed || first === undefined ? replayResponse(result.value, route.writesBytes === true) : first
     } catch (error) {
       if (isHttpProblem(error)) return problemResponse(error)
       throw error

@@ -42,12 +42,17 @@ export async function bodyBytes(response: Response): Promise<Uint8Array> {
   return light
 }
 
-/** The replay of a stored response: same status, stored headers, same body bytes, marked replayed. */
-export function replayResponse(stored: StoredResponse): Response {
+/**
+ * The replay of a stored response: same status, stored headers, same body bytes, marked
+ * replayed. `streamless` makes it with `streamlessResponse`, for adapters that write it
+ * with `bodyBytes`.
+ */
+export function replayResponse(stored: StoredResponse, streamless = false): Response {
   const headers = new Headers()
   for (const [name, value] of stored.headers) headers.append(name, value)
   headers.set(REPLAYED_HEADER, 'true')
-  return makeResponse(stored.status, '', headers, Buffer.from(stored.bodyBase64, 'base64'))
+  const body = Buffer.from(stored.bodyBase64, 'base64')
+  return streamless ? streamlessResponse(stored.status, '', headers, body) : makeResponse(stored.status, '', headers, body)
 }
 
 /**
@@ -61,8 +66,27 @@ export function withBody(response: Response, body: Uint8Array): Response {
 
 /** A response from its parts; a body sent with a no-body status (204, 304) is dropped. */
 export function makeResponse(status: number, statusText: string, headers: Headers, body: Uint8Array): Response {
-  const sent = NULL_BODY_STATUSES.has(status) || body.byteLength === 0 ? null : body
+  const sent = sentBody(status, body)
   const response = new Response(sent, { status, statusText, headers })
-  knownBodies.set(response, sent ?? new Uint8Array(0))
+  knownBodies.set(response, sent ?? EMPTY)
   return response
+}
+
+/**
+ * A response whose body only `bodyBytes` reads: its `body` is null. Node's Response
+ * builds a stream around any body it is given, which is most of what making one costs
+ * (about 13 µs a response against 1 µs without a body, measured on Node 20). For the
+ * adapters that write answers to Node's response themselves (`sendWebResponse`), where
+ * nobody reads that stream.
+ */
+export function streamlessResponse(status: number, statusText: string, headers: Headers, body: Uint8Array): Response {
+  const response = new Response(null, { status, statusText, headers })
+  knownBodies.set(response, sentBody(status, body) ?? EMPTY)
+  return response
+}
+
+const EMPTY = new Uint8Array(0)
+
+function sentBody(status: number, body: Uint8Array): Uint8Array | null {
+  return NULL_BODY_STATUSES.has(status) || body.byteLength === 0 ? null : body
 }
