@@ -96,22 +96,24 @@ export function webRequest(req: IncomingMessage, url: string, body: NodeBody | s
   const bodyAllowed = method !== 'GET' && method !== 'HEAD'
   const init: RequestInit = { method, headers }
   if (bodyAllowed && (typeof body === 'string' || body instanceof Uint8Array)) init.body = body
-  const request = new Request(absoluteUrl(req.headers.host, url), init)
+  const path = url.startsWith('/') ? url : `/${url}`
+  const host = req.headers.host
+  let request: Request
+  try {
+    request = new Request(`http://${host !== undefined && AUTHORITY.test(host) ? host : 'localhost'}${path}`, init)
+  } catch (error) {
+    // A Host that passes the pattern but no URL parser (a port past 65535): the path is
+    // what the middleware matches, so it stands on localhost. (Parsing first to check
+    // would parse every URL twice.)
+    if (!(error instanceof TypeError)) throw error
+    request = new Request(`http://localhost${path}`, init)
+  }
   return bodyAllowed && body !== null && typeof body === 'object' && 'source' in body ? withBodySource(request, body.source) : request
 }
 
 // A host name or address with an optional port, nothing else: a Host such as "a?" or
 // "a/b" would otherwise move the real path into the query and dodge the `routes` match.
 const AUTHORITY = /^(?:[A-Za-z0-9.-]+|\[[0-9A-Fa-f:.]+\])(?::\d{1,5})?$/
-
-function absoluteUrl(host: string | undefined, url: string): string {
-  const path = url.startsWith('/') ? url : `/${url}`
-  if (host !== undefined && AUTHORITY.test(host)) {
-    const candidate = `http://${host}${path}`
-    if (URL.canParse(candidate)) return candidate
-  }
-  return `http://localhost${path}`
-}
 
 /** Node's outgoing headers (`res.getHeaders()`) as Web `Headers`, repeated fields kept apart. */
 export function webHeaders(headers: OutgoingHttpHeaders): Headers {
