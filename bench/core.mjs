@@ -11,7 +11,7 @@ import pg from 'pg'
 import { createIdem } from '../dist/index.js'
 import { postgresStore } from '../dist/stores/postgres/index.js'
 import { sqliteStore } from '../dist/stores/sqlite/index.js'
-import { interleaved, ratio, throughput } from './support.mjs'
+import { cpuLedger, interleaved, ratio, throughput } from './support.mjs'
 
 const PG_URL = process.env.IDEM_BENCH_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/test'
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 2)
@@ -74,10 +74,15 @@ async function benchPostgres() {
   }
 
   let round = 0
-  const tps = await interleaved(variants, ROUNDS, (variant) => {
+  const machine = cpuLedger({ [process.pid]: 'bench' })
+  const tps = await interleaved(variants, ROUNDS, (variant, name) => {
     const r = round++
-    return throughput((i) => variant(i, r), { concurrency: CONCURRENCY, ms: SECONDS * 1000 })
+    return machine.record(name, async () => {
+      const rate = await throughput((i) => variant(i, r), { concurrency: CONCURRENCY, ms: SECONDS * 1000 })
+      return { value: rate, operations: rate * SECONDS }
+    })
   })
+  machine.print('call')
   await pool.query(`DROP SCHEMA ${schema} CASCADE`)
   await pool.end()
   return tps
