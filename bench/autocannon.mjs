@@ -78,7 +78,7 @@ export function keyedVariants(path, headers, connections, elsewhere) {
 /**
  * Gives each request of a variant without keys an `X-Request-Id` of its own. Keyed
  * variants send a new header on every request, and autocannon then rebuilds every
- * request (measured: about 30 µs of its CPU a request, on the cores the server uses);
+ * request (measured: about 20–30 µs of its CPU a request, on the cores the server uses);
  * a constant request it would build once. With a header of their own per request, every
  * variant costs the load generator the same, and the ratios compare servers only.
  */
