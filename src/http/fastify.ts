@@ -14,7 +14,7 @@ import type { FastifyPluginCallback, FastifyReply, FastifyRequest } from 'fastif
 import { protectRequests } from './handler.js'
 import { nodeBody, setWebHeaders, webHeaders, webRequest } from './node.js'
 import type { IdempotencyContext, IdempotencyOptions } from './options.js'
-import { bodyBytes, makeResponse } from './stored-response.js'
+import { bodyBytes, streamlessResponse } from './stored-response.js'
 
 export type { IdempotencyContext, IdempotencyOptions } from './options.js'
 
@@ -198,7 +198,8 @@ async function replyResponse(reply: FastifyReply, payload: unknown): Promise<Res
   } else {
     bytes = new Uint8Array(await new Response(payload as ConstructorParameters<typeof Response>[0]).arrayBuffer())
   }
-  return makeResponse(status, '', headers, bytes)
+  // Read only through bodyBytes (to store it, and by writeReply), so it needs no body stream.
+  return streamlessResponse(status, '', headers, bytes)
 }
 
 /** Puts a Web Response on the reply, replacing what the route set, and returns its body. */
