@@ -115,10 +115,10 @@ async function checkpoint() {
 let runs = 0
 
 /**
- * Runs one variant for `seconds` over a fresh backlog; returns messages/s. With `machine`
- * (a cpuLedger), the machine's CPU during consumption is recorded under `name`.
+ * Runs one variant for `seconds` over a fresh backlog; returns messages/s. The machine's
+ * CPU during consumption goes to `machine` (a cpuLedger) under `name`.
  */
-async function measure(broker, variant, seconds = SECONDS, machine, name) {
+async function measure(broker, variant, seconds, machine, name) {
   const { source, publishBacklog, cleanup } = await broker.fresh(`r${++runs}`)
   await publishBacklog(BACKLOG)
   // Let the broker finish with the publishing (and with the previous run's queue) first.
@@ -143,7 +143,7 @@ async function measure(broker, variant, seconds = SECONDS, machine, name) {
     await consumer.stop()
     return { value: elapsed, operations: done }
   }
-  const elapsed = machine === undefined ? (await consume()).value : await machine.record(name, consume)
+  const elapsed = await machine.record(name, consume)
   await cleanup()
   if (done >= BACKLOG) console.warn(`  (${broker.name}: the backlog of ${BACKLOG} ran out; raise BENCH_BACKLOG)`)
   return done / elapsed
@@ -201,8 +201,10 @@ const redisBroker = {
 const results = {}
 for (const broker of [rabbit, redisBroker]) {
   const variants = { bare, dedupe_floor: dedupeFloor, hand_written: handWritten, inbox: withInbox }
-  // Warm-up, not counted: the JIT, the pool's connections, the store's prepared statements.
-  for (const variant of Object.values(variants)) await measure(broker, variant, 1)
+  // Warm-up, not counted (its ledger is never printed): the JIT, the pool's connections,
+  // the store's prepared statements.
+  const warmUp = cpuLedger({})
+  for (const [name, variant] of Object.entries(variants)) await measure(broker, variant, 1, warmUp, name)
   const machine = cpuLedger({ [process.pid]: 'consumer' })
   const rates = await interleaved(variants, ROUNDS, (variant, name) => measure(broker, variant, SECONDS, machine, name))
   results[broker.name] = rates

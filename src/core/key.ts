@@ -7,6 +7,10 @@ export const MAX_KEY_LENGTH = 255
 
 const VISIBLE_ASCII = /^[\x21-\x7e]+$/
 
+// A bare (unquoted) key may not carry the characters that would make it a list,
+// parameters or a quoted string in RFC 9651 terms.
+const BARE_KEY = /^[\x21\x23-\x2b\x2d-\x3a\x3c-\x5b\x5d-\x7e]+$/
+
 /**
  * One string for a `(scope, key)` pair, for in-process maps and locks. Length-prefixing
  * keeps ("ab", "c") and ("a", "bc") apart.
@@ -14,9 +18,6 @@ const VISIBLE_ASCII = /^[\x21-\x7e]+$/
 export function keyId(scope: string, key: string): string {
   return `${scope.length}:${scope}${key}`
 }
-// A bare (unquoted) key may not carry the characters that would make it a list,
-// parameters or a quoted string in RFC 9651 terms.
-const BARE_KEY = /^[\x21\x23-\x2b\x2d-\x3a\x3c-\x5b\x5d-\x7e]+$/
 
 export interface ParseKeyOptions {
   /** Accept only RFC 9651 sf-strings (`"…"`); bare values are rejected. @default false */

@@ -1,5 +1,6 @@
 import { InvalidOptionError } from '../core/errors/invalid-option.js'
 import { MigrationRequiredError } from '../core/errors/migration-required.js'
+import { keyId } from '../core/key.js'
 import type { Store } from '../core/store.js'
 import type { MemoryTx } from '../stores/memory/store.js'
 import { classifyPgError } from '../stores/postgres/errors.js'
@@ -138,19 +139,18 @@ export const MEMORY_ATTEMPTS = 'idem_inbox_attempts'
 export const MEMORY_DEAD_LETTERS = 'idem_dead_letters'
 
 function memoryBackend(): InboxBackend<MemoryTx> {
-  const id = (consumer: string, key: string) => `${consumer.length}:${consumer}${key}`
   let sequence = 0
   return {
     async takeFailures(tx, consumer, key) {
-      const row = tx.get(MEMORY_ATTEMPTS, id(consumer, key)) as PriorFailures | null | undefined
+      const row = tx.get(MEMORY_ATTEMPTS, keyId(consumer, key)) as PriorFailures | null | undefined
       if (row === undefined || row === null) return undefined
-      tx.set(MEMORY_ATTEMPTS, id(consumer, key), null)
+      tx.set(MEMORY_ATTEMPTS, keyId(consumer, key), null)
       return row
     },
     async recordFailure(tx, consumer, key, error) {
-      const row = tx.get(MEMORY_ATTEMPTS, id(consumer, key)) as PriorFailures | null | undefined
+      const row = tx.get(MEMORY_ATTEMPTS, keyId(consumer, key)) as PriorFailures | null | undefined
       const attempts = (row?.attempts ?? 0) + 1
-      tx.set(MEMORY_ATTEMPTS, id(consumer, key), { attempts, lastError: error, firstFailedAt: row?.firstFailedAt ?? new Date() })
+      tx.set(MEMORY_ATTEMPTS, keyId(consumer, key), { attempts, lastError: error, firstFailedAt: row?.firstFailedAt ?? new Date() })
       return attempts
     },
     async deadLetter(tx, letter) {
