@@ -112,7 +112,16 @@ export async function handleDelivery<Tx, Body>(
   try {
     result = await inbox.consume(message, (tx, m) => {
       if (decodeError !== undefined) throw decodeError
-      return handler(tx, { ...m, key: inbox.keyOf(m), delivery })
+      // Spelled out: a spread with properties after it costs microseconds a message on Node 20.
+      const consumed: ConsumedMessage<Body> = {
+        id: m.id,
+        body: m.body,
+        deliveryCount: m.deliveryCount,
+        redelivered: m.redelivered,
+        key: inbox.keyOf(m),
+        delivery,
+      }
+      return handler(tx, consumed)
     })
   } catch (error) {
     // The store failed: nothing was committed or counted. The broker redelivers.

