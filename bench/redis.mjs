@@ -12,12 +12,14 @@
 // machine's CPU, not waiting, bounds throughput) and one that takes PROVIDER_MS (20 ms by
 // default; real payment APIs take 100 ms or more), where the round trips to Redis are
 // what a request waits for in addition. The providers run in a worker thread of the child.
+// Last, with no HTTP at all: Redis's own CPU per fresh key, the claim and completion
+// scripts against a plain HGET and SET.
 // Build first (`npm run build`): this runs over dist/.
 import { Redis } from 'ioredis'
 import { existsSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'
 import { keyedVariants, measureVariants, serveParent, startServer } from './autocannon.mjs'
-import { ratio } from './support.mjs'
+import { interleaved, machineCpu, ratio } from './support.mjs'
 
 const REDIS_URL = process.env.IDEM_BENCH_REDIS_URL ?? 'redis://127.0.0.1:6379'
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 2.5)
@@ -127,6 +129,10 @@ async function drive() {
     }
   } finally {
     await server.stop()
+  }
+  try {
+    await scriptCost(prefix)
+  } finally {
     await dropKeys(prefix)
   }
   const { instant, slow } = rates
@@ -173,6 +179,57 @@ async function startProviders(Worker) {
   })
   worker.unref()
   return { instant: `http://127.0.0.1:${instantPort}/charges`, slow: `http://127.0.0.1:${slowPort}/charges` }
+}
+
+/**
+ * Redis's own CPU (its threads' time, from /proc) per fresh key, 16 at a time and no
+ * HTTP: the store's claim and complete scripts against the floor's HGET and SET. What
+ * the scripts' checks cost Redis by itself, apart from the load of a server.
+ */
+async function scriptCost(prefix) {
+  if (machineCpu()?.redis === undefined) {
+    console.log("redis's own CPU per fresh key: no local redis-server to read it from (not measured)")
+    return
+  }
+  const { redisStore } = await import('../dist/stores/redis/index.js')
+  const client = new Redis(REDIS_URL)
+  const store = redisStore({ client, prefix })
+  const body = Buffer.from('{"chargeId":"ch_1","amount":1000}').toString('base64')
+  const outcome = JSON.stringify({ status: 201, headers: [['content-type', 'application/json']], bodyBase64: body })
+  const fingerprint = 'f'.repeat(64)
+  let keys = 0
+  const variants = {
+    scripts: async () => {
+      const key = `scripts-${++keys}`
+      const claim = await store.claim('bench', key, fingerprint, 30_000, 86_400_000)
+      await store.complete('bench', key, claim.token, outcome, 86_400_000)
+    },
+    hget_set: async () => {
+      const key = `${prefix}plain:${++keys}`
+      await client.hget(key, 'state')
+      await client.set(key, outcome, 'PX', 86_400_000)
+    },
+  }
+  const perKey = async (fresh, count) => {
+    const before = machineCpu().redis
+    let left = count
+    await Promise.all(
+      Array.from({ length: 16 }, async () => {
+        while (left-- > 0) await fresh()
+      }),
+    )
+    return (machineCpu().redis - before) / count
+  }
+  try {
+    for (const fresh of Object.values(variants)) await perKey(fresh, 2_000)
+    const costs = await interleaved(variants, 5, (fresh) => perKey(fresh, 10_000))
+    console.log(
+      `redis's own CPU per fresh key (16 at a time, no HTTP): claim + complete scripts ${costs.scripts.toFixed(1)} µs, ` +
+        `HGET + SET ${costs.hget_set.toFixed(1)} µs`,
+    )
+  } finally {
+    client.disconnect()
+  }
 }
 
 async function dropKeys(prefix) {
