@@ -19,7 +19,7 @@ import { Redis } from 'ioredis'
 import { existsSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'
 import { keyedVariants, measureVariants, serveParent, startServer } from './autocannon.mjs'
-import { interleaved, machineCpu, ratio } from './support.mjs'
+import { cpuLedger, interleaved, ratio } from './support.mjs'
 
 const REDIS_URL = process.env.IDEM_BENCH_REDIS_URL ?? 'redis://127.0.0.1:6379'
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 2.5)
@@ -182,15 +182,11 @@ async function startProviders(Worker) {
 }
 
 /**
- * Redis's own CPU (its threads' time, from /proc) per fresh key, 16 at a time and no
- * HTTP: the store's claim and complete scripts against the floor's HGET and SET. What
- * the scripts' checks cost Redis by itself, apart from the load of a server.
+ * What a fresh key costs the machine, by process, 16 at a time and no HTTP: the store's
+ * claim and complete scripts against the floor's HGET and SET. Redis's share is what the
+ * scripts' checks cost it by themselves, apart from the load of a server.
  */
 async function scriptCost(prefix) {
-  if (machineCpu()?.redis === undefined) {
-    console.log("redis's own CPU per fresh key: no local redis-server to read it from (not measured)")
-    return
-  }
   const { redisStore } = await import('../dist/stores/redis/index.js')
   const client = new Redis(REDIS_URL)
   const store = redisStore({ client, prefix })
@@ -210,23 +206,21 @@ async function scriptCost(prefix) {
       await client.set(key, outcome, 'PX', 86_400_000)
     },
   }
-  const perKey = async (fresh, count) => {
-    const before = machineCpu().redis
+  const run = async (fresh, count) => {
     let left = count
     await Promise.all(
       Array.from({ length: 16 }, async () => {
         while (left-- > 0) await fresh()
       }),
     )
-    return (machineCpu().redis - before) / count
+    return { value: count, operations: count }
   }
   try {
-    for (const fresh of Object.values(variants)) await perKey(fresh, 2_000)
-    const costs = await interleaved(variants, 5, (fresh) => perKey(fresh, 10_000))
-    console.log(
-      `redis's own CPU per fresh key (16 at a time, no HTTP): claim + complete scripts ${costs.scripts.toFixed(1)} µs, ` +
-        `HGET + SET ${costs.hget_set.toFixed(1)} µs`,
-    )
+    for (const fresh of Object.values(variants)) await run(fresh, 2_000)
+    const machine = cpuLedger({ [process.pid]: 'bench' })
+    await interleaved(variants, 5, (fresh, name) => machine.record(name, () => run(fresh, 10_000)))
+    console.log("what the scripts cost by themselves (16 at a time, no HTTP; read Redis's share):")
+    machine.print('fresh key')
   } finally {
     client.disconnect()
   }
