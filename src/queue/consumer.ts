@@ -110,7 +110,7 @@ export async function handleDelivery<Tx, Body>(
   }
   let result: ConsumeResult | { status: 'error'; error: unknown }
   try {
-    result = await inbox.consume(message, (tx, m) => {
+    result = await inbox.consume(message, (tx, m, key) => {
       if (decodeError !== undefined) throw decodeError
       // Spelled out: a spread with properties after it costs microseconds a message on Node 20.
       const consumed: ConsumedMessage<Body> = {
@@ -118,7 +118,7 @@ export async function handleDelivery<Tx, Body>(
         body: m.body,
         deliveryCount: m.deliveryCount,
         redelivered: m.redelivered,
-        key: inbox.keyOf(m),
+        key,
         delivery,
       }
       return handler(tx, consumed)

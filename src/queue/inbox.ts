@@ -39,7 +39,8 @@ export type ConsumeResult<T = unknown> =
   /** Another delivery of the same message is being processed right now: redeliver later; nothing was counted. */
   | { readonly status: 'in-flight'; readonly key: string; readonly retryAfterMs: number }
 
-export type InboxHandler<Tx, Body, T> = (tx: Tx, message: InboxMessage<Body>) => T | Promise<T>
+/** Runs in the transaction that records the message; `key` is what it is recorded under (see `keyOf`). */
+export type InboxHandler<Tx, Body, T> = (tx: Tx, message: InboxMessage<Body>, key: string) => T | Promise<T>
 
 /** Something worth an operator's attention that is not an error. */
 export interface InboxWarning {
@@ -277,7 +278,7 @@ export function createInbox<Tx, Body = unknown>({
           }
         }
         try {
-          value = await handler(tx, message)
+          value = await handler(tx, message, key)
         } catch (error) {
           throw new HandlerFailure(error)
         }

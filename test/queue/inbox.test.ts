@@ -125,7 +125,11 @@ describe.skipIf(db === undefined)('inbox on Postgres', () => {
     for (const id of [long, unicode]) {
       const key = messageKey(id)
       expect(key).toMatch(/^sha256:[0-9a-f]{64}$/)
-      expect((await inbox.consume({ id, body: 1 }, write(key))).status).toBe('processed')
+      // The handler is told the key its message is recorded under.
+      const keys: string[] = []
+      const handler = (tx: PgClient, _message: unknown, recordedAs: string) => (keys.push(recordedAs), write(key)(tx))
+      expect((await inbox.consume({ id, body: 1 }, handler)).status).toBe('processed')
+      expect(keys).toEqual([key])
       expect(await inbox.consume({ id, body: 1 }, write(key))).toEqual({ status: 'duplicate', key })
     }
     expect(messageKey('evt_123')).toBe('evt_123')
