@@ -3,6 +3,7 @@ import { createInbox, type InboxMessage } from '../../src/queue/index.js'
 import { postgresStore } from '../../src/stores/postgres/index.js'
 import type { PgClient } from '../../src/stores/postgres/types.js'
 import { testSchema, type TestSchema } from '../support/postgres.js'
+import { random } from './support.js'
 
 const db = await testSchema('idem_q_chaos', 16)
 afterAll(() => db?.drop())
@@ -11,17 +12,8 @@ const MESSAGES = 10_000
 const DUPLICATE_SHARE = 0.2
 const WORKERS = 12
 
-/** A deterministic PRNG (mulberry32), so a failing run can be replayed. */
-function random(seed: number): () => number {
-  return () => {
-    seed |= 0
-    seed = (seed + 0x6d2b79f5) | 0
-    let t = Math.imul(seed ^ (seed >>> 15), 1 | seed)
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296
-  }
-}
-
+// The same run on real brokers, with crashes that drop the connection: chaosScenario in
+// support.ts. This one keeps the broker in process and runs in a few seconds.
 describe.skipIf(db === undefined)('inbox under duplicates and crashes (Postgres, in-process broker)', () => {
   const { pool, schema } = db as TestSchema
   beforeAll(async () => {

@@ -4,7 +4,7 @@ import { afterAll, describe, expect, it } from 'vitest'
 import { natsDeliverer, natsSource } from '../../src/queue/nats/index.js'
 import { postgresStore } from '../../src/stores/postgres/index.js'
 import { testSchema, type TestSchema } from '../support/postgres.js'
-import { delivererScenario, eventually, poisonScenario, reach, seedScenario, unique, type BrokerHarness } from './support.js'
+import { chaosScenario, delivererScenario, eventually, poisonScenario, reach, seedScenario, unique, type BrokerHarness } from './support.js'
 
 const URL = process.env.IDEM_TEST_NATS_URL ?? 'nats://127.0.0.1:4222'
 const open = () => connect({ servers: URL, timeout: 3_000, reconnect: false })
@@ -66,6 +66,12 @@ describe.skipIf(db === undefined)('NATS JetStream adapter (@nats-io/jetstream, r
   it('a poison message is dead-lettered after 3 attempts (table; TERM at the broker); the consumer goes on', async () => {
     await poisonScenario(await harness(admin!.jsm), schemaDb)
   })
+
+  // JetStream drops the repeated publishes itself (same Nats-Msg-Id within its duplicate
+  // window); the inbox still meets the redeliveries that crashes cause.
+  it('10,000 messages, 20% published twice, workers crashing mid-transaction and before acks: each applied exactly once, none lost', async () => {
+    await chaosScenario(await harness(admin!.jsm), schemaDb)
+  }, 240_000)
 
   it('the outbox deliverer sets Nats-Msg-Id to the dedupe key: JetStream drops the repeat, the inbox would too', async () => {
     const broker = await harness(admin!.jsm)

@@ -3,7 +3,7 @@ import { afterAll, describe, it } from 'vitest'
 import { rabbitmqDeliverer, rabbitmqSource } from '../../src/queue/rabbitmq/index.js'
 import { postgresStore } from '../../src/stores/postgres/index.js'
 import { testSchema, type TestSchema } from '../support/postgres.js'
-import { delivererScenario, poisonScenario, reach, seedScenario, unique, type BrokerHarness } from './support.js'
+import { chaosScenario, delivererScenario, poisonScenario, reach, seedScenario, unique, type BrokerHarness } from './support.js'
 
 const URL = process.env.IDEM_TEST_AMQP_URL ?? 'amqp://guest:guest@127.0.0.1:5672'
 const admin = await reach('RabbitMQ', URL, () => amqplib.connect(URL, { timeout: 3_000 }))
@@ -69,6 +69,10 @@ describe.skipIf(db === undefined)('RabbitMQ adapter (amqplib, real broker)', () 
   it('a poison message is dead-lettered after 3 attempts (table and DLX queue); the consumer goes on', async () => {
     await poisonScenario(await harness(), schemaDb)
   })
+
+  it('10,000 messages, 20% published twice, workers crashing mid-transaction and before acks: each applied exactly once, none lost', async () => {
+    await chaosScenario(await harness(), schemaDb)
+  }, 240_000)
 
   it('the outbox deliverer sets messageId to the dedupe key; a repeated publish is consumed once', async () => {
     await delivererScenario(await harness(), schemaDb)

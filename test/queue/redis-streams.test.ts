@@ -3,7 +3,7 @@ import { afterAll, describe, expect, it } from 'vitest'
 import { redisStreamDeliverer, redisStreamSource } from '../../src/queue/redis-streams/index.js'
 import { postgresStore } from '../../src/stores/postgres/index.js'
 import { testSchema, type TestSchema } from '../support/postgres.js'
-import { delivererScenario, eventually, poisonScenario, reach, seedScenario, unique, type BrokerHarness } from './support.js'
+import { chaosScenario, delivererScenario, eventually, poisonScenario, reach, seedScenario, unique, type BrokerHarness } from './support.js'
 
 const URL = process.env.IDEM_TEST_REDIS_URL ?? 'redis://127.0.0.1:6379'
 const admin = await reach('Redis', URL, async () => {
@@ -74,6 +74,10 @@ describe.skipIf(db === undefined)('Redis Streams adapter (ioredis, real server)'
     expect(fields).toContain('error')
     expect(fields[fields.indexOf('error') + 1]).toContain('cannot parse claim form 0')
   })
+
+  it('10,000 messages, 20% published twice, workers crashing mid-transaction and before acks: each applied exactly once, none lost', async () => {
+    await chaosScenario(harness(), schemaDb)
+  }, 240_000)
 
   it('the outbox deliverer writes the dedupe key as the id field; a repeated XADD is consumed once', async () => {
     await delivererScenario(harness(), schemaDb)

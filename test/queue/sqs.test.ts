@@ -4,7 +4,7 @@ import { createInbox } from '../../src/queue/index.js'
 import { sqsDeliverer, sqsSource } from '../../src/queue/sqs/index.js'
 import { postgresStore } from '../../src/stores/postgres/index.js'
 import { testSchema, type TestSchema } from '../support/postgres.js'
-import { delivererScenario, poisonScenario, reach, seedScenario, unique, type BrokerHarness } from './support.js'
+import { chaosScenario, delivererScenario, poisonScenario, reach, seedScenario, unique, type BrokerHarness } from './support.js'
 
 // fauxqs: an SQS emulator from npm, run in-process on a loopback port (no network, no Docker).
 const emulator = await reach('SQS emulator (fauxqs)', 'http://127.0.0.1:<ephemeral>', async () => {
@@ -66,6 +66,10 @@ describe.skipIf(db === undefined)('SQS adapter (@aws-sdk/client-sqs against the 
   it('the outbox deliverer puts the dedupe key in the idem-id attribute; a repeated send is consumed once', async () => {
     await delivererScenario(await harness(), schemaDb)
   })
+
+  it('10,000 messages, 20% published twice, workers crashing mid-transaction and before deletes: each applied exactly once, none lost', async () => {
+    await chaosScenario(await harness(), schemaDb)
+  }, 240_000)
 
   it("reads the queue's retention period as the redelivery horizon, and the inbox warns when it keeps ids for less", async () => {
     const { QueueUrl } = await client!.send(new CreateQueueCommand({ QueueName: unique('idem-retention'), Attributes: { MessageRetentionPeriod: '1209600' } }))

@@ -196,3 +196,167 @@ export async function delivererScenario(broker: BrokerHarness, db: TestSchema): 
   expect(seen.filter((entry) => entry === `processed:${row.dedupeKey}`)).toHaveLength(1)
   expect(seen.filter((entry) => entry === `duplicate:${row.dedupeKey}`)).toHaveLength(seen.length - 1)
 }
+
+/** A deterministic PRNG (mulberry32): a failing run can be replayed with its seed. */
+export function random(seed: number): () => number {
+  return () => {
+    seed |= 0
+    seed = (seed + 0x6d2b79f5) | 0
+    let t = Math.imul(seed ^ (seed >>> 15), 1 | seed)
+    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296
+  }
+}
+
+export interface ChaosOptions {
+  messages?: number
+  /** Share of messages published twice. */
+  duplicateShare?: number
+  /** Workers consuming at once; a crashed one is replaced at once. */
+  workers?: number
+  /** Crashes of each kind (mid-transaction, after commit before the ack), spread at random over the run. */
+  crashesOfEachKind?: number
+}
+
+/**
+ * 10,000 messages on the real broker, 20% of them published twice, consumed by workers
+ * that crash at random: some mid-transaction (their writes roll back), some after
+ * commit and before the ack reaches the broker. A crash drops the worker's connection
+ * without settling anything it holds, so the broker redelivers all of it (its other
+ * messages may still commit meanwhile, as in a process that dies between statements),
+ * and a new worker takes its place. Afterwards every message's effect is in the table
+ * exactly once (it has no unique constraint: a second application would be a second
+ * row), none is missing, and the broker has nothing left to deliver.
+ */
+export async function chaosScenario(
+  broker: BrokerHarness,
+  db: TestSchema,
+  { messages = 10_000, duplicateShare = 0.2, workers = 3, crashesOfEachKind = 6 }: ChaosOptions = {},
+): Promise<void> {
+  const { pool, schema } = db
+  const ledger = `"${schema}".ledger_${randomBytes(3).toString('hex')}`
+  await pool.query(`CREATE TABLE ${ledger} (message_id text NOT NULL, amount integer NOT NULL)`)
+  const seed = Number(process.env.IDEM_CHAOS_SEED ?? 20261130)
+  const rand = random(seed)
+  // Failures from mid-transaction crashes are counted; none may dead-letter a message here.
+  const store = postgresStore({ pool, schema })
+  await store.migrate()
+  const inbox = createInbox<PgClient, { amount: number }>({ store, consumer: unique('ledger'), maxAttempts: 1_000 })
+
+  const published: string[] = []
+  for (let i = 0; i < messages; i++) {
+    published.push(`msg-${i}`)
+    if (rand() < duplicateShare) published.push(`msg-${i}`)
+  }
+  for (let i = published.length - 1; i > 0; i--) {
+    const j = Math.floor(rand() * (i + 1))
+    ;[published[i], published[j]] = [published[j]!, published[i]!]
+  }
+  const amountOf = (id: string) => (Number(id.slice(4)) % 97) + 1
+  for (const id of published) await broker.publish(id, { amount: amountOf(id) })
+
+  // The crashes happen at delivery ordinals picked in advance, spread over the run: the
+  // nth handler run (or ack) of a live worker. Every message is handled and acked at
+  // least once, so each ordinal up to 90% of `messages` is reached.
+  const ordinals = () => {
+    const picked = new Set<number>()
+    while (picked.size < crashesOfEachKind) picked.add(1 + Math.floor(rand() * messages * 0.9))
+    return picked
+  }
+  const crashAt = { midTransaction: ordinals(), afterCommit: ordinals() }
+  const seen = { midTransaction: 0, afterCommit: 0 }
+  const crashes = { midTransaction: 0, afterCommit: 0 }
+  const due = (kind: keyof typeof crashes) => crashAt[kind].has(++seen[kind])
+  const statuses: Record<string, number> = {}
+  const live = new Set<{ stop(): Promise<void> }>()
+  const starting: Promise<void>[] = []
+
+  async function startWorker(): Promise<void> {
+    const connection = await broker.open()
+    let dead = false
+    let consumer: { stop(): Promise<void> } | undefined
+    const worker = {
+      async stop() {
+        await consumer?.stop()
+        await connection.close()
+      },
+    }
+    // Nothing the dead worker holds is settled: its connection is gone, and the broker
+    // redelivers it all. Handlers already running may still commit.
+    const crash = (kind: keyof typeof crashes) => {
+      dead = true
+      crashes[kind]++
+      live.delete(worker)
+      void consumer?.stop().catch(() => {})
+      void connection.crash()
+      starting.push(startWorker())
+    }
+    const source: MessageSource = {
+      name: connection.source.name,
+      subscribe: (onDelivery) =>
+        connection.source.subscribe((delivery) =>
+          onDelivery({
+            id: delivery.id,
+            data: delivery.data,
+            headers: delivery.headers,
+            deliveryCount: delivery.deliveryCount,
+            redelivered: delivery.redelivered,
+            async ack() {
+              if (dead) return
+              if (due('afterCommit')) return crash('afterCommit')
+              await delivery.ack()
+            },
+            nack: async (delayMs) => (dead ? undefined : delivery.nack(delayMs)),
+            deadLetter: async (reason) => (dead ? undefined : delivery.deadLetter(reason)),
+          }),
+        ),
+    }
+    consumer = await startConsumer<PgClient, { amount: number }>({
+      inbox,
+      source,
+      retry: { baseMs: 10, maxMs: 100 },
+      storeRetryMs: 10,
+      handler: async (tx, message) => {
+        await tx.query(`INSERT INTO ${ledger} (message_id, amount) VALUES ($1, $2)`, [message.id, message.body.amount])
+        if (!dead && due('midTransaction')) {
+          crash('midTransaction')
+          throw new Error('the worker died mid-transaction')
+        }
+      },
+      onSettled: (result) => {
+        if (!dead) statuses[result.status] = (statuses[result.status] ?? 0) + 1
+      },
+    })
+    // Crashed while subscribing: stop what is left of it.
+    if (dead) void consumer.stop().catch(() => {})
+    else live.add(worker)
+  }
+
+  for (let i = 0; i < workers; i++) starting.push(startWorker())
+  await Promise.all([...starting])
+  const applied = async () => Number((await pool.query(`SELECT count(DISTINCT message_id)::int AS n FROM ${ledger}`)).rows[0].n)
+  let progress = ''
+  const done = async () => {
+    const n = await applied()
+    const waiting = broker.outstanding === undefined ? 0 : await broker.outstanding()
+    progress = `${n} of ${messages} applied, ${waiting} outstanding, crashes ${JSON.stringify(crashes)}, statuses ${JSON.stringify(statuses)}`
+    return n === messages && waiting === 0
+  }
+  try {
+    await eventually(done, 180_000, 'every message applied and acknowledged')
+  } catch (error) {
+    throw new Error(`${(error as Error).message}: ${progress}`)
+  }
+  // Replacements started by late crashes, if any, are stopped too.
+  while (starting.length > 0) await starting.shift()
+  for (const worker of live) await worker.stop()
+
+  const { rows } = await pool.query(`SELECT count(*)::int AS rows, count(DISTINCT message_id)::int AS messages, sum(amount)::int AS total FROM ${ledger}`)
+  let total = 0
+  for (let i = 0; i < messages; i++) total += amountOf(`msg-${i}`)
+  expect(rows[0]).toEqual({ rows: messages, messages, total })
+  expect(published.length).toBeGreaterThan(messages * (1 + duplicateShare * 0.75))
+  expect(crashes).toEqual({ midTransaction: crashesOfEachKind, afterCommit: crashesOfEachKind })
+  expect(statuses['duplicate']).toBeGreaterThan(0)
+  expect(statuses['dead-lettered'] ?? 0).toBe(0)
+}
