@@ -10,14 +10,11 @@
 import amqplib from 'amqplib'
 import { Redis } from 'ioredis'
 import { randomUUID } from 'node:crypto'
-import pg from 'pg'
 import { createInbox, startConsumer } from '../dist/queue/index.js'
 import { rabbitmqSource } from '../dist/queue/rabbitmq/index.js'
 import { redisStreamSource } from '../dist/queue/redis-streams/index.js'
-import { postgresStore } from '../dist/stores/postgres/index.js'
-import { cpuLedger, interleaved, ratio } from './support.mjs'
+import { cpuLedger, interleaved, queueBenchDatabase, ratio } from './support.mjs'
 
-const PG_URL = process.env.IDEM_BENCH_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/test'
 const AMQP_URL = process.env.IDEM_BENCH_AMQP_URL ?? 'amqp://guest:guest@127.0.0.1:5672'
 const REDIS_URL = process.env.IDEM_BENCH_REDIS_URL ?? 'redis://127.0.0.1:6379'
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 4)
@@ -26,14 +23,9 @@ const CONCURRENCY = 16
 const BACKLOG = Number(process.env.BENCH_BACKLOG ?? 30_000)
 const SETTLE_MS = Number(process.env.BENCH_SETTLE_MS ?? 1_000)
 
-const schema = `idem_bench_queue_${process.pid}`
-const pool = new pg.Pool({ connectionString: PG_URL, max: CONCURRENCY + 2, connectionTimeoutMillis: 10_000 })
-await pool.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE; CREATE SCHEMA ${schema}`)
-const store = postgresStore({ pool, schema })
-await store.migrate()
-await pool.query(`CREATE TABLE ${schema}.claims (message_id text NOT NULL, amount integer NOT NULL)`)
+const database = await queueBenchDatabase('idem_bench_queue', CONCURRENCY + 2)
+const { pool, schema, store, insert } = database
 await pool.query(`CREATE TABLE ${schema}.seen (id text PRIMARY KEY)`)
-const insert = (tx, body, id) => tx.query(`INSERT INTO ${schema}.claims (message_id, amount) VALUES ($1, $2)`, [id, body.amount])
 
 /**
  * A consumer without the inbox: `transaction(client, body, id)` runs the message's
@@ -215,8 +207,7 @@ for (const broker of [rabbit, redisBroker]) {
   )
   machine.print('message')
 }
-await pool.query(`DROP SCHEMA ${schema} CASCADE`)
-await pool.end()
+await database.drop()
 ratio('queue.rabbitmq.dedupe_floor_vs_bare', results.rabbitmq.dedupe_floor / results.rabbitmq.bare)
 ratio('queue.redis.dedupe_floor_vs_bare', results.redis.dedupe_floor / results.redis.bare)
 ratio('queue.rabbitmq.hand_written_vs_bare', results.rabbitmq.hand_written / results.rabbitmq.bare)

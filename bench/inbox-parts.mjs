@@ -1,0 +1,120 @@
+// bench:inbox-parts: where the inbox's cost per message goes, without a broker (so the
+// broker's share and its noise are out of the picture). 16 workers on one pool each
+// handle "messages" as fast as Postgres allows: one transaction inserting one row,
+// through ever more of idem:
+//   bare          BEGIN, INSERT, COMMIT
+//   narrow_row    plus an id row in a narrow table of its own (consumer, key, expiry),
+//                 claimed the way the inbox claims (a prepared INSERT under the key's
+//                 advisory lock): what a table for inbox ids alone would cost
+//   hand_written  plus the inbox's own row of idem_keys, written by hand (no lock)
+//   store         the Postgres store's claim-with-record and commit, called directly
+//   inbox         the whole consumer path: handleDelivery → inbox → engine → store
+// Variants are interleaved over BENCH_ROUNDS; each prints its machine CPU per message by
+// process (the bench is CPU-bound on a small machine, so this is what the ratios follow).
+import { createInbox, handleDelivery } from '../dist/queue/index.js'
+import { cpuLedger, interleaved, queueBenchDatabase, ratio } from './support.mjs'
+
+const SECONDS = Number(process.env.BENCH_SECONDS ?? 3)
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 7)
+const CONCURRENCY = 16
+const CONSUMER = 'claims-intake'
+const RETENTION_MS = 14 * 24 * 60 * 60 * 1000
+
+const database = await queueBenchDatabase('idem_bench_parts', CONCURRENCY + 2)
+const { pool, schema, store, insert } = database
+await pool.query(`CREATE TABLE ${schema}.inbox_ids (consumer text NOT NULL, key text NOT NULL, expires_at timestamptz NOT NULL, PRIMARY KEY (consumer, key))`)
+const data = Buffer.from(JSON.stringify({ amount: 7 }))
+const utf8 = new TextDecoder()
+const decode = (bytes) => JSON.parse(utf8.decode(bytes))
+
+// Prepared once per connection, as the store prepares its own statements.
+const narrowClaim =
+  `PREPARE bench_narrow_claim(text, text, bigint) AS INSERT INTO ${schema}.inbox_ids (consumer, key, expires_at) ` +
+  `SELECT $1, $2, now() + $3 * interval '1 millisecond' ` +
+  `WHERE pg_try_advisory_xact_lock(hashtextextended(length($1)::text || ':' || $1 || $2, 0)) ON CONFLICT DO NOTHING`
+const preparedOn = new WeakSet()
+
+/** A message on a pool client of its own, BEGIN to COMMIT; `record` (if any) shares BEGIN's round trip. */
+const byHand = (record) => async (id) => {
+  const body = decode(data)
+  const client = await pool.connect()
+  try {
+    if (record === undefined) {
+      await client.query('BEGIN')
+      await insert(client, body, id)
+    } else {
+      const prepare = preparedOn.has(client) ? '' : `${narrowClaim}; `
+      const results = await client.query(`BEGIN; ${prepare}${record(client.escapeLiteral(id))}`)
+      preparedOn.add(client)
+      if (results[results.length - 1].rowCount !== 1) throw new Error(`message ${id} was not new`)
+      await insert(client, body, id)
+    }
+    await client.query('COMMIT')
+  } finally {
+    client.release()
+  }
+}
+
+const inbox = createInbox({ store, consumer: CONSUMER })
+// What startConsumer passes (built once); never called here, as no message fails.
+const retryDelay = () => 1_000
+const variants = {
+  bare: byHand(undefined),
+  narrow_row: byHand((id) => `EXECUTE bench_narrow_claim('${CONSUMER}', ${id}, ${RETENTION_MS})`),
+  hand_written: byHand(
+    (id) =>
+      `INSERT INTO ${schema}.idem_keys (scope, key, fingerprint, outcome, created_at, expires_at) ` +
+      `VALUES ('inbox:${CONSUMER}', ${id}, 'idem-inbox-v1', 'null', now(), now() + interval '14 days') ON CONFLICT DO NOTHING`,
+  ),
+  async store(id) {
+    const body = decode(data)
+    const record = { fingerprint: 'idem-inbox-v1', ttlMs: RETENTION_MS }
+    const session = await store.begin({ scope: `inbox:${CONSUMER}`, key: id, waitMs: 5_000, tx: undefined, record })
+    if (session.claim.state !== 'new') throw new Error(`message ${id} was not new`)
+    await insert(session.tx, body, id)
+    await session.commit({ ...record, outcome: 'null' })
+  },
+  async inbox(id) {
+    const delivery = { id, data, headers: {}, deliveryCount: 1, redelivered: false, ack: async () => {}, nack: async () => {}, deadLetter: async () => {} }
+    const result = await handleDelivery(inbox, delivery, (tx, message) => insert(tx, message.body, message.id), decode, retryDelay)
+    if (result.status !== 'processed') throw new Error(`message ${id}: ${result.status}`)
+  },
+}
+
+let runs = 0
+/** Runs `handle` from CONCURRENCY loops for `seconds` on empty tables, each message a new id. */
+async function measure(handle, seconds, machine, name) {
+  await pool.query(`TRUNCATE ${schema}.claims, ${schema}.inbox_ids, ${schema}.idem_keys`)
+  await pool.query('CHECKPOINT').catch(() => {})
+  const run = ++runs
+  let next = 0
+  let done = 0
+  return machine.record(name, async () => {
+    const started = performance.now()
+    const until = started + seconds * 1000
+    const loop = async () => {
+      while (performance.now() < until) {
+        await handle(`r${run}-${next++}`)
+        done++
+      }
+    }
+    await Promise.all(Array.from({ length: CONCURRENCY }, loop))
+    return { value: done / ((performance.now() - started) / 1000), operations: done }
+  })
+}
+
+// Warm-up, not counted: the JIT, the pool's connections, the prepared statements.
+const warmUp = cpuLedger({})
+for (const [name, handle] of Object.entries(variants)) await measure(handle, 1, warmUp, name)
+const machine = cpuLedger({ [process.pid]: 'worker' })
+const rates = await interleaved(variants, ROUNDS, (handle, name) => measure(handle, SECONDS, machine, name))
+console.log(
+  `${Object.entries(rates)
+    .map(([name, rate]) => `${name} ${rate.toFixed(0)}`)
+    .join(', ')} messages/s (${CONCURRENCY} in flight, ${SECONDS} s × ${ROUNDS} rounds)`,
+)
+machine.print('message')
+await database.drop()
+for (const name of ['narrow_row', 'hand_written', 'store', 'inbox']) ratio(`inbox_parts.${name}_vs_bare`, rates[name] / rates.bare)
+ratio('inbox_parts.inbox_vs_hand_written', rates.inbox / rates.hand_written)
+ratio('inbox_parts.inbox_vs_narrow_row', rates.inbox / rates.narrow_row)
