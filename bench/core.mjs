@@ -77,10 +77,7 @@ async function benchPostgres() {
   const machine = cpuLedger({ [process.pid]: 'bench' })
   const tps = await interleaved(variants, ROUNDS, (variant, name) => {
     const r = round++
-    return machine.record(name, async () => {
-      const rate = await throughput((i) => variant(i, r), { concurrency: CONCURRENCY, ms: SECONDS * 1000 })
-      return { value: rate, operations: rate * SECONDS }
-    })
+    return machine.record(name, () => throughput((i) => variant(i, r), { concurrency: CONCURRENCY, ms: SECONDS * 1000 }))
   })
   machine.print('call')
   await pool.query(`DROP SCHEMA ${schema} CASCADE`)

@@ -12,7 +12,8 @@
 // Variants are interleaved over BENCH_ROUNDS; each prints its machine CPU per message by
 // process (the bench is CPU-bound on a small machine, so this is what the ratios follow).
 import { createInbox, handleDelivery } from '../dist/queue/index.js'
-import { cpuLedger, interleaved, queueBenchDatabase, ratio } from './support.mjs'
+import { queueBenchDatabase } from './queue-database.mjs'
+import { cpuLedger, interleaved, ratio, throughput } from './support.mjs'
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 3)
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 7)
@@ -87,20 +88,7 @@ async function measure(handle, seconds, machine, name) {
   await pool.query(`TRUNCATE ${schema}.claims, ${schema}.inbox_ids, ${schema}.idem_keys`)
   await pool.query('CHECKPOINT').catch(() => {})
   const run = ++runs
-  let next = 0
-  let done = 0
-  return machine.record(name, async () => {
-    const started = performance.now()
-    const until = started + seconds * 1000
-    const loop = async () => {
-      while (performance.now() < until) {
-        await handle(`r${run}-${next++}`)
-        done++
-      }
-    }
-    await Promise.all(Array.from({ length: CONCURRENCY }, loop))
-    return { value: done / ((performance.now() - started) / 1000), operations: done }
-  })
+  return machine.record(name, () => throughput((i) => handle(`r${run}-${i}`), { concurrency: CONCURRENCY, ms: seconds * 1000 }))
 }
 
 // Warm-up, not counted: the JIT, the pool's connections, the prepared statements.

@@ -1,11 +1,9 @@
 // Shared by the benches: timing loops and the RATIO lines runs are compared by.
 import { readdirSync, readFileSync } from 'node:fs'
-import pg from 'pg'
-import { postgresStore } from '../dist/stores/postgres/index.js'
 
 /**
- * Runs `op` from `concurrency` loops for `ms` milliseconds.
- * @returns operations per second
+ * Runs `op` from `concurrency` loops for `ms` milliseconds; `op` gets a number of its own.
+ * @returns `{ value: operations per second, operations }`, as `cpuLedger().record` takes it
  */
 export async function throughput(op, { concurrency, ms }) {
   let done = 0
@@ -19,7 +17,7 @@ export async function throughput(op, { concurrency, ms }) {
   }
   const started = performance.now()
   await Promise.all(Array.from({ length: concurrency }, loop))
-  return done / ((performance.now() - started) / 1000)
+  return { value: done / ((performance.now() - started) / 1000), operations: done }
 }
 
 /** Median of the values. */
@@ -124,33 +122,6 @@ export function cpuLedger(named) {
         const sum = Object.values(micros).reduce((a, b) => a + b, 0) / operations
         console.log(`  ${name.padEnd(16)} machine CPU per ${unit}: ${sum.toFixed(0).padStart(4)} µs (${parts.join(', ')})`)
       }
-    },
-  }
-}
-
-/**
- * A Postgres schema of the bench's own (named for `prefix` and the process), created
- * afresh and migrated, on a pool of `poolSize` connections, with the `claims` table the
- * queue benches' handlers write to. `drop()` removes it and ends the pool.
- */
-export async function queueBenchDatabase(prefix, poolSize) {
-  const url = process.env.IDEM_BENCH_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/test'
-  const schema = `${prefix}_${process.pid}`
-  const pool = new pg.Pool({ connectionString: url, max: poolSize, connectionTimeoutMillis: 10_000 })
-  await pool.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE; CREATE SCHEMA ${schema}`)
-  const store = postgresStore({ pool, schema })
-  await store.migrate()
-  await pool.query(`CREATE TABLE ${schema}.claims (message_id text NOT NULL, amount integer NOT NULL)`)
-  const insert = (tx, body, id) => tx.query(`INSERT INTO ${schema}.claims (message_id, amount) VALUES ($1, $2)`, [id, body.amount])
-  return {
-    pool,
-    schema,
-    store,
-    /** The handler both benches run: one row per message. */
-    insert,
-    async drop() {
-      await pool.query(`DROP SCHEMA ${schema} CASCADE`)
-      await pool.end()
     },
   }
 }

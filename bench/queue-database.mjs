@@ -1,0 +1,30 @@
+// The Postgres side of the queue benches (bench:queue, bench:inbox-parts).
+import pg from 'pg'
+import { postgresStore } from '../dist/stores/postgres/index.js'
+
+/**
+ * A Postgres schema of the bench's own (named for `prefix` and the process), created
+ * afresh and migrated, on a pool of `poolSize` connections, with the `claims` table the
+ * queue benches' handlers write to. `drop()` removes it and ends the pool.
+ */
+export async function queueBenchDatabase(prefix, poolSize) {
+  const url = process.env.IDEM_BENCH_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/test'
+  const schema = `${prefix}_${process.pid}`
+  const pool = new pg.Pool({ connectionString: url, max: poolSize, connectionTimeoutMillis: 10_000 })
+  await pool.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE; CREATE SCHEMA ${schema}`)
+  const store = postgresStore({ pool, schema })
+  await store.migrate()
+  await pool.query(`CREATE TABLE ${schema}.claims (message_id text NOT NULL, amount integer NOT NULL)`)
+  const insert = (tx, body, id) => tx.query(`INSERT INTO ${schema}.claims (message_id, amount) VALUES ($1, $2)`, [id, body.amount])
+  return {
+    pool,
+    schema,
+    store,
+    /** The handler both benches run: one row per message. */
+    insert,
+    async drop() {
+      await pool.query(`DROP SCHEMA ${schema} CASCADE`)
+      await pool.end()
+    },
+  }
+}
