@@ -3,11 +3,13 @@
 // handle "messages" as fast as Postgres allows: one transaction inserting one row,
 // through ever more of idem:
 //   bare          BEGIN, INSERT, COMMIT
-//   narrow_row    plus an id row in a narrow table of its own (consumer, key, expiry),
-//                 claimed the way the inbox claims (a prepared INSERT under the key's
-//                 advisory lock): what a table for inbox ids alone would cost
-//   hand_written  plus the inbox's own row of idem_keys, written by hand (no lock)
-//   store         the Postgres store's claim-with-record and commit, called directly
+//   inbox_row     plus the inbox's own row of idem_inbox (consumer, id, expiry), claimed
+//                 by hand the way the store claims it (a prepared INSERT under the id's
+//                 advisory lock)
+//   keys_row      plus the same id as a row of idem_keys instead, by hand (no lock):
+//                 where the inbox kept its ids before schema version 5
+//   store         the Postgres store's claim-with-record on idem_inbox and commit,
+//                 called directly
 //   inbox         the whole consumer path: handleDelivery → inbox → engine → store
 // Variants are interleaved over BENCH_ROUNDS; each prints its machine CPU per message by
 // process (the bench is CPU-bound on a small machine, so this is what the ratios follow).
@@ -23,16 +25,15 @@ const RETENTION_MS = 14 * 24 * 60 * 60 * 1000
 
 const database = await queueBenchDatabase('idem_bench_parts', CONCURRENCY + 2)
 const { pool, schema, store, insert } = database
-await pool.query(`CREATE TABLE ${schema}.inbox_ids (consumer text NOT NULL, key text NOT NULL, expires_at timestamptz NOT NULL, PRIMARY KEY (consumer, key))`)
 const data = Buffer.from(JSON.stringify({ amount: 7 }))
 const utf8 = new TextDecoder()
 const decode = (bytes) => JSON.parse(utf8.decode(bytes))
 
 // Prepared once per connection, as the store prepares its own statements.
-const narrowClaim =
-  `PREPARE bench_narrow_claim(text, text, bigint) AS INSERT INTO ${schema}.inbox_ids (consumer, key, expires_at) ` +
+const inboxClaim =
+  `PREPARE bench_inbox_claim(text, text, bigint) AS INSERT INTO ${schema}.idem_inbox (consumer, message_key, expires_at) ` +
   `SELECT $1, $2, now() + $3 * interval '1 millisecond' ` +
-  `WHERE pg_try_advisory_xact_lock(hashtextextended(length($1)::text || ':' || $1 || $2, 0)) ON CONFLICT DO NOTHING`
+  `WHERE pg_try_advisory_xact_lock(hashtextextended('inbox/' || length($1)::text || ':' || $1 || $2, 0)) ON CONFLICT DO NOTHING`
 const preparedOn = new WeakSet()
 
 /** A message on a pool client of its own, BEGIN to COMMIT; `record` (if any) shares BEGIN's round trip. */
@@ -44,7 +45,7 @@ const byHand = (record) => async (id) => {
       await client.query('BEGIN')
       await insert(client, body, id)
     } else {
-      const prepare = preparedOn.has(client) ? '' : `${narrowClaim}; `
+      const prepare = preparedOn.has(client) ? '' : `${inboxClaim}; `
       const results = await client.query(`BEGIN; ${prepare}${record(client.escapeLiteral(id))}`)
       preparedOn.add(client)
       if (results[results.length - 1].rowCount !== 1) throw new Error(`message ${id} was not new`)
@@ -61,8 +62,8 @@ const inbox = createInbox({ store, consumer: CONSUMER })
 const retryDelay = () => 1_000
 const variants = {
   bare: byHand(undefined),
-  narrow_row: byHand((id) => `EXECUTE bench_narrow_claim('${CONSUMER}', ${id}, ${RETENTION_MS})`),
-  hand_written: byHand(
+  inbox_row: byHand((id) => `EXECUTE bench_inbox_claim('${CONSUMER}', ${id}, ${RETENTION_MS})`),
+  keys_row: byHand(
     (id) =>
       `INSERT INTO ${schema}.idem_keys (scope, key, fingerprint, outcome, created_at, expires_at) ` +
       `VALUES ('inbox:${CONSUMER}', ${id}, 'idem-inbox-v1', 'null', now(), now() + interval '14 days') ON CONFLICT DO NOTHING`,
@@ -70,7 +71,7 @@ const variants = {
   async store(id) {
     const body = decode(data)
     const record = { fingerprint: 'idem-inbox-v1', ttlMs: RETENTION_MS }
-    const session = await store.begin({ scope: `inbox:${CONSUMER}`, key: id, waitMs: 5_000, tx: undefined, record })
+    const session = await store.inboxIds.begin({ scope: CONSUMER, key: id, waitMs: 5_000, tx: undefined, record })
     if (session.claim.state !== 'new') throw new Error(`message ${id} was not new`)
     await insert(session.tx, body, id)
     await session.commit({ ...record, outcome: 'null' })
@@ -85,7 +86,7 @@ const variants = {
 let runs = 0
 /** Runs `handle` from CONCURRENCY loops for `seconds` on empty tables, each message a new id. */
 async function measure(handle, seconds, machine, name) {
-  await pool.query(`TRUNCATE ${schema}.claims, ${schema}.inbox_ids, ${schema}.idem_keys`)
+  await pool.query(`TRUNCATE ${schema}.claims, ${schema}.idem_inbox, ${schema}.idem_keys`)
   await pool.query('CHECKPOINT').catch(() => {})
   const run = ++runs
   return machine.record(name, () => throughput((i) => handle(`r${run}-${i}`), { concurrency: CONCURRENCY, ms: seconds * 1000 }))
@@ -103,6 +104,5 @@ console.log(
 )
 machine.print('message')
 await database.drop()
-for (const name of ['narrow_row', 'hand_written', 'store', 'inbox']) ratio(`inbox_parts.${name}_vs_bare`, rates[name] / rates.bare)
-ratio('inbox_parts.inbox_vs_hand_written', rates.inbox / rates.hand_written)
-ratio('inbox_parts.inbox_vs_narrow_row', rates.inbox / rates.narrow_row)
+for (const name of ['inbox_row', 'keys_row', 'store', 'inbox']) ratio(`inbox_parts.${name}_vs_bare`, rates[name] / rates.bare)
+ratio('inbox_parts.inbox_vs_inbox_row', rates.inbox / rates.inbox_row)

@@ -56,14 +56,18 @@ function bare(source) {
 
 /**
  * The bare consumer that first records the message id by hand: `record(literal)` is an
- * `INSERT … ON CONFLICT DO NOTHING` sent in the round trip of BEGIN, and the handler's
- * insert runs only if it inserted a row. No expiry checks, no wait limit, no failure
- * counting: not a usable inbox, a measure of what the recording itself costs.
+ * `INSERT … ON CONFLICT DO NOTHING` sent in the round trip of BEGIN (after `prepare`,
+ * once per connection, if given), and the handler's insert runs only if it inserted a
+ * row. No expiry checks, no wait limit, no failure counting: not a usable inbox, a
+ * measure of what the recording itself costs.
  */
-function recordingConsumer(source, record) {
+function recordingConsumer(source, record, prepare) {
+  const prepared = new WeakSet()
   return plainConsumer(source, async (client, body, id) => {
-    const [, recorded] = await client.query(`BEGIN; ${record(client.escapeLiteral(id))}`)
-    if (recorded.rowCount === 1) await insert(client, body, id)
+    const first = prepare === undefined || prepared.has(client) ? '' : `${prepare}; `
+    const results = await client.query(`BEGIN; ${first}${record(client.escapeLiteral(id))}`)
+    prepared.add(client)
+    if (results[results.length - 1].rowCount === 1) await insert(client, body, id)
     await client.query('COMMIT')
   })
 }
@@ -72,21 +76,22 @@ function recordingConsumer(source, record) {
 const dedupeFloor = (source) => recordingConsumer(source, (id) => `INSERT INTO ${schema}.seen (id) VALUES (${id}) ON CONFLICT DO NOTHING`)
 
 /**
- * The record the inbox writes (a row of idem_keys: scope, key, fingerprint, outcome,
- * expiry), written by hand: what the inbox's row costs by itself, so that the rest of
- * the inbox's cost is idem's code.
+ * The record the inbox writes (a row of idem_inbox: consumer, id, expiry, under the
+ * id's advisory lock), written by hand and prepared as the store prepares it: what the
+ * inbox's row costs by itself, so that the rest of the inbox's cost is idem's code.
  */
 const handWritten = (source) =>
   recordingConsumer(
     source,
-    (id) =>
-      `INSERT INTO ${schema}.idem_keys (scope, key, fingerprint, outcome, created_at, expires_at) ` +
-      `VALUES ('inbox:claims-intake', ${id}, 'idem-inbox-v1', 'null', now(), now() + interval '14 days') ON CONFLICT DO NOTHING`,
+    (id) => `EXECUTE bench_inbox_record('claims-intake', ${id})`,
+    `PREPARE bench_inbox_record(text, text) AS INSERT INTO ${schema}.idem_inbox (consumer, message_key, expires_at) ` +
+      `SELECT $1, $2, now() + interval '14 days' ` +
+      `WHERE pg_try_advisory_xact_lock(hashtextextended('inbox/' || length($1)::text || ':' || $1 || $2, 0)) ON CONFLICT DO NOTHING`,
   )
 
 /** The same consumer through the inbox. */
 function withInbox(source) {
-  // A consumer name of a realistic length; each run starts from an empty idem_keys (see measure).
+  // A consumer name of a realistic length; each run starts from an empty idem_inbox (see measure).
   const inbox = createInbox({ store, consumer: 'claims-intake' })
   return startConsumer({ inbox, source, handler: (tx, message) => insert(tx, message.body, message.id) })
 }
@@ -121,7 +126,7 @@ async function measure(broker, variant, seconds, machine, name) {
   // pile up across runs) and from a checkpoint: the first write to each page after a
   // checkpoint logs the whole page, so a checkpoint falling inside one variant's run
   // would slow that variant alone.
-  await pool.query(`TRUNCATE ${schema}.claims, ${schema}.seen, ${schema}.idem_keys`)
+  await pool.query(`TRUNCATE ${schema}.claims, ${schema}.seen, ${schema}.idem_inbox`)
   await checkpoint()
   const consume = async () => {
     const started = performance.now()

@@ -66,6 +66,11 @@ export interface Idem<Tx> {
    */
   run<T>(options: RunOptions<Tx>, fn: (tx: Tx) => T | Promise<T>): Promise<RunResult<T>>
   readonly store: Store<Tx>
+  /**
+   * An engine with this one's settings (retention, wait, outcome hook) over another
+   * store: the inbox runs on the Postgres store's id table this way (`inboxIds`).
+   */
+  withStore(store: Store<Tx>): Idem<Tx>
 }
 
 /**
@@ -179,5 +184,5 @@ export function createIdem<Tx>({
     return { value: call.keepsOutcome ? parseOutcome<T>(outcome) : value, replayed: false, stored: true }
   }
 
-  return { run, store }
+  return { run, store, withStore: (other) => createIdem({ store: other, ttlMs, waitMs, ...(onOutcome === undefined ? {} : { onOutcome }) }) }
 }

@@ -5,6 +5,7 @@ import type { Store } from '../core/store.js'
 import type { MemoryTx } from '../stores/memory/store.js'
 import { classifyPgError } from '../stores/postgres/errors.js'
 import * as pgSql from '../stores/postgres/sql.js'
+import type { PostgresStore } from '../stores/postgres/store.js'
 import type { PgClient } from '../stores/postgres/types.js'
 import * as sqliteSql from '../stores/sqlite/sql.js'
 import type { SqliteDatabase, SqliteStatement } from '../stores/sqlite/types.js'
@@ -32,6 +33,13 @@ export interface DeadLetter {
  * commit or roll back with the key record and the handler's effects.
  */
 export interface InboxBackend<Tx> {
+  /**
+   * Where message ids are recorded, when not in the engine's own key table, and the
+   * scope a consumer's ids go under there. Postgres keeps them in `idem_inbox`, one
+   * narrow row each (the consumer's name as scope); SQLite and memory in their key
+   * table, under scope `inbox:<consumer>`.
+   */
+  readonly ids: Store<Tx> | undefined
   /** Reads and removes a message's failure count; the removal holds only if the transaction commits. */
   takeFailures(tx: Tx, consumer: string, key: string): Promise<PriorFailures | undefined>
   /** Counts one more failure. @returns the failures counted so far */
@@ -42,8 +50,13 @@ export interface InboxBackend<Tx> {
 /** Picks the backend for a bundled store (postgres, sqlite, memory). */
 export function inboxBackend<Tx>(store: Store<Tx>, caller: string): InboxBackend<Tx> {
   switch (store.name) {
-    case 'postgres':
-      return postgresBackend((store as unknown as { schema: string }).schema) as unknown as InboxBackend<Tx>
+    case 'postgres': {
+      const { schema, inboxIds } = store as unknown as Partial<PostgresStore>
+      if (typeof schema !== 'string' || inboxIds === undefined) {
+        throw new InvalidOptionError(`${caller}: option "store" is named "postgres" but is not from postgresStore(...): the inbox needs its inboxIds`)
+      }
+      return postgresBackend(schema, inboxIds) as unknown as InboxBackend<Tx>
+    }
     case 'sqlite':
       return sqliteBackend() as unknown as InboxBackend<Tx>
     case 'memory':
@@ -55,7 +68,7 @@ export function inboxBackend<Tx>(store: Store<Tx>, caller: string): InboxBackend
   }
 }
 
-function postgresBackend(schema: string): InboxBackend<PgClient> {
+function postgresBackend(schema: string, ids: Store<PgClient>): InboxBackend<PgClient> {
   const run = async (tx: PgClient, statement: pgSql.Statement) => {
     try {
       return await tx.query(statement.text, statement.values)
@@ -64,6 +77,7 @@ function postgresBackend(schema: string): InboxBackend<PgClient> {
     }
   }
   return {
+    ids,
     async takeFailures(tx, consumer, key) {
       const { rows } = await run(tx, pgSql.inboxAttemptTake(schema, consumer, key))
       const row = rows[0] as { attempts: number; last_error: string; first_failed_at: Date } | undefined
@@ -108,6 +122,7 @@ function sqliteStatement(db: SqliteDatabase, source: string): SqliteStatement {
 
 function sqliteBackend(): InboxBackend<SqliteDatabase> {
   return {
+    ids: undefined,
     async takeFailures(db, consumer, key) {
       const row = sqliteStatement(db, sqliteSql.inboxAttemptTake).get(consumer, key) as
         | { attempts: number; last_error: string; first_failed_at: number }
@@ -141,6 +156,7 @@ export const MEMORY_DEAD_LETTERS = 'idem_dead_letters'
 function memoryBackend(): InboxBackend<MemoryTx> {
   let sequence = 0
   return {
+    ids: undefined,
     async takeFailures(tx, consumer, key) {
       const row = tx.get(MEMORY_ATTEMPTS, keyId(consumer, key)) as PriorFailures | null | undefined
       if (row === undefined || row === null) return undefined

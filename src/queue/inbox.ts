@@ -53,7 +53,11 @@ export interface InboxOptions<Tx, Body = unknown> {
   idem?: Idem<Tx>
   /** The key store, when no engine is passed. */
   store?: Store<Tx>
-  /** Who consumes: one name per logical consumer (`billing-worker`), shared by its instances. Keys live under scope `inbox:<consumer>`. */
+  /**
+   * Who consumes: one name per logical consumer (`billing-worker`), shared by its
+   * instances. On Postgres its ids are rows of `idem_inbox` under this name; on SQLite
+   * and in memory, keys under scope `inbox:<consumer>`.
+   */
   consumer: string
   /** How long a processed id is remembered. @default 14 days ({@link DEFAULT_INBOX_RETENTION_MS}) */
   retentionMs?: number
@@ -166,7 +170,9 @@ export function createInbox<Tx, Body = unknown>({
   assertMs(`${caller}: option "waitMs"`, waitMs, 0)
   if (onWarning !== undefined && typeof onWarning !== 'function') throw new InvalidOptionError(`${caller}: option "onWarning" must be a function`)
 
-  const scope = `inbox:${consumer}`
+  // Message ids go to the store's id table where it has one (Postgres), else to its key table.
+  const ids = backend.ids === undefined ? engine : engine.withStore(backend.ids)
+  const scope = backend.ids === undefined ? `inbox:${consumer}` : consumer
   const failureScope = `inbox-failures:${consumer}`
   let warned = false
 
@@ -240,7 +246,7 @@ export function createInbox<Tx, Body = unknown>({
       await write(tx)
       return true
     }
-    const result = await engine.run({ scope, key, fingerprint: FINGERPRINT, ttlMs: retentionMs, waitMs, storeOutcome: false }, async (t) => {
+    const result = await ids.run({ scope, key, fingerprint: FINGERPRINT, ttlMs: retentionMs, waitMs, storeOutcome: false }, async (t) => {
       await backend.takeFailures(t, consumer, key)
       return write(t)
     })
@@ -262,7 +268,7 @@ export function createInbox<Tx, Body = unknown>({
     let result
     let value: T | undefined
     try {
-      result = await engine.run<Recorded>({ scope, key, fingerprint: FINGERPRINT, ttlMs: retentionMs, waitMs, storeOutcome: false }, async (tx) => {
+      result = await ids.run<Recorded>({ scope, key, fingerprint: FINGERPRINT, ttlMs: retentionMs, waitMs, storeOutcome: false }, async (tx) => {
         if (!first) {
           const prior: PriorFailures | undefined = await backend.takeFailures(tx, consumer, key)
           const failures = prior?.attempts ?? 0

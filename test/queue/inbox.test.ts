@@ -5,7 +5,7 @@ import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
 import { createIdem, InvalidOptionError, memoryStore, StoreUnavailableError } from '../../src/index.js'
 import { createInbox, handleDelivery, listDeadLetters, MEMORY_DEAD_LETTERS, messageKey, type ConsumedMessage, type Delivery } from '../../src/queue/index.js'
-import { postgresStore } from '../../src/stores/postgres/index.js'
+import { migrations, postgresStore } from '../../src/stores/postgres/index.js'
 import type { PgClient } from '../../src/stores/postgres/types.js'
 import { sqliteStore, type SqliteDatabase } from '../../src/stores/sqlite/index.js'
 import { testSchema, type TestSchema } from '../support/postgres.js'
@@ -36,9 +36,39 @@ describe.skipIf(db === undefined)('inbox on Postgres', () => {
     const again = await inbox.consume({ id, body: { n: 1 }, redelivered: true }, write(id))
     expect(again).toEqual({ status: 'duplicate', key: id })
     expect(await count(id)).toBe(1)
-    // The key lives under scope inbox:<consumer>, in the same table as every idem key.
-    const { rows } = await pool.query(`SELECT scope FROM "${schema}".idem_keys WHERE key = $1`, [id])
-    expect(rows).toEqual([{ scope: `inbox:${inbox.consumer}` }])
+    // The id is one narrow row of the inbox's own table, and nothing in idem_keys.
+    const { rows } = await pool.query(`SELECT consumer, expires_at > now() + interval '13 days' AS kept FROM "${schema}".idem_inbox WHERE message_key = $1`, [id])
+    expect(rows).toEqual([{ consumer: inbox.consumer, kept: true }])
+    expect((await pool.query(`SELECT count(*)::int AS n FROM "${schema}".idem_keys WHERE key = $1`, [id])).rows[0].n).toBe(0)
+  })
+
+  it('upgrading from schema version 4 moves processed ids out of idem_keys: a redelivery after the upgrade is still a duplicate', async () => {
+    // A schema as version 4 left it, with ids the inbox recorded then (scope inbox:<consumer>).
+    const old = `${schema}_v4`
+    await pool.query(`CREATE SCHEMA "${old}"; CREATE TABLE "${old}".idem_migrations (version integer PRIMARY KEY, description text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())`)
+    for (const migration of migrations.filter((m) => m.version <= 4)) {
+      for (const statement of migration.up(old)) await pool.query(statement)
+      await pool.query(`INSERT INTO "${old}".idem_migrations (version, description) VALUES ($1, $2)`, [migration.version, migration.description])
+    }
+    const keys = `"${old}".idem_keys (scope, key, fingerprint, outcome, expires_at)`
+    await pool.query(`INSERT INTO ${keys} VALUES ('inbox:billing', 'done-1', 'idem-inbox-v1', '{"processed":true}', now() + interval '14 days')`)
+    await pool.query(`INSERT INTO ${keys} VALUES ('inbox:billing', 'expired-1', 'idem-inbox-v1', '{"processed":true}', now() - interval '1 second')`)
+    await pool.query(`INSERT INTO ${keys} VALUES ('inbox-failures:billing', 'done-1', 'idem-inbox-v1', 'null', now() + interval '1 day')`)
+    await pool.query(`INSERT INTO ${keys} VALUES ('acct_1', 'order-1', 'fp', '{"status":201}', now() + interval '1 day')`)
+
+    const upgraded = postgresStore({ pool, schema: old })
+    expect(await upgraded.migrate()).toMatchObject({ from: 4, applied: [5] })
+    const moved = await pool.query(`SELECT consumer, message_key, expires_at > now() + interval '13 days' AS kept FROM "${old}".idem_inbox`)
+    expect(moved.rows).toEqual([{ consumer: 'billing', message_key: 'done-1', kept: true }])
+    const left = await pool.query(`SELECT scope, key FROM "${old}".idem_keys ORDER BY scope`)
+    expect(left.rows).toEqual([{ scope: 'acct_1', key: 'order-1' }, { scope: 'inbox-failures:billing', key: 'done-1' }])
+
+    const inbox = createInbox<PgClient>({ store: upgraded, consumer: 'billing' })
+    let runs = 0
+    expect(await inbox.consume({ id: 'done-1', body: 1, redelivered: true }, () => runs++)).toEqual({ status: 'duplicate', key: 'done-1' })
+    expect((await inbox.consume({ id: 'expired-1', body: 1, redelivered: true }, () => runs++)).status).toBe('processed')
+    expect(runs).toBe(1)
+    await pool.query(`DROP SCHEMA "${old}" CASCADE`)
   })
 
   it('consumers are separate: the same id is new to another consumer', async () => {

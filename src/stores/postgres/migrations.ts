@@ -1,4 +1,4 @@
-import { quoteSchema } from './sql.js'
+import { inboxLockId, quoteSchema } from './sql.js'
 
 /** One schema change, as data: applied in order, each once, in one transaction. */
 export interface Migration {
@@ -8,7 +8,7 @@ export interface Migration {
 }
 
 /** The schema version this build of idem expects. */
-export const SCHEMA_VERSION = 4
+export const SCHEMA_VERSION = 5
 
 export const migrations: readonly Migration[] = [
   {
@@ -247,6 +247,71 @@ BEGIN
   END LOOP;
 END
 $fn$`,
+      ]
+    },
+  },
+  {
+    version: 5,
+    description: 'idem_inbox and idem_inbox_claim(): inbox message ids move out of idem_keys',
+    up: (schema) => {
+      const s = quoteSchema(schema)
+      return [
+        // One narrow row per processed message: the inbox needs only "done, until when".
+        // Measured (bench:inbox-parts): 76–108 µs of Postgres CPU a message against
+        // 114–154 µs for the same id as an idem_keys row.
+        `CREATE TABLE ${s}.idem_inbox (
+  consumer text NOT NULL,
+  message_key text NOT NULL,
+  expires_at timestamptz NOT NULL,
+  PRIMARY KEY (consumer, message_key)
+)`,
+        `CREATE INDEX idem_inbox_expires_at ON ${s}.idem_inbox USING brin (expires_at)`,
+        // idem_claim's decision for an inbox id (see version 1): the state only.
+        `CREATE FUNCTION ${s}.idem_inbox_claim(p_consumer text, p_key text, p_wait_ms integer)
+RETURNS text LANGUAGE plpgsql VOLATILE AS $fn$
+DECLARE
+  lock_id bigint := ${inboxLockId('p_consumer', 'p_key')};
+  previous_timeout text;
+  live boolean;
+BEGIN
+  IF NOT pg_try_advisory_xact_lock(lock_id) THEN
+    IF EXISTS (SELECT 1 FROM ${s}.idem_inbox AS i
+               WHERE i.consumer = p_consumer AND i.message_key = p_key AND i.expires_at > now()) THEN
+      RETURN 'found';
+    END IF;
+    IF p_wait_ms <= 0 THEN
+      RETURN 'locked';
+    END IF;
+    previous_timeout := current_setting('lock_timeout');
+    BEGIN
+      PERFORM set_config('lock_timeout', p_wait_ms || 'ms', true);
+      PERFORM pg_advisory_xact_lock(lock_id);
+      PERFORM set_config('lock_timeout', previous_timeout, true);
+    EXCEPTION WHEN lock_not_available THEN
+      RETURN 'locked';
+    END;
+    IF current_setting('transaction_isolation') <> 'read committed' THEN
+      RETURN 'stale';
+    END IF;
+  END IF;
+  SELECT i.expires_at > now() INTO live FROM ${s}.idem_inbox AS i
+    WHERE i.consumer = p_consumer AND i.message_key = p_key;
+  IF FOUND AND live THEN
+    RETURN 'found';
+  END IF;
+  IF FOUND THEN
+    DELETE FROM ${s}.idem_inbox AS i WHERE i.consumer = p_consumer AND i.message_key = p_key;
+  END IF;
+  RETURN 'new';
+END
+$fn$`,
+        // Ids recorded by earlier versions (scope inbox:<consumer> in idem_keys) move
+        // here, so an upgrade forgets no processed message. Stop consumers of the older
+        // version first: until then they record new ids where this version no longer looks.
+        `INSERT INTO ${s}.idem_inbox (consumer, message_key, expires_at)
+  SELECT substr(k.scope, 7), k.key, k.expires_at FROM ${s}.idem_keys AS k
+  WHERE k.scope LIKE 'inbox:%' AND k.expires_at > now()`,
+        `DELETE FROM ${s}.idem_keys WHERE scope LIKE 'inbox:%'`,
       ]
     },
   },

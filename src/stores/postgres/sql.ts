@@ -100,6 +100,89 @@ function prepared(kind: string, types: readonly string[], text: string): Prepare
   return { name, prepare: `PREPARE ${name}${body}`, execute: `EXECUTE ${name}(${types.map((_, i) => `$${i + 1}`).join(', ')})` }
 }
 
+/**
+ * A table the transactional store keeps keys in, as the statements it runs on it:
+ * `idem_keys` (every call: fingerprint and outcome) or `idem_inbox` (the inbox's
+ * message ids: only that a message was processed, until when). Each statement has the
+ * same parameters in its plain and prepared forms, so the store can run either.
+ */
+export interface KeyTable {
+  /** False for a table that records only that a key ran: calls on it store no outcome. */
+  readonly keepsOutcomes: boolean
+  claim(scope: string, key: string, waitMs: number): Statement
+  mark(scope: string, key: string, fingerprint: string, ttlMs: number): Statement
+  lookup(scope: string, key: string): Statement
+  save(scope: string, key: string, fingerprint: string, outcome: string, ttlMs: number): Statement
+  prune(limit: number): Statement
+  readonly prepared: { claim: PreparedStatement; mark: PreparedStatement; lookup: PreparedStatement; save: PreparedStatement }
+}
+
+/** `idem_keys`: the statements above. */
+export function keysTable(schema: string): KeyTable {
+  return {
+    keepsOutcomes: true,
+    claim: (scope, key, waitMs) => claim(schema, scope, key, waitMs),
+    mark: (scope, key, fingerprint, ttlMs) => mark(schema, scope, key, fingerprint, ttlMs),
+    lookup: (scope, key) => lookup(schema, scope, key),
+    save: (scope, key, fingerprint, outcome, ttlMs) => save(schema, scope, key, fingerprint, outcome, ttlMs),
+    prune: (limit) => prune(schema, limit, 'idem_keys'),
+    prepared: { claim: claimPrepared(schema), mark: markPrepared(schema), lookup: lookupPrepared(schema), save: savePrepared(schema) },
+  }
+}
+
+/**
+ * `idem_inbox`: one narrow row per processed message, `(consumer, message_key,
+ * expires_at)`. The scope is the consumer's name. Its claims take an advisory lock of
+ * their own (see `inboxLockId`) the way `idem_claim` does, so a duplicate delivery waits
+ * for the one in flight at most `waitMs`. The fingerprint and outcome of a call are not
+ * kept: any redelivery of an id is the same message.
+ */
+export function inboxTable(schema: string): KeyTable {
+  const s = quoteSchema(schema)
+  const claim = (consumer: string, key: string, waitMs: number): Statement => ({
+    text: `SELECT ${s}.idem_inbox_claim($1, $2, $3) AS state`,
+    values: [consumer, key, waitMs],
+  })
+  const mark = (consumer: string, key: string, _fingerprint: string, ttlMs: number): Statement => ({
+    text:
+      `INSERT INTO ${s}.idem_inbox (consumer, message_key, expires_at) ` +
+      `SELECT $1, $2, now() + $3 * interval '1 millisecond' WHERE pg_try_advisory_xact_lock(${inboxLockId('$1', '$2')}) ` +
+      `ON CONFLICT DO NOTHING`,
+    values: [consumer, key, ttlMs],
+  })
+  const lookup = (consumer: string, key: string): Statement => ({
+    text: `SELECT 'found' AS state FROM ${s}.idem_inbox WHERE consumer = $1 AND message_key = $2 AND expires_at > now()`,
+    values: [consumer, key],
+  })
+  const save = (consumer: string, key: string, _fingerprint: string, _outcome: string, ttlMs: number): Statement => ({
+    text: `INSERT INTO ${s}.idem_inbox (consumer, message_key, expires_at) VALUES ($1, $2, now() + $3 * interval '1 millisecond')`,
+    values: [consumer, key, ttlMs],
+  })
+  return {
+    keepsOutcomes: false,
+    claim,
+    mark,
+    lookup,
+    save,
+    prune: (limit) => prune(schema, limit, 'idem_inbox'),
+    prepared: {
+      claim: prepared('inbox_claim', ['text', 'text', 'integer'], claim('', '', 0).text),
+      mark: prepared('inbox_mark', ['text', 'text', 'bigint'], mark('', '', '', 0).text),
+      lookup: prepared('inbox_lookup', ['text', 'text'], lookup('', '').text),
+      save: prepared('inbox_save', ['text', 'text', 'bigint'], save('', '', '', '', 0).text),
+    },
+  }
+}
+
+/**
+ * The advisory lock of an inbox id, over SQL expressions for the consumer and the key.
+ * Length-prefixed like `idem_claim`'s, and in a namespace of its own so an inbox id
+ * never shares a lock with an `idem_keys` key (a hash collision only makes two wait).
+ */
+export function inboxLockId(consumer: string, key: string): string {
+  return `hashtextextended('inbox/' || length(${consumer})::text || ':' || ${consumer} || ${key}, 0)`
+}
+
 /** `claim`, prepared. */
 export function claimPrepared(schema: string): PreparedStatement {
   return prepared('claim', ['text', 'text', 'integer'], claim(schema, '', '', 0).text)
@@ -175,10 +258,10 @@ function templateOf(text: string): (string | number)[] {
 }
 
 /**
- * Removes expired rows of one of idem's tables (`idem_keys`, or `idem_leases` whose steps
+ * Removes expired rows of one of idem's tables (`idem_keys`, `idem_inbox`, or `idem_leases` whose steps
  * go by cascade), at most `limit` at a time; rows locked by a running call are skipped.
  */
-export function prune(schema: string, limit: number, table: 'idem_keys' | 'idem_leases' = 'idem_keys'): Statement {
+export function prune(schema: string, limit: number, table: 'idem_keys' | 'idem_inbox' | 'idem_leases' = 'idem_keys'): Statement {
   const s = quoteSchema(schema)
   return {
     text:

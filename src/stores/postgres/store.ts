@@ -30,11 +30,17 @@ export interface PostgresStoreOptions {
 
 export interface PostgresStore extends Store<PgClient> {
   readonly schema: string
+  /**
+   * The store the inbox keeps message ids in (`idem_inbox`: consumer, id, expiry): the
+   * same pool and settings over a narrower table, for calls that store no outcome. The
+   * scope is the consumer's name. `createInbox` uses it; `prune()` covers it.
+   */
+  readonly inboxIds: Store<PgClient>
   /** Creates or upgrades idem's tables in `schema`. Safe to run from several instances at once. */
   migrate(): Promise<MigrateResult>
   /**
-   * Deletes expired records in batches of `batchSize`, each its own short statement
-   * (rows locked by a running call are skipped), until none are left.
+   * Deletes expired records (keys and inbox ids) in batches of `batchSize`, each its own
+   * short statement (rows locked by a running call are skipped), until none are left.
    * @returns how many records were deleted
    */
   prune(options?: { batchSize?: number }): Promise<number>
@@ -70,17 +76,69 @@ export function postgresStore({
   }
   if (typeof preparedStatements !== 'boolean') throw new InvalidOptionError('postgresStore: option "preparedStatements" must be a boolean')
   warnWithoutConnectTimeout(pool, 'postgresStore')
+  const settings: Settings = { pool, schema, isolation, preparedStatements }
+  const keys = sql.keysTable(schema)
+  const inbox = sql.inboxTable(schema)
+  const fail = (error: unknown): unknown => classifyPgError(error, schema)
+
+  async function prune({ batchSize = 1_000 }: { batchSize?: number } = {}): Promise<number> {
+    if (!Number.isInteger(batchSize) || batchSize < 1) throw new InvalidOptionError('prune: option "batchSize" must be a whole number ≥ 1')
+    let deleted = 0
+    for (const table of [keys, inbox]) {
+      const statement = table.prune(batchSize)
+      for (;;) {
+        let client: PgPoolClient
+        try {
+          client = await pool.connect()
+        } catch (error) {
+          throw fail(error)
+        }
+        try {
+          const { rowCount } = await client.query(statement.text, statement.values)
+          deleted += rowCount ?? 0
+          if ((rowCount ?? 0) < batchSize) break
+        } catch (error) {
+          throw fail(error)
+        } finally {
+          client.release()
+        }
+      }
+    }
+    return deleted
+  }
+
+  return {
+    ...tableStore(settings, keys),
+    schema,
+    inboxIds: tableStore(settings, inbox),
+    migrate: () => migratePostgres(pool, { schema }),
+    prune,
+  }
+}
+
+interface Settings {
+  pool: PgPool
+  schema: string
+  isolation: sql.Isolation
+  preparedStatements: boolean
+}
+
+/** The transactional store over one key table (see `sql.KeyTable`). */
+function tableStore({ pool, schema, isolation, preparedStatements }: Settings, table: sql.KeyTable): Store<PgClient> {
   const beginText = sql.begin(isolation)
   const fail = (error: unknown): unknown => classifyPgError(error, schema)
-  const claimStatement = sql.claimPrepared(schema)
-  const saveStatement = sql.savePrepared(schema)
-  const markStatement = sql.markPrepared(schema)
-  const lookupStatement = sql.lookupPrepared(schema)
+  const { claim: claimStatement, save: saveStatement, mark: markStatement, lookup: lookupStatement } = table.prepared
   const ours = [claimStatement, saveStatement, markStatement, lookupStatement]
   const recorded = new RecentKeys(RECENT_KEYS)
 
   async function begin({ scope, key, waitMs, tx, record }: BeginRequest<PgClient>): Promise<Session<PgClient>> {
-    if (tx !== undefined) return joinedSession(tx, scope, key, waitMs)
+    // A table without outcomes answers a found key with the caller's own record.
+    if (!table.keepsOutcomes && record === undefined) {
+      throw new InvalidOptionError('postgresStore: the inbox id table keeps no outcomes; run its calls with storeOutcome: false')
+    }
+    // A table without outcomes has no record to read: a found key is the caller's own.
+    const known: KeyRecord | undefined = table.keepsOutcomes ? undefined : { fingerprint: record!.fingerprint, outcome: 'null' }
+    if (tx !== undefined) return joinedSession(tx, scope, key, waitMs, known)
     let client: PgPoolClient
     try {
       client = await pool.connect()
@@ -91,7 +149,7 @@ export function postgresStore({
       // A retry of a key this store recorded is most likely answered by its record: read
       // it outside any transaction, one round trip and nothing to end afterwards.
       if (recorded.has(scope, key)) {
-        const found = await lookup(client, scope, key)
+        const found = await lookup(client, scope, key, known)
         if (found !== undefined) {
           client.release()
           return answeredSession(client, found)
@@ -100,9 +158,9 @@ export function postgresStore({
       }
       // A call that stores no outcome writes its record with the claim (READ COMMITTED
       // only: the stricter levels keep the usual path, which handles their stale snapshots).
-      if (record !== undefined && isolation === 'read committed') return await markedSession(client, scope, key, waitMs, record)
-      const first = await sendWith(client, beginText, claimStatement, sql.claim(schema, scope, key, waitMs))
-      return ownedSession(client, toClaim(first.result), scope, key, first.prepared)
+      if (record !== undefined && isolation === 'read committed') return await markedSession(client, scope, key, waitMs, record, known)
+      const first = await sendWith(client, beginText, claimStatement, table.claim(scope, key, waitMs))
+      return ownedSession(client, toClaim(first.result, known), scope, key, first.prepared)
     } catch (error) {
       await endClient(client, 'ROLLBACK', error)
       throw fail(error)
@@ -121,17 +179,19 @@ export function postgresStore({
     key: string,
     waitMs: number,
     record: NonNullable<BeginRequest<PgClient>['record']>,
+    known: KeyRecord | undefined,
   ): Promise<Session<PgClient>> {
-    const first = await sendWith(client, beginText, markStatement, sql.mark(schema, scope, key, record.fingerprint, record.ttlMs))
+    const first = await sendWith(client, beginText, markStatement, table.mark(scope, key, record.fingerprint, record.ttlMs))
     if (first.result.rowCount === 1) return ownedSession(client, { state: 'new' }, scope, key, first.prepared, true)
-    const claim = toClaim((await client.query(inlined(client, sql.claim(schema, scope, key, waitMs)))) as unknown as PgQueryResult)
+    const claim = toClaim((await client.query(inlined(client, table.claim(scope, key, waitMs)))) as unknown as PgQueryResult, known)
     return ownedSession(client, claim, scope, key, first.prepared)
   }
 
   /** The key's live record, read on its own (no transaction, no lock), if there is one. */
-  async function lookup(client: PgPoolClient, scope: string, key: string): Promise<KeyRecord | undefined> {
-    const { result } = await sendWith(client, '', lookupStatement, sql.lookup(schema, scope, key))
-    return result.rows[0] as KeyRecord | undefined
+  async function lookup(client: PgPoolClient, scope: string, key: string, known: KeyRecord | undefined): Promise<KeyRecord | undefined> {
+    const { result } = await sendWith(client, '', lookupStatement, table.lookup(scope, key))
+    const row = result.rows[0] as KeyRecord | undefined
+    return row === undefined ? undefined : (known ?? row)
   }
 
   /**
@@ -163,7 +223,8 @@ export function postgresStore({
       // transaction to roll back.
       const names = inlined(client, sql.preparedNames(ours.map((s) => s.name)))
       const results = (await client.query(`${open === '' ? '' : 'ROLLBACK; '}${open}${inlined(client, plain)}; ${names}`)) as unknown as PgQueryResult[]
-      connections.reset(client, (results[results.length - 1]!.rows as { name: string }[]).map((row) => row.name))
+      const present = (results[results.length - 1]!.rows as { name: string }[]).map((row) => row.name)
+      connections.reset(client, ours, present)
       return { result: results[results.length - 2]!, prepared: false }
     }
   }
@@ -207,12 +268,18 @@ export function postgresStore({
     }
   }
 
-  async function joinedSession(tx: PgClient, scope: string, key: string, waitMs: number): Promise<Session<PgClient>> {
+  async function joinedSession(
+    tx: PgClient,
+    scope: string,
+    key: string,
+    waitMs: number,
+    known: KeyRecord | undefined,
+  ): Promise<Session<PgClient>> {
     if (typeof tx.query !== 'function') throw new InvalidOptionError('run: option "tx" must be a pg client inside an open transaction')
-    const statement = sql.claim(schema, scope, key, waitMs)
+    const statement = table.claim(scope, key, waitMs)
     let claim: Claim
     try {
-      claim = toClaim(await tx.query(statement.text, statement.values))
+      claim = toClaim(await tx.query(statement.text, statement.values), known)
     } catch (error) {
       throw fail(error)
     }
@@ -233,7 +300,7 @@ export function postgresStore({
   }
 
   function save(scope: string, key: string, record: NewRecord): sql.Statement {
-    return sql.save(schema, scope, key, record.fingerprint, record.outcome, record.ttlMs)
+    return table.save(scope, key, record.fingerprint, record.outcome, record.ttlMs)
   }
 
   /**
@@ -246,36 +313,7 @@ export function postgresStore({
     return prepared ? sql.execute(saveStatement, plain.values) : plain
   }
 
-  async function prune({ batchSize = 1_000 }: { batchSize?: number } = {}): Promise<number> {
-    if (!Number.isInteger(batchSize) || batchSize < 1) throw new InvalidOptionError('prune: option "batchSize" must be a whole number ≥ 1')
-    const statement = sql.prune(schema, batchSize)
-    let deleted = 0
-    for (;;) {
-      let client: PgPoolClient
-      try {
-        client = await pool.connect()
-      } catch (error) {
-        throw fail(error)
-      }
-      try {
-        const { rowCount } = await client.query(statement.text, statement.values)
-        deleted += rowCount ?? 0
-        if ((rowCount ?? 0) < batchSize) return deleted
-      } catch (error) {
-        throw fail(error)
-      } finally {
-        client.release()
-      }
-    }
-  }
-
-  return {
-    name: 'postgres',
-    schema,
-    begin,
-    migrate: () => migratePostgres(pool, { schema }),
-    prune,
-  }
+  return { name: 'postgres', begin }
 }
 
 // Enough for the retries of the last seconds of a busy service, in about a megabyte at most.
@@ -315,8 +353,15 @@ class PreparedOn {
     }
     return names
   }
-  reset(client: PgPoolClient, names: string[]): void {
-    this.#names.set(connectionId(client), new Set(names))
+  /**
+   * Corrects what is known of `checked` (one store's statements) to `present`, leaving
+   * other stores' statements on the connection as they were: dropping them too would
+   * have two stores on one pool correct each other on every call.
+   */
+  reset(client: PgPoolClient, checked: readonly sql.PreparedStatement[], present: readonly string[]): void {
+    const names = this.get(client)
+    for (const statement of checked) names.delete(statement.name)
+    for (const name of present) names.add(name)
   }
 }
 
@@ -328,13 +373,14 @@ function connectionId(client: PgPoolClient): unknown {
   return typeof pid === 'number' ? pid : client
 }
 
-function toClaim(result: PgQueryResult): Claim {
+/** Reads a claim's row; `known` is the record of a found key in a table without outcomes. */
+function toClaim(result: PgQueryResult, known: KeyRecord | undefined): Claim {
   const row = result.rows[0] as { state: string; fingerprint: string | null; outcome: string | null } | undefined
   switch (row?.state) {
     case 'new':
       return { state: 'new' }
     case 'found':
-      return { state: 'found', record: { fingerprint: row.fingerprint!, outcome: row.outcome! } }
+      return { state: 'found', record: known ?? { fingerprint: row.fingerprint!, outcome: row.outcome! } }
     case 'locked':
       return { state: 'locked' }
     case 'stale':
