@@ -11,8 +11,11 @@
 //   store         the Postgres store's claim-with-record on idem_inbox and commit,
 //                 called directly
 //   inbox         the whole consumer path: handleDelivery → inbox → engine → store
+//   inbox_on_keys the same with the ids in idem_keys, where the inbox kept them before
+//                 schema version 5 (a store whose inboxIds is its own key table)
 // Variants are interleaved over BENCH_ROUNDS; each prints its machine CPU per message by
 // process (the bench is CPU-bound on a small machine, so this is what the ratios follow).
+// Last, it prints the disk each table takes per recorded id.
 import { createInbox, handleDelivery } from '../dist/queue/index.js'
 import { queueBenchDatabase } from './queue-database.mjs'
 import { cpuLedger, interleaved, ratio, throughput } from './support.mjs'
@@ -57,9 +60,16 @@ const byHand = (record) => async (id) => {
   }
 }
 
-const inbox = createInbox({ store, consumer: CONSUMER })
 // What startConsumer passes (built once); never called here, as no message fails.
 const retryDelay = () => 1_000
+const inbox = createInbox({ store, consumer: CONSUMER })
+const onKeys = createInbox({ store: { ...store, inboxIds: store }, consumer: CONSUMER })
+/** One message through `through`'s whole consumer path. */
+const throughInbox = (through) => async (id) => {
+  const delivery = { id, data, headers: {}, deliveryCount: 1, redelivered: false, ack: async () => {}, nack: async () => {}, deadLetter: async () => {} }
+  const result = await handleDelivery(through, delivery, (tx, message) => insert(tx, message.body, message.id), decode, retryDelay)
+  if (result.status !== 'processed') throw new Error(`message ${id}: ${result.status}`)
+}
 const variants = {
   bare: byHand(undefined),
   inbox_row: byHand((id) => `EXECUTE bench_inbox_claim('${CONSUMER}', ${id}, ${RETENTION_MS})`),
@@ -76,11 +86,8 @@ const variants = {
     await insert(session.tx, body, id)
     await session.commit({ ...record, outcome: 'null' })
   },
-  async inbox(id) {
-    const delivery = { id, data, headers: {}, deliveryCount: 1, redelivered: false, ack: async () => {}, nack: async () => {}, deadLetter: async () => {} }
-    const result = await handleDelivery(inbox, delivery, (tx, message) => insert(tx, message.body, message.id), decode, retryDelay)
-    if (result.status !== 'processed') throw new Error(`message ${id}: ${result.status}`)
-  },
+  inbox: throughInbox(inbox),
+  inbox_on_keys: throughInbox(onKeys),
 }
 
 let runs = 0
@@ -103,6 +110,30 @@ console.log(
     .join(', ')} messages/s (${CONCURRENCY} in flight, ${SECONDS} s × ${ROUNDS} rounds)`,
 )
 machine.print('message')
+
+/** Bytes on disk (heap and indexes) per id recorded in `table`, after `insert` of SIZE_IDS ids shaped like a broker's (UUIDs). */
+const SIZE_IDS = 100_000
+async function bytesPerId(table, insert) {
+  await pool.query(`TRUNCATE ${schema}.${table}`)
+  await pool.query(insert)
+  await pool.query(`VACUUM ${schema}.${table}`)
+  const { rows } = await pool.query(`SELECT pg_total_relation_size($1::regclass) AS bytes`, [`${schema}.${table}`])
+  return Number(rows[0].bytes) / SIZE_IDS
+}
+const inboxBytes = await bytesPerId(
+  'idem_inbox',
+  `INSERT INTO ${schema}.idem_inbox (consumer, message_key, expires_at) ` +
+    `SELECT '${CONSUMER}', gen_random_uuid()::text, now() + interval '14 days' FROM generate_series(1, ${SIZE_IDS})`,
+)
+const keysBytes = await bytesPerId(
+  'idem_keys',
+  `INSERT INTO ${schema}.idem_keys (scope, key, fingerprint, outcome, created_at, expires_at) ` +
+    `SELECT 'inbox:${CONSUMER}', gen_random_uuid()::text, 'idem-inbox-v1', 'null', now(), now() + interval '14 days' FROM generate_series(1, ${SIZE_IDS})`,
+)
+console.log(`storage per id (${SIZE_IDS} UUID ids, heap and indexes): idem_inbox ${inboxBytes.toFixed(0)} bytes, idem_keys ${keysBytes.toFixed(0)} bytes`)
 await database.drop()
 for (const name of ['inbox_row', 'keys_row', 'store', 'inbox']) ratio(`inbox_parts.${name}_vs_bare`, rates[name] / rates.bare)
+ratio('inbox_parts.inbox_on_keys_vs_bare', rates.inbox_on_keys / rates.bare)
 ratio('inbox_parts.inbox_vs_inbox_row', rates.inbox / rates.inbox_row)
+ratio('inbox_parts.inbox_vs_inbox_on_keys', rates.inbox / rates.inbox_on_keys)
+ratio('inbox_parts.inbox_row_bytes_vs_keys_row', inboxBytes / keysBytes)

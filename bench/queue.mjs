@@ -54,6 +54,9 @@ function bare(source) {
   })
 }
 
+// Pool clients that have the hand-written record's statement prepared (it outlives each run's consumer).
+const prepared = new WeakSet()
+
 /**
  * The bare consumer that first records the message id by hand: `record(literal)` is an
  * `INSERT … ON CONFLICT DO NOTHING` sent in the round trip of BEGIN (after `prepare`,
@@ -62,11 +65,10 @@ function bare(source) {
  * measure of what the recording itself costs.
  */
 function recordingConsumer(source, record, prepare) {
-  const prepared = new WeakSet()
   return plainConsumer(source, async (client, body, id) => {
     const first = prepare === undefined || prepared.has(client) ? '' : `${prepare}; `
     const results = await client.query(`BEGIN; ${first}${record(client.escapeLiteral(id))}`)
-    prepared.add(client)
+    if (prepare !== undefined) prepared.add(client)
     if (results[results.length - 1].rowCount === 1) await insert(client, body, id)
     await client.query('COMMIT')
   })

@@ -43,4 +43,18 @@ describe('createIdem', () => {
     await idem.run({ scope: 's', key: 'n', input: 1, shouldStore: () => false }, () => 'a')
     expect(events).toEqual(['fresh', 'replayed', 'mismatch', 'error', 'not-stored'])
   })
+
+  it('withStore keeps the settings and the hook over another store, and leaves the first store alone', async () => {
+    const events: string[] = []
+    const first = memoryStore()
+    const other = memoryStore()
+    const idem = createIdem({ store: first, ttlMs: 30, onOutcome: (event) => events.push(`${event.store}:${event.kind}`) }).withStore(other)
+    expect(idem.store).toBe(other)
+    await idem.run({ scope: 's', key: 'k', input: 1 }, () => 'a')
+    expect((await createIdem({ store: first }).run({ scope: 's', key: 'k', input: 1 }, () => 'b')).replayed).toBe(false)
+    await new Promise((resolve) => setTimeout(resolve, 60))
+    // The engine's retention came along: the key expired after 30 ms.
+    expect((await idem.run({ scope: 's', key: 'k', input: 1 }, () => 'c')).replayed).toBe(false)
+    expect(events).toEqual(['memory:fresh', 'memory:fresh'])
+  })
 })

@@ -3,7 +3,7 @@ import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
-import { createIdem, InvalidOptionError, memoryStore, StoreUnavailableError } from '../../src/index.js'
+import { createIdem, InvalidOptionError, memoryStore, MigrationRequiredError, StoreUnavailableError } from '../../src/index.js'
 import { createInbox, handleDelivery, listDeadLetters, MEMORY_DEAD_LETTERS, messageKey, type ConsumedMessage, type Delivery } from '../../src/queue/index.js'
 import { migrations, postgresStore } from '../../src/stores/postgres/index.js'
 import type { PgClient } from '../../src/stores/postgres/types.js'
@@ -57,6 +57,9 @@ describe.skipIf(db === undefined)('inbox on Postgres', () => {
     await pool.query(`INSERT INTO ${keys} VALUES ('acct_1', 'order-1', 'fp', '{"status":201}', now() + interval '1 day')`)
 
     const upgraded = postgresStore({ pool, schema: old })
+    // Not yet migrated: the inbox says so, and runs nothing.
+    const early = createInbox<PgClient>({ store: upgraded, consumer: 'billing' })
+    await expect(early.consume({ id: 'done-1', body: 1, redelivered: true }, () => expect.fail('ran before the migration'))).rejects.toThrow(MigrationRequiredError)
     expect(await upgraded.migrate()).toMatchObject({ from: 4, applied: [5] })
     const moved = await pool.query(`SELECT consumer, message_key, expires_at > now() + interval '13 days' AS kept FROM "${old}".idem_inbox`)
     expect(moved.rows).toEqual([{ consumer: 'billing', message_key: 'done-1', kept: true }])

@@ -132,11 +132,10 @@ function tableStore({ pool, schema, isolation, preparedStatements }: Settings, t
   const recorded = new RecentKeys(RECENT_KEYS)
 
   async function begin({ scope, key, waitMs, tx, record }: BeginRequest<PgClient>): Promise<Session<PgClient>> {
-    // A table without outcomes answers a found key with the caller's own record.
+    // A table without outcomes has no record to read: a found key is the caller's own.
     if (!table.keepsOutcomes && record === undefined) {
       throw new InvalidOptionError('postgresStore: the inbox id table keeps no outcomes; run its calls with storeOutcome: false')
     }
-    // A table without outcomes has no record to read: a found key is the caller's own.
     const known: KeyRecord | undefined = table.keepsOutcomes ? undefined : { fingerprint: record!.fingerprint, outcome: 'null' }
     if (tx !== undefined) return joinedSession(tx, scope, key, waitMs, known)
     let client: PgPoolClient
