@@ -34,10 +34,9 @@ export interface DeadLetter {
  */
 export interface InboxBackend<Tx> {
   /**
-   * Where message ids are recorded, when not in the engine's own key table, and the
-   * scope a consumer's ids go under there. Postgres keeps them in `idem_inbox`, one
-   * narrow row each (the consumer's name as scope); SQLite and memory in their key
-   * table, under scope `inbox:<consumer>`.
+   * Where message ids are recorded when not in the engine's own key table: Postgres
+   * keeps them in `idem_inbox`, one narrow row each, under the consumer's name
+   * (`undefined` for SQLite and memory, which keep them as keys of scope `inbox:<consumer>`).
    */
   readonly ids: Store<Tx> | undefined
   /** Reads and removes a message's failure count; the removal holds only if the transaction commits. */
