@@ -220,6 +220,7 @@ describe.skipIf(db === undefined)('inbox on Postgres', () => {
       [{ store, consumer: 'c', idOf: 'id' }, /"idOf"/],
       [{ consumer: 'c' }, /pass "store"/],
       [{ store: { name: 'redis', begin: async () => ({}) }, consumer: 'c' }, /postgres, sqlite or memory/],
+      [{ store: { name: 'postgres', begin: async () => ({}) }, consumer: 'c' }, /not from postgresStore/],
     ]
     for (const [options, message] of bad) {
       expect(() => createInbox(options as never)).toThrow(InvalidOptionError)
