@@ -4,8 +4,7 @@
 // through ever more of idem:
 //   bare          BEGIN, INSERT, COMMIT
 //   inbox_row     plus the inbox's own row of idem_inbox (consumer, id, expiry), claimed
-//                 by hand the way the store claims it (a prepared INSERT under the id's
-//                 advisory lock)
+//                 by hand with the store's own prepared INSERT under the id's advisory lock
 //   keys_row      plus the same id as a row of idem_keys instead, by hand (no lock):
 //                 where the inbox kept its ids before schema version 5
 //   store         the Postgres store's claim-with-record on idem_inbox and commit,
@@ -16,15 +15,14 @@
 // Variants are interleaved over BENCH_ROUNDS; each prints its machine CPU per message by
 // process (the bench is CPU-bound on a small machine, so this is what the ratios follow).
 // Last, it prints the disk each table takes per recorded id.
-import { createInbox, handleDelivery } from '../dist/queue/index.js'
-import { queueBenchDatabase } from './queue-database.mjs'
+import { createInbox, DEFAULT_INBOX_RETENTION_MS, handleDelivery } from '../dist/queue/index.js'
+import { inboxMarkByHand, queueBenchDatabase } from './queue-database.mjs'
 import { cpuLedger, interleaved, ratio, throughput } from './support.mjs'
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 3)
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 7)
 const CONCURRENCY = 16
 const CONSUMER = 'claims-intake'
-const RETENTION_MS = 14 * 24 * 60 * 60 * 1000
 
 const database = await queueBenchDatabase('idem_bench_parts', CONCURRENCY + 2)
 const { pool, schema, store, insert } = database
@@ -33,10 +31,7 @@ const utf8 = new TextDecoder()
 const decode = (bytes) => JSON.parse(utf8.decode(bytes))
 
 // Prepared once per connection, as the store prepares its own statements.
-const inboxClaim =
-  `PREPARE bench_inbox_claim(text, text, bigint) AS INSERT INTO ${schema}.idem_inbox (consumer, message_key, expires_at) ` +
-  `SELECT $1, $2, now() + $3 * interval '1 millisecond' ` +
-  `WHERE pg_try_advisory_xact_lock(hashtextextended('inbox/' || length($1)::text || ':' || $1 || $2, 0)) ON CONFLICT DO NOTHING`
+const inboxMark = inboxMarkByHand(schema)
 const preparedOn = new WeakSet()
 
 /** A message on a pool client of its own, BEGIN to COMMIT; `record` (if any) shares BEGIN's round trip. */
@@ -48,7 +43,7 @@ const byHand = (record) => async (id) => {
       await client.query('BEGIN')
       await insert(client, body, id)
     } else {
-      const prepare = preparedOn.has(client) ? '' : `${inboxClaim}; `
+      const prepare = preparedOn.has(client) ? '' : `${inboxMark.prepare}; `
       const results = await client.query(`BEGIN; ${prepare}${record(client.escapeLiteral(id))}`)
       preparedOn.add(client)
       if (results[results.length - 1].rowCount !== 1) throw new Error(`message ${id} was not new`)
@@ -72,7 +67,7 @@ const throughInbox = (through) => async (id) => {
 }
 const variants = {
   bare: byHand(undefined),
-  inbox_row: byHand((id) => `EXECUTE bench_inbox_claim('${CONSUMER}', ${id}, ${RETENTION_MS})`),
+  inbox_row: byHand((id) => inboxMark.execute(`'${CONSUMER}'`, id, DEFAULT_INBOX_RETENTION_MS)),
   keys_row: byHand(
     (id) =>
       `INSERT INTO ${schema}.idem_keys (scope, key, fingerprint, outcome, created_at, expires_at) ` +
@@ -80,7 +75,7 @@ const variants = {
   ),
   async store(id) {
     const body = decode(data)
-    const record = { fingerprint: 'idem-inbox-v1', ttlMs: RETENTION_MS }
+    const record = { fingerprint: 'idem-inbox-v1', ttlMs: DEFAULT_INBOX_RETENTION_MS }
     const session = await store.inboxIds.begin({ scope: CONSUMER, key: id, waitMs: 5_000, tx: undefined, record })
     if (session.claim.state !== 'new') throw new Error(`message ${id} was not new`)
     await insert(session.tx, body, id)

@@ -1,6 +1,6 @@
 // The Postgres side of the queue benches (bench:queue, bench:inbox-parts).
 import pg from 'pg'
-import { postgresStore } from '../dist/stores/postgres/index.js'
+import { postgresSql, postgresStore } from '../dist/stores/postgres/index.js'
 
 /**
  * A Postgres schema of the bench's own (named for `prefix` and the process), created
@@ -26,5 +26,19 @@ export async function queueBenchDatabase(prefix, poolSize) {
       await pool.query(`DROP SCHEMA ${schema} CASCADE`)
       await pool.end()
     },
+  }
+}
+
+/**
+ * The store's own claim of an inbox id (`inboxTable(schema).prepared.mark` in sql.ts),
+ * for benches that write the inbox's row by hand: `prepare` once per connection, then
+ * `execute(consumer, id, ttlMs)` with SQL literals. It is prepared under a name of the
+ * bench's, so it never meets the store's own on a shared connection.
+ */
+export function inboxMarkByHand(schema) {
+  const { name, prepare } = postgresSql.inboxTable(schema).prepared.mark
+  return {
+    prepare: prepare.replace(name, 'bench_inbox_mark'),
+    execute: (consumer, id, ttlMs) => `EXECUTE bench_inbox_mark(${consumer}, ${id}, ${ttlMs})`,
   }
 }

@@ -10,10 +10,10 @@
 import amqplib from 'amqplib'
 import { Redis } from 'ioredis'
 import { randomUUID } from 'node:crypto'
-import { createInbox, startConsumer } from '../dist/queue/index.js'
+import { createInbox, DEFAULT_INBOX_RETENTION_MS, startConsumer } from '../dist/queue/index.js'
 import { rabbitmqSource } from '../dist/queue/rabbitmq/index.js'
 import { redisStreamSource } from '../dist/queue/redis-streams/index.js'
-import { queueBenchDatabase } from './queue-database.mjs'
+import { inboxMarkByHand, queueBenchDatabase } from './queue-database.mjs'
 import { cpuLedger, interleaved, ratio } from './support.mjs'
 
 const AMQP_URL = process.env.IDEM_BENCH_AMQP_URL ?? 'amqp://guest:guest@127.0.0.1:5672'
@@ -77,19 +77,14 @@ function recordingConsumer(source, record, prepare) {
 /** The floor of any inbox that records ids in the handler's transaction: a narrow table of ids. */
 const dedupeFloor = (source) => recordingConsumer(source, (id) => `INSERT INTO ${schema}.seen (id) VALUES (${id}) ON CONFLICT DO NOTHING`)
 
+const inboxMark = inboxMarkByHand(schema)
 /**
  * The record the inbox writes (a row of idem_inbox: consumer, id, expiry, under the
- * id's advisory lock), written by hand and prepared as the store prepares it: what the
- * inbox's row costs by itself, so that the rest of the inbox's cost is idem's code.
+ * id's advisory lock), written by hand with the store's own statement: what the inbox's
+ * row costs by itself, so that the rest of the inbox's cost is idem's code.
  */
 const handWritten = (source) =>
-  recordingConsumer(
-    source,
-    (id) => `EXECUTE bench_inbox_record('claims-intake', ${id})`,
-    `PREPARE bench_inbox_record(text, text) AS INSERT INTO ${schema}.idem_inbox (consumer, message_key, expires_at) ` +
-      `SELECT $1, $2, now() + interval '14 days' ` +
-      `WHERE pg_try_advisory_xact_lock(hashtextextended('inbox/' || length($1)::text || ':' || $1 || $2, 0)) ON CONFLICT DO NOTHING`,
-  )
+  recordingConsumer(source, (id) => inboxMark.execute(`'claims-intake'`, id, DEFAULT_INBOX_RETENTION_MS), inboxMark.prepare)
 
 /** The same consumer through the inbox. */
 function withInbox(source) {

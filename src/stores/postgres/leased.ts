@@ -1,10 +1,10 @@
 import { InvalidOptionError } from '../../core/errors/invalid-option.js'
 import type { LeaseClaim, LeasedStore } from '../../core/leased-store.js'
-import { classifyPgError } from './errors.js'
 import { migratePostgres, type MigrateResult } from './migrate.js'
+import { pruneExpired, queryOnPool } from './pool-query.js'
 import { warnWithoutConnectTimeout } from './pool-timeout.js'
 import * as sql from './sql.js'
-import type { PgPool, PgPoolClient, PgQueryResult } from './types.js'
+import type { PgPool, PgQueryResult } from './types.js'
 
 export interface LeasedPostgresStoreOptions {
   /** A `pg.Pool` (or anything with the same `connect()`). Each store call is one autocommit statement. */
@@ -48,41 +48,15 @@ export function leasedPostgresStore({ pool, schema = 'public' }: LeasedPostgresS
   }
   warnWithoutConnectTimeout(pool, 'leasedPostgresStore')
 
-  async function query(statement: sql.Statement): Promise<PgQueryResult> {
-    let client: PgPoolClient
-    try {
-      client = await pool.connect()
-    } catch (error) {
-      throw classifyPgError(error, schema)
-    }
-    try {
-      const result = await client.query(statement.text, statement.values)
-      client.release()
-      return result
-    } catch (error) {
-      // A client whose connection failed is destroyed rather than reused.
-      client.release(error instanceof Error ? error : true)
-      throw classifyPgError(error, schema)
-    }
-  }
+  const query = (statement: sql.Statement): Promise<PgQueryResult> => queryOnPool(pool, schema, statement)
 
   const changed = async (statement: sql.Statement): Promise<boolean> => (await query(statement)).rowCount === 1
-
-  async function prune({ batchSize = 1_000 }: { batchSize?: number } = {}): Promise<number> {
-    if (!Number.isInteger(batchSize) || batchSize < 1) throw new InvalidOptionError('prune: option "batchSize" must be a whole number ≥ 1')
-    let deleted = 0
-    for (;;) {
-      const { rowCount } = await query(sql.prune(schema, batchSize, 'idem_leases'))
-      deleted += rowCount ?? 0
-      if ((rowCount ?? 0) < batchSize) return deleted
-    }
-  }
 
   return {
     name: 'postgres',
     schema,
     migrate: () => migratePostgres(pool, { schema }),
-    prune,
+    prune: (options) => pruneExpired(pool, schema, ['idem_leases'], options),
     async claim(scope, key, fingerprint, leaseMs, ttlMs) {
       return toClaim(await query(sql.leaseClaim(schema, scope, key, fingerprint, leaseMs, ttlMs)))
     },

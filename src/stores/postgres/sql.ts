@@ -113,7 +113,6 @@ export interface KeyTable {
   mark(scope: string, key: string, fingerprint: string, ttlMs: number): Statement
   lookup(scope: string, key: string): Statement
   save(scope: string, key: string, fingerprint: string, outcome: string, ttlMs: number): Statement
-  prune(limit: number): Statement
   readonly prepared: { claim: PreparedStatement; mark: PreparedStatement; lookup: PreparedStatement; save: PreparedStatement }
 }
 
@@ -125,7 +124,6 @@ export function keysTable(schema: string): KeyTable {
     mark: (scope, key, fingerprint, ttlMs) => mark(schema, scope, key, fingerprint, ttlMs),
     lookup: (scope, key) => lookup(schema, scope, key),
     save: (scope, key, fingerprint, outcome, ttlMs) => save(schema, scope, key, fingerprint, outcome, ttlMs),
-    prune: (limit) => prune(schema, limit, 'idem_keys'),
     prepared: { claim: claimPrepared(schema), mark: markPrepared(schema), lookup: lookupPrepared(schema), save: savePrepared(schema) },
   }
 }
@@ -164,7 +162,6 @@ export function inboxTable(schema: string): KeyTable {
     mark,
     lookup,
     save,
-    prune: (limit) => prune(schema, limit, 'idem_inbox'),
     prepared: {
       claim: prepared('inbox_claim', ['text', 'text', 'integer'], claim('', '', 0).text),
       mark: prepared('inbox_mark', ['text', 'text', 'bigint'], mark('', '', '', 0).text),
@@ -257,11 +254,15 @@ function templateOf(text: string): (string | number)[] {
   return parts
 }
 
+/** The tables whose rows expire. */
+export type ExpiringTable = 'idem_keys' | 'idem_inbox' | 'idem_leases'
+
 /**
- * Removes expired rows of one of idem's tables (`idem_keys`, `idem_inbox`, or `idem_leases` whose steps
- * go by cascade), at most `limit` at a time; rows locked by a running call are skipped.
+ * Removes expired rows of one of idem's tables (`idem_keys`, `idem_inbox`, or
+ * `idem_leases` whose steps go by cascade), at most `limit` at a time; rows locked by
+ * a running call are skipped.
  */
-export function prune(schema: string, limit: number, table: 'idem_keys' | 'idem_inbox' | 'idem_leases' = 'idem_keys'): Statement {
+export function prune(schema: string, limit: number, table: ExpiringTable): Statement {
   const s = quoteSchema(schema)
   return {
     text:

@@ -2,6 +2,7 @@ import { InvalidOptionError } from '../../core/errors/invalid-option.js'
 import type { BeginRequest, Claim, KeyRecord, NewRecord, Session, Store } from '../../core/store.js'
 import { classifyPgError } from './errors.js'
 import { migratePostgres, type MigrateResult } from './migrate.js'
+import { pruneExpired } from './pool-query.js'
 import { warnWithoutConnectTimeout } from './pool-timeout.js'
 import { RecentKeys } from './recent-keys.js'
 import * as sql from './sql.js'
@@ -79,40 +80,12 @@ export function postgresStore({
   const settings: Settings = { pool, schema, isolation, preparedStatements }
   const keys = sql.keysTable(schema)
   const inbox = sql.inboxTable(schema)
-  const fail = (error: unknown): unknown => classifyPgError(error, schema)
-
-  async function prune({ batchSize = 1_000 }: { batchSize?: number } = {}): Promise<number> {
-    if (!Number.isInteger(batchSize) || batchSize < 1) throw new InvalidOptionError('prune: option "batchSize" must be a whole number ≥ 1')
-    let deleted = 0
-    for (const table of [keys, inbox]) {
-      const statement = table.prune(batchSize)
-      for (;;) {
-        let client: PgPoolClient
-        try {
-          client = await pool.connect()
-        } catch (error) {
-          throw fail(error)
-        }
-        try {
-          const { rowCount } = await client.query(statement.text, statement.values)
-          deleted += rowCount ?? 0
-          if ((rowCount ?? 0) < batchSize) break
-        } catch (error) {
-          throw fail(error)
-        } finally {
-          client.release()
-        }
-      }
-    }
-    return deleted
-  }
-
   return {
     ...tableStore(settings, keys),
     schema,
     inboxIds: tableStore(settings, inbox),
     migrate: () => migratePostgres(pool, { schema }),
-    prune,
+    prune: (options) => pruneExpired(pool, schema, ['idem_keys', 'idem_inbox'], options),
   }
 }
 

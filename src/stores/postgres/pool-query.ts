@@ -1,0 +1,49 @@
+import { InvalidOptionError } from '../../core/errors/invalid-option.js'
+import { classifyPgError } from './errors.js'
+import * as sql from './sql.js'
+import type { PgPool, PgPoolClient, PgQueryResult } from './types.js'
+
+/**
+ * Runs one statement on a client of its own from the pool (its own transaction), and
+ * returns the client. A client whose connection failed is destroyed rather than reused.
+ * @throws StoreUnavailableError / MigrationRequiredError as `classifyPgError` maps them
+ */
+export async function queryOnPool(pool: PgPool, schema: string, statement: sql.Statement): Promise<PgQueryResult> {
+  let client: PgPoolClient
+  try {
+    client = await pool.connect()
+  } catch (error) {
+    throw classifyPgError(error, schema)
+  }
+  try {
+    const result = await client.query(statement.text, statement.values)
+    client.release()
+    return result
+  } catch (error) {
+    client.release(error instanceof Error ? error : true)
+    throw classifyPgError(error, schema)
+  }
+}
+
+/**
+ * Deletes the expired rows of `tables` in batches of `batchSize`, each its own short
+ * statement (rows locked by a running call are skipped), until none are left.
+ * @returns how many rows were deleted
+ */
+export async function pruneExpired(
+  pool: PgPool,
+  schema: string,
+  tables: readonly sql.ExpiringTable[],
+  { batchSize = 1_000 }: { batchSize?: number } = {},
+): Promise<number> {
+  if (!Number.isInteger(batchSize) || batchSize < 1) throw new InvalidOptionError('prune: option "batchSize" must be a whole number ≥ 1')
+  let deleted = 0
+  for (const table of tables) {
+    for (;;) {
+      const { rowCount } = await queryOnPool(pool, schema, sql.prune(schema, batchSize, table))
+      deleted += rowCount ?? 0
+      if ((rowCount ?? 0) < batchSize) break
+    }
+  }
+  return deleted
+}
