@@ -1,4 +1,5 @@
 import { InvalidOptionError } from '../core/errors/invalid-option.js'
+import { assertCount, assertDuration, shown } from '../core/validate.js'
 
 /**
  * The statuses worth another attempt with the same key: 409 (the first request with
@@ -68,22 +69,17 @@ export function resolveClientOptions({
   fetch = globalThis.fetch,
   onRetry,
 }: ClientOptions = {}): ResolvedClientOptions {
-  if (!Number.isInteger(maxAttempts) || maxAttempts < 1) fail('maxAttempts', 'a whole number ≥ 1', maxAttempts)
-  if (!isMs(baseDelayMs)) fail('baseDelayMs', 'a finite number of milliseconds ≥ 0', baseDelayMs)
-  if (!isMs(maxDelayMs) || maxDelayMs < baseDelayMs) fail('maxDelayMs', `a finite number of milliseconds ≥ baseDelayMs (${baseDelayMs})`, maxDelayMs)
-  if (!isMs(attemptTimeoutMs) || attemptTimeoutMs === 0) fail('attemptTimeoutMs', 'a finite number of milliseconds > 0', attemptTimeoutMs)
-  if (!isMs(deadlineMs) || deadlineMs === 0) fail('deadlineMs', 'a finite number of milliseconds > 0', deadlineMs)
+  assertCount('createClient: option "maxAttempts"', maxAttempts, 1, 1_000)
+  assertDuration('createClient: option "baseDelayMs"', baseDelayMs, 0)
+  assertDuration('createClient: option "maxDelayMs"', maxDelayMs, baseDelayMs)
+  assertDuration('createClient: option "attemptTimeoutMs"', attemptTimeoutMs, 1)
+  assertDuration('createClient: option "deadlineMs"', deadlineMs, 1)
   if (typeof random !== 'function') fail('random', 'a function returning a number in [0, 1)', random)
   if (typeof fetch !== 'function') fail('fetch', 'a fetch function (no global fetch was found)', fetch)
   if (onRetry !== undefined && typeof onRetry !== 'function') fail('onRetry', 'a function', onRetry)
   return { maxAttempts, baseDelayMs, maxDelayMs, attemptTimeoutMs, deadlineMs, random, fetch, onRetry }
 }
 
-function isMs(value: unknown): value is number {
-  return typeof value === 'number' && Number.isFinite(value) && value >= 0
-}
-
 function fail(option: string, expected: string, got: unknown): never {
-  const shown = typeof got === 'function' ? 'a function' : typeof got === 'string' ? JSON.stringify(got) : String(got)
-  throw new InvalidOptionError(`createClient: option "${option}" must be ${expected}, got ${shown}`)
+  throw new InvalidOptionError(`createClient: option "${option}" must be ${expected}, got ${shown(got)}`)
 }

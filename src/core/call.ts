@@ -1,6 +1,7 @@
 import { InvalidOptionError } from './errors/invalid-option.js'
 import { fingerprintValue } from './fingerprint.js'
 import { assertValidKey } from './key.js'
+import { assertDuration } from './validate.js'
 
 /**
  * What identifies one call, the same in both modes (transactional `createIdem` and
@@ -22,7 +23,6 @@ export interface CallOptions {
 }
 
 const MAX_SCOPE_LENGTH = 1024
-const MAX_DURATION_MS = 2 ** 31 * 1000
 
 /** Checks a scope: 1–1024 characters without NUL, from the server-side principal. */
 export function assertScope(scope: unknown): asserts scope is string {
@@ -30,13 +30,6 @@ export function assertScope(scope: unknown): asserts scope is string {
     throw new InvalidOptionError(
       `run: option "scope" must be a string of 1–${MAX_SCOPE_LENGTH} characters without NUL, from the server-side principal`,
     )
-  }
-}
-
-/** Checks a duration: a whole number of milliseconds ≥ `min`. */
-export function assertDuration(name: string, value: unknown, min: number): asserts value is number {
-  if (typeof value !== 'number' || !Number.isInteger(value) || value < min || value > MAX_DURATION_MS) {
-    throw new InvalidOptionError(`option "${name}" must be a whole number of milliseconds ≥ ${min}, got ${String(value)}`)
   }
 }
 
@@ -78,7 +71,7 @@ export function resolveCall(options: CallOptions, defaults: { ttlMs: number; wai
   const fingerprint = fingerprintOf(options)
   const ttlMs = options.ttlMs ?? defaults.ttlMs
   const waitMs = options.waitMs ?? defaults.waitMs
-  assertDuration('ttlMs', ttlMs, 1)
-  assertDuration('waitMs', waitMs, 0)
+  assertDuration('run: option "ttlMs"', ttlMs, 1)
+  assertDuration('run: option "waitMs"', waitMs, 0)
   return { scope, key, fingerprint, ttlMs, waitMs }
 }

@@ -1,7 +1,8 @@
 import { FingerprintMismatchError } from './errors/fingerprint-mismatch.js'
 import { InFlightError } from './errors/in-flight.js'
 import { InvalidOptionError } from './errors/invalid-option.js'
-import { assertDuration, resolveCall, type CallOptions } from './call.js'
+import { resolveCall, type CallOptions } from './call.js'
+import { assertDuration } from './validate.js'
 import { outcomeReporter, type OutcomeEvent } from './outcome-event.js'
 import { parseOutcome, serializeOutcome } from './outcome.js'
 import type { Session, Store } from './store.js'
@@ -88,8 +89,8 @@ export function createIdem<Tx>({
   if (store === null || typeof store !== 'object' || typeof store.begin !== 'function') {
     throw new InvalidOptionError('createIdem: option "store" must be an idem store (e.g. postgresStore(...))')
   }
-  assertDuration('ttlMs', ttlMs, 1)
-  assertDuration('waitMs', waitMs, 0)
+  assertDuration('createIdem: option "ttlMs"', ttlMs, 1)
+  assertDuration('createIdem: option "waitMs"', waitMs, 0)
   if (onOutcome !== undefined && typeof onOutcome !== 'function') {
     throw new InvalidOptionError('createIdem: option "onOutcome" must be a function')
   }

@@ -6,7 +6,8 @@ import { InvalidOptionError } from './errors/invalid-option.js'
 import { LeaseLostError } from './errors/lease-lost.js'
 import { storeFailure } from './leased-failure.js'
 import { Heartbeat } from './leased-heartbeat.js'
-import { assertDuration, resolveCall, type CallOptions } from './call.js'
+import { resolveCall, type CallOptions } from './call.js'
+import { assertDuration } from './validate.js'
 import type { LeaseClaim, LeasedStore } from './leased-store.js'
 import { parseOutcome, serializeOutcome } from './outcome.js'
 import { createStepContext, type StepContext } from './steps.js'
@@ -102,13 +103,13 @@ export function createLeasedIdem({
   if (store === null || typeof store !== 'object' || typeof store.claim !== 'function') {
     throw new InvalidOptionError('createLeasedIdem: option "store" must be a leased store (e.g. redisStore(...))')
   }
-  assertDuration('leaseMs', leaseMs, 2)
-  assertDuration('heartbeatMs', heartbeatMs, 1)
+  assertDuration('createLeasedIdem: option "leaseMs"', leaseMs, 2)
+  assertDuration('createLeasedIdem: option "heartbeatMs"', heartbeatMs, 1)
   if (heartbeatMs >= leaseMs) {
     throw new InvalidOptionError(`createLeasedIdem: option "heartbeatMs" (${heartbeatMs}) must be less than "leaseMs" (${leaseMs})`)
   }
-  assertDuration('ttlMs', ttlMs, 1)
-  assertDuration('waitMs', waitMs, 0)
+  assertDuration('createLeasedIdem: option "ttlMs"', ttlMs, 1)
+  assertDuration('createLeasedIdem: option "waitMs"', waitMs, 0)
   if (onError !== 'release-if-no-steps' && onError !== 'keep') {
     throw new InvalidOptionError('createLeasedIdem: option "onError" must be "release-if-no-steps" or "keep"')
   }

@@ -2,6 +2,7 @@ import { createIdem, type OutcomeEvent } from '../core/engine.js'
 import { InvalidOptionError } from '../core/errors/invalid-option.js'
 import { fingerprintValue } from '../core/fingerprint.js'
 import type { Store } from '../core/store.js'
+import { assertDuration } from '../core/validate.js'
 
 /**
  * 14 days: a memoised output must outlive every redelivery of the message that asked for
@@ -75,6 +76,8 @@ export function createMemo<Tx>({
   if (store === null || typeof store !== 'object' || typeof store.begin !== 'function') {
     throw new InvalidOptionError('createMemo: option "store" must be an idem store (postgresStore, sqliteStore or memoryStore)')
   }
+  assertDuration('createMemo: option "ttlMs"', ttlMs, 1)
+  assertDuration('createMemo: option "waitMs"', waitMs, 0)
   const idem = createIdem({ store, ttlMs, waitMs, ...(onOutcome === undefined ? {} : { onOutcome }) })
 
   return async function memo<T>(name: string, input: unknown, fn: () => T | Promise<T>, options: MemoOptions = {}): Promise<T> {

@@ -2,6 +2,7 @@ import type { CallOptions } from '../core/call.js'
 import { createIdem, DEFAULT_TTL_MS, type OutcomeEvent, type RunResult } from '../core/engine.js'
 import { InvalidOptionError } from '../core/errors/invalid-option.js'
 import type { Store } from '../core/store.js'
+import { assertCount, assertDuration } from '../core/validate.js'
 import { DEFAULT_MAX_BODY_BYTES } from './body.js'
 
 /** Methods that require a key by default: the non-idempotent ones (RFC 9110 §9.2.2). */
@@ -124,8 +125,6 @@ const KNOWN = new Set([
   'store', 'idem', 'scope', 'methods', 'routes', 'required', 'strict', 'ttlMs', 'fields',
   'storeStatus', 'replayHeaders', 'wait', 'maxBodyBytes', 'onOutcome',
 ])
-// The engine's own bound on durations, checked here so the mistake shows at start-up.
-const MAX_DURATION_MS = 2 ** 31 * 1000
 // RFC 9110 token: what a method or a header name may be made of.
 const TOKEN = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/
 
@@ -162,9 +161,9 @@ export function resolveOptions<Tx, Native>(options: IdempotencyOptions<Tx, Nativ
   }
   if (typeof required !== 'boolean') fail('required', 'must be true or false')
   if (typeof strict !== 'boolean') fail('strict', 'must be true or false')
-  wholeNumber('ttlMs', ttlMs, 1, MAX_DURATION_MS)
-  wholeNumber('wait', wait, 0, MAX_DURATION_MS)
-  wholeNumber('maxBodyBytes', maxBodyBytes, 0, Number.MAX_SAFE_INTEGER)
+  assertDuration('idempotency: option "ttlMs"', ttlMs, 1)
+  assertDuration('idempotency: option "wait"', wait, 0)
+  assertCount('idempotency: option "maxBodyBytes"', maxBodyBytes, 0, Number.MAX_SAFE_INTEGER)
   if (fields !== undefined && (!isList(fields) || !fields.every((f) => typeof f === 'string' && f.length > 0))) {
     fail('fields', 'must be a list of body field names (dot paths such as "customer.id")')
   }
@@ -258,12 +257,6 @@ export function queryOf(url: string): string {
 
 function isList(value: unknown): value is readonly unknown[] {
   return Array.isArray(value)
-}
-
-function wholeNumber(name: string, value: unknown, min: number, max: number): void {
-  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < min || value > max) {
-    fail(name, `must be a whole number from ${min} to ${max}, got ${String(value)}`)
-  }
 }
 
 function fail(name: string, problem: string): never {

@@ -1,5 +1,6 @@
 import { InvalidOptionError } from '../core/errors/invalid-option.js'
-import { assertMs, backoffDelay, type Backoff } from './backoff.js'
+import { backoffDelay, type Backoff } from './backoff.js'
+import { assertDuration } from '../core/validate.js'
 import type { ConsumeResult, Inbox, InboxMessage } from './inbox.js'
 import type { Delivery, MessageSource, Subscription } from './source.js'
 
@@ -69,8 +70,8 @@ export async function startConsumer<Tx, Body = unknown>({
   }
   if (typeof handler !== 'function') throw new InvalidOptionError(`${caller}: option "handler" must be a function (tx, message) => …`)
   if (typeof decode !== 'function') throw new InvalidOptionError(`${caller}: option "decode" must be a function (bytes) => body`)
-  assertMs(`${caller}: option "storeRetryMs"`, storeRetryMs, 0)
-  const retryDelay = backoffDelay(retry, caller)
+  assertDuration(`${caller}: option "storeRetryMs"`, storeRetryMs, 0)
+  const retryDelay = backoffDelay(retry, caller, Math.random, 'retry')
 
   const horizon = await source.redeliveryHorizonMs?.()
   if (horizon !== undefined) inbox.expectRedeliveryWithin(horizon, source.name)

@@ -2,7 +2,7 @@ import { InvalidOptionError } from '../core/errors/invalid-option.js'
 import { classifyPgError } from '../stores/postgres/errors.js'
 import * as pgSql from '../stores/postgres/sql.js'
 import * as sqliteSql from '../stores/sqlite/sql.js'
-import { assertCount } from './backoff.js'
+import { assertCount } from '../core/validate.js'
 import { missingTable } from './outbox.js'
 import { isPg, isSqlite, type PgQueryable, type SqliteDatabase } from './types.js'
 

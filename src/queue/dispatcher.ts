@@ -5,7 +5,8 @@ import { warnWithoutConnectTimeout } from '../stores/postgres/pool-timeout.js'
 import * as pgSql from '../stores/postgres/sql.js'
 import * as sqliteSql from '../stores/sqlite/sql.js'
 import { inTurn } from '../stores/sqlite/writer.js'
-import { assertCount, assertMs, assertName, backoffDelay, type Backoff } from './backoff.js'
+import { backoffDelay, type Backoff } from './backoff.js'
+import { assertCount, assertDuration, assertName } from '../core/validate.js'
 import { missingTable } from './outbox.js'
 import { errorText } from './payload.js'
 import { isPg, isSqlite, type PgQueryable, type SqliteDatabase } from './types.js'
@@ -136,8 +137,8 @@ export function createDispatcher({
   if (typeof deliver !== 'function') throw new InvalidOptionError(`${caller}: option "deliver" must be a function (row) => Promise<void>`)
   assertCount(`${caller}: option "batchSize"`, batchSize, 1, 10_000)
   assertCount(`${caller}: option "maxAttempts"`, maxAttempts, 1, 1_000)
-  assertMs(`${caller}: option "leaseMs"`, leaseMs, 100)
-  assertMs(`${caller}: option "pollMs"`, pollMs, 1)
+  assertDuration(`${caller}: option "leaseMs"`, leaseMs, 100)
+  assertDuration(`${caller}: option "pollMs"`, pollMs, 1)
   if (topics !== undefined) {
     if (!Array.isArray(topics) || topics.length === 0) throw new InvalidOptionError(`${caller}: option "topics" must be a non-empty array of topic names`)
     topics.forEach((t, i) => assertName(`${caller}: option "topics[${i}]"`, t))

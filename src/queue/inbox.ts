@@ -4,7 +4,7 @@ import { InFlightError } from '../core/errors/in-flight.js'
 import { InvalidOptionError } from '../core/errors/invalid-option.js'
 import { MissingKeyError } from '../core/errors/missing-key.js'
 import type { Store } from '../core/store.js'
-import { assertCount, assertMs, assertName } from './backoff.js'
+import { assertCount, assertDuration, assertName } from '../core/validate.js'
 import { inboxBackend, type InboxBackend, type PriorFailures } from './inbox-backend.js'
 import { messageKey } from './message-key.js'
 import { deadLetterPayload, errorText } from './payload.js'
@@ -161,13 +161,13 @@ export function createInbox<Tx, Body = unknown>({
   const engine: Idem<Tx> = idem ?? (store === undefined ? missingStore(caller) : createIdem({ store }))
   const backend: InboxBackend<Tx> = inboxBackend(engine.store, caller)
   assertName(`${caller}: option "consumer"`, consumer)
-  assertMs(`${caller}: option "retentionMs"`, retentionMs, 1)
-  if (redeliveryHorizonMs !== undefined) assertMs(`${caller}: option "redeliveryHorizonMs"`, redeliveryHorizonMs, 0)
+  assertDuration(`${caller}: option "retentionMs"`, retentionMs, 1)
+  if (redeliveryHorizonMs !== undefined) assertDuration(`${caller}: option "redeliveryHorizonMs"`, redeliveryHorizonMs, 0)
   if (idOf !== undefined && typeof idOf !== 'function') throw new InvalidOptionError(`${caller}: option "idOf" must be a function of the message`)
   assertCount(`${caller}: option "maxAttempts"`, maxAttempts, 1, 1_000)
   const deliveriesLimit = maxDeliveries ?? maxAttempts * 4
   assertCount(`${caller}: option "maxDeliveries"`, deliveriesLimit, maxAttempts, 100_000)
-  assertMs(`${caller}: option "waitMs"`, waitMs, 0)
+  assertDuration(`${caller}: option "waitMs"`, waitMs, 0)
   if (onWarning !== undefined && typeof onWarning !== 'function') throw new InvalidOptionError(`${caller}: option "onWarning" must be a function`)
 
   // Message ids go to the store's id table where it has one (Postgres), else to its key table.
@@ -177,7 +177,7 @@ export function createInbox<Tx, Body = unknown>({
   let warned = false
 
   function expectRedeliveryWithin(horizonMs: number, source = 'the broker'): void {
-    assertMs('expectRedeliveryWithin: "horizonMs"', horizonMs, 0)
+    assertDuration('expectRedeliveryWithin: "horizonMs"', horizonMs, 0)
     if (warned || horizonMs <= retentionMs) return
     warned = true
     const warning: InboxWarning = {

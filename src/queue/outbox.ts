@@ -4,7 +4,7 @@ import { classifyPgError } from '../stores/postgres/errors.js'
 import * as pgSql from '../stores/postgres/sql.js'
 import * as sqliteSql from '../stores/sqlite/sql.js'
 import type { SqliteStatement } from '../stores/sqlite/types.js'
-import { assertMs, assertName } from './backoff.js'
+import { assertDuration, assertName } from '../core/validate.js'
 import { isPg, isSqlite, type PgQueryable, type SqliteDatabase } from './types.js'
 
 /** One effect to deliver later: a publish, an email, a webhook call. */
@@ -107,7 +107,7 @@ function checkEntry(entry: OutboxEntry): { topic: string; dedupeKey: string; pay
   assertName('outbox.add: "topic"', entry.topic)
   assertName('outbox.add: "dedupeKey"', entry.dedupeKey, MAX_DEDUPE_KEY_LENGTH)
   const delayMs = entry.delayMs ?? 0
-  assertMs('outbox.add: "delayMs"', delayMs, 0)
+  assertDuration('outbox.add: "delayMs"', delayMs, 0)
   let payload: string | undefined
   try {
     payload = JSON.stringify(entry.payload)

@@ -1,6 +1,7 @@
 import { BodyTooLargeError } from '../core/errors/body-too-large.js'
 import { InvalidOptionError } from '../core/errors/invalid-option.js'
 import { MissingKeyError } from '../core/errors/missing-key.js'
+import { assertCount } from '../core/validate.js'
 import { PROBLEM_TYPE_BASE } from '../core/errors/idem-error.js'
 import { readBody } from '../http/body.js'
 import type { Inbox } from './inbox.js'
@@ -77,7 +78,7 @@ export function webhookReceiver<Tx>({
   }
   if (typeof handler !== 'function') throw new InvalidOptionError(`${caller}: option "handler" must be a function (tx, event) => …`)
   if (verify !== undefined && typeof verify !== 'function') throw new InvalidOptionError(`${caller}: option "verify" must be a function`)
-  if (!Number.isInteger(maxBodyBytes) || maxBodyBytes < 1) throw new InvalidOptionError(`${caller}: option "maxBodyBytes" must be a whole number ≥ 1`)
+  assertCount(`${caller}: option "maxBodyBytes"`, maxBodyBytes, 1, Number.MAX_SAFE_INTEGER)
 
   return async function receiveWebhook(request: Request): Promise<Response> {
     if (request.method !== 'POST') return problem(405, 'method-not-allowed', 'Webhooks are delivered with POST', { allow: 'POST' })

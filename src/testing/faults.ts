@@ -1,6 +1,7 @@
 import http from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { InvalidOptionError } from '../core/errors/invalid-option.js'
+import { assertCount, assertDuration } from '../core/validate.js'
 
 /** Options of `startFaultProxy`. */
 export interface FaultProxyOptions {
@@ -87,9 +88,9 @@ export async function startFaultProxy({
   }
   if (!Number.isInteger(seed)) throw new InvalidOptionError(`startFaultProxy: option "seed" must be an integer, got ${String(seed)}`)
   if (typeof droppable !== 'function') throw new InvalidOptionError('startFaultProxy: option "droppable" must be a function')
-  positiveInteger('maxBodyBytes', maxBodyBytes)
-  positiveInteger('upstreamTimeoutMs', upstreamTimeoutMs)
-  positiveInteger('maxUpstreamSockets', maxUpstreamSockets)
+  assertCount('startFaultProxy: option "maxBodyBytes"', maxBodyBytes, 1, Number.MAX_SAFE_INTEGER)
+  assertDuration('startFaultProxy: option "upstreamTimeoutMs"', upstreamTimeoutMs, 1)
+  assertCount('startFaultProxy: option "maxUpstreamSockets"', maxUpstreamSockets, 1, 10_000)
 
   const random = seededRandom(seed)
   const stats: FaultProxyStats = { received: 0, forwarded: 0, dropped: 0, delivered: 0, failed: 0 }
@@ -188,12 +189,6 @@ function loopbackTarget(target: string): URL {
     throw new InvalidOptionError(`startFaultProxy: option "target" must be an http:// URL on a loopback address, got ${JSON.stringify(target)}`)
   }
   return url
-}
-
-function positiveInteger(option: string, value: unknown): void {
-  if (!Number.isInteger(value) || (value as number) < 1) {
-    throw new InvalidOptionError(`startFaultProxy: option "${option}" must be a whole number ≥ 1, got ${String(value)}`)
-  }
 }
 
 function relayable(headers: http.IncomingHttpHeaders): http.OutgoingHttpHeaders {

@@ -7,7 +7,7 @@
  * @see docs/queue.md
  */
 import { InvalidOptionError } from '../../core/errors/invalid-option.js'
-import { assertCount, assertMs } from '../backoff.js'
+import { assertCount, assertDuration } from '../../core/validate.js'
 import type { OutboxRow } from '../dispatcher.js'
 import { Limiter } from '../settle.js'
 import type { Delivery, MessageSource, Subscription } from '../source.js'
@@ -64,8 +64,8 @@ export function natsSource({ consumer, name = 'nats', concurrency = 20, redelive
     throw new InvalidOptionError('natsSource: option "consumer" must be a JetStream consumer (js.consumers.get(stream, durable))')
   }
   assertCount('natsSource: option "concurrency"', concurrency, 1, 10_000)
-  if (redeliveryHorizonMs !== undefined) assertMs('natsSource: option "redeliveryHorizonMs"', redeliveryHorizonMs, 0)
-  assertMs('natsSource: option "ackTimeoutMs"', ackTimeoutMs, 1)
+  if (redeliveryHorizonMs !== undefined) assertDuration('natsSource: option "redeliveryHorizonMs"', redeliveryHorizonMs, 0)
+  assertDuration('natsSource: option "ackTimeoutMs"', ackTimeoutMs, 1)
   return {
     name: `nats:${name}`,
     redeliveryHorizonMs: async () => redeliveryHorizonMs,

@@ -7,7 +7,7 @@
  * @see docs/queue.md
  */
 import { InvalidOptionError } from '../../core/errors/invalid-option.js'
-import { assertCount, assertMs, assertName } from '../backoff.js'
+import { assertCount, assertDuration, assertName } from '../../core/validate.js'
 import type { OutboxRow } from '../dispatcher.js'
 import { Limiter, textHeaders, Timers } from '../settle.js'
 import type { Delivery, MessageSource, Subscription } from '../source.js'
@@ -60,7 +60,7 @@ export function rabbitmqSource({ channel, queue, prefetch = 20, maxNackDelayMs =
   }
   assertName('rabbitmqSource: option "queue"', queue, 255)
   assertCount('rabbitmqSource: option "prefetch"', prefetch, 1, 65_535)
-  assertMs('rabbitmqSource: option "maxNackDelayMs"', maxNackDelayMs, 0)
+  assertDuration('rabbitmqSource: option "maxNackDelayMs"', maxNackDelayMs, 0)
   return {
     name: `rabbitmq:${queue}`,
     async subscribe(onDelivery): Promise<Subscription> {

@@ -9,7 +9,7 @@
  * @see docs/queue.md
  */
 import { InvalidOptionError } from '../../core/errors/invalid-option.js'
-import { assertCount, assertMs, assertName } from '../backoff.js'
+import { assertCount, assertDuration, assertName } from '../../core/validate.js'
 import type { OutboxRow } from '../dispatcher.js'
 import { Limiter, Timers } from '../settle.js'
 import type { Delivery, MessageSource, Subscription } from '../source.js'
@@ -84,9 +84,9 @@ export function redisStreamSource({
   assertName(`${caller}: option "group"`, group, 1_000)
   assertName(`${caller}: option "consumer"`, consumer, 1_000)
   assertCount(`${caller}: option "count"`, count, 1, 10_000)
-  assertMs(`${caller}: option "blockMs"`, blockMs, 1)
-  assertMs(`${caller}: option "claimIdleMs"`, claimIdleMs, 1)
-  assertMs(`${caller}: option "claimEveryMs"`, claimEveryMs, 1)
+  assertDuration(`${caller}: option "blockMs"`, blockMs, 1)
+  assertDuration(`${caller}: option "claimIdleMs"`, claimIdleMs, 1)
+  assertDuration(`${caller}: option "claimEveryMs"`, claimEveryMs, 1)
   if (deadLetterStream !== null) assertName(`${caller}: option "deadLetterStream"`, deadLetterStream, 1_000)
 
   return {

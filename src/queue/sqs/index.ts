@@ -18,7 +18,7 @@ import {
 } from '@aws-sdk/client-sqs'
 import { createHash } from 'node:crypto'
 import { InvalidOptionError } from '../../core/errors/invalid-option.js'
-import { assertCount, assertName } from '../backoff.js'
+import { assertCount, assertName } from '../../core/validate.js'
 import type { OutboxRow } from '../dispatcher.js'
 import { Limiter } from '../settle.js'
 import type { Delivery, MessageSource, Subscription } from '../source.js'

@@ -1,4 +1,4 @@
-import { InvalidOptionError } from '../../core/errors/invalid-option.js'
+import { assertCount } from '../../core/validate.js'
 import { classifyPgError } from './errors.js'
 import * as sql from './sql.js'
 import type { PgPool, PgPoolClient, PgQueryResult } from './types.js'
@@ -36,7 +36,7 @@ export async function pruneExpired(
   tables: readonly sql.ExpiringTable[],
   { batchSize = 1_000 }: { batchSize?: number } = {},
 ): Promise<number> {
-  if (!Number.isInteger(batchSize) || batchSize < 1) throw new InvalidOptionError('prune: option "batchSize" must be a whole number ≥ 1')
+  assertCount('prune: option "batchSize"', batchSize, 1)
   let deleted = 0
   for (const table of tables) {
     for (;;) {

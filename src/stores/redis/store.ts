@@ -1,5 +1,6 @@
 import { InvalidOptionError } from '../../core/errors/invalid-option.js'
 import { StoreUnavailableError } from '../../core/errors/store-unavailable.js'
+import { assertDuration } from '../../core/validate.js'
 import type { LeaseClaim, LeasedStore } from '../../core/leased-store.js'
 import { redisKeys, type RedisKeys } from './keys.js'
 import { SCRIPTS, type ScriptName } from './scripts.js'
@@ -56,9 +57,7 @@ export function redisStore({ client, prefix = DEFAULT_REDIS_PREFIX, timeoutMs = 
   if (typeof prefix !== 'string' || /[{}]/.test(prefix)) {
     throw new InvalidOptionError('redisStore: option "prefix" must be a string without "{" or "}" (they would break the Cluster hash tag)')
   }
-  if (!Number.isInteger(timeoutMs) || timeoutMs < 1) {
-    throw new InvalidOptionError('redisStore: option "timeoutMs" must be a whole number of milliseconds ≥ 1')
-  }
+  assertDuration('redisStore: option "timeoutMs"', timeoutMs, 1)
   for (const [name, lua] of Object.entries(SCRIPTS)) client.defineCommand(name, { lua, numberOfKeys: 2 })
   const commands = client as unknown as Record<ScriptName, ScriptCall>
 

@@ -1,6 +1,7 @@
 import { InvalidOptionError } from '../../core/errors/invalid-option.js'
 import { MigrationRequiredError } from '../../core/errors/migration-required.js'
 import { StoreUnavailableError } from '../../core/errors/store-unavailable.js'
+import { assertCount, assertDuration } from '../../core/validate.js'
 import type { LeaseClaim, LeasedStore } from '../../core/leased-store.js'
 import * as sql from './sql.js'
 import { sqliteStore } from './store.js'
@@ -58,9 +59,7 @@ export function leasedSqliteStore({ db, busyTimeoutMs = 5_000 }: LeasedSqliteSto
   if (db === null || typeof db !== 'object' || typeof db.prepare !== 'function') {
     throw new InvalidOptionError('leasedSqliteStore: option "db" must be a better-sqlite3 Database')
   }
-  if (!Number.isInteger(busyTimeoutMs) || busyTimeoutMs < 0) {
-    throw new InvalidOptionError('leasedSqliteStore: option "busyTimeoutMs" must be a whole number of milliseconds ≥ 0')
-  }
+  assertDuration('leasedSqliteStore: option "busyTimeoutMs"', busyTimeoutMs, 0)
   // Cross-process writers are waited for by SQLite itself.
   db.pragma(`busy_timeout = ${busyTimeoutMs}`)
   let statements: Statements | undefined
@@ -114,7 +113,7 @@ export function leasedSqliteStore({ db, busyTimeoutMs = 5_000 }: LeasedSqliteSto
   }
 
   async function prune({ batchSize = 1_000 }: { batchSize?: number } = {}): Promise<number> {
-    if (!Number.isInteger(batchSize) || batchSize < 1) throw new InvalidOptionError('prune: option "batchSize" must be a whole number ≥ 1')
+    assertCount('prune: option "batchSize"', batchSize, 1)
     let deleted = 0
     for (;;) {
       const removed = await run((s, now) => {

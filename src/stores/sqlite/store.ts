@@ -1,6 +1,7 @@
 import { InvalidOptionError } from '../../core/errors/invalid-option.js'
 import { MigrationRequiredError } from '../../core/errors/migration-required.js'
 import { StoreUnavailableError } from '../../core/errors/store-unavailable.js'
+import { assertCount, assertDuration } from '../../core/validate.js'
 import { KeyGate } from '../../core/key-gate.js'
 import { keyId } from '../../core/key.js'
 import type { BeginRequest, Claim, KeyRecord, NewRecord, Session, Store } from '../../core/store.js'
@@ -67,9 +68,7 @@ export function sqliteStore({ db, busyTimeoutMs = 5_000 }: SqliteStoreOptions): 
   if (db === null || typeof db !== 'object' || typeof db.prepare !== 'function') {
     throw new InvalidOptionError('sqliteStore: option "db" must be a better-sqlite3 Database')
   }
-  if (!Number.isInteger(busyTimeoutMs) || busyTimeoutMs < 0) {
-    throw new InvalidOptionError('sqliteStore: option "busyTimeoutMs" must be a whole number of milliseconds ≥ 0')
-  }
+  assertDuration('sqliteStore: option "busyTimeoutMs"', busyTimeoutMs, 0)
   // Cross-process writers are waited for by SQLite itself.
   db.pragma(`busy_timeout = ${busyTimeoutMs}`)
   const gate = new KeyGate()
@@ -230,7 +229,7 @@ export function sqliteStore({ db, busyTimeoutMs = 5_000 }: SqliteStoreOptions): 
   }
 
   async function prune({ batchSize = 1_000 }: PruneOptions = {}): Promise<number> {
-    if (!Number.isInteger(batchSize) || batchSize < 1) throw new InvalidOptionError('prune: option "batchSize" must be a whole number ≥ 1')
+    assertCount('prune: option "batchSize"', batchSize, 1)
     const window = guard(() => db.prepare(sql.pruneWindow))
     const remove = guard(() => db.prepare(sql.pruneRecord))
     let after: [string, string] = ['', '']

@@ -1,0 +1,52 @@
+import { InvalidOptionError } from './errors/invalid-option.js'
+
+/**
+ * The longest duration any option accepts: 2³¹ − 1 ms (about 24.8 days). It is the
+ * longest a Node timer can wait (a longer one fires at once) and the largest
+ * Postgres `integer`, so one bound keeps every duration usable wherever it goes:
+ * a lock timeout, a lease, a timer, a retention.
+ */
+export const MAX_DURATION_MS = 2 ** 31 - 1
+
+/**
+ * Checks a duration option: a whole number of milliseconds from `min` to
+ * `MAX_DURATION_MS`.
+ * @param option what to name in the error, e.g. `createIdem: option "ttlMs"`
+ * @throws InvalidOptionError naming the option, what it must be and what it got
+ */
+export function assertDuration(option: string, value: unknown, min = 0): asserts value is number {
+  if (typeof value !== 'number' || !Number.isInteger(value) || value < min || value > MAX_DURATION_MS) {
+    throw new InvalidOptionError(
+      `${option} must be a whole number of milliseconds from ${min} to ${MAX_DURATION_MS} (about 24.8 days), got ${shown(value)}`,
+    )
+  }
+}
+
+/**
+ * Checks a count option: a whole number from `min` to `max`.
+ * @throws InvalidOptionError naming the option
+ */
+export function assertCount(option: string, value: unknown, min: number, max = 1_000_000): asserts value is number {
+  if (typeof value !== 'number' || !Number.isInteger(value) || value < min || value > max) {
+    throw new InvalidOptionError(`${option} must be a whole number from ${min} to ${max}, got ${shown(value)}`)
+  }
+}
+
+/**
+ * Checks a name stored as text (consumer, topic, scope): 1–`max` characters without NUL.
+ * @throws InvalidOptionError naming the option
+ */
+export function assertName(option: string, value: unknown, max = 200): asserts value is string {
+  if (typeof value !== 'string' || value.length === 0 || value.length > max || value.includes('\0')) {
+    throw new InvalidOptionError(`${option} must be a string of 1–${max} characters without NUL, got ${shown(value)}`)
+  }
+}
+
+/** A value as an error message shows it: strings quoted, functions named as such. */
+export function shown(value: unknown): string {
+  if (typeof value === 'function') return 'a function'
+  if (typeof value === 'string') return JSON.stringify(value.length > 80 ? `${value.slice(0, 80)}…` : value)
+  if (typeof value === 'bigint') return `${value}n`
+  if (typeof value === 'object' && value !== null) return Array.isArray(value) ? 'an array' : 'an object'
+  return String(value)
+}
