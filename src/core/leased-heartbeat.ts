@@ -49,13 +49,35 @@ export class Heartbeat {
     this.#interval.unref()
   }
 
-  /** Aborted (with a `LeaseLostError` as its reason) when the lease is lost or may be. */
+  /**
+   * Aborted (with a `LeaseLostError` as its reason) when the lease is lost or may be.
+   * Reading it checks the lease first (see `assertHeld`): a lease no longer confirmed
+   * aborts it on the spot, so `fetch(url, { signal })` then rejects with the
+   * `LeaseLostError` without sending anything.
+   */
   get signal(): AbortSignal {
+    this.#check()
     if (this.#controller === undefined) {
       this.#controller = new AbortController()
       if (this.#lost !== undefined) this.#controller.abort(this.#lost)
     }
     return this.#controller.signal
+  }
+
+  /**
+   * Throws the `LeaseLostError` if the lease is lost, or if no renewal confirms it up to
+   * now. Checked synchronously against the monotonic clock: when the event loop was
+   * blocked past the lease (a long synchronous parse, a GC pause) no timer could fire to
+   * say so, and another call may have taken the key over meanwhile, so a holder must
+   * look before it starts anything new.
+   */
+  assertHeld(): void {
+    this.#check()
+    if (this.#lost !== undefined) throw this.#lost
+  }
+
+  #check(): void {
+    if (this.#lost === undefined && performance.now() >= this.#confirmedUntil) this.#lose(this.#unconfirmed())
   }
 
   /** Why the lease is lost (or may be), once it is. */
@@ -111,15 +133,15 @@ export class Heartbeat {
   }
 
   #armDeadline(): NodeJS.Timeout {
-    const timer = setTimeout(() => {
-      this.#lose(
-        new LeaseLostError(
-          `The lease on key ${JSON.stringify(this.#lease.key)} could not be renewed for ${this.#lease.leaseMs} ms; another call may have taken over`,
-        ),
-      )
-    }, Math.max(0, this.#confirmedUntil - performance.now()))
+    const timer = setTimeout(() => this.#lose(this.#unconfirmed()), Math.max(0, this.#confirmedUntil - performance.now()))
     timer.unref()
     return timer
+  }
+
+  #unconfirmed(): LeaseLostError {
+    return new LeaseLostError(
+      `The lease on key ${JSON.stringify(this.#lease.key)} was not confirmed for ${this.#lease.leaseMs} ms; another call may have taken over`,
+    )
   }
 
   #lose(error: LeaseLostError): void {

@@ -22,7 +22,9 @@ export interface StepContext {
    * (`derive(name)` as the provider's idempotency key): a call can die after the
    * effect and before its result is saved.
    *
-   * @throws LeaseLostError when the lease is lost: before `fn` runs, `fn` is not run;
+   * @throws LeaseLostError when the lease is lost or no longer confirmed (checked
+   *   synchronously before `fn` starts, so a holder whose event loop was blocked past its
+   *   lease finds out even though no timer fired): before `fn` runs, `fn` is not run;
    *   after, the result is not saved (the call that took over decides)
    * @throws StoreUnavailableError when the result could not be saved
    * @throws OutcomeNotSerializableError when the result has no exact JSON form
@@ -38,7 +40,13 @@ export interface StepContext {
   derive(name: string): string
   /** This call's fencing token: greater than every earlier holder's. Pass it on to storage that checks fencing tokens. */
   readonly token: number
-  /** Aborted, with a `LeaseLostError` as its reason, when the lease is lost (or cannot be renewed). */
+  /**
+   * Aborted, with a `LeaseLostError` as its reason, when the lease is lost (or cannot be
+   * renewed). Reading it checks the lease on the spot, so it is aborted once the lease
+   * is no longer confirmed, also when the event loop was blocked past it and no timer
+   * could fire: `fetch(url, { signal: ctx.signal })` then rejects with the
+   * `LeaseLostError` without sending anything.
+   */
   readonly signal: AbortSignal
 }
 
@@ -67,7 +75,7 @@ export function createStepContext({ store, scope, key, token, steps, heartbeat }
 
   async function runStep<T>(name: string, fn: (signal: AbortSignal) => T | Promise<T>): Promise<T> {
     // A holder that may have been replaced must not start new effects.
-    if (heartbeat.lost !== undefined) throw heartbeat.lost
+    heartbeat.assertHeld()
     const value = await fn(heartbeat.signal)
     const text = serializeOutcome(value)
     // Known to be fenced: the store would refuse the write anyway.

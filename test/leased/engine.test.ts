@@ -115,6 +115,25 @@ describe('leased engine', () => {
     expect(spy.count('renew')).toBeGreaterThan(3)
   })
 
+  it('a holder whose event loop was blocked past its lease starts no new step, though no timer fired', async () => {
+    const spy = spied(memoryLeasedStore())
+    const idem = createLeasedIdem({ store: spy.store, leaseMs: 100 })
+    let secondRan = false
+    const run = idem.run({ scope: 'acct', key: fresh('blocked'), input: 1 }, async (ctx) => {
+      await ctx.step('first', () => 1)
+      // Synchronous: no heartbeat and no deadline timer can run meanwhile.
+      Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 250)
+      await ctx.step('second', () => {
+        secondRan = true
+        return 2
+      })
+      return 'done'
+    })
+    await expect(run).rejects.toBeInstanceOf(LeaseLostError)
+    expect(secondRan).toBe(false)
+    expect(spy.count('complete')).toBe(0)
+  })
+
   it('steps persist before returning; a takeover resumes after the last completed step', async () => {
     const store = memoryLeasedStore()
     const spy = spied(store)
