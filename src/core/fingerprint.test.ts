@@ -19,6 +19,29 @@ function reshape(value: unknown, random: () => number): string {
 const jsonObject = fc.dictionary(fc.string({ maxLength: 8 }), fc.jsonValue({ maxDepth: 3 }), { minKeys: 1, maxKeys: 6 })
 
 describe('fingerprintRequest', () => {
+  it('JSON the canonicaliser refuses is fingerprinted as bytes, never thrown: lone surrogates, 1e400, deep nesting', () => {
+    const deep = `${'['.repeat(100_000)}${']'.repeat(100_000)}`
+    for (const body of ['{"name":"\\ud800"}', '{"n":1e400}', '[-1e999]', deep, '{"a":"\\udc00\\ud800"}']) {
+      const fingerprint = json(body)
+      expect(fingerprint).toMatch(/^[0-9a-f]{64}$/)
+      expect(json(body)).toBe(fingerprint)
+      // The same as the raw bytes under any other media type.
+      expect(fingerprintRequest({ method: 'POST', route: '/orders', body, contentType: 'text/plain' })).toBe(fingerprint)
+    }
+    // Bytes compare exactly: the same refused payload with other whitespace is another request.
+    expect(json('{"name": "\\ud800"}')).not.toBe(json('{"name":"\\ud800"}'))
+  })
+
+  it('property: any string as a JSON body gives a fingerprint, never an error', () => {
+    fc.assert(
+      fc.property(fc.oneof(fc.string({ unit: 'binary' }), fc.json(), fc.string({ unit: 'grapheme' })), (body) => {
+        expect(json(body)).toMatch(/^[0-9a-f]{64}$/)
+        expect(json(body, { fields: ['a.b'] })).toMatch(/^[0-9a-f]{64}$/)
+      }),
+      { numRuns: 2_000 },
+    )
+  })
+
   it('property: JSON key order and whitespace never change the fingerprint', () => {
     fc.assert(
       fc.property(jsonObject, fc.integer(), (value, seed) => {

@@ -32,7 +32,8 @@ const VERSION = 'idem-fingerprint-v1'
  * `?dry_run=true` is another request) and body, hex encoded. JSON bodies are canonicalised
  * (RFC 8785), so key order and whitespace do not count as a different payload; form
  * bodies are compared as sorted name/value pairs; anything else (including JSON that
- * does not parse) as bytes.
+ * does not parse, and JSON the canonicaliser refuses) as bytes. It never throws for
+ * any body.
  *
  * Known limit: JSON numbers are compared as IEEE doubles, so two integers beyond 2^53
  * that round to the same double (e.g. 9007199254740993 and 9007199254740992) count
@@ -102,7 +103,14 @@ function normaliseBody({ body, contentType, fields }: FingerprintInput): Normali
     return ['bytes', body]
   }
   if (fields !== undefined) parsed = pickFields(parsed, fields)
-  return ['json', canonicalize(parsed) ?? 'null']
+  try {
+    return ['json', canonicalize(parsed) ?? 'null']
+  } catch {
+    // JSON that parses but that RFC 8785 refuses (a lone surrogate, a number beyond
+    // doubles such as 1e400, nesting deeper than the canonicaliser recurses) is
+    // compared as bytes, like JSON that does not parse: client input never fails here.
+    return ['bytes', body]
+  }
 }
 
 function canonicalForm(text: string, fields: readonly string[] | undefined): string {

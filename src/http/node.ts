@@ -129,11 +129,14 @@ export function webHeaders(headers: OutgoingHttpHeaders): Headers {
 const SMALL_BODY = 16 * 1024
 
 /**
- * Writes a Web `Response` to a Node response that has not started: every header the
- * framework set before is replaced by the response's own.
+ * Writes a Web `Response` to a Node response that has not started. Headers that earlier
+ * middleware set (CORS, HSTS, a request id) are kept, as they would be without idem;
+ * the response's own headers are added and replace any of the same name. The body's
+ * length is the body's: a `Content-Length` set before is dropped.
  */
 export async function sendWebResponse(res: ServerResponse, response: Response, closeConnection: boolean): Promise<void> {
-  for (const name of res.getHeaderNames()) res.removeHeader(name)
+  res.removeHeader('content-length')
+  res.removeHeader('transfer-encoding')
   res.statusCode = response.status
   if (response.statusText !== '') res.statusMessage = response.statusText
   setWebHeaders((name, value) => res.setHeader(name, value), response.headers)

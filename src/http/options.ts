@@ -82,7 +82,12 @@ export interface IdempotencyOptions<Tx, Native = unknown> {
   methods?: readonly string[]
   /**
    * Which paths the middleware protects: a predicate, or a list of exact paths,
-   * `/prefix/*` patterns and regular expressions. @default every path
+   * `/prefix/*` patterns and regular expressions. A list fails closed: paths are
+   * compared case-insensitively, percent-decoded, without duplicate or trailing slashes
+   * (see `routingPath`), so no framework's routing can reach a listed route unprotected.
+   * A predicate gets the raw request and is the caller's to get right. Mounting the
+   * middleware on the protected routes with the framework's own router needs neither.
+   * @default every path
    */
   routes?: ((request: Request) => boolean) | readonly (string | RegExp)[]
   /** Missing key: `true` answers 400, `false` lets the request through unprotected. @default true */
@@ -215,6 +220,13 @@ function sharedScope(): () => string {
   return () => SHARED_SCOPE
 }
 
+/**
+ * Matches a request against the `routes` list so that it fails closed: a request that
+ * any of the frameworks could route to a listed path is protected. Frameworks route
+ * differently from the raw path (Express ignores case and a trailing slash, Hono and
+ * Fastify decode `%XX` first), so paths and listed routes are both compared in their
+ * `routingPath` form, and regular expressions are tried on the raw path and on that form.
+ */
 function routeMatcher(routes: IdempotencyOptions<unknown>['routes']): (request: Request) => boolean {
   if (routes === undefined) return () => true
   if (typeof routes === 'function') return routes
@@ -225,14 +237,61 @@ function routeMatcher(routes: IdempotencyOptions<unknown>['routes']): (request: 
   const prefixes: string[] = []
   const patterns: RegExp[] = []
   for (const route of routes) {
-    if (route instanceof RegExp) patterns.push(route)
-    else if (route.endsWith('/*')) prefixes.push(route.slice(0, -1))
-    else exact.add(route)
+    if (route instanceof RegExp) patterns.push(new RegExp(route.source, route.flags.replace(/[gy]/g, '')))
+    else if (route.endsWith('/*')) {
+      const base = routingPath(route.slice(0, -2))
+      exact.add(base)
+      prefixes.push(base === '/' ? '/' : `${base}/`)
+    } else exact.add(routingPath(route))
   }
   return (request) => {
-    const path = pathOf(request.url)
-    return exact.has(path) || prefixes.some((p) => path.startsWith(p)) || patterns.some((p) => p.test(path))
+    const raw = pathOf(request.url)
+    const path = routingPath(raw)
+    return exact.has(path) || prefixes.some((p) => path.startsWith(p)) || patterns.some((p) => p.test(raw) || p.test(path))
   }
+}
+
+/**
+ * A path in the form the most lenient router would match it: `%XX` decoded (repeatedly,
+ * a few times), lower case, runs of slashes as one, `.` and `..` segments resolved, no
+ * trailing slash. Two paths that any supported framework could route to the same
+ * handler have the same form; the converse need not hold (that only protects more).
+ * @example routingPath('/%6Frders//42/') // → '/orders/42'
+ */
+export function routingPath(path: string): string {
+  let p = path
+  for (let round = 0; round < 3 && p.includes('%'); round++) {
+    const decoded = decodePercent(p)
+    if (decoded === p) break
+    p = decoded
+  }
+  p = p.toLowerCase().replace(/\\/g, '/')
+  if (p.includes('//')) p = p.replace(/\/{2,}/g, '/')
+  if (p.includes('/.')) p = withoutDotSegments(p)
+  if (p.length > 1 && p.endsWith('/')) p = p.slice(0, -1)
+  return p.startsWith('/') ? p : `/${p}`
+}
+
+// Each run of escapes on its own, so one malformed escape leaves the others decoded;
+// a run that is not UTF-8 keeps its ASCII escapes decoded only.
+function decodePercent(path: string): string {
+  return path.replace(/(?:%[0-9a-fA-F]{2})+/g, (run) => {
+    try {
+      return decodeURIComponent(run)
+    } catch {
+      return run.replace(/%([0-7][0-9a-fA-F])/g, (_, hex: string) => String.fromCharCode(Number.parseInt(hex, 16)))
+    }
+  })
+}
+
+function withoutDotSegments(path: string): string {
+  const out: string[] = []
+  for (const segment of path.split('/')) {
+    if (segment === '.' || segment === '') continue
+    if (segment === '..') out.pop()
+    else out.push(segment)
+  }
+  return `/${out.join('/')}${path.endsWith('/') || path.endsWith('/.') || path.endsWith('/..') ? '/' : ''}`
 }
 
 /** The path of a request URL, without parsing the whole URL on the hot path. */

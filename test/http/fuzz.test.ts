@@ -3,7 +3,7 @@ import net from 'node:net'
 import { afterAll, describe, expect, it } from 'vitest'
 import { appState } from './support/app.js'
 import { postgresBackend } from './support/backends.js'
-import { expressFrontEnd, fastifyFrontEnd, fetchFrontEnd, honoFrontEnd, type Call } from './support/frontends.js'
+import { expressFrontEnd, fastifyFrontEnd, fetchFrontEnd, frontEnds, honoFrontEnd, type Call } from './support/frontends.js'
 
 // Bad input on the header and body paths: never a 500, and a request idem rejects
 // (400 / 413, or the server's own 400 / 431 before idem sees it) neither runs the
@@ -44,9 +44,9 @@ const body = fc.oneof(
 /** What fast-check draws: one request to `/json`. */
 const requestArbitrary = fc.record({ key: keyFields, contentType, body })
 
-describe.skipIf(backend === undefined)('fuzzing the header and body paths (Postgres)', () => {
-  afterAll(() => backend?.close())
+afterAll(() => backend?.close())
 
+describe.skipIf(backend === undefined)('fuzzing the header and body paths (Postgres)', () => {
   for (const frontEnd of [fetchFrontEnd, honoFrontEnd]) {
     it(`${frontEnd.name}: random keys, duplicates, lists, huge values and bad JSON never give a 500 or a stray key`, async () => {
       const state = appState()
@@ -130,3 +130,40 @@ async function rawRequest(port: number, keys: string[], type: string | undefined
   const answer = text.slice(text.indexOf('\r\n\r\n') + 4)
   return { status, fromRoute: /^\{"(bytes|error)":(\d+|"invalid JSON")\}$/.test(answer) }
 }
+
+// JSON text as a hostile client writes it: valid JSON, then made awkward. Lone
+// surrogates (escaped, so they survive UTF-8), numbers past a double, integers past
+// 2^53, duplicate keys, nesting far deeper than any canonicaliser recurses.
+const hostileJson = fc.oneof(
+  fc.json({ maxDepth: 4 }),
+  fc.json().map((json) => `{"name":"\\ud800","v":${json}}`),
+  fc.constantFrom('{"name":"\\ud800"}', '"\\udc00"', '{"a":"\\ud83d"}', '["\\udfff\\ud800"]', '{"\\ud800":1}'),
+  fc.constantFrom('1e400', '-1e309', '{"n":1e999}', '[123456789012345678901234567890]', '{"n":-0.0000000000000000000000001e-400}'),
+  fc.tuple(fc.json(), fc.json()).map(([a, b]) => `{"a":${a},"a":${b}}`),
+  fc.integer({ min: 1_000, max: 60_000 }).map((depth) => `${'['.repeat(depth)}${']'.repeat(depth)}`),
+  fc.integer({ min: 1_000, max: 20_000 }).map((depth) => `${'{"a":'.repeat(depth)}1${'}'.repeat(depth)}`),
+)
+
+describe.skipIf(backend === undefined)('fuzzing JSON bodies on every adapter (Postgres)', () => {
+  for (const frontEnd of frontEnds) {
+    it(`${frontEnd.name}: any JSON text, however hostile, never gives a 5xx, and a retry replays the first answer`, async () => {
+      const state = appState()
+      const client = await frontEnd.start(backend!, { maxBodyBytes: 512 * 1024 }, state)
+      let n = 0
+      await fc.assert(
+        fc.asyncProperty(hostileJson, async (body) => {
+          const key = `"json-${frontEnd.name}-${n++}-${Date.now()}"`
+          const call: Call = { path: '/json', key, contentType: 'application/json', body }
+          const first = await client.send(call)
+          expect(first.status, body.slice(0, 80)).toBeLessThan(500)
+          const again = await client.send(call)
+          expect(again.status).toBe(first.status)
+          if (first.status === 200) expect(again.headers.get('idempotent-replayed')).toBe('true')
+        }),
+        { numRuns: 80, seed: 20_261_201 },
+      )
+      expect(state.runs['/json'] ?? 0).toBeLessThanOrEqual(80)
+      await client.close()
+    })
+  }
+})

@@ -10,6 +10,7 @@ export {
   SHARED_SCOPE,
   TRANSIENT_STATUSES,
   defaultStoreStatus,
+  routingPath,
   type HttpEngine,
   type IdempotencyContext,
   type IdempotencyOptions,

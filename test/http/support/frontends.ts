@@ -137,7 +137,7 @@ export const expressFrontEnd: FrontEnd = {
   async start(backend, options, state) {
     const app = express()
     app.use(expressIdempotency(middlewareOptions(backend, options, state, (_request, req) => tenantOf(req.get('authorization')))))
-    app.use(express.text({ type: () => true }))
+    app.use(express.text({ type: () => true, limit: '1mb' }))
     app.use(async (req, res) => {
       const out = await runRoute(backend, state, {
         method: req.method,
