@@ -1,5 +1,5 @@
 import { InvalidOptionError } from '../core/errors/invalid-option.js'
-import { assertCount, assertDuration, shown } from '../core/validate.js'
+import { assertCount, assertDuration, assertKnownOptions, shown } from '../core/validate.js'
 
 /**
  * The statuses worth another attempt with the same key: 409 (the first request with
@@ -59,7 +59,15 @@ export type ResolvedClientOptions = Required<Omit<ClientOptions, 'onRetry'>> & P
  * the option instead of surfacing as odd retry behaviour under load.
  * @throws InvalidOptionError naming the option
  */
-export function resolveClientOptions({
+export function resolveClientOptions(options: ClientOptions = {}): ResolvedClientOptions {
+  if (options === null || typeof options !== 'object') fail('options', 'an object', options)
+  assertKnownOptions('createClient', options, KNOWN_OPTIONS)
+  return resolved(options)
+}
+
+const KNOWN_OPTIONS = ['maxAttempts', 'baseDelayMs', 'maxDelayMs', 'attemptTimeoutMs', 'deadlineMs', 'random', 'fetch', 'onRetry']
+
+function resolved({
   maxAttempts = 5,
   baseDelayMs = 100,
   maxDelayMs = 10_000,
@@ -68,7 +76,7 @@ export function resolveClientOptions({
   random = Math.random,
   fetch = globalThis.fetch,
   onRetry,
-}: ClientOptions = {}): ResolvedClientOptions {
+}: ClientOptions): ResolvedClientOptions {
   assertCount('createClient: option "maxAttempts"', maxAttempts, 1, 1_000)
   assertDuration('createClient: option "baseDelayMs"', baseDelayMs, 0)
   assertDuration('createClient: option "maxDelayMs"', maxDelayMs, baseDelayMs)

@@ -50,3 +50,44 @@ export function shown(value: unknown): string {
   if (typeof value === 'object' && value !== null) return Array.isArray(value) ? 'an array' : 'an object'
   return String(value)
 }
+
+/**
+ * Checks that `options` names only `known` options, so a typo (`maxAtempts`) fails at
+ * start-up instead of being silently ignored; the error suggests the nearest name.
+ * @param caller what to name in the error, e.g. `createClient`
+ * @throws InvalidOptionError naming the unknown option
+ */
+export function assertKnownOptions(caller: string, options: object, known: readonly string[]): void {
+  for (const name of Object.keys(options)) {
+    if (known.includes(name)) continue
+    const nearest = nearestName(name, known)
+    const hint = nearest === undefined ? '' : `; did you mean "${nearest}"?`
+    throw new InvalidOptionError(`${caller}: "${name}" is not an option${hint} (known: ${known.join(', ')})`)
+  }
+}
+
+// The known name within a few edits of `name` (Damerau-free Levenshtein), if any.
+function nearestName(name: string, known: readonly string[]): string | undefined {
+  let best: string | undefined
+  let bestDistance = Math.max(2, Math.floor(name.length / 3)) + 1
+  for (const candidate of known) {
+    const distance = editDistance(name.toLowerCase(), candidate.toLowerCase())
+    if (distance < bestDistance) {
+      best = candidate
+      bestDistance = distance
+    }
+  }
+  return best
+}
+
+function editDistance(a: string, b: string): number {
+  let previous = Array.from({ length: b.length + 1 }, (_, i) => i)
+  for (let i = 1; i <= a.length; i++) {
+    const current = [i]
+    for (let j = 1; j <= b.length; j++) {
+      current[j] = Math.min(previous[j]! + 1, current[j - 1]! + 1, previous[j - 1]! + (a[i - 1] === b[j - 1] ? 0 : 1))
+    }
+    previous = current
+  }
+  return previous[b.length]!
+}

@@ -2,7 +2,7 @@ import type { CallOptions } from '../core/call.js'
 import { createIdem, DEFAULT_TTL_MS, type OutcomeEvent, type RunResult } from '../core/engine.js'
 import { InvalidOptionError } from '../core/errors/invalid-option.js'
 import type { Store } from '../core/store.js'
-import { assertCount, assertDuration } from '../core/validate.js'
+import { assertCount, assertDuration, assertKnownOptions } from '../core/validate.js'
 import { DEFAULT_MAX_BODY_BYTES } from './body.js'
 
 /** Methods that require a key by default: the non-idempotent ones (RFC 9110 §9.2.2). */
@@ -126,10 +126,10 @@ export interface ResolvedOptions<Tx, Native> {
   maxBodyBytes: number
 }
 
-const KNOWN = new Set([
+const KNOWN = [
   'store', 'idem', 'scope', 'methods', 'routes', 'required', 'strict', 'ttlMs', 'fields',
   'storeStatus', 'replayHeaders', 'wait', 'maxBodyBytes', 'onOutcome',
-])
+]
 // RFC 9110 token: what a method or a header name may be made of.
 const TOKEN = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/
 
@@ -140,9 +140,7 @@ const TOKEN = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/
  */
 export function resolveOptions<Tx, Native>(options: IdempotencyOptions<Tx, Native>): ResolvedOptions<Tx, Native> {
   if (options === null || typeof options !== 'object') fail('options', 'must be an object')
-  for (const name of Object.keys(options)) {
-    if (!KNOWN.has(name)) fail(name, `is not an option (known: ${[...KNOWN].join(', ')})`)
-  }
+  assertKnownOptions('idempotency', options, KNOWN)
   const {
     store,
     idem,

@@ -329,6 +329,13 @@ describe('options are checked at creation', () => {
     expect(create).toThrow(`option "${option}"`)
   })
 
+  it('rejects an unknown option, suggesting the one it resembles', () => {
+    const create = (): unknown => createClient({ maxAtempts: 3 } as ClientOptions)
+    expect(create).toThrow(InvalidOptionError)
+    expect(create).toThrow('createClient: "maxAtempts" is not an option; did you mean "maxAttempts"?')
+    expect(() => createClient({ retries: 3 } as ClientOptions)).toThrow(/"retries" is not an option \(known: maxAttempts/)
+  })
+
   it('accepts the smallest sensible values', () => {
     expect(() => createClient({ maxAttempts: 1, baseDelayMs: 0, maxDelayMs: 0, attemptTimeoutMs: 1, deadlineMs: 1 })).not.toThrow()
   })

@@ -39,5 +39,21 @@ describe('npm start (the claims-intake demo)', () => {
     const { stdout } = await run(process.execPath, [demo, '--help'])
     expect(stdout).toContain('Usage: npm start -- [options]')
     await expect(run(process.execPath, [demo, '--drop', '2'])).rejects.toMatchObject({ code: 2, stderr: expect.stringContaining('--drop must be a probability') })
+    const unknown = run(process.execPath, [demo, '--foo'])
+    await expect(unknown).rejects.toMatchObject({ code: 2, stderr: expect.stringMatching(/^Unknown option '--foo'\.\n\nUsage: npm start/) })
+    await expect(unknown).rejects.toMatchObject({ stderr: expect.not.stringContaining('    at ') })
+  })
+
+  it('under faults so heavy that clients give up, says so instead of reporting an idem failure', async () => {
+    const { stdout } = await run(
+      process.execPath,
+      [demo, '--orders', '40', '--claims', '2', '--drop', '0.97', '--crash', '0.9', '--seed', '3', '--data', join(data, 'heavy')],
+      { timeout: 120_000 },
+    )
+    expect(stdout).not.toContain('FAIL')
+    expect(stdout).not.toContain('An idem invariant failed')
+    expect(stdout).toMatch(/No intent took effect twice under idem\. \d+ of 42 clients gave up after 40 attempts without an answer/)
+    const rows = stdout.split('\n').find((l) => l.startsWith('duplicate rows found by reconcile'))!
+    expect(rows.trim().split(/\s+/).at(-2)).toBe('0')
   })
 })
