@@ -1,4 +1,5 @@
 import express from 'express'
+import express4 from 'express4'
 import Fastify from 'fastify'
 import { Hono } from 'hono'
 import http, { type IncomingHttpHeaders } from 'node:http'
@@ -37,7 +38,7 @@ export interface Client {
 export type AppOptions = Omit<IdempotencyOptions<unknown>, 'store' | 'idem'> & { storeDown?: boolean }
 
 export interface FrontEnd {
-  name: 'fetch' | 'hono' | 'express' | 'fastify'
+  name: 'fetch' | 'hono' | 'express' | 'express4' | 'fastify'
   start(backend: Backend, options: AppOptions, state: AppState): Promise<Client>
 }
 
@@ -131,23 +132,34 @@ export const honoFrontEnd: FrontEnd = {
   },
 }
 
-/** Express 5 on a real listening server; `express.text()` after the middleware reads the body. */
-export const expressFrontEnd: FrontEnd = {
-  name: 'express',
-  async start(backend, options, state) {
-    const app = express()
+/**
+ * Express on a real listening server; `express.text()` after the middleware reads the
+ * body. The same app on Express 5 and on Express 4 (installed as `express4`).
+ */
+function expressOn(name: 'express' | 'express4', framework: typeof express): FrontEnd {
+  return {
+    name,
+    start: (backend, options, state) => startExpress(framework, backend, options, state),
+  }
+}
+
+/** Express 5. */
+export const expressFrontEnd: FrontEnd = expressOn('express', express)
+/** Express 4.21, the major most installed Express apps are still on. */
+export const express4FrontEnd: FrontEnd = expressOn('express4', express4 as unknown as typeof express)
+
+async function startExpress(framework: typeof express, backend: Backend, options: AppOptions, state: AppState): Promise<Client> {
+  {
+    const app = framework()
     app.use(expressIdempotency(middlewareOptions(backend, options, state, (_request, req) => tenantOf(req.get('authorization')))))
-    app.use(express.text({ type: () => true, limit: '1mb' }))
-    app.use(async (req, res) => {
-      const out = await runRoute(backend, state, {
-        method: req.method,
-        path: req.path,
-        body: typeof req.body === 'string' ? req.body : '',
-        idem: req.idem,
-      })
-      res.status(out.status)
-      for (const [name, value] of out.headers) res.append(name, value)
-      res.send(out.body)
+    app.use(framework.text({ type: () => true, limit: '1mb' }))
+    // Express 4 does not catch a rejected async handler (5 does): pass it to next, as apps on 4 do.
+    app.use((req, res, next) => {
+      runRoute(backend, state, { method: req.method, path: req.path, body: typeof req.body === 'string' ? req.body : '', idem: req.idem }).then((out) => {
+        res.status(out.status)
+        for (const [name, value] of out.headers) res.append(name, value)
+        res.send(out.body)
+      }, next)
     })
     // Express's default error handler logs every thrown error; the tests throw on purpose.
     app.use((_error: unknown, _req: express.Request, res: express.Response, _next: express.NextFunction) => {
@@ -155,7 +167,7 @@ export const expressFrontEnd: FrontEnd = {
     })
     const server = http.createServer(app)
     return listen(server)
-  },
+  }
 }
 
 /** Fastify 5 on a real listening server; its content-type parser reads the body. */
@@ -185,7 +197,7 @@ export const fastifyFrontEnd: FrontEnd = {
   },
 }
 
-export const frontEnds: readonly FrontEnd[] = [fetchFrontEnd, honoFrontEnd, expressFrontEnd, fastifyFrontEnd]
+export const frontEnds: readonly FrontEnd[] = [fetchFrontEnd, honoFrontEnd, expressFrontEnd, express4FrontEnd, fastifyFrontEnd]
 
 async function listen(server: http.Server): Promise<Client> {
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))

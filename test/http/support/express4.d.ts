@@ -1,0 +1,1 @@
+declare module 'express4' { import express from 'express'; export default express }
