@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto'
 import { InvalidOptionError } from '../core/errors/invalid-option.js'
+import { LeaseLostError } from '../core/errors/lease-lost.js'
 import { classifyPgError } from '../stores/postgres/errors.js'
 import { warnWithoutConnectTimeout } from '../stores/postgres/pool-timeout.js'
 import * as pgSql from '../stores/postgres/sql.js'
@@ -25,11 +26,38 @@ export interface OutboxRow {
   readonly createdAt: Date
 }
 
+/** What the dispatcher passes a deliverer with each row. */
+export interface DeliveryContext {
+  /**
+   * Fires at the attempt's deadline, a little before its lease would run out (`leaseMs`
+   * less min(5 s, leaseMs / 5), counted from the claim); `signal.reason` is a
+   * `DOMException` named `TimeoutError`. Pass it to the client (`fetch(url, { signal })`,
+   * the AWS SDK's `abortSignal`) and settle soon after it fires: the row is offered again
+   * only once this attempt has settled, so a delivery that ignores the signal holds its
+   * row (the dispatcher keeps renewing the lease) for as long as it runs. It also fires,
+   * with a `LeaseLostError`, if the lease could not be renewed for a whole `leaseMs` or
+   * another dispatcher took the row over.
+   */
+  readonly signal: AbortSignal
+}
+
+/**
+ * Delivers one row: resolve when the receiver has it, throw to retry. Pass
+ * `row.dedupeKey` downstream and `context.signal` to the client.
+ */
+export type Deliverer = (row: OutboxRow, context: DeliveryContext) => Promise<void>
+
 export interface DispatchResult {
   claimed: number
   delivered: number
   retried: number
   deadLettered: number
+  /**
+   * Deliveries still running at the deadline (their signal has fired). Their rows stay
+   * leased to this dispatcher, which renews the lease in the background and records each
+   * outcome when the delivery settles; `stop()` waits for them.
+   */
+  overdue: number
 }
 
 export interface DispatcherOptions {
@@ -39,47 +67,75 @@ export interface DispatcherOptions {
   db?: SqliteDatabase
   /** Postgres schema. @default 'public' */
   schema?: string
-  /** Delivers one row; resolve when the receiver has it, throw to retry. Gets the dedupe key on `row.dedupeKey`. */
-  deliver: (row: OutboxRow) => Promise<void>
-  /** Rows claimed (and delivered concurrently) per round. @default 50 */
+  /**
+   * Delivers one row; resolve when the receiver has it, throw to retry. Gets the dedupe
+   * key on `row.dedupeKey` and, as its second argument, `{ signal }`, which fires at the
+   * attempt's deadline (see `DeliveryContext`).
+   */
+  deliver: Deliverer
+  /**
+   * Rows claimed (and delivered concurrently) per round. Overdue deliveries from earlier
+   * rounds do not count, so one hung receiver call does not hold up other rows (a row
+   * has one attempt at a time, so they never outnumber the undelivered rows). @default 50
+   */
   batchSize?: number
   /** Attempts before a row moves to idem_dead_letters with its last error. @default 10 */
   maxAttempts?: number
   /** Delay before a retry: exponential with full jitter. @default { baseMs: 1000, maxMs: 300000 } */
   backoff?: Backoff
   /**
-   * How long a claim holds its rows. A dispatcher that dies mid-batch has its rows
-   * claimed again when the lease runs out; a delivery still running then is abandoned
-   * (counted as failed), so the row is not sent twice at once. @default 60000
+   * How long a claim holds its rows without renewal. Each delivery has until a little
+   * before then (`leaseMs` less min(5 s, leaseMs / 5)), when its signal fires; while it
+   * is still running the dispatcher renews its row's lease every `leaseMs / 3`, so no
+   * dispatcher can claim the row until the delivery has settled. A dispatcher that dies
+   * stops renewing: its rows are claimed again once the lease runs out. @default 60000
    */
   leaseMs?: number
   /** Idle wait between rounds when nothing was due (`start`). @default 1000 */
   pollMs?: number
   /** Deliver only these topics (several dispatchers may split the work by topic). @default all */
   topics?: readonly string[]
-  /** Errors of the dispatcher itself (the database), reported by `start`'s loop, which goes on. */
+  /**
+   * Errors of the dispatcher itself (the database): a failed round of `start`'s loop,
+   * which goes on; and, from the background work for overdue deliveries, a failed lease
+   * renewal or outcome write and a lease lost while its delivery still runs (a
+   * `LeaseLostError`). Without it, the background ones go to `console.warn`.
+   */
   onError?: (error: unknown) => void
 }
 
 export interface Dispatcher {
-  /** Claims one batch of due rows, delivers them, and records each outcome. */
+  /**
+   * Claims one batch of due rows, delivers them, and records each outcome. Resolves once
+   * every delivery has settled, or at the deadline: then the stragglers' signals fire,
+   * and those still running are counted as `overdue`, kept leased, and recorded in the
+   * background when they settle.
+   */
   runOnce(): Promise<DispatchResult>
   /**
    * Runs rounds until no row is due now, then resolves with the totals. Rows waiting
-   * for a retry later are left for later rounds.
+   * for a retry later, and rows of overdue deliveries (still leased), are left for
+   * later rounds.
    */
   drain(): Promise<DispatchResult>
   /** Rows not yet delivered (due now or waiting for a retry). */
   pending(): Promise<number>
   /** Starts dispatching in the background: rounds back to back while rows are due, else every `pollMs`. */
   start(): void
-  /** Stops after the current round. */
+  /**
+   * Stops after the current round, and resolves once every delivery this dispatcher
+   * started (overdue ones included) has settled and its outcome is recorded, so no row
+   * is left mid-send. A deliverer that never settles keeps it waiting; exiting the
+   * process instead is a crash: its rows are claimed again when their leases run out.
+   */
   stop(): Promise<void>
 }
 
-/** The dialect-specific half: four statements over idem_outbox. */
+/** The dialect-specific half: the statements over idem_outbox. */
 interface OutboxTable {
   claim(claimId: string, limit: number, leaseMs: number): Promise<ClaimedRow[]>
+  /** @returns the ids this claim still held, now leased `leaseMs` from now */
+  renew(claimId: string, ids: string[], leaseMs: number): Promise<Set<string>>
   delivered(claimId: string, ids: string[]): Promise<void>
   retry(claimId: string, rows: { id: string; delayMs: number; error: string }[]): Promise<void>
   deadLetter(claimId: string, rows: { id: string; error: string }[]): Promise<void>
@@ -96,23 +152,28 @@ interface ClaimedRow {
   created_at: Date | number
 }
 
-class LeaseExpired extends Error {
-  override readonly name = 'LeaseExpired'
-}
 
 /**
  * Creates an outbox dispatcher: it claims due rows (Postgres: `FOR UPDATE SKIP LOCKED`
- * in one short statement, leasing them), hands each to `deliver` with its dedupe key,
- * marks it delivered, retries failures with exponential backoff and full jitter, and
- * after `maxAttempts` moves the row to `idem_dead_letters` with its last error. Several
- * dispatchers, in one process or many, share the work without sending a row twice
- * at once; a repeat after a crash carries the same dedupe key.
+ * in one short statement, leasing them), hands each to `deliver` with its dedupe key
+ * and an abort signal, marks it delivered, retries failures with exponential backoff
+ * and full jitter, and after `maxAttempts` moves the row to `idem_dead_letters` with its
+ * last error. Several dispatchers, in one process or many, share the work and never
+ * send one row twice at once: a row is offered again only after its attempt has settled
+ * (the outcome is recorded under the claim that made it) or, if its dispatcher died,
+ * after the lease it last renewed has run out. A repeat after a crash carries the same
+ * dedupe key.
+ *
+ * Each attempt's signal fires at its deadline, a little before the lease would end. A
+ * delivery still running then is not given up on (giving up on waiting does not stop
+ * it sending): the dispatcher keeps renewing the row's lease until it settles and then
+ * records its outcome, while `runOnce` returns and later rounds go on with other rows.
  *
  * @throws InvalidOptionError naming the option, at creation
  * @example
  * const dispatcher = createDispatcher({
  *   pool,
- *   deliver: (row) => mail.send(row.payload, { idempotencyKey: row.dedupeKey }),
+ *   deliver: (row, { signal }) => mail.send(row.payload, { idempotencyKey: row.dedupeKey, signal }),
  *   maxAttempts: 8,
  *   backoff: { baseMs: 500, maxMs: 60_000 },
  * })
@@ -134,7 +195,7 @@ export function createDispatcher({
 }: DispatcherOptions): Dispatcher {
   const caller = 'createDispatcher'
   if ((pool === undefined) === (db === undefined)) throw new InvalidOptionError(`${caller}: pass exactly one of "pool" (Postgres) or "db" (SQLite)`)
-  if (typeof deliver !== 'function') throw new InvalidOptionError(`${caller}: option "deliver" must be a function (row) => Promise<void>`)
+  if (typeof deliver !== 'function') throw new InvalidOptionError(`${caller}: option "deliver" must be a function (row, { signal }) => Promise<void>`)
   assertCount(`${caller}: option "batchSize"`, batchSize, 1, 10_000)
   assertCount(`${caller}: option "maxAttempts"`, maxAttempts, 1, 1_000)
   assertDuration(`${caller}: option "leaseMs"`, leaseMs, 100)
@@ -161,52 +222,142 @@ export function createDispatcher({
     table = sqliteTable(db)
   }
 
-  async function runOnce(): Promise<DispatchResult> {
-    const claimId = randomUUID()
-    const rows = await table.claim(claimId, batchSize, leaseMs)
-    const result: DispatchResult = { claimed: rows.length, delivered: 0, retried: 0, deadLettered: 0 }
-    if (rows.length === 0) return result
-    const delivered: string[] = []
-    const retry: { id: string; delayMs: number; error: string }[] = []
-    const dead: { id: string; error: string }[] = []
-    // Stop waiting for deliveries a little before the lease runs out, so no other
-    // dispatcher claims a row this one may still be sending.
-    const deadline = Math.max(leaseMs - Math.min(5_000, leaseMs / 5), leaseMs / 2)
-    await Promise.all(
-      rows.map(async (claimed) => {
-        const row = toRow(claimed)
-        if (row.attempt > maxAttempts) {
-          // Claimed maxAttempts times without an outcome: earlier dispatchers died or timed out mid-delivery.
-          dead.push({ id: row.id, error: `no outcome after ${maxAttempts} claims (the dispatcher stopped or timed out); last error: ${row.lastError ?? 'none'}` })
-          return
-        }
-        try {
-          await withTimeout(deliver(row), deadline)
-          delivered.push(row.id)
-        } catch (error) {
-          const text = errorText(error)
-          if (row.attempt >= maxAttempts) dead.push({ id: row.id, error: text })
-          else retry.push({ id: row.id, delayMs: delayOf(row.attempt), error: text })
-        }
-      }),
+  // The margin leaves the deliverer time to wind down, and the renewal time to land,
+  // before the lease ends.
+  const deadlineMs = leaseMs - Math.min(5_000, leaseMs / 5)
+  // Three renewals per lease: one that fails still leaves time for the next.
+  const renewEveryMs = Math.max(1, Math.floor(leaseMs / 3))
+
+  // Background work nobody awaits (a failed renewal, a late outcome that could not be
+  // written) would otherwise vanish; the round's own errors reach the caller instead.
+  const report = (error: unknown): void => {
+    if (onError === undefined) {
+      console.warn(`idem ${caller}: ${errorText(error)}`)
+      return
+    }
+    try {
+      onError(error)
+    } catch {
+      // A logging hook must not break the dispatcher.
+    }
+  }
+
+  /** Recording of overdue deliveries' outcomes, once they settle: `stop()` waits for these. */
+  const overdue = new Set<Promise<void>>()
+
+  function attemptDelivery(row: OutboxRow, hold: ClaimHold): Attempt {
+    const controller = new AbortController()
+    const attempt: Attempt = { row, controller, outcome: undefined, settled: Promise.resolve() }
+    hold.add(row.id, controller)
+    // Called inside an async function so that a deliverer that throws synchronously fails its attempt, not the round.
+    attempt.settled = (async () => deliver(row, { signal: controller.signal }))().then(
+      () => {
+        attempt.outcome = { failed: false }
+        hold.release(row.id)
+      },
+      (error: unknown) => {
+        attempt.outcome = { failed: true, error }
+        hold.release(row.id)
+      },
     )
-    if (delivered.length > 0) await table.delivered(claimId, delivered)
-    if (retry.length > 0) await table.retry(claimId, retry)
-    if (dead.length > 0) await table.deadLetter(claimId, dead)
-    result.delivered = delivered.length
-    result.retried = retry.length
-    result.deadLettered = dead.length
+    return attempt
+  }
+
+  function classify(attempt: Attempt, into: Outcomes): void {
+    const { row, outcome } = attempt
+    if (!outcome!.failed) {
+      into.delivered.push(row.id)
+      return
+    }
+    const text = errorText(outcome!.error)
+    if (row.attempt >= maxAttempts) into.dead.push({ id: row.id, error: text })
+    else into.retry.push({ id: row.id, delayMs: delayOf(row.attempt), error: text })
+  }
+
+  async function write(claimId: string, outcomes: Outcomes): Promise<void> {
+    if (outcomes.delivered.length > 0) await table.delivered(claimId, outcomes.delivered)
+    if (outcomes.retry.length > 0) await table.retry(claimId, outcomes.retry)
+    if (outcomes.dead.length > 0) await table.deadLetter(claimId, outcomes.dead)
+  }
+
+  function finishLater(claimId: string, attempt: Attempt): void {
+    const recorded = attempt.settled
+      .then(() => {
+        const outcomes = emptyOutcomes()
+        classify(attempt, outcomes)
+        return write(claimId, outcomes)
+      })
+      .catch(report)
+      .finally(() => overdue.delete(recorded))
+    overdue.add(recorded)
+  }
+
+  /** Rounds under way, manual `runOnce` calls included: `stop()` waits for these too. */
+  const rounds = new Set<Promise<DispatchResult>>()
+
+  function runOnce(): Promise<DispatchResult> {
+    const round = runRound()
+    rounds.add(round)
+    const forget = () => void rounds.delete(round)
+    round.then(forget, forget)
+    return round
+  }
+
+  async function runRound(): Promise<DispatchResult> {
+    const claimId = randomUUID()
+    // Taken before the claim is sent: the database starts the lease later, so it lasts at least until this plus leaseMs.
+    const sentAt = performance.now()
+    const rows = await table.claim(claimId, batchSize, leaseMs)
+    const result: DispatchResult = { claimed: rows.length, delivered: 0, retried: 0, deadLettered: 0, overdue: 0 }
+    if (rows.length === 0) return result
+    // The deliverers' time counts from when they get the rows (a claim may have waited
+    // for a connection); if that makes the deadline late, the hold's expiry fires first.
+    const deadline = performance.now() + deadlineMs
+    const outcomes = emptyOutcomes()
+    const hold = new ClaimHold(table, claimId, leaseMs, renewEveryMs, sentAt, report)
+    const attempts: Attempt[] = []
+    for (const claimed of rows) {
+      const row = toRow(claimed)
+      if (row.attempt > maxAttempts) {
+        // Claimed maxAttempts times without an outcome: each dispatcher that claimed it died (or lost the database) mid-delivery.
+        outcomes.dead.push({ id: row.id, error: `no outcome after ${maxAttempts} claims (each dispatcher that claimed it stopped before recording one); last error: ${row.lastError ?? 'none'}` })
+        continue
+      }
+      attempts.push(attemptDelivery(row, hold))
+    }
+    await settledOrDeadline(attempts, deadline)
+    const late = attempts.filter((attempt) => attempt.outcome === undefined)
+    if (late.length > 0) {
+      for (const { controller } of late) {
+        controller.abort(new DOMException(`The delivery passed its deadline, ${Math.round(deadlineMs)} ms after the claim (the lease is ${leaseMs} ms)`, 'TimeoutError'))
+      }
+      // A deliverer that gives up as soon as its signal fires settles within this turn:
+      // its outcome is written with the round's instead of later on its own.
+      await new Promise((resolve) => setImmediate(resolve))
+    }
+    for (const attempt of attempts) {
+      if (attempt.outcome !== undefined) classify(attempt, outcomes)
+      else {
+        result.overdue++
+        finishLater(claimId, attempt)
+      }
+    }
+    await write(claimId, outcomes)
+    result.delivered = outcomes.delivered.length
+    result.retried = outcomes.retry.length
+    result.deadLettered = outcomes.dead.length
     return result
   }
 
   async function drain(): Promise<DispatchResult> {
-    const total: DispatchResult = { claimed: 0, delivered: 0, retried: 0, deadLettered: 0 }
+    const total: DispatchResult = { claimed: 0, delivered: 0, retried: 0, deadLettered: 0, overdue: 0 }
     for (;;) {
       const round = await runOnce()
       total.claimed += round.claimed
       total.delivered += round.delivered
       total.retried += round.retried
       total.deadLettered += round.deadLettered
+      total.overdue += round.overdue
       if (round.claimed === 0) return total
     }
   }
@@ -249,9 +400,146 @@ export function createDispatcher({
     wake?.()
     await running
     running = undefined
+    // Returning earlier would let the caller exit mid-send: the outcome would be lost and the row sent again.
+    while (rounds.size > 0 || overdue.size > 0) await Promise.allSettled([...rounds, ...overdue])
   }
 
   return { runOnce, drain, pending: () => table.pending(), start, stop }
+}
+
+/** One delivery of one claimed row. */
+interface Attempt {
+  readonly row: OutboxRow
+  readonly controller: AbortController
+  /** Resolves (never rejects) once the delivery has settled and `outcome` is set. */
+  settled: Promise<void>
+  outcome: { failed: false } | { failed: true; error: unknown } | undefined
+}
+
+interface Outcomes {
+  delivered: string[]
+  retry: { id: string; delayMs: number; error: string }[]
+  dead: { id: string; error: string }[]
+}
+
+const emptyOutcomes = (): Outcomes => ({ delivered: [], retry: [], dead: [] })
+
+async function settledOrDeadline(attempts: Attempt[], deadline: number): Promise<void> {
+  let timer: NodeJS.Timeout | undefined
+  try {
+    await Promise.race([
+      Promise.all(attempts.map((attempt) => attempt.settled)),
+      new Promise<void>((resolve) => {
+        timer = setTimeout(resolve, Math.max(0, deadline - performance.now()))
+      }),
+    ])
+  } finally {
+    clearTimeout(timer)
+  }
+}
+
+/**
+ * Keeps one claim's rows leased while their deliveries run (renewing every `everyMs`),
+ * and stops once none runs. Mirrors the leased engine's heartbeat, for a batch of rows:
+ *
+ * - A renewal that finds a running row no longer held by the claim means another
+ *   dispatcher took it over: that delivery's signal fires and the loss is reported,
+ *   since the row may now be sent twice at once.
+ * - When no renewal has been confirmed for a whole lease (the database is down or
+ *   slow), the lease may have run out: the running deliveries' signals fire and that is
+ *   reported too. Renewal goes on: if nobody took the rows meanwhile, they stay held.
+ *
+ * The clock is local and monotonic; "confirmed until" counts from when a renewal (or
+ * the claim) was sent, so it never outlasts the database's own expiry.
+ */
+class ClaimHold {
+  readonly #running = new Map<string, AbortController>()
+  readonly #table: OutboxTable
+  readonly #claimId: string
+  readonly #leaseMs: number
+  readonly #report: (error: unknown) => void
+  readonly #interval: NodeJS.Timeout
+  #expiry: NodeJS.Timeout
+  #confirmedUntil: number
+  #renewing = false
+  #stopped = false
+
+  constructor(table: OutboxTable, claimId: string, leaseMs: number, everyMs: number, claimSentAt: number, report: (error: unknown) => void) {
+    this.#table = table
+    this.#claimId = claimId
+    this.#leaseMs = leaseMs
+    this.#report = report
+    this.#confirmedUntil = claimSentAt + leaseMs
+    this.#expiry = this.#armExpiry()
+    this.#interval = setInterval(() => this.#renew(), everyMs)
+    // The deliveries keep the process alive if they do I/O; the renewal alone must not.
+    this.#interval.unref()
+  }
+
+  add(id: string, controller: AbortController): void {
+    this.#running.set(id, controller)
+  }
+
+  /** The delivery of `id` settled: its outcome write, not a renewal, decides the row now. */
+  release(id: string): void {
+    this.#running.delete(id)
+    if (this.#running.size === 0) this.#stop()
+  }
+
+  #stop(): void {
+    this.#stopped = true
+    clearInterval(this.#interval)
+    clearTimeout(this.#expiry)
+  }
+
+  #renew(): void {
+    if (this.#running.size === 0) this.#stop()
+    // One renewal at a time: a slow database must not pile up statements.
+    if (this.#stopped || this.#renewing) return
+    this.#renewing = true
+    const ids = [...this.#running.keys()]
+    const sentAt = performance.now()
+    this.#table.renew(this.#claimId, ids, this.#leaseMs).then(
+      (renewed) => {
+        this.#renewing = false
+        if (this.#stopped) return
+        if (renewed.size > 0) {
+          this.#confirmedUntil = Math.max(this.#confirmedUntil, sentAt + this.#leaseMs)
+          clearTimeout(this.#expiry)
+          this.#expiry = this.#armExpiry()
+        }
+        for (const id of ids) {
+          const controller = this.#running.get(id)
+          // Settled meanwhile (its outcome may have been written first), or still held.
+          if (controller === undefined || renewed.has(id)) continue
+          this.#running.delete(id)
+          const lost = new LeaseLostError(`outbox claim ${this.#claimId}: row ${id} was claimed by another dispatcher while its delivery still runs`)
+          controller.abort(lost)
+          this.#report(lost)
+        }
+        if (this.#running.size === 0) this.#stop()
+      },
+      (error: unknown) => {
+        // Retried at the next tick; the expiry timer decides when the lease may be gone.
+        this.#renewing = false
+        this.#report(error)
+      },
+    )
+  }
+
+  #armExpiry(): NodeJS.Timeout {
+    const timer = setTimeout(() => {
+      if (this.#stopped || this.#running.size === 0) return
+      const lost = new LeaseLostError(
+        `outbox claim ${this.#claimId}: the lease of row(s) ${[...this.#running.keys()].join(', ')} could not be renewed for ${this.#leaseMs} ms ` +
+          'while their delivery still runs; another dispatcher may claim them',
+      )
+      for (const controller of this.#running.values()) controller.abort(lost)
+      this.#report(lost)
+    }, Math.max(0, this.#confirmedUntil - performance.now()))
+    timer.unref()
+    return timer
+  }
 }
 
 function toRow(claimed: ClaimedRow): OutboxRow {
@@ -266,20 +554,6 @@ function toRow(claimed: ClaimedRow): OutboxRow {
   }
 }
 
-async function withTimeout<T>(work: Promise<T>, ms: number): Promise<T> {
-  let timer: NodeJS.Timeout | undefined
-  try {
-    return await Promise.race([
-      work,
-      new Promise<never>((_, reject) => {
-        timer = setTimeout(() => reject(new LeaseExpired(`delivery took longer than ${Math.round(ms)} ms (the lease would run out)`)), ms)
-      }),
-    ])
-  } finally {
-    clearTimeout(timer)
-  }
-}
-
 function postgresTable(pool: PgQueryable, schema: string, topics: readonly string[] | null): OutboxTable {
   const run = async (statement: pgSql.Statement) => {
     try {
@@ -291,6 +565,9 @@ function postgresTable(pool: PgQueryable, schema: string, topics: readonly strin
   return {
     async claim(claimId, limit, leaseMs) {
       return (await run(pgSql.outboxClaim(schema, limit, claimId, leaseMs, topics))).rows as ClaimedRow[]
+    },
+    async renew(claimId, ids, leaseMs) {
+      return new Set(((await run(pgSql.outboxRenew(schema, ids, claimId, leaseMs))).rows as { id: string }[]).map((row) => row.id))
     },
     async delivered(claimId, ids) {
       await run(pgSql.outboxDelivered(schema, ids, claimId))
@@ -339,6 +616,11 @@ function sqliteTable(db: SqliteDatabase): OutboxTable {
       atomically(() => {
         const now = Date.now()
         return prepare(sqliteSql.outboxClaim).all(claimId, now + leaseMs, now + leaseMs, now, limit) as ClaimedRow[]
+      }),
+    renew: (claimId, ids, leaseMs) =>
+      atomically(() => {
+        const until = Date.now() + leaseMs
+        return new Set(ids.filter((id) => prepare(sqliteSql.outboxRenew).run(until, until, id, claimId).changes === 1))
       }),
     delivered: (claimId, ids) =>
       atomically(() => {

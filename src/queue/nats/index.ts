@@ -8,7 +8,7 @@
  */
 import { InvalidOptionError } from '../../core/errors/invalid-option.js'
 import { assertCount, assertDuration } from '../../core/validate.js'
-import type { OutboxRow } from '../dispatcher.js'
+import type { DeliveryContext, OutboxRow } from '../dispatcher.js'
 import { Limiter } from '../settle.js'
 import type { Delivery, MessageSource, Subscription } from '../source.js'
 
@@ -118,15 +118,18 @@ export interface NatsDelivererOptions {
 /**
  * An outbox deliverer that publishes each row as JSON with `Nats-Msg-Id` set to its
  * dedupe key: JetStream itself drops a repeat within the stream's duplicate window,
- * and a consumer's inbox drops one after it.
+ * and a consumer's inbox drops one after it. The JetStream client takes no abort
+ * signal, so the dispatcher's signal only stops a publish that has not started; one
+ * that has settles within the client's own timeout.
  * @example createDispatcher({ pool, deliver: natsDeliverer({ js: jetstream(nc) }) })
  */
-export function natsDeliverer({ js, subject = (row) => row.topic }: NatsDelivererOptions): (row: OutboxRow) => Promise<void> {
+export function natsDeliverer({ js, subject = (row) => row.topic }: NatsDelivererOptions): (row: OutboxRow, context?: DeliveryContext) => Promise<void> {
   if (js === null || typeof js !== 'object' || typeof js.publish !== 'function') {
     throw new InvalidOptionError('natsDeliverer: option "js" must be a JetStream client (jetstream(nc))')
   }
   const encoder = new TextEncoder()
-  return async (row) => {
+  return async (row, context) => {
+    context?.signal.throwIfAborted()
     await js.publish(subject(row), encoder.encode(JSON.stringify(row.payload)), { msgID: row.dedupeKey })
   }
 }

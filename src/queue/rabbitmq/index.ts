@@ -8,7 +8,7 @@
  */
 import { InvalidOptionError } from '../../core/errors/invalid-option.js'
 import { assertCount, assertDuration, assertName } from '../../core/validate.js'
-import type { OutboxRow } from '../dispatcher.js'
+import type { DeliveryContext, OutboxRow } from '../dispatcher.js'
 import { Limiter, textHeaders, Timers } from '../settle.js'
 import type { Delivery, MessageSource, Subscription } from '../source.js'
 
@@ -120,14 +120,21 @@ export interface RabbitmqDelivererOptions {
 /**
  * An outbox deliverer that publishes each row as a persistent JSON message whose
  * `messageId` is the row's dedupe key, so a consumer's inbox drops a repeat.
+ * amqplib cannot take back a publish, so the dispatcher's signal only stops one that has
+ * not started; a publish waits for the broker's confirm (or the channel's failure).
  * @example createDispatcher({ pool, deliver: rabbitmqDeliverer({ channel: confirmChannel }) })
  */
-export function rabbitmqDeliverer({ channel, exchange = '', routingKey = (row) => row.topic }: RabbitmqDelivererOptions): (row: OutboxRow) => Promise<void> {
+export function rabbitmqDeliverer({
+  channel,
+  exchange = '',
+  routingKey = (row) => row.topic,
+}: RabbitmqDelivererOptions): (row: OutboxRow, context?: DeliveryContext) => Promise<void> {
   if (channel === null || typeof channel !== 'object' || typeof channel.publish !== 'function') {
     throw new InvalidOptionError('rabbitmqDeliverer: option "channel" must be an amqplib ConfirmChannel')
   }
-  return (row) =>
+  return (row, context) =>
     new Promise<void>((resolve, reject) => {
+      context?.signal.throwIfAborted()
       channel.publish(
         exchange,
         routingKey(row),

@@ -10,7 +10,7 @@
  */
 import { InvalidOptionError } from '../../core/errors/invalid-option.js'
 import { assertCount, assertDuration, assertName } from '../../core/validate.js'
-import type { OutboxRow } from '../dispatcher.js'
+import type { DeliveryContext, OutboxRow } from '../dispatcher.js'
 import { Limiter, Timers } from '../settle.js'
 import type { Delivery, MessageSource, Subscription } from '../source.js'
 
@@ -233,15 +233,22 @@ export interface RedisStreamDelivererOptions {
 /**
  * An outbox deliverer that appends each row to a stream with the dedupe key in the `id`
  * field and the JSON payload in `body`, which is what `redisStreamSource` reads.
+ * ioredis takes no abort signal, so the dispatcher's signal only stops an append that
+ * has not started.
  * @example createDispatcher({ pool, deliver: redisStreamDeliverer({ redis }) })
  */
-export function redisStreamDeliverer({ redis, stream = (row) => row.topic, maxLen }: RedisStreamDelivererOptions): (row: OutboxRow) => Promise<void> {
+export function redisStreamDeliverer({
+  redis,
+  stream = (row) => row.topic,
+  maxLen,
+}: RedisStreamDelivererOptions): (row: OutboxRow, context?: DeliveryContext) => Promise<void> {
   if (redis === null || typeof redis !== 'object' || typeof redis.call !== 'function') {
     throw new InvalidOptionError('redisStreamDeliverer: option "redis" must be an ioredis client')
   }
   if (maxLen !== undefined) assertCount('redisStreamDeliverer: option "maxLen"', maxLen, 1, Number.MAX_SAFE_INTEGER)
   const trim = maxLen === undefined ? [] : ['MAXLEN', '~', maxLen]
-  return async (row) => {
+  return async (row, context) => {
+    context?.signal.throwIfAborted()
     await redis.call('XADD', stream(row), ...trim, '*', 'id', row.dedupeKey, 'body', JSON.stringify(row.payload))
   }
 }

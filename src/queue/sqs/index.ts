@@ -19,7 +19,7 @@ import {
 import { createHash } from 'node:crypto'
 import { InvalidOptionError } from '../../core/errors/invalid-option.js'
 import { assertCount, assertName } from '../../core/validate.js'
-import type { OutboxRow } from '../dispatcher.js'
+import type { DeliveryContext, OutboxRow } from '../dispatcher.js'
 import { Limiter } from '../settle.js'
 import type { Delivery, MessageSource, Subscription } from '../source.js'
 
@@ -149,13 +149,18 @@ export interface SqsDelivererOptions {
  * An outbox deliverer that sends each row as JSON with the dedupe key in the `idem-id`
  * attribute; on a FIFO queue it is also the `MessageDeduplicationId` (hashed to fit),
  * so SQS drops a repeat within its 5-minute window and the consumer's inbox after it.
+ * The dispatcher's signal is the request's `abortSignal`: at the deadline the SDK
+ * destroys the request and makes no further retry of it, so nothing of this attempt is
+ * sent after it settles; if SQS had already taken the message, the retry carries the
+ * same dedupe key.
  * @example createDispatcher({ pool, deliver: sqsDeliverer({ client, queueUrl }) })
  */
-export function sqsDeliverer({ client, queueUrl }: SqsDelivererOptions): (row: OutboxRow) => Promise<void> {
+export function sqsDeliverer({ client, queueUrl }: SqsDelivererOptions): (row: OutboxRow, context?: DeliveryContext) => Promise<void> {
   if (client === null || typeof client !== 'object' || typeof client.send !== 'function') {
     throw new InvalidOptionError('sqsDeliverer: option "client" must be an SQSClient')
   }
-  return async (row) => {
+  return async (row, context) => {
+    context?.signal.throwIfAborted()
     const url = typeof queueUrl === 'function' ? queueUrl(row) : queueUrl
     const fifo = url.endsWith('.fifo')
     const attributes: Record<string, MessageAttributeValue> = { [SQS_ID_ATTRIBUTE]: { DataType: 'String', StringValue: row.dedupeKey } }
@@ -166,6 +171,7 @@ export function sqsDeliverer({ client, queueUrl }: SqsDelivererOptions): (row: O
         MessageAttributes: attributes,
         ...(fifo ? { MessageGroupId: row.topic, MessageDeduplicationId: createHash('sha256').update(row.dedupeKey).digest('hex') } : {}),
       }),
+      context === undefined ? undefined : { abortSignal: context.signal },
     )
   }
 }

@@ -321,6 +321,24 @@ export function outboxClaim(schema: string, limit: number, claimId: string, leas
   }
 }
 
+/**
+ * Extends the lease of rows whose delivery is still running, only where this claim
+ * still holds them (a compare-and-set on locked_by): a dispatcher keeps a row it is
+ * still sending out of every other claim, and a dispatcher that stops renewing (it
+ * died) lets the row come back when the lease runs out. next_attempt_at moves with
+ * locked_until because due rows are found by next_attempt_at alone.
+ * @returns the ids renewed (a missing one was taken over: its claim is lost)
+ */
+export function outboxRenew(schema: string, ids: readonly string[], claimId: string, leaseMs: number): Statement {
+  return {
+    text:
+      `UPDATE ${quoteSchema(schema)}.idem_outbox SET locked_until = now() + $3 * interval '1 millisecond', ` +
+      `next_attempt_at = now() + $3 * interval '1 millisecond' ` +
+      `WHERE id = ANY($1::bigint[]) AND locked_by = $2 AND delivered_at IS NULL RETURNING id::text AS id`,
+    values: [ids, claimId, leaseMs],
+  }
+}
+
 /** Marks claimed rows delivered; only while this claim still holds them. */
 export function outboxDelivered(schema: string, ids: readonly string[], claimId: string): Statement {
   return {

@@ -39,6 +39,15 @@ export const outboxClaim =
   'WHERE id IN (SELECT id FROM idem_outbox WHERE delivered_at IS NULL AND next_attempt_at <= ? ORDER BY next_attempt_at LIMIT ?) ' +
   'RETURNING id, topic, dedupe_key, payload, attempts, last_error, created_at'
 
+/**
+ * Extends one row's lease while its delivery is still running, only if this claim still
+ * holds it (one change: renewed; none: taken over). next_attempt_at moves with
+ * locked_until because due rows are found by next_attempt_at alone. Parameters:
+ * lockedUntil, nextAttemptAt, id, claimId.
+ */
+export const outboxRenew =
+  'UPDATE idem_outbox SET locked_until = ?, next_attempt_at = ? WHERE id = ? AND locked_by = ? AND delivered_at IS NULL'
+
 /** Parameters: deliveredAt, id, claimId. */
 export const outboxDelivered =
   'UPDATE idem_outbox SET delivered_at = ?, locked_until = NULL, locked_by = NULL, last_error = NULL WHERE id = ? AND locked_by = ?'
