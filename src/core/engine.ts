@@ -61,7 +61,8 @@ export interface Idem<Tx> {
    *
    * @throws FingerprintMismatchError the key was used with a different request
    * @throws InFlightError another call holds the key for longer than `waitMs`
-   * @throws StoreUnavailableError / MigrationRequiredError from the store
+   * @throws StoreUnavailableError / MigrationRequiredError from the store, also when the
+   *   store lost the transaction while `fn` ran (whatever `fn` threw or returned)
    * @throws OutcomeNotSerializableError `fn` returned something without a JSON form
    * @throws whatever `fn` throws, after rolling back its effects and the key
    */
@@ -167,11 +168,19 @@ export function createIdem<Tx>({
       outcome = call.keepsOutcome ? serializeOutcome(value) : 'null'
     } catch (error) {
       await session.rollback()
-      report('error', call.scope, call.started, error)
-      throw error
+      // What fn threw is most likely the dead connection's own error, surfacing through
+      // its queries; the call failed because the store did.
+      const failure = session.lost?.() ?? error
+      report('error', call.scope, call.started, failure)
+      throw failure
     }
     if (call.shouldStore !== undefined && !call.shouldStore(value)) {
       await session.rollback()
+      const lost = session.lost?.()
+      if (lost !== undefined) {
+        report('error', call.scope, call.started, lost)
+        throw lost
+      }
       report('not-stored', call.scope, call.started)
       return { value, replayed: false, stored: false }
     }

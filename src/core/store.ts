@@ -85,4 +85,11 @@ export interface Session<Tx> {
   commit(record: NewRecord): Promise<void>
   /** Ends the session writing nothing: rolls back an owned transaction. Never throws. */
   rollback(): Promise<void>
+  /**
+   * Why the session's transaction was lost while the call ran (its connection died),
+   * once it was: the error the call fails with, whatever the function threw or returned,
+   * since nothing was committed and the retry is safe. A store whose transactions
+   * cannot be lost under the caller leaves it out.
+   */
+  lost?(): Error | undefined
 }

@@ -15,7 +15,7 @@ import { redisStreamSource } from '../../src/queue/redis-streams/index.js'
 import { postgresStore } from '../../src/stores/postgres/index.js'
 import { redisStore } from '../../src/stores/redis/index.js'
 import { leasedSqliteStore, sqliteStore } from '../../src/stores/sqlite/index.js'
-import { startFaultProxy } from '../../src/testing/index.js'
+import { startFaultProxy, startTcpFaultProxy } from '../../src/testing/index.js'
 import { MAX_DURATION_MS } from '../../src/core/validate.js'
 import { testSchema, type TestSchema } from '../support/postgres.js'
 
@@ -70,7 +70,7 @@ describe('duration options', () => {
     expect(() => make(MAX_DURATION_MS)).not.toThrow()
   })
 
-  it('startConsumer, outbox.add and startFaultProxy check theirs too', async () => {
+  it('startConsumer, outbox.add and the fault proxies check theirs too', async () => {
     const inbox = createInbox({ store: memoryStore(), consumer: 'c' })
     await expect(startConsumer({ inbox, source: fakeSource, handler: () => {}, storeRetryMs: TOO_LONG })).rejects.toThrow('startConsumer: option "storeRetryMs"')
     await expect(startConsumer({ inbox, source: fakeSource, handler: () => {}, retry: { baseMs: TOO_LONG } })).rejects.toThrow('option "retry.baseMs"')
@@ -80,6 +80,7 @@ describe('duration options', () => {
     expect(() => createOutbox().add(db, { topic: 't', payload: 1, dedupeKey: 'k', delayMs: TOO_LONG })).toThrow('outbox.add: "delayMs"')
     db.exec('ROLLBACK')
     await expect(startFaultProxy({ target: 'http://127.0.0.1:9', upstreamTimeoutMs: TOO_LONG })).rejects.toThrow('startFaultProxy: option "upstreamTimeoutMs"')
+    await expect(startTcpFaultProxy({ target: '127.0.0.1:9', connectTimeoutMs: TOO_LONG })).rejects.toThrow('startTcpFaultProxy: option "connectTimeoutMs"')
   })
 
   it('a call refuses a per-call ttlMs or waitMs over the bound before touching the store', async () => {

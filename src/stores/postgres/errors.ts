@@ -1,10 +1,12 @@
+import { IdemError } from '../../core/errors/idem-error.js'
 import { MigrationRequiredError } from '../../core/errors/migration-required.js'
 import { StoreUnavailableError } from '../../core/errors/store-unavailable.js'
 
 // SQLSTATEs meaning the schema was never migrated.
 const MISSING_OBJECT = new Set(['42P01', '42883', '3F000'])
-// Connection-level failures: class 08, admin/crash shutdown, too many connections, cannot connect now.
-const UNAVAILABLE_STATES = new Set(['57P01', '57P02', '57P03', '53300', '53400'])
+// Connection-level failures: class 08, admin/crash shutdown, too many connections, cannot connect now,
+// and the server ending a session for idling in a transaction (25P03) or at all (57P05).
+const UNAVAILABLE_STATES = new Set(['57P01', '57P02', '57P03', '53300', '53400', '25P03', '57P05'])
 const UNAVAILABLE_ERRNO = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH'])
 const UNAVAILABLE_MESSAGES = [
   'Cannot use a pool after calling end',
@@ -18,7 +20,8 @@ const UNAVAILABLE_MESSAGES = [
 
 /** Maps a driver error from one of the store's own statements to idem's typed errors. */
 export function classifyPgError(error: unknown, schema: string): unknown {
-  if (!(error instanceof Error)) return error
+  // Already idem's (a held client's lost connection): classifying again would only wrap it.
+  if (!(error instanceof Error) || error instanceof IdemError) return error
   const code = (error as { code?: unknown }).code
   if (typeof code === 'string' && MISSING_OBJECT.has(code)) {
     return new MigrationRequiredError(

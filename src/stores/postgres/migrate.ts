@@ -1,3 +1,6 @@
+import { StoreUnavailableError } from '../../core/errors/store-unavailable.js'
+import { classifyPgError } from './errors.js'
+import { checkOut } from './held-client.js'
 import { quoteSchema } from './sql.js'
 import { migrations, SCHEMA_VERSION } from './migrations.js'
 import type { PgPool } from './types.js'
@@ -13,10 +16,12 @@ export interface MigrateResult {
  * an advisory lock, so two instances starting at once migrate once. Refuses a schema
  * newer than this build knows.
  * @param schema default `public`
+ * @throws StoreUnavailableError when Postgres cannot be reached or the connection is lost midway; running it again is safe
  */
 export async function migratePostgres(pool: PgPool, { schema = 'public' }: { schema?: string } = {}): Promise<MigrateResult> {
   const s = quoteSchema(schema)
-  const client = await pool.connect()
+  const client = await checkOut(pool, schema)
+  let failure: unknown
   try {
     await client.query('BEGIN')
     await client.query('SELECT pg_advisory_xact_lock(hashtextextended($1, 0))', [`idem:migrate:${schema}`])
@@ -42,9 +47,11 @@ export async function migratePostgres(pool: PgPool, { schema = 'public' }: { sch
     await client.query('COMMIT')
     return { from, to: SCHEMA_VERSION, applied }
   } catch (error) {
-    await client.query('ROLLBACK').catch(() => {})
-    throw error
+    // A connection that cannot even roll back is destroyed rather than returned.
+    failure = client.lost ?? (await client.query('ROLLBACK').then(() => undefined, (rollbackError: unknown) => rollbackError))
+    const classified = classifyPgError(error, schema)
+    throw classified instanceof StoreUnavailableError ? classified : error
   } finally {
-    client.release()
+    client.release(failure)
   }
 }

@@ -1,7 +1,8 @@
 import { assertCount } from '../../core/validate.js'
 import { classifyPgError } from './errors.js'
+import { checkOut } from './held-client.js'
 import * as sql from './sql.js'
-import type { PgPool, PgPoolClient, PgQueryResult } from './types.js'
+import type { PgPool, PgQueryResult } from './types.js'
 
 /**
  * Runs one statement on a client of its own from the pool (its own transaction), and
@@ -9,18 +10,13 @@ import type { PgPool, PgPoolClient, PgQueryResult } from './types.js'
  * @throws StoreUnavailableError / MigrationRequiredError as `classifyPgError` maps them
  */
 export async function queryOnPool(pool: PgPool, schema: string, statement: sql.Statement): Promise<PgQueryResult> {
-  let client: PgPoolClient
+  const held = await checkOut(pool, schema)
   try {
-    client = await pool.connect()
-  } catch (error) {
-    throw classifyPgError(error, schema)
-  }
-  try {
-    const result = await client.query(statement.text, statement.values)
-    client.release()
+    const result = await held.query(statement.text, statement.values)
+    held.release()
     return result
   } catch (error) {
-    client.release(error instanceof Error ? error : true)
+    held.release(error)
     throw classifyPgError(error, schema)
   }
 }

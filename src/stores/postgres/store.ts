@@ -1,6 +1,7 @@
 import { InvalidOptionError } from '../../core/errors/invalid-option.js'
 import type { BeginRequest, Claim, KeyRecord, NewRecord, Session, Store } from '../../core/store.js'
 import { classifyPgError } from './errors.js'
+import { checkOut, type HeldClient } from './held-client.js'
 import { migratePostgres, type MigrateResult } from './migrate.js'
 import { pruneExpired } from './pool-query.js'
 import { warnWithoutConnectTimeout } from './pool-timeout.js'
@@ -111,12 +112,7 @@ function tableStore({ pool, schema, isolation, preparedStatements }: Settings, t
     }
     const known: KeyRecord | undefined = table.keepsOutcomes ? undefined : { fingerprint: record!.fingerprint, outcome: 'null' }
     if (tx !== undefined) return joinedSession(tx, scope, key, waitMs, known)
-    let client: PgPoolClient
-    try {
-      client = await pool.connect()
-    } catch (error) {
-      throw fail(error)
-    }
+    const client = await checkOut(pool, schema)
     try {
       // A retry of a key this store recorded is most likely answered by its record: read
       // it outside any transaction, one round trip and nothing to end afterwards.
@@ -124,7 +120,7 @@ function tableStore({ pool, schema, isolation, preparedStatements }: Settings, t
         const found = await lookup(client, scope, key, known)
         if (found !== undefined) {
           client.release()
-          return answeredSession(client, found)
+          return answeredSession(client.client, found)
         }
         recorded.delete(scope, key)
       }
@@ -146,7 +142,7 @@ function tableStore({ pool, schema, isolation, preparedStatements }: Settings, t
    * and any record is then written at commit as usual.
    */
   async function markedSession(
-    client: PgPoolClient,
+    client: HeldClient,
     scope: string,
     key: string,
     waitMs: number,
@@ -155,12 +151,12 @@ function tableStore({ pool, schema, isolation, preparedStatements }: Settings, t
   ): Promise<Session<PgClient>> {
     const first = await sendWith(client, beginText, markStatement, table.mark(scope, key, record.fingerprint, record.ttlMs))
     if (first.result.rowCount === 1) return ownedSession(client, { state: 'new' }, scope, key, first.prepared, true)
-    const claim = toClaim((await client.query(inlined(client, table.claim(scope, key, waitMs)))) as unknown as PgQueryResult, known)
+    const claim = toClaim(await client.query(inlined(client, table.claim(scope, key, waitMs))), known)
     return ownedSession(client, claim, scope, key, first.prepared)
   }
 
   /** The key's live record, read on its own (no transaction, no lock), if there is one. */
-  async function lookup(client: PgPoolClient, scope: string, key: string, known: KeyRecord | undefined): Promise<KeyRecord | undefined> {
+  async function lookup(client: HeldClient, scope: string, key: string, known: KeyRecord | undefined): Promise<KeyRecord | undefined> {
     const { result } = await sendWith(client, '', lookupStatement, table.lookup(scope, key))
     const row = result.rows[0] as KeyRecord | undefined
     return row === undefined ? undefined : (known ?? row)
@@ -174,14 +170,14 @@ function tableStore({ pool, schema, isolation, preparedStatements }: Settings, t
    * @returns the statement's result, and whether the connection has the statements now
    */
   async function sendWith(
-    client: PgPoolClient,
+    client: HeldClient,
     opening: string,
     statement: sql.PreparedStatement,
     plain: sql.Statement,
   ): Promise<{ result: PgQueryResult; prepared: boolean }> {
     const open = opening === '' ? '' : `${opening}; `
     if (!preparedStatements) return { result: lastResult(await client.query(`${open}${inlined(client, plain)}`)), prepared: false }
-    const ready = connections.get(client)
+    const ready = connections.get(client.client)
     const missing = ours.every((s) => ready.has(s.name)) ? '' : ours.filter((s) => !ready.has(s.name)).map((s) => `${s.prepare}; `).join('')
     try {
       const result = lastResult(await client.query(`${open}${missing}${inlined(client, sql.execute(statement, plain.values))}`))
@@ -196,17 +192,18 @@ function tableStore({ pool, schema, isolation, preparedStatements }: Settings, t
       const names = inlined(client, sql.preparedNames(ours.map((s) => s.name)))
       const results = (await client.query(`${open === '' ? '' : 'ROLLBACK; '}${open}${inlined(client, plain)}; ${names}`)) as unknown as PgQueryResult[]
       const present = (results[results.length - 1]!.rows as { name: string }[]).map((row) => row.name)
-      connections.reset(client, ours, present)
+      connections.reset(client.client, ours, present)
       return { result: results[results.length - 2]!, prepared: false }
     }
   }
 
-  function ownedSession(client: PgPoolClient, claim: Claim, scope: string, key: string, prepared: boolean, marked = false): Session<PgClient> {
+  function ownedSession(client: HeldClient, claim: Claim, scope: string, key: string, prepared: boolean, marked = false): Session<PgClient> {
     let ended = false
     return {
-      tx: client,
+      tx: client.client,
       claim,
       joined: false,
+      lost: () => client.lost,
       async commit(record: NewRecord) {
         ended = true
         try {
@@ -292,8 +289,8 @@ function tableStore({ pool, schema, isolation, preparedStatements }: Settings, t
 const RECENT_KEYS = 10_000
 
 /** A statement with its values inlined as the client escapes them, for the simple protocol (which carries several statements in one round trip). */
-function inlined(client: PgPoolClient, statement: sql.Statement): string {
-  return sql.inline(statement, (v) => client.escapeLiteral(v))
+function inlined(client: HeldClient, statement: sql.Statement): string {
+  return sql.inline(statement, (v) => client.client.escapeLiteral(v))
 }
 
 /** The result of the last statement of a text (pg gives an array only for several statements). */
@@ -363,8 +360,9 @@ function toClaim(result: PgQueryResult, known: KeyRecord | undefined): Claim {
 }
 
 // Ends an owned transaction and returns its client to the pool; a client whose
-// connection failed is destroyed rather than reused.
-async function endClient(client: PgPoolClient, statement: 'ROLLBACK', cause?: unknown): Promise<void> {
+// connection failed is destroyed rather than reused, and a lost one is not even asked.
+async function endClient(client: HeldClient, statement: 'ROLLBACK', cause?: unknown): Promise<void> {
+  if (client.lost !== undefined) return client.release()
   try {
     await client.query(statement)
     client.release()

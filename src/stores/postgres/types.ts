@@ -16,6 +16,9 @@ export interface PgClient {
 
 export interface PgPoolClient extends PgClient {
   release(destroy?: boolean | Error): void
+  // A pg client is an EventEmitter; the store listens for its 'error' while it holds it (held-client.ts).
+  on?(event: 'error', listener: (error: Error) => void): unknown
+  removeListener?(event: 'error', listener: (error: Error) => void): unknown
 }
 
 export interface PgPool {

@@ -1,0 +1,81 @@
+import { StoreUnavailableError } from '../../core/errors/store-unavailable.js'
+import { classifyPgError } from './errors.js'
+import type { PgPool, PgPoolClient, PgQueryResult } from './types.js'
+
+/**
+ * A client idem has taken from the pool, for exactly as long as it holds it. Every
+ * place the Postgres stores check a client out goes through `checkOut`.
+ *
+ * pg-pool listens for a client's 'error' only while the client sits idle in the pool,
+ * and pg emits one whenever the connection dies under a checked-out client (a FATAL
+ * from the server between statements, a socket error, an unexpected end), whether or
+ * not a statement is running. An 'error' nobody listens to ends the Node process, so
+ * one dead connection (`pg_terminate_backend`, `idle_in_transaction_session_timeout`,
+ * a failover, a network cut) would take every in-flight request with it. The held
+ * client listens from checkout to release instead, and keeps what it heard.
+ */
+export interface HeldClient {
+  /** The pg client itself: the transaction the caller's function writes through. */
+  readonly client: PgPoolClient
+  /** Why the connection was lost while held, as the error the call fails with; undefined while it is alive. */
+  readonly lost: StoreUnavailableError | undefined
+  /**
+   * Runs one text on the client (resolving as `client.query` does). Once the connection
+   * is lost it rejects with `lost` without sending anything, and a statement the loss
+   * interrupted rejects with `lost` too; other errors are pg's own, for the caller to
+   * classify.
+   */
+  query(text: string, values?: unknown[]): Promise<PgQueryResult>
+  /**
+   * Returns the client to the pool, or has the pool destroy it when the connection was
+   * lost or `error` is given. Stops listening first: from here on the pool's own idle
+   * listener (and the user's `pool.on('error')`) is in charge of the client.
+   */
+  release(error?: unknown): void
+}
+
+/**
+ * Takes a client from `pool` and listens for its connection dying until it is released.
+ * Costs one listener added and removed, no round trip.
+ * @throws StoreUnavailableError / MigrationRequiredError as `classifyPgError` maps the pool's error
+ */
+export async function checkOut(pool: PgPool, schema: string): Promise<HeldClient> {
+  let client: PgPoolClient
+  try {
+    client = await pool.connect()
+  } catch (error) {
+    throw classifyPgError(error, schema)
+  }
+  let lost: StoreUnavailableError | undefined
+  // pg can report one death twice (the server's FATAL, then the end of the socket): the first says why.
+  const onError = (error: Error): void => {
+    lost ??= lostConnection(error, schema)
+  }
+  client.on?.('error', onError)
+  return {
+    client,
+    get lost() {
+      return lost
+    },
+    async query(text, values) {
+      if (lost !== undefined) throw lost
+      try {
+        return await (values === undefined ? client.query(text) : client.query(text, values))
+      } catch (error) {
+        throw lost ?? error
+      }
+    },
+    release(error) {
+      client.removeListener?.('error', onError)
+      client.release(lost ?? (error === undefined ? undefined : error instanceof Error ? error : true))
+    },
+  }
+}
+
+/** A dead connection is an unavailable store, whatever pg called it (a protocol error, say). */
+function lostConnection(error: unknown, schema: string): StoreUnavailableError {
+  const classified = classifyPgError(error, schema)
+  if (classified instanceof StoreUnavailableError) return classified
+  const message = error instanceof Error ? error.message : String(error)
+  return new StoreUnavailableError(`Postgres is unavailable: the connection was lost (${message})`, { cause: error })
+}
