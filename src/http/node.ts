@@ -127,21 +127,26 @@ export function webHeaders(headers: OutgoingHttpHeaders): Headers {
 }
 
 const SMALL_BODY = 16 * 1024
+// Statuses whose answers carry no body and may not declare one (RFC 9110 §8.6).
+const NO_BODY_STATUSES = new Set([101, 103, 204, 205, 304])
 
 /**
  * Writes a Web `Response` to a Node response that has not started. Headers that earlier
  * middleware set (CORS, HSTS, a request id) are kept, as they would be without idem;
- * the response's own headers are added and replace any of the same name. The body's
- * length is the body's: a `Content-Length` set before is dropped.
+ * the response's own headers are added and replace any of the same name, and
+ * `Content-Length` is the body's own.
  */
 export async function sendWebResponse(res: ServerResponse, response: Response, closeConnection: boolean): Promise<void> {
-  res.removeHeader('content-length')
-  res.removeHeader('transfer-encoding')
   res.statusCode = response.status
   if (response.statusText !== '') res.statusMessage = response.statusText
   setWebHeaders((name, value) => res.setHeader(name, value), response.headers)
   if (closeConnection) res.setHeader('connection', 'close')
   const bytes = await bodyBytes(response)
+  // Set, never removed: removing Content-Length tells Node not to frame the body at
+  // all, and a keep-alive client then cannot tell where the answer ends.
+  if (NO_BODY_STATUSES.has(response.status)) {
+    if (res.hasHeader('content-length')) res.removeHeader('content-length')
+  } else res.setHeader('content-length', bytes.byteLength)
   if (bytes.byteLength === 0) res.end()
   // A small body goes out as latin1 text (one byte per character, so any bytes survive):
   // Node then sends headers and body in one write instead of a writev of two buffers.
