@@ -102,7 +102,7 @@ export function protectRequests<Tx, Native = unknown>(options: IdempotencyOption
       key = parseIdempotencyKey(request.headers.get('idempotency-key'), { strict: o.strict })
     } catch (error) {
       if (error instanceof MissingKeyError && !o.required) return route.pass()
-      if (isHttpProblem(error)) return problemResponse(error)
+      if (isHttpProblem(error)) return problemResponse(error, o.problemTypes)
       throw error
     }
 
@@ -131,7 +131,7 @@ export function protectRequests<Tx, Native = unknown>(options: IdempotencyOption
       )
       return result.replayed || first === undefined ? replayResponse(result.value, route.writesBytes === true) : first
     } catch (error) {
-      if (isHttpProblem(error)) return problemResponse(error)
+      if (isHttpProblem(error)) return problemResponse(error, o.problemTypes)
       throw error
     }
   }

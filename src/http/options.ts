@@ -4,6 +4,7 @@ import { InvalidOptionError } from '../core/errors/invalid-option.js'
 import type { Store } from '../core/store.js'
 import { assertCount, assertDuration, assertKnownOptions } from '../core/validate.js'
 import { DEFAULT_MAX_BODY_BYTES } from './body.js'
+import type { ProblemTypes } from './problem.js'
 
 /** Methods that require a key by default: the non-idempotent ones (RFC 9110 §9.2.2). */
 export const DEFAULT_METHODS: readonly string[] = ['POST', 'PATCH']
@@ -108,6 +109,11 @@ export interface IdempotencyOptions<Tx, Native = unknown> {
   maxBodyBytes?: number
   /** Called once per protected request with the engine's outcome (only with `store`; an engine has its own). */
   onOutcome?: (event: OutcomeEvent) => void
+  /**
+   * Where the `type` URIs of idem's problem answers point: a base URI (`#<code>` is
+   * appended) or a function of the code, to link your own API docs. @default idem's docs/problems.md
+   */
+  problemTypes?: ProblemTypes
 }
 
 /** The options after validation, with every default applied. */
@@ -124,11 +130,12 @@ export interface ResolvedOptions<Tx, Native> {
   replayHeaders: ReadonlySet<string>
   wait: number
   maxBodyBytes: number
+  problemTypes: ProblemTypes | undefined
 }
 
 const KNOWN = [
   'store', 'idem', 'scope', 'methods', 'routes', 'required', 'strict', 'ttlMs', 'fields',
-  'storeStatus', 'replayHeaders', 'wait', 'maxBodyBytes', 'onOutcome',
+  'storeStatus', 'replayHeaders', 'wait', 'maxBodyBytes', 'onOutcome', 'problemTypes',
 ]
 // RFC 9110 token: what a method or a header name may be made of.
 const TOKEN = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/
@@ -156,6 +163,7 @@ export function resolveOptions<Tx, Native>(options: IdempotencyOptions<Tx, Nativ
     wait = 0,
     maxBodyBytes = DEFAULT_MAX_BODY_BYTES,
     onOutcome,
+    problemTypes,
   } = options
 
   if (scope !== undefined && typeof scope !== 'function') fail('scope', 'must be a function (request) => string')
@@ -175,6 +183,9 @@ export function resolveOptions<Tx, Native>(options: IdempotencyOptions<Tx, Nativ
     fail('replayHeaders', 'must be a list of header names')
   }
   if (onOutcome !== undefined && typeof onOutcome !== 'function') fail('onOutcome', 'must be a function')
+  if (problemTypes !== undefined && typeof problemTypes !== 'function' && !(typeof problemTypes === 'string' && URL.canParse(problemTypes))) {
+    fail('problemTypes', 'must be an absolute URI (e.g. "https://docs.example.com/errors") or a function (code) => URI')
+  }
 
   return {
     idem: engineOf(store, idem, onOutcome),
@@ -189,6 +200,7 @@ export function resolveOptions<Tx, Native>(options: IdempotencyOptions<Tx, Nativ
     replayHeaders: new Set(replayHeaders.map((h) => h.toLowerCase())),
     wait,
     maxBodyBytes,
+    problemTypes,
   }
 }
 

@@ -1,34 +1,107 @@
-import { IdemError } from '../core/errors/idem-error.js'
+import { IdemError, type IdemErrorCode } from '../core/errors/idem-error.js'
 
 /** The media type of every error idem answers with (RFC 9457). */
 export const PROBLEM_CONTENT_TYPE = 'application/problem+json'
 
-/** What a problem response is built from. */
-export type HttpProblem = IdemError
+/** Where idem's problem types are documented; a `type` URI is this plus `#<code>`. */
+export const DEFAULT_PROBLEM_TYPE_BASE = 'https://github.com/idem-js/idem/blob/main/docs/problems.md'
 
-/** True for the errors the HTTP front end answers itself; anything else propagates. */
-export function isHttpProblem(error: unknown): error is HttpProblem {
-  return error instanceof IdemError
+/** Every problem idem answers with over HTTP: its errors' codes, and the webhook receiver's own. */
+export type ProblemCode = IdemErrorCode | 'method-not-allowed' | 'invalid-signature' | 'handler-failed'
+
+/** What one problem type means over HTTP. */
+export interface ProblemSpec {
+  readonly status: number
+  /** A short, stable summary of the problem type (RFC 9457 `title`). */
+  readonly title: string
+  /**
+   * What a client is told as `detail`, for problems whose message may name
+   * infrastructure (hosts, ports, driver messages): the message then goes only to the
+   * event stream and logs. Without it, the error's own message is the detail.
+   */
+  readonly detail?: string
+}
+
+/** The one table from a code to its HTTP meaning. */
+export const PROBLEMS: Readonly<Record<ProblemCode, ProblemSpec>> = {
+  'missing-key': { status: 400, title: 'Idempotency-Key is required' },
+  'invalid-key': { status: 400, title: 'Idempotency-Key is malformed' },
+  'body-too-large': { status: 413, title: 'Request body too large' },
+  'fingerprint-mismatch': { status: 422, title: 'Idempotency-Key reused with a different request' },
+  'in-flight': { status: 409, title: 'A request with this Idempotency-Key is in progress' },
+  'lease-lost': { status: 409, title: 'Another request took over this Idempotency-Key' },
+  'store-unavailable': {
+    status: 503,
+    title: 'Idempotency store unavailable',
+    detail: 'The idempotency store is unavailable right now, so nothing was run. Retry with the same key after Retry-After.',
+  },
+  'migration-required': {
+    status: 500,
+    title: 'Idempotency tables are missing',
+    detail: 'The idempotency store is not set up on this server, so nothing was run.',
+  },
+  'outcome-not-serializable': {
+    status: 500,
+    title: 'Outcome cannot be stored',
+    detail: 'The outcome could not be stored, so it was rolled back; a retry runs again.',
+  },
+  'invalid-option': { status: 500, title: 'Invalid idem configuration', detail: 'The idempotency middleware on this server is misconfigured.' },
+  'method-not-allowed': { status: 405, title: 'Method not allowed' },
+  'invalid-signature': { status: 401, title: 'Webhook signature does not verify' },
+  'handler-failed': { status: 500, title: 'Handling the event failed' },
 }
 
 /**
- * The RFC 9457 `application/problem+json` response for an idem error: the error's
- * `status`, `type` (a link to docs/problems.md#<code>), `title` and `code`, its message
- * as `detail`, and `Retry-After` when the error says when to retry (409, 503).
+ * Where `type` URIs point: a base URI (`https://docs.example.com/errors` gives
+ * `…/errors#in-flight`), or a function of the code, so a team can link its own API docs.
+ * @default DEFAULT_PROBLEM_TYPE_BASE
+ */
+export type ProblemTypes = string | ((code: ProblemCode) => string)
+
+/** The RFC 9457 `type` URI of a problem code. */
+export function problemType(code: ProblemCode, types: ProblemTypes = DEFAULT_PROBLEM_TYPE_BASE): string {
+  return typeof types === 'function' ? types(code) : `${types}#${code}`
+}
+
+/** True for the errors the HTTP front end answers itself; anything else propagates. */
+export function isHttpProblem(error: unknown): error is IdemError {
+  return error instanceof IdemError
+}
+
+/** The HTTP status an idem error is answered with. */
+export function problemStatus(error: IdemError): number {
+  return PROBLEMS[error.code].status
+}
+
+/**
+ * The RFC 9457 `application/problem+json` response for an idem error: `type`, `title`,
+ * `status` and `code` from the one table, a `detail` a client may read (never a host,
+ * port or driver message), and `Retry-After` when the error says when to retry (409,
+ * 503).
  *
- * This is the one place an error becomes a response.
+ * This and `problem` are the only places an error becomes a response.
  *
  * @example problemResponse(new MissingKeyError('The Idempotency-Key header is missing')) // 400
  */
-export function problemResponse(error: HttpProblem): Response {
-  const headers = new Headers({ 'content-type': PROBLEM_CONTENT_TYPE })
-  if (error.retryAfterSeconds !== undefined) headers.set('retry-after', String(error.retryAfterSeconds))
-  const body = JSON.stringify({
-    type: error.type,
-    title: error.title,
-    status: error.status,
-    detail: error.message,
-    code: error.code,
-  })
-  return new Response(body, { status: error.status, headers })
+export function problemResponse(error: IdemError, types?: ProblemTypes): Response {
+  const spec = PROBLEMS[error.code]
+  return problem(error.code, spec.detail ?? error.message, { types, retryAfterSeconds: error.retryAfterSeconds })
+}
+
+/**
+ * A problem response from a code: for answers that are not an idem error (the webhook
+ * receiver's 401 and 405, say).
+ * @example problem('method-not-allowed', 'Webhooks are delivered with POST', { headers: { allow: 'POST' } })
+ */
+export function problem(
+  code: ProblemCode,
+  detail: string,
+  { types, retryAfterSeconds, headers }: { types?: ProblemTypes | undefined; retryAfterSeconds?: number | undefined; headers?: Record<string, string> } = {},
+): Response {
+  const spec = PROBLEMS[code]
+  const answer = new Headers(headers)
+  answer.set('content-type', PROBLEM_CONTENT_TYPE)
+  if (retryAfterSeconds !== undefined) answer.set('retry-after', String(retryAfterSeconds))
+  const body = JSON.stringify({ type: problemType(code, types), title: spec.title, status: spec.status, detail, code })
+  return new Response(body, { status: spec.status, headers: answer })
 }

@@ -23,7 +23,6 @@ export { createDispatcher, type Deliverer, type DeliveryContext, type Dispatcher
 export { backoffDelay, DEFAULT_BACKOFF_BASE_MS, DEFAULT_BACKOFF_MAX_MS, type Backoff, type BackoffOptions } from './backoff.js'
 export { startConsumer, handleDelivery, type Consumer, type ConsumerOptions, type ConsumedMessage } from './consumer.js'
 export type { Delivery, MessageSource, Subscription } from './source.js'
-export { webhookReceiver, type WebhookEvent, type WebhookEventId, type WebhookReceiverOptions } from './webhook.js'
 export { listDeadLetters, type DeadLetterRow, type ListDeadLettersOptions } from './dead-letters.js'
 export { messageKey } from './message-key.js'
 export { MEMORY_ATTEMPTS, MEMORY_DEAD_LETTERS } from './inbox-backend.js'

@@ -1,3 +1,4 @@
+import { problemStatus } from '../../src/http/problem.js'
 import { Redis } from 'ioredis'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { createLeasedIdem, StoreUnavailableError } from '../../src/index.js'
@@ -21,7 +22,7 @@ async function within<T>(ms: number, promise: Promise<T>): Promise<T> {
 
 function expectUnavailable(error: unknown): void {
   expect(error).toBeInstanceOf(StoreUnavailableError)
-  expect((error as StoreUnavailableError).status).toBe(503)
+  expect(problemStatus(error as StoreUnavailableError)).toBe(503)
   expect((error as StoreUnavailableError).retryAfterSeconds).toBe(1)
 }
 

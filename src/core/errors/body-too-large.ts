@@ -4,6 +4,4 @@ import { IdemError } from './idem-error.js'
 export class BodyTooLargeError extends IdemError {
   override readonly name = 'BodyTooLargeError'
   readonly code = 'body-too-large' as const
-  readonly status = 413
-  readonly title = 'Request body too large'
 }

@@ -4,6 +4,4 @@ import { IdemError } from './idem-error.js'
 export class FingerprintMismatchError extends IdemError {
   override readonly name = 'FingerprintMismatchError'
   readonly code = 'fingerprint-mismatch' as const
-  readonly status = 422
-  readonly title = 'Idempotency-Key reused with a different request'
 }

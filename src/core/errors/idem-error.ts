@@ -1,6 +1,8 @@
 /**
- * Every outcome idem reports is one of these codes. They are stable: clients and
- * dashboards may switch on them, and each maps to one problem `type` URI.
+ * Every error idem throws on purpose has one of these codes. They are stable: callers,
+ * clients and dashboards may switch on them. What each means over HTTP (status, title,
+ * problem type) is the HTTP front end's business (`idem/fetch`, problem.ts), not the
+ * core's.
  */
 export type IdemErrorCode =
   | 'missing-key'
@@ -14,9 +16,6 @@ export type IdemErrorCode =
   | 'body-too-large'
   | 'lease-lost'
 
-/** Where the problem types are documented; `type` URIs are this plus `#<code>`. */
-export const PROBLEM_TYPE_BASE = 'https://github.com/idem-js/idem/blob/main/docs/problems.md'
-
 export interface IdemErrorOptions {
   cause?: unknown
   /** Seconds a client should wait before retrying (409 and 503). */
@@ -24,23 +23,16 @@ export interface IdemErrorOptions {
 }
 
 /**
- * Base class of every error idem throws on purpose. `status` is the HTTP status the
- * HTTP front end answers with, so the mapping lives in one place.
+ * Base class of every error idem throws on purpose: a stable `code`, a message for
+ * logs, and, when retrying later is the way out, how long to wait.
  */
 export abstract class IdemError extends Error {
   abstract readonly code: IdemErrorCode
-  abstract readonly status: number
-  /** A short, stable summary of the problem type (RFC 9457 `title`). */
-  abstract readonly title: string
+  /** Seconds a caller should wait before retrying (in flight, store unavailable), when known. */
   readonly retryAfterSeconds: number | undefined
 
   constructor(message: string, options: IdemErrorOptions = {}) {
     super(message, options.cause === undefined ? undefined : { cause: options.cause })
     this.retryAfterSeconds = options.retryAfterSeconds
-  }
-
-  /** The RFC 9457 `type` URI for this problem. */
-  get type(): string {
-    return `${PROBLEM_TYPE_BASE}#${this.code}`
   }
 }

@@ -7,8 +7,6 @@ import { IdemError, type IdemErrorOptions } from './idem-error.js'
 export class InFlightError extends IdemError {
   override readonly name = 'InFlightError'
   readonly code = 'in-flight' as const
-  readonly status = 409
-  readonly title = 'A request with this Idempotency-Key is in progress'
 
   constructor(message: string, options: IdemErrorOptions = {}) {
     super(message, { retryAfterSeconds: 1, ...options })

@@ -1,4 +1,4 @@
-export { IdemError, PROBLEM_TYPE_BASE, type IdemErrorCode, type IdemErrorOptions } from './idem-error.js'
+export { IdemError, type IdemErrorCode, type IdemErrorOptions } from './idem-error.js'
 export { MissingKeyError } from './missing-key.js'
 export { InvalidKeyError } from './invalid-key.js'
 export { FingerprintMismatchError } from './fingerprint-mismatch.js'

@@ -4,6 +4,4 @@ import { IdemError } from './idem-error.js'
 export class InvalidKeyError extends IdemError {
   override readonly name = 'InvalidKeyError'
   readonly code = 'invalid-key' as const
-  readonly status = 400
-  readonly title = 'Idempotency-Key is malformed'
 }

@@ -4,6 +4,4 @@ import { IdemError } from './idem-error.js'
 export class InvalidOptionError extends IdemError {
   override readonly name = 'InvalidOptionError'
   readonly code = 'invalid-option' as const
-  readonly status = 500
-  readonly title = 'Invalid idem configuration'
 }

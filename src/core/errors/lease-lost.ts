@@ -9,8 +9,6 @@ import { IdemError, type IdemErrorOptions } from './idem-error.js'
 export class LeaseLostError extends IdemError {
   override readonly name = 'LeaseLostError'
   readonly code = 'lease-lost' as const
-  readonly status = 409
-  readonly title = 'Another request took over this Idempotency-Key'
 
   constructor(message: string, options: IdemErrorOptions = {}) {
     super(message, { retryAfterSeconds: 1, ...options })

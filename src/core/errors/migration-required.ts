@@ -4,6 +4,4 @@ import { IdemError } from './idem-error.js'
 export class MigrationRequiredError extends IdemError {
   override readonly name = 'MigrationRequiredError'
   readonly code = 'migration-required' as const
-  readonly status = 500
-  readonly title = 'Idempotency tables are missing'
 }

@@ -4,6 +4,4 @@ import { IdemError } from './idem-error.js'
 export class MissingKeyError extends IdemError {
   override readonly name = 'MissingKeyError'
   readonly code = 'missing-key' as const
-  readonly status = 400
-  readonly title = 'Idempotency-Key is required'
 }

@@ -4,6 +4,4 @@ import { IdemError } from './idem-error.js'
 export class OutcomeNotSerializableError extends IdemError {
   override readonly name = 'OutcomeNotSerializableError'
   readonly code = 'outcome-not-serializable' as const
-  readonly status = 500
-  readonly title = 'Outcome cannot be stored'
 }

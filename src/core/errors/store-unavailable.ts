@@ -8,8 +8,6 @@ import { IdemError, type IdemErrorOptions } from './idem-error.js'
 export class StoreUnavailableError extends IdemError {
   override readonly name = 'StoreUnavailableError'
   readonly code = 'store-unavailable' as const
-  readonly status = 503
-  readonly title = 'Idempotency store unavailable'
 
   constructor(message: string, options: IdemErrorOptions = {}) {
     super(message, { retryAfterSeconds: 1, ...options })

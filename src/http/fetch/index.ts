@@ -17,6 +17,19 @@ export {
 } from '../options.js'
 export { DEFAULT_MAX_BODY_BYTES } from '../body.js'
 export { BodyTooLargeError } from '../../core/errors/body-too-large.js'
-export { PROBLEM_CONTENT_TYPE, problemResponse, isHttpProblem, type HttpProblem } from '../problem.js'
+export {
+  DEFAULT_PROBLEM_TYPE_BASE,
+  PROBLEM_CONTENT_TYPE,
+  PROBLEMS,
+  isHttpProblem,
+  problem,
+  problemResponse,
+  problemStatus,
+  problemType,
+  type ProblemCode,
+  type ProblemSpec,
+  type ProblemTypes,
+} from '../problem.js'
+export { webhookReceiver, type WebhookEvent, type WebhookEventId, type WebhookReceiverOptions } from '../webhook.js'
 export { REPLAYED_HEADER, type StoredResponse } from '../stored-response.js'
 export { putResponse, deleteResponse, type PutResult } from '../natural.js'

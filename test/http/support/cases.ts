@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { expect } from 'vitest'
-import { PROBLEM_TYPE_BASE } from '../../../src/core/errors/idem-error.js'
+import { DEFAULT_PROBLEM_TYPE_BASE as PROBLEM_TYPE_BASE } from '../../../src/http/problem.js'
 import type { AppState } from './app.js'
 import type { Backend } from './backends.js'
 import type { AppOptions, Call, Client, FrontEnd } from './frontends.js'

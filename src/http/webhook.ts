@@ -1,10 +1,9 @@
 import { BodyTooLargeError } from '../core/errors/body-too-large.js'
 import { InvalidOptionError } from '../core/errors/invalid-option.js'
-import { MissingKeyError } from '../core/errors/missing-key.js'
 import { assertCount } from '../core/validate.js'
-import { PROBLEM_TYPE_BASE } from '../core/errors/idem-error.js'
-import { readBody } from '../http/body.js'
-import type { Inbox } from './inbox.js'
+import type { Inbox } from '../queue/inbox.js'
+import { readBody } from './body.js'
+import { isHttpProblem, problem, problemResponse, type ProblemTypes } from './problem.js'
 
 /** Where a provider puts its event id. */
 export type WebhookEventId =
@@ -39,9 +38,9 @@ export interface WebhookReceiverOptions<Tx> {
   verify?: (request: Request, rawBody: string) => boolean | Promise<boolean>
   /** Bodies larger than this are refused with 413. @default 1 MiB */
   maxBodyBytes?: number
+  /** Where problem `type` URIs point (see `ProblemTypes`). @default idem's docs */
+  problemTypes?: ProblemTypes
 }
-
-const JSON_HEADERS = { 'content-type': 'application/json' }
 
 /**
  * A webhook endpoint as a Fetch-standard handler (Request → Response), to mount on any
@@ -68,6 +67,7 @@ export function webhookReceiver<Tx>({
   handler,
   verify,
   maxBodyBytes = 1024 * 1024,
+  problemTypes,
 }: WebhookReceiverOptions<Tx>): (request: Request) => Promise<Response> {
   const caller = 'webhookReceiver'
   if (inbox === null || typeof inbox !== 'object' || typeof inbox.consume !== 'function') {
@@ -80,8 +80,11 @@ export function webhookReceiver<Tx>({
   if (verify !== undefined && typeof verify !== 'function') throw new InvalidOptionError(`${caller}: option "verify" must be a function`)
   assertCount(`${caller}: option "maxBodyBytes"`, maxBodyBytes, 1, Number.MAX_SAFE_INTEGER)
 
+  const answer = (code: Parameters<typeof problem>[0], detail: string, headers?: Record<string, string>): Response =>
+    problem(code, detail, { types: problemTypes, ...(headers === undefined ? {} : { headers }) })
+
   return async function receiveWebhook(request: Request): Promise<Response> {
-    if (request.method !== 'POST') return problem(405, 'method-not-allowed', 'Webhooks are delivered with POST', { allow: 'POST' })
+    if (request.method !== 'POST') return answer('method-not-allowed', 'Webhooks are delivered with POST', { allow: 'POST' })
     let bytes: Uint8Array
     try {
       // Counted as it arrives: a body sent without Content-Length is refused at the
@@ -89,10 +92,10 @@ export function webhookReceiver<Tx>({
       bytes = await readBody(request, maxBodyBytes)
     } catch (error) {
       if (!(error instanceof BodyTooLargeError)) throw error
-      return problem(413, 'body-too-large', `The body exceeds ${maxBodyBytes} bytes`)
+      return problemResponse(error, problemTypes)
     }
     const rawBody = new TextDecoder().decode(bytes)
-    if (verify !== undefined && !(await verify(request, rawBody))) return problem(401, 'invalid-signature', 'The webhook signature does not verify')
+    if (verify !== undefined && !(await verify(request, rawBody))) return answer('invalid-signature', 'The webhook signature does not verify')
     let body: unknown
     try {
       body = JSON.parse(rawBody)
@@ -103,17 +106,18 @@ export function webhookReceiver<Tx>({
     try {
       id = await idOf(request, rawBody, body)
     } catch (error) {
-      return problem(400, 'missing-key', `Could not read the event id: ${(error as Error)?.message ?? String(error)}`)
+      return answer('missing-key', `Could not read the event id: ${(error as Error)?.message ?? String(error)}`)
     }
-    if (id === undefined || id.length === 0) return problem(400, 'missing-key', describeMissing())
+    if (id === undefined || id.length === 0) return answer('missing-key', describeMissing())
     const event: WebhookEvent = { id, rawBody, body, request }
     let result
     try {
       result = await inbox.consume({ id, body: body ?? rawBody }, (tx) => handler(tx, event))
     } catch (error) {
-      if (error instanceof MissingKeyError) return problem(400, 'missing-key', error.message)
-      // The store is down: nothing was recorded, so the provider's retry is safe.
-      return problem(503, 'store-unavailable', 'The event could not be recorded; retry later', { 'retry-after': '1' })
+      // The store is down or not set up: nothing was recorded, so the provider's retry is
+      // safe. Anything else is a bug of the app's and propagates, as from any route.
+      if (isHttpProblem(error)) return problemResponse(error, problemTypes)
+      throw error
     }
     switch (result.status) {
       case 'processed':
@@ -121,14 +125,17 @@ export function webhookReceiver<Tx>({
       case 'duplicate':
         return new Response(JSON.stringify({ received: true, id, duplicate: true }), {
           status: 200,
-          headers: { ...JSON_HEADERS, 'idempotent-replayed': 'true' },
+          headers: { 'content-type': 'application/json', 'idempotent-replayed': 'true' },
         })
       case 'dead-lettered':
         return Response.json({ received: true, id, deadLettered: true }, { status: 200 })
       case 'in-flight':
-        return problem(409, 'in-flight', 'This event is being handled right now', { 'retry-after': String(Math.ceil(result.retryAfterMs / 1000)) })
+        return problem('in-flight', 'This event is being handled right now', {
+          types: problemTypes,
+          retryAfterSeconds: Math.ceil(result.retryAfterMs / 1000),
+        })
       case 'failed':
-        return problem(500, 'handler-failed', `Handling the event failed (attempt ${result.attempts}); it will be handled again on the next delivery`)
+        return answer('handler-failed', `Handling the event failed (attempt ${result.attempts}); it will be handled again on the next delivery`)
     }
   }
 
@@ -148,11 +155,4 @@ export function webhookReceiver<Tx>({
     if (eventId === 'stripe') return 'The body has no Stripe event id ("id": "evt_…")'
     return 'The eventId function found no event id'
   }
-}
-
-function problem(status: number, code: string, detail: string, headers: Record<string, string> = {}): Response {
-  return new Response(JSON.stringify({ type: `${PROBLEM_TYPE_BASE}#${code}`, title: detail, status, detail }), {
-    status,
-    headers: { 'content-type': 'application/problem+json', ...headers },
-  })
 }

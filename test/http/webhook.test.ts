@@ -1,9 +1,10 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { createInbox, webhookReceiver } from '../../src/queue/index.js'
+import { webhookReceiver } from '../../src/http/fetch/index.js'
+import { createInbox } from '../../src/queue/index.js'
 import { postgresStore } from '../../src/stores/postgres/index.js'
 import type { PgClient } from '../../src/stores/postgres/types.js'
 import { testSchema, type TestSchema } from '../support/postgres.js'
-import { unique } from './support.js'
+import { unique } from '../queue/support.js'
 
 const db = await testSchema('idem_q_webhook')
 afterAll(() => db?.drop())
