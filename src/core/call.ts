@@ -2,6 +2,7 @@ import { InvalidOptionError } from './errors/invalid-option.js'
 import { fingerprintValue } from './fingerprint.js'
 import { assertValidKey } from './key.js'
 import { assertDuration } from './validate.js'
+import type { CallEvent, EventStream, OutcomeEvent, OutcomeKind } from './events.js'
 
 /**
  * What identifies one call, the same in both modes (transactional `createIdem` and
@@ -74,4 +75,29 @@ export function resolveCall(options: CallOptions, defaults: { ttlMs: number; wai
   assertDuration('run: option "ttlMs"', ttlMs, 1)
   assertDuration('run: option "waitMs"', waitMs, 0)
   return { scope, key, fingerprint, ttlMs, waitMs }
+}
+
+/**
+ * Reports each call's outcome to the event stream and to the engine's own `onOutcome`
+ * hook, timing it from `started` (`performance.now()`). A throwing hook is ignored:
+ * metrics must never change a call's outcome. Builds nothing when nobody listens.
+ */
+export function callReporter(
+  events: EventStream,
+  onOutcome: ((event: OutcomeEvent) => void) | undefined,
+  engine: CallEvent['engine'],
+  store: string,
+) {
+  return function report(kind: OutcomeKind, scope: string, started: number, error?: unknown): void {
+    if (onOutcome === undefined && !events.listening) return
+    const durationMs = performance.now() - started
+    if (onOutcome !== undefined) {
+      try {
+        onOutcome({ kind, scope, store, durationMs, error })
+      } catch {
+        // ignored on purpose, see above
+      }
+    }
+    if (events.listening) events.emit({ type: 'call', engine, kind, scope, store, durationMs, error })
+  }
 }

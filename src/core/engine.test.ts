@@ -3,6 +3,7 @@ import { memoryStore } from '../stores/memory/index.js'
 import { createIdem, type OutcomeEvent } from './engine.js'
 import { InvalidKeyError } from './errors/invalid-key.js'
 import { InvalidOptionError } from './errors/invalid-option.js'
+import { discard } from './result.js'
 
 describe('createIdem', () => {
   it('fails at start-up naming the option', () => {
@@ -40,7 +41,7 @@ describe('createIdem', () => {
     await idem.run({ scope: 's', key: 'k', input: 1 }, () => 'a')
     await expect(idem.run({ scope: 's', key: 'k', input: 2 }, () => 'a')).rejects.toThrow()
     await expect(idem.run({ scope: 's', key: 'e', input: 1 }, () => Promise.reject(new Error('x')))).rejects.toThrow('x')
-    await idem.run({ scope: 's', key: 'n', input: 1, shouldStore: () => false }, () => 'a')
+    await idem.run({ scope: 's', key: 'n', input: 1 }, () => discard('a'))
     expect(events).toEqual(['fresh', 'replayed', 'mismatch', 'error', 'not-stored'])
   })
 

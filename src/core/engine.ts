@@ -1,27 +1,30 @@
 import { FingerprintMismatchError } from './errors/fingerprint-mismatch.js'
 import { InFlightError } from './errors/in-flight.js'
 import { InvalidOptionError } from './errors/invalid-option.js'
-import { resolveCall, type CallOptions } from './call.js'
-import { assertDuration } from './validate.js'
-import { outcomeReporter, type OutcomeEvent } from './outcome-event.js'
+import { callReporter, resolveCall, type CallOptions } from './call.js'
+import { idemEvents, type EventStream, type OutcomeEvent } from './events.js'
 import { parseOutcome, serializeOutcome } from './outcome.js'
-import type { Session, Store } from './store.js'
+import { isDiscarded, type Discarded } from './result.js'
+import type { KeyStore, Session } from './store.js'
+import { assertDuration } from './validate.js'
 
-export type { OutcomeEvent, OutcomeKind } from './outcome-event.js'
+export type { OutcomeEvent, OutcomeKind } from './events.js'
 
 /** 24 hours: how long HTTP keys are kept by default (DESIGN "Retention"). */
 export const DEFAULT_TTL_MS = 24 * 60 * 60 * 1000
-/** How long a duplicate waits for the first call by default before `InFlightError`. */
+/** How long a duplicate waits for the first call by default, on direct engine calls, before `InFlightError`. */
 export const DEFAULT_WAIT_MS = 5_000
 
 export interface IdemOptions<Tx> {
   /** Where keys and outcomes live. */
-  store: Store<Tx>
+  store: KeyStore<Tx>
   /** Retention of a stored outcome; an expired key counts as new. @default 24 h */
   ttlMs?: number
   /** How long a duplicate waits for the first call before `InFlightError` (the lock timeout). @default 5000 */
   waitMs?: number
-  /** Called once per call with its outcome: the hook metrics are built on. Must not throw. */
+  /** Where the engine reports each call (`{ type: 'call', … }`). @default the process-wide `idemEvents` */
+  events?: EventStream
+  /** Called once per call with its outcome, besides the event stream. Must not throw. */
   onOutcome?: (event: OutcomeEvent) => void
 }
 
@@ -29,27 +32,28 @@ export interface RunOptions<Tx> extends CallOptions {
   /** Join this open transaction instead of opening one; the caller commits it. */
   tx?: Tx
   /**
-   * Decides whether an outcome is kept. When it returns false the transaction is
-   * rolled back (effects and key together) and the outcome is returned unstored, so a
-   * retry runs again. The HTTP front end uses it for 5xx responses. @default keep all
-   */
-  shouldStore?: (value: unknown) => boolean
-  /**
    * False to keep only that the key ran, not what it returned: `value` is `fn`'s own
-   * on the first call and `null` on replays. The Postgres store then writes the key's
-   * record together with the claim, which saves most of its work per call; the inbox
-   * uses it. @default true
+   * on the first call and `null` on replays. @default true
    */
   storeOutcome?: boolean
 }
 
 export interface RunResult<T> {
-  /** The outcome: the function's, or the stored one on a replay. */
-  value: T
+  /**
+   * The outcome: the stored JSON form of what the function returned, or the stored one
+   * on a replay (parsed when first read). A discarded value is the function's own.
+   */
+  readonly value: T
   /** True when the stored outcome of an earlier call was returned and the function did not run. */
-  replayed: boolean
-  /** False when `shouldStore` refused the outcome (nothing was committed). */
-  stored: boolean
+  readonly replayed: boolean
+  /** False when the function discarded its value (`discard`): nothing was committed. */
+  readonly stored: boolean
+}
+
+/** The settings an engine was given explicitly: a front end it is passed to keeps them, and applies its own defaults only to the rest. */
+export interface EngineSettings {
+  readonly ttlMs?: number
+  readonly waitMs?: number
 }
 
 export interface Idem<Tx> {
@@ -57,7 +61,8 @@ export interface Idem<Tx> {
    * Runs `fn` at most once per `(scope, key)`: claims the key in a transaction, runs
    * `fn` with that transaction, stores the outcome and commits, all or nothing. A
    * repeat returns the stored outcome without running `fn`. The returned value is the
-   * stored JSON form, on the first call and on replays alike.
+   * stored JSON form, on the first call and on replays alike. `fn` may return
+   * `discard(value)` to roll everything back and get `value` back unstored.
    *
    * @throws FingerprintMismatchError the key was used with a different request
    * @throws InFlightError another call holds the key for longer than `waitMs`
@@ -66,13 +71,15 @@ export interface Idem<Tx> {
    * @throws OutcomeNotSerializableError `fn` returned something without a JSON form
    * @throws whatever `fn` throws, after rolling back its effects and the key
    */
-  run<T>(options: RunOptions<Tx>, fn: (tx: Tx) => T | Promise<T>): Promise<RunResult<T>>
-  readonly store: Store<Tx>
+  run<T>(options: RunOptions<Tx>, fn: (tx: Tx) => T | Discarded<T> | Promise<T | Discarded<T>>): Promise<RunResult<T>>
+  readonly store: KeyStore<Tx>
+  /** What was set explicitly at creation (see `EngineSettings`). */
+  readonly settings: EngineSettings
   /**
-   * An engine with this one's settings (retention, wait, outcome hook) over another
+   * An engine with this one's settings (retention, wait, events, outcome hook) over another
    * store: the inbox runs on the Postgres store's id table this way (`inboxIds`).
    */
-  withStore(store: Store<Tx>): Idem<Tx>
+  withStore(store: KeyStore<Tx>): Idem<Tx>
 }
 
 /**
@@ -81,12 +88,8 @@ export interface Idem<Tx> {
  * const idem = createIdem({ store: memoryStore() })
  * const { value } = await idem.run({ scope: 'acct_1', key: 'k1', input: { amount: 5 } }, async () => ({ ok: true }))
  */
-export function createIdem<Tx>({
-  store,
-  ttlMs = DEFAULT_TTL_MS,
-  waitMs = DEFAULT_WAIT_MS,
-  onOutcome,
-}: IdemOptions<Tx>): Idem<Tx> {
+export function createIdem<Tx>(options: IdemOptions<Tx>): Idem<Tx> {
+  const { store, ttlMs = DEFAULT_TTL_MS, waitMs = DEFAULT_WAIT_MS, events = idemEvents, onOutcome } = options
   if (store === null || typeof store !== 'object' || typeof store.begin !== 'function') {
     throw new InvalidOptionError('createIdem: option "store" must be an idem store (e.g. postgresStore(...))')
   }
@@ -95,10 +98,17 @@ export function createIdem<Tx>({
   if (onOutcome !== undefined && typeof onOutcome !== 'function') {
     throw new InvalidOptionError('createIdem: option "onOutcome" must be a function')
   }
+  if (events === null || typeof events !== 'object' || typeof events.emit !== 'function') {
+    throw new InvalidOptionError('createIdem: option "events" must be an event stream (createEventStream())')
+  }
+  const settings: EngineSettings = {
+    ...(options.ttlMs === undefined ? {} : { ttlMs }),
+    ...(options.waitMs === undefined ? {} : { waitMs }),
+  }
 
-  const report = outcomeReporter(onOutcome, store.name)
+  const report = callReporter(events, onOutcome, 'transactional', store.name)
 
-  async function run<T>(options: RunOptions<Tx>, fn: (tx: Tx) => T | Promise<T>): Promise<RunResult<T>> {
+  async function run<T>(options: RunOptions<Tx>, fn: (tx: Tx) => T | Discarded<T> | Promise<T | Discarded<T>>): Promise<RunResult<T>> {
     const started = performance.now()
     const { tx } = options
     const { scope, key, fingerprint, ttlMs: callTtl, waitMs: callWait } = resolveCall(options, { ttlMs, waitMs })
@@ -129,7 +139,7 @@ export function createIdem<Tx>({
           throw error
         }
         report('replayed', scope, started)
-        return { value: parseOutcome<T>(claim.record.outcome), replayed: true, stored: true }
+        return storedResult<T>(claim.record.outcome, true)
       }
       if (claim.state === 'stale' && !session.joined && attempt === 0) {
         await session.rollback()
@@ -145,27 +155,20 @@ export function createIdem<Tx>({
         report('in-flight', scope, started, error)
         throw error
       }
-      return await execute(session, fn, { scope, fingerprint, ttlMs: callTtl, shouldStore: options.shouldStore, keepsOutcome, started })
+      return await execute(session, fn, { scope, fingerprint, ttlMs: callTtl, keepsOutcome, started })
     }
   }
 
   async function execute<T>(
     session: Session<Tx>,
-    fn: (tx: Tx) => T | Promise<T>,
-    call: {
-      scope: string
-      fingerprint: string
-      ttlMs: number
-      shouldStore: ((value: unknown) => boolean) | undefined
-      keepsOutcome: boolean
-      started: number
-    },
+    fn: (tx: Tx) => T | Discarded<T> | Promise<T | Discarded<T>>,
+    call: { scope: string; fingerprint: string; ttlMs: number; keepsOutcome: boolean; started: number },
   ): Promise<RunResult<T>> {
-    let outcome: string
-    let value: T
+    let outcome = 'null'
+    let returned: T | Discarded<T>
     try {
-      value = await fn(session.tx)
-      outcome = call.keepsOutcome ? serializeOutcome(value) : 'null'
+      returned = await fn(session.tx)
+      if (call.keepsOutcome && !isDiscarded(returned)) outcome = serializeOutcome(returned)
     } catch (error) {
       await session.rollback()
       // What fn threw is most likely the dead connection's own error, surfacing through
@@ -174,15 +177,16 @@ export function createIdem<Tx>({
       report('error', call.scope, call.started, failure)
       throw failure
     }
-    if (call.shouldStore !== undefined && !call.shouldStore(value)) {
+    if (isDiscarded(returned)) {
       await session.rollback()
+      // What the call gave up on may be the dead connection's doing: then it failed.
       const lost = session.lost?.()
       if (lost !== undefined) {
         report('error', call.scope, call.started, lost)
         throw lost
       }
       report('not-stored', call.scope, call.started)
-      return { value, replayed: false, stored: false }
+      return { value: returned.value, replayed: false, stored: false }
     }
     try {
       await session.commit({ fingerprint: call.fingerprint, outcome, ttlMs: call.ttlMs })
@@ -191,8 +195,30 @@ export function createIdem<Tx>({
       throw error
     }
     report('fresh', call.scope, call.started)
-    return { value: call.keepsOutcome ? parseOutcome<T>(outcome) : value, replayed: false, stored: true }
+    return call.keepsOutcome ? storedResult<T>(outcome, false) : { value: returned, replayed: false, stored: true }
   }
 
-  return { run, store, withStore: (other) => createIdem({ store: other, ttlMs, waitMs, ...(onOutcome === undefined ? {} : { onOutcome }) }) }
+  return {
+    run,
+    store,
+    settings,
+    withStore: (other) => createIdem({ ...options, store: other }),
+  }
+}
+
+/**
+ * A result whose value is the stored JSON text, parsed only when read: a front end that
+ * answers with what the function returned (the HTTP middleware) never pays for parsing
+ * back what it just serialised.
+ */
+export function storedResult<T>(outcome: string, replayed: boolean): RunResult<T> {
+  let parsed: { value: T } | undefined
+  return {
+    get value() {
+      parsed ??= { value: parseOutcome<T>(outcome) }
+      return parsed.value
+    },
+    replayed,
+    stored: true,
+  }
 }

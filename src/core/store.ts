@@ -1,6 +1,7 @@
 /**
- * The contract between the engine and a key store. A store does I/O only; every
- * decision (replay, mismatch, in flight, expiry as "new") is the engine's.
+ * The contract between the transactional engine and a key store: the `KeyStore` port.
+ * A store does I/O only; every decision (replay, mismatch, in flight, expiry as "new")
+ * is the engine's. `keyStoreContract` in `idem/testing` checks it.
  *
  * A store keeps, per `(scope, key)`, one record: the request's fingerprint and the
  * serialised outcome, with an expiry. The record is written in the same transaction
@@ -9,7 +10,7 @@
  *
  * Durations are integer milliseconds.
  */
-export interface Store<Tx> {
+export interface KeyStore<Tx> {
   /** A short name for logs and errors (`postgres`, `sqlite`, `memory`). */
   readonly name: string
 
@@ -93,3 +94,6 @@ export interface Session<Tx> {
    */
   lost?(): Error | undefined
 }
+
+/** The key store's earlier name, kept for one version. @deprecated use `KeyStore` */
+export type Store<Tx> = KeyStore<Tx>

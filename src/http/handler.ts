@@ -4,6 +4,8 @@ import { parseIdempotencyKey } from '../core/key.js'
 import { readBody, withRequestBody } from './body.js'
 import { pathOf, queryOf, resolveOptions, type IdempotencyContext, type IdempotencyOptions } from './options.js'
 import { isHttpProblem, problemResponse } from './problem.js'
+import type { IdemError } from '../core/errors/idem-error.js'
+import { discard } from '../core/result.js'
 import { bodyBytes, replayResponse, storeResponse, withBody, type StoredResponse } from './stored-response.js'
 
 /**
@@ -89,8 +91,13 @@ export interface RequestProtection<Tx, Native> {
 /** Makes the middleware behind every front end, with its options validated once, here. */
 export function protectRequests<Tx, Native = unknown>(options: IdempotencyOptions<Tx, Native>): RequestProtection<Tx, Native> {
   const o = resolveOptions(options)
-  const shouldStore = (value: unknown): boolean => o.storeStatus((value as StoredResponse).status)
   const covers = (method: string): boolean => o.methods.has(method)
+  const answer = (error: IdemError, method: string): Response => {
+    if (o.events.listening && (error.code === 'missing-key' || error.code === 'invalid-key' || error.code === 'body-too-large')) {
+      o.events.emit({ type: 'http', outcome: error.code, method })
+    }
+    return problemResponse(error, o.problemTypes)
+  }
 
   return { covers, protect }
 
@@ -101,8 +108,11 @@ export function protectRequests<Tx, Native = unknown>(options: IdempotencyOption
     try {
       key = parseIdempotencyKey(request.headers.get('idempotency-key'), { strict: o.strict })
     } catch (error) {
-      if (error instanceof MissingKeyError && !o.required) return route.pass()
-      if (isHttpProblem(error)) return problemResponse(error, o.problemTypes)
+      if (error instanceof MissingKeyError && !o.required) {
+        if (o.events.listening) o.events.emit({ type: 'http', outcome: 'unprotected', method: request.method })
+        return route.pass()
+      }
+      if (isHttpProblem(error)) return answer(error, request.method)
       throw error
     }
 
@@ -120,18 +130,21 @@ export function protectRequests<Tx, Native = unknown>(options: IdempotencyOption
 
       // The handler's own response, kept whole for its caller; only the stored form is trimmed.
       let first: Response | undefined
-      const result = await o.idem.run(
-        { scope, key, fingerprint, waitMs: o.wait, ttlMs: o.ttlMs, shouldStore },
-        async (tx): Promise<StoredResponse> => {
+      const result = await o.idem.run<StoredResponse>(
+        { scope, key, fingerprint, waitMs: o.waitMs, ...(o.ttlMs === undefined ? {} : { ttlMs: o.ttlMs }) },
+        async (tx) => {
           const response = await route.run(body, { tx, key, scope })
           const bytes = await bodyBytes(response)
           first = withBody(response, bytes)
-          return storeResponse(response, bytes, o.replayHeaders)
+          const stored = storeResponse(response, bytes, o.replayHeaders)
+          // A 5xx or a transient 4xx rolls back, so its retry runs again.
+          return o.storeStatus(response.status) ? stored : discard(stored)
         },
       )
+      // A fresh answer is the route's own: its stored form is never read back.
       return result.replayed || first === undefined ? replayResponse(result.value, route.writesBytes === true) : first
     } catch (error) {
-      if (isHttpProblem(error)) return problemResponse(error, o.problemTypes)
+      if (isHttpProblem(error)) return answer(error, request.method)
       throw error
     }
   }

@@ -1,7 +1,9 @@
 import type { CallOptions } from '../core/call.js'
-import { createIdem, DEFAULT_TTL_MS, type OutcomeEvent, type RunResult } from '../core/engine.js'
+import { createIdem, type EngineSettings, type OutcomeEvent, type RunResult } from '../core/engine.js'
 import { InvalidOptionError } from '../core/errors/invalid-option.js'
-import type { Store } from '../core/store.js'
+import { idemEvents, warn, type EventStream } from '../core/events.js'
+import type { Discarded } from '../core/result.js'
+import type { KeyStore } from '../core/store.js'
 import { assertCount, assertDuration, assertKnownOptions } from '../core/validate.js'
 import { DEFAULT_MAX_BODY_BYTES } from './body.js'
 import type { ProblemTypes } from './problem.js'
@@ -56,7 +58,9 @@ export interface IdempotencyContext<Tx> {
  * engine (`createLeasedIdem`, e.g. on Redis) it is the step context (`step`, `derive`).
  */
 export interface HttpEngine<Tx> {
-  run<T>(options: CallOptions & { shouldStore?: (value: unknown) => boolean }, fn: (tx: Tx) => T | Promise<T>): Promise<RunResult<T>>
+  run<T>(options: CallOptions, fn: (tx: Tx) => T | Discarded<T> | Promise<T | Discarded<T>>): Promise<RunResult<T>>
+  /** What the engine was given explicitly; the middleware keeps it where it sets nothing itself. */
+  readonly settings?: EngineSettings
 }
 
 /**
@@ -67,11 +71,13 @@ export interface HttpEngine<Tx> {
  */
 export interface IdempotencyOptions<Tx, Native = unknown> {
   /** Where keys and outcomes live (e.g. `postgresStore(...)`). Give this or `idem`. */
-  store?: Store<Tx>
+  store?: KeyStore<Tx>
   /**
    * An engine, to share one with other front ends, or the leased engine for effects
    * outside the database (`createLeasedIdem`: the route's `idem.tx` is then the step
-   * context). Give this or `store`.
+   * context). Give this or `store`. Settings: what you set here wins; what you set
+   * explicitly on the engine comes next; for what neither set, the HTTP defaults apply
+   * (`waitMs` 0: a duplicate is answered 409 at once; `ttlMs` 24 h).
    */
   idem?: HttpEngine<Tx>
   /**
@@ -95,7 +101,7 @@ export interface IdempotencyOptions<Tx, Native = unknown> {
   required?: boolean
   /** Accept only quoted sf-string keys (`"…"`), not bare ones. @default false */
   strict?: boolean
-  /** How long a stored response is kept; an expired key is a new key. @default 24 h */
+  /** How long a stored response is kept; an expired key is a new key. @default the engine's explicit `ttlMs`, else 24 h */
   ttlMs?: number
   /** Compare only these JSON / form body fields (dot paths) in the fingerprint. @default the whole body */
   fields?: readonly string[]
@@ -103,12 +109,22 @@ export interface IdempotencyOptions<Tx, Native = unknown> {
   storeStatus?: (status: number) => boolean
   /** Response headers kept for replays (case-insensitive). @default `DEFAULT_REPLAY_HEADERS` */
   replayHeaders?: readonly string[]
-  /** How long a duplicate waits for the first request before 409, in ms. @default 0 (answer 409 at once) */
+  /**
+   * How long a duplicate waits for the first request to finish, then replays it, before
+   * 409 (ms). @default the engine's explicit `waitMs`, else 0: 409 with Retry-After at once
+   */
+  waitMs?: number
+  /** `waitMs`'s earlier name, kept for one version. @deprecated use `waitMs` */
   wait?: number
   /** The largest body buffered for the fingerprint; larger bodies get 413. @default 1 MiB */
   maxBodyBytes?: number
   /** Called once per protected request with the engine's outcome (only with `store`; an engine has its own). */
   onOutcome?: (event: OutcomeEvent) => void
+  /**
+   * Where the middleware reports what it answers itself (400, 413, requests let through)
+   * and, with `store`, the engine's calls. @default the process-wide `idemEvents`
+   */
+  events?: EventStream
   /**
    * Where the `type` URIs of idem's problem answers point: a base URI (`#<code>` is
    * appended) or a function of the code, to link your own API docs. @default idem's docs/problems.md
@@ -124,18 +140,19 @@ export interface ResolvedOptions<Tx, Native> {
   routes: (request: Request) => boolean
   required: boolean
   strict: boolean
-  ttlMs: number
+  ttlMs: number | undefined
   fields: readonly string[] | undefined
   storeStatus: (status: number) => boolean
   replayHeaders: ReadonlySet<string>
-  wait: number
+  waitMs: number
   maxBodyBytes: number
   problemTypes: ProblemTypes | undefined
+  events: EventStream
 }
 
 const KNOWN = [
   'store', 'idem', 'scope', 'methods', 'routes', 'required', 'strict', 'ttlMs', 'fields',
-  'storeStatus', 'replayHeaders', 'wait', 'maxBodyBytes', 'onOutcome', 'problemTypes',
+  'storeStatus', 'replayHeaders', 'waitMs', 'wait', 'maxBodyBytes', 'onOutcome', 'events', 'problemTypes',
 ]
 // RFC 9110 token: what a method or a header name may be made of.
 const TOKEN = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/
@@ -156,13 +173,15 @@ export function resolveOptions<Tx, Native>(options: IdempotencyOptions<Tx, Nativ
     routes,
     required = true,
     strict = false,
-    ttlMs = DEFAULT_TTL_MS,
+    ttlMs,
     fields,
     storeStatus = defaultStoreStatus,
     replayHeaders = DEFAULT_REPLAY_HEADERS,
-    wait = 0,
+    waitMs: explicitWait,
+    wait,
     maxBodyBytes = DEFAULT_MAX_BODY_BYTES,
     onOutcome,
+    events = idemEvents,
     problemTypes,
   } = options
 
@@ -172,8 +191,14 @@ export function resolveOptions<Tx, Native>(options: IdempotencyOptions<Tx, Nativ
   }
   if (typeof required !== 'boolean') fail('required', 'must be true or false')
   if (typeof strict !== 'boolean') fail('strict', 'must be true or false')
-  assertDuration('idempotency: option "ttlMs"', ttlMs, 1)
-  assertDuration('idempotency: option "wait"', wait, 0)
+  if (ttlMs !== undefined) assertDuration('idempotency: option "ttlMs"', ttlMs, 1)
+  if (explicitWait !== undefined) assertDuration('idempotency: option "waitMs"', explicitWait, 0)
+  if (wait !== undefined) {
+    assertDuration('idempotency: option "wait"', wait, 0)
+    if (explicitWait !== undefined) fail('wait', 'is the deprecated name of "waitMs": pass one of them')
+    warn(events, { code: 'deprecated-option', source: 'idempotency', message: 'idem: option "wait" of idempotency() is deprecated and goes in the next version; use "waitMs"' })
+  }
+  if (events === null || typeof events !== 'object' || typeof events.emit !== 'function') fail('events', 'must be an event stream (createEventStream())')
   assertCount('idempotency: option "maxBodyBytes"', maxBodyBytes, 0, Number.MAX_SAFE_INTEGER)
   if (fields !== undefined && (!isList(fields) || !fields.every((f) => typeof f === 'string' && f.length > 0))) {
     fail('fields', 'must be a list of body field names (dot paths such as "customer.id")')
@@ -187,24 +212,32 @@ export function resolveOptions<Tx, Native>(options: IdempotencyOptions<Tx, Nativ
     fail('problemTypes', 'must be an absolute URI (e.g. "https://docs.example.com/errors") or a function (code) => URI')
   }
 
+  const engine = engineOf(store, idem, onOutcome, events)
   return {
-    idem: engineOf(store, idem, onOutcome),
+    idem: engine,
     scope: scope ?? sharedScope(),
     methods: new Set(methods.map((m) => m.toUpperCase())),
     routes: routeMatcher(routes),
     required,
     strict,
-    ttlMs,
+    // The precedence rule: the middleware's own setting, then the engine's explicit one, then HTTP's default.
+    ttlMs: ttlMs ?? engine.settings?.ttlMs,
     fields,
     storeStatus,
     replayHeaders: new Set(replayHeaders.map((h) => h.toLowerCase())),
-    wait,
+    waitMs: explicitWait ?? wait ?? engine.settings?.waitMs ?? 0,
     maxBodyBytes,
     problemTypes,
+    events,
   }
 }
 
-function engineOf<Tx>(store: Store<Tx> | undefined, idem: HttpEngine<Tx> | undefined, onOutcome: IdempotencyOptions<Tx>['onOutcome']): HttpEngine<Tx> {
+function engineOf<Tx>(
+  store: KeyStore<Tx> | undefined,
+  idem: HttpEngine<Tx> | undefined,
+  onOutcome: IdempotencyOptions<Tx>['onOutcome'],
+  events: EventStream,
+): HttpEngine<Tx> {
   if (store !== undefined && idem !== undefined) fail('store', 'and "idem" are exclusive: pass the store, or an engine built on it')
   if (idem !== undefined) {
     if (idem === null || typeof idem !== 'object' || typeof idem.run !== 'function') fail('idem', 'must be an engine from createIdem(...) or createLeasedIdem(...)')
@@ -213,7 +246,7 @@ function engineOf<Tx>(store: Store<Tx> | undefined, idem: HttpEngine<Tx> | undef
   }
   if (store === undefined) fail('store', 'is required (or "idem", an engine from createIdem)')
   try {
-    return createIdem({ store, onOutcome })
+    return createIdem({ store, onOutcome, events })
   } catch (cause) {
     if (cause instanceof InvalidOptionError) fail('store', `is invalid: ${cause.message}`)
     throw cause

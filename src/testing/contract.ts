@@ -5,6 +5,7 @@ import { FingerprintMismatchError } from '../core/errors/fingerprint-mismatch.js
 import { InFlightError } from '../core/errors/in-flight.js'
 import { OutcomeNotSerializableError } from '../core/errors/outcome-not-serializable.js'
 import { StoreUnavailableError } from '../core/errors/store-unavailable.js'
+import { discard } from '../core/result.js'
 import type { Store } from '../core/store.js'
 
 /** What a store author supplies to run the contract against their store. */
@@ -209,16 +210,19 @@ export function storeContract<Tx>(getHarness: () => StoreHarness<Tx>, { keepsOut
       },
     },
     {
-      name: 'an outcome refused by shouldStore is rolled back and returned unstored',
+      name: 'a discarded outcome is rolled back and returned unstored',
       outcomes: 'needed',
       async run() {
         const key = fresh('not-stored')
         const { calls, fn } = body(key, { status: 503 })
-        const shouldStore = (v: unknown): boolean => (v as { status: number }).status < 500
-        const first = await idem.run({ scope: 'acct', key, input: 1, shouldStore }, fn)
+        const unless5xx = async (tx: Tx) => {
+          const value = await fn(tx)
+          return value.status < 500 ? value : discard(value)
+        }
+        const first = await idem.run({ scope: 'acct', key, input: 1 }, unless5xx)
         assert.deepEqual(first, { value: { status: 503 }, replayed: false, stored: false })
         assert.equal(await harness.countEffects(key), 0)
-        await idem.run({ scope: 'acct', key, input: 1, shouldStore }, fn)
+        await idem.run({ scope: 'acct', key, input: 1 }, unless5xx)
         assert.equal(calls.count, 2)
       },
     },

@@ -2,8 +2,8 @@ import assert from 'node:assert/strict'
 import { randomUUID } from 'node:crypto'
 import { StoreUnavailableError } from '../core/errors/store-unavailable.js'
 import { fingerprintValue } from '../core/fingerprint.js'
-import { createLeasedIdem } from '../core/leased-engine.js'
-import type { LeaseClaim, LeasedStore } from '../core/leased-store.js'
+import { createLeasedIdem } from '../core/leased/engine.js'
+import type { LeaseClaim, LeasedStore } from '../core/leased/store.js'
 import type { ContractCase } from './contract.js'
 
 /** What a leased-store author supplies to run the contract against their store. */

@@ -36,7 +36,7 @@ describe('options are validated at start-up', () => {
     ['storeStatus', { store, scope, storeStatus: [200] }],
     ['replayHeaders', { store, scope, replayHeaders: ['content type'] }],
     ['onOutcome', { store, scope, onOutcome: 'log' }],
-    ['waitMs', { store, scope, waitMs: 100 }],
+    ['waitMillis', { store, scope, waitMillis: 100 }],
   ]
   for (const [option, options] of bad) {
     it(`rejects a bad "${option}" with InvalidOptionError naming it: ${JSON.stringify(options, (k, v) => (k === 'store' || k === 'idem' ? typeof v : v))}`, () => {
@@ -65,7 +65,7 @@ describe('options are validated at start-up', () => {
         fields: ['amount', 'customer.id'],
         storeStatus: (status) => status < 300,
         replayHeaders: ['Content-Type'],
-        wait: 100,
+        waitMs: 100,
         maxBodyBytes: 10,
         onOutcome,
       }),

@@ -3,6 +3,7 @@ import { describe, expect, it } from 'vitest'
 import {
   createLeasedIdem,
   deriveKey,
+  discard,
   FingerprintMismatchError,
   InFlightError,
   InvalidKeyError,
@@ -189,14 +190,16 @@ describe('leased engine', () => {
     expect((await idem.run({ scope: 'acct', key, input: 1, waitMs: 5_000 }, async () => 'after')).value).toBe('after')
   })
 
-  it('an outcome refused by shouldStore is returned unstored and the claim released', async () => {
+  it('a discarded outcome is returned unstored and the claim released', async () => {
     const idem = createLeasedIdem({ store: memoryLeasedStore() })
     const key = fresh('not-stored')
-    const shouldStore = (v: unknown) => (v as { status: number }).status < 500
     let runs = 0
-    const fn = async () => ({ status: 503, run: ++runs })
-    expect(await idem.run({ scope: 'acct', key, input: 1, shouldStore }, fn)).toEqual({ value: { status: 503, run: 1 }, replayed: false, stored: false })
-    expect((await idem.run({ scope: 'acct', key, input: 1, shouldStore, waitMs: 0 }, fn)).value).toEqual({ status: 503, run: 2 })
+    const fn = async () => {
+      const value = { status: 503, run: ++runs }
+      return value.status < 500 ? value : discard(value)
+    }
+    expect(await idem.run({ scope: 'acct', key, input: 1 }, fn)).toEqual({ value: { status: 503, run: 1 }, replayed: false, stored: false })
+    expect((await idem.run({ scope: 'acct', key, input: 1, waitMs: 0 }, fn)).value).toEqual({ status: 503, run: 2 })
   })
 
   it('an unstorable outcome or step result is refused with OutcomeNotSerializableError', async () => {
@@ -341,7 +344,7 @@ describe('leased engine', () => {
     await idem.run({ scope: 'acct', key, input: 1 }, async () => 1)
     await idem.run({ scope: 'acct', key, input: 1 }, async () => 1)
     await idem.run({ scope: 'acct', key, input: 2 }, async () => 1).catch(() => {})
-    await idem.run({ scope: 'acct', key: fresh('e'), input: 1, shouldStore: () => false }, async () => 1)
+    await idem.run({ scope: 'acct', key: fresh('e'), input: 1 }, async () => discard(1))
     expect(events.map((e) => e.kind)).toEqual(['fresh', 'replayed', 'mismatch', 'not-stored'])
     expect(events.every((e) => e.store === 'memory' && e.scope === 'acct')).toBe(true)
   })

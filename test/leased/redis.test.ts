@@ -1,5 +1,5 @@
 import { afterAll, describe, expect, it } from 'vitest'
-import { createLeasedIdem, InvalidOptionError } from '../../src/index.js'
+import { createLeasedIdem, discard, InvalidOptionError } from '../../src/index.js'
 import { redisKeys, redisStore } from '../../src/stores/redis/index.js'
 import { clusterSlot, testRedis, type TestRedis } from './support.js'
 
@@ -78,16 +78,16 @@ describe.skipIf(redis === undefined)('redis store', () => {
     const idem = createLeasedIdem({ store: redisStore({ client, prefix }), leaseMs: 30_000, waitMs: 60_000 })
     const keys = Array.from({ length: 10 }, (_, i) => `holders-${i}`)
     const holds = new Map<string, Array<{ start: number; end: number; token: number }>>(keys.map((k) => [k, []]))
-    // Every holder gives the key back (shouldStore refuses its outcome, and it saved no
+    // Every holder gives the key back (it discards its outcome, and it saved no
     // step), so each of the 1,000 calls gets the key once, one after another.
     const results = await Promise.all(
       Array.from({ length: 1000 }, (_, i) => {
         const key = keys[i % 10]!
-        return idem.run({ scope: 'acct', key, input: key, shouldStore: () => false }, async (ctx) => {
+        return idem.run({ scope: 'acct', key, input: key }, async (ctx) => {
           const start = performance.now()
           await new Promise((resolve) => setTimeout(resolve, Math.random() * 2))
           holds.get(key)!.push({ start, end: performance.now(), token: ctx.token })
-          return i
+          return discard(i)
         })
       }),
     )

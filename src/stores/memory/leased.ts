@@ -1,6 +1,6 @@
 import { StoreUnavailableError } from '../../core/errors/store-unavailable.js'
 import { keyId } from '../../core/key.js'
-import type { LeaseClaim, LeasedStore } from '../../core/leased-store.js'
+import type { LeaseClaim, LeasedStore } from '../../core/leased/store.js'
 
 export interface MemoryLeasedStore extends LeasedStore {
   /** Makes every later call fail with `StoreUnavailableError`, like a store that went away. */

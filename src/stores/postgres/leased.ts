@@ -1,5 +1,5 @@
 import { InvalidOptionError } from '../../core/errors/invalid-option.js'
-import type { LeaseClaim, LeasedStore } from '../../core/leased-store.js'
+import type { LeaseClaim, LeasedStore } from '../../core/leased/store.js'
 import { migratePostgres, type MigrateResult } from './migrate.js'
 import { pruneExpired, queryOnPool } from './pool-query.js'
 import { warnWithoutConnectTimeout } from './pool-timeout.js'

@@ -1,7 +1,7 @@
 import { InvalidOptionError } from '../../core/errors/invalid-option.js'
 import { StoreUnavailableError } from '../../core/errors/store-unavailable.js'
 import { assertDuration } from '../../core/validate.js'
-import type { LeaseClaim, LeasedStore } from '../../core/leased-store.js'
+import type { LeaseClaim, LeasedStore } from '../../core/leased/store.js'
 import { redisKeys, type RedisKeys } from './keys.js'
 import { SCRIPTS, type ScriptName } from './scripts.js'
 import type { RedisClient } from './types.js'

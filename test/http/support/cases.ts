@@ -227,7 +227,7 @@ export const conformanceCases: ConformanceCase[] = [
   },
   {
     name: 'with wait, a duplicate waits for the first request and replays its response',
-    options: { wait: 20_000 },
+    options: { waitMs: 20_000 },
     async run(t) {
       const key = quoted(fresh())
       const first = t.client.send({ path: '/slow', key, body: 'w' })
@@ -347,7 +347,7 @@ export const conformanceCases: ConformanceCase[] = [
   },
   {
     name: '100 concurrent identical requests with wait: the route runs once and every response is the original',
-    options: { wait: 30_000 },
+    options: { waitMs: 30_000 },
     async run(t) {
       const call: Call = { path: '/slow', key: quoted(fresh()), contentType: 'application/json', body: '{"n":100}' }
       const all = Array.from({ length: 100 }, () => t.client.send(call))

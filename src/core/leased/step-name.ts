@@ -1,4 +1,4 @@
-import { InvalidOptionError } from './errors/invalid-option.js'
+import { InvalidOptionError } from '../errors/invalid-option.js'
 
 /** The longest step name accepted, in characters. */
 export const MAX_STEP_NAME_LENGTH = 1024

@@ -1,5 +1,5 @@
-import { IdemError } from './errors/idem-error.js'
-import { StoreUnavailableError } from './errors/store-unavailable.js'
+import { IdemError } from '../errors/idem-error.js'
+import { StoreUnavailableError } from '../errors/store-unavailable.js'
 
 /**
  * What the leased engine throws when a store call fails: the store's own typed error

@@ -1,5 +1,5 @@
-import { LeaseLostError } from './errors/lease-lost.js'
-import type { LeasedStore } from './leased-store.js'
+import { LeaseLostError } from '../errors/lease-lost.js'
+import type { LeasedStore } from './store.js'
 
 /** Which lease a heartbeat keeps alive. */
 export interface HeldLease {

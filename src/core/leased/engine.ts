@@ -1,23 +1,23 @@
-import { DEFAULT_TTL_MS, DEFAULT_WAIT_MS, type RunResult } from './engine.js'
-import { outcomeReporter, type OutcomeEvent, type OutcomeKind } from './outcome-event.js'
-import { FingerprintMismatchError } from './errors/fingerprint-mismatch.js'
-import { InFlightError } from './errors/in-flight.js'
-import { InvalidOptionError } from './errors/invalid-option.js'
-import { LeaseLostError } from './errors/lease-lost.js'
-import { storeFailure } from './leased-failure.js'
-import { Heartbeat } from './leased-heartbeat.js'
-import { resolveCall, type CallOptions } from './call.js'
-import { assertDuration } from './validate.js'
-import type { LeaseClaim, LeasedStore } from './leased-store.js'
-import { parseOutcome, serializeOutcome } from './outcome.js'
+import { DEFAULT_TTL_MS, DEFAULT_WAIT_MS, storedResult, type EngineSettings, type RunResult } from '../engine.js'
+import { idemEvents, type EventStream, type OutcomeEvent, type OutcomeKind } from '../events.js'
+import { isDiscarded, type Discarded } from '../result.js'
+import { FingerprintMismatchError } from '../errors/fingerprint-mismatch.js'
+import { InFlightError } from '../errors/in-flight.js'
+import { InvalidOptionError } from '../errors/invalid-option.js'
+import { LeaseLostError } from '../errors/lease-lost.js'
+import { storeFailure } from './store-failure.js'
+import { Heartbeat } from './heartbeat.js'
+import { callReporter, resolveCall, type CallOptions } from '../call.js'
+import { assertDuration } from '../validate.js'
+import type { LeaseClaim, LeasedStore } from './store.js'
+import { serializeOutcome } from '../outcome.js'
 import { createStepContext, type StepContext } from './steps.js'
 
 /** 30 seconds: how long a claim holds without renewal by default. */
 export const DEFAULT_LEASE_MS = 30_000
 
 /**
- * What a failed call (its function threw, or `shouldStore` refused the outcome) does
- * with its claim:
+ * What a failed call (its function threw, or discarded its outcome) does with its claim:
  * - `'release-if-no-steps'`: with no completed step, the claim is released and a retry
  *   runs afresh at once (DESIGN "What is stored"). With completed steps the key stays
  *   resumable: the lease is left to run out, then the same request takes over after
@@ -40,18 +40,14 @@ export interface LeasedIdemOptions {
   waitMs?: number
   /** What a failed call does with its claim. @default 'release-if-no-steps' */
   onError?: LeasedErrorPolicy
-  /** Called once per call with its outcome: the hook metrics are built on. Must not throw. */
+  /** Where the engine reports each call (`{ type: 'call', engine: 'leased', … }`). @default the process-wide `idemEvents` */
+  events?: EventStream
+  /** Called once per call with its outcome, besides the event stream. Must not throw. */
   onOutcome?: (event: OutcomeEvent) => void
 }
 
-export interface LeasedRunOptions extends CallOptions {
-  /**
-   * Decides whether an outcome is kept. When it returns false the outcome is returned
-   * unstored and the claim is handled as after an error (see `onError`), so a retry
-   * runs again. The HTTP front end uses it for 5xx responses. @default keep all
-   */
-  shouldStore?: (value: unknown) => boolean
-}
+/** A leased call: what identifies it, as for the transactional engine. */
+export type LeasedRunOptions = CallOptions
 
 export interface LeasedIdem {
   /**
@@ -61,7 +57,8 @@ export interface LeasedIdem {
    * while the first runs polls for up to `waitMs`. If a holder crashes, the next call
    * after its lease runs out takes over and resumes after the last completed step
    * (`ctx.step`). The returned value is the stored JSON form, on the first call and on
-   * replays alike.
+   * replays alike. `fn` may return `discard(value)`: `value` comes back unstored and the
+   * claim is handled as after an error (see `onError`), so a retry runs again.
    *
    * @throws FingerprintMismatchError the key was used with a different request (also while that one runs)
    * @throws InFlightError another call holds the key for longer than `waitMs`
@@ -70,8 +67,10 @@ export interface LeasedIdem {
    * @throws OutcomeNotSerializableError `fn` returned something without a JSON form
    * @throws whatever `fn` throws, after handling the claim as `onError` says
    */
-  run<T>(options: LeasedRunOptions, fn: (ctx: StepContext) => T | Promise<T>): Promise<RunResult<T>>
+  run<T>(options: LeasedRunOptions, fn: (ctx: StepContext) => T | Discarded<T> | Promise<T | Discarded<T>>): Promise<RunResult<T>>
   readonly store: LeasedStore
+  /** What was set explicitly at creation (see `EngineSettings`). */
+  readonly settings: EngineSettings
 }
 
 // Duplicates poll with exponential backoff, jittered so that a crowd of them spreads out.
@@ -91,15 +90,17 @@ const MAX_POLL_MS = 250
  *   return { chargeId: charge.id }
  * })
  */
-export function createLeasedIdem({
-  store,
-  leaseMs = DEFAULT_LEASE_MS,
-  heartbeatMs = Math.max(1, Math.floor(leaseMs / 3)),
-  ttlMs = DEFAULT_TTL_MS,
-  waitMs = DEFAULT_WAIT_MS,
-  onError = 'release-if-no-steps',
-  onOutcome,
-}: LeasedIdemOptions): LeasedIdem {
+export function createLeasedIdem(options: LeasedIdemOptions): LeasedIdem {
+  const {
+    store,
+    leaseMs = DEFAULT_LEASE_MS,
+    heartbeatMs = Math.max(1, Math.floor(leaseMs / 3)),
+    ttlMs = DEFAULT_TTL_MS,
+    waitMs = DEFAULT_WAIT_MS,
+    onError = 'release-if-no-steps',
+    events = idemEvents,
+    onOutcome,
+  } = options
   if (store === null || typeof store !== 'object' || typeof store.claim !== 'function') {
     throw new InvalidOptionError('createLeasedIdem: option "store" must be a leased store (e.g. redisStore(...))')
   }
@@ -116,8 +117,15 @@ export function createLeasedIdem({
   if (onOutcome !== undefined && typeof onOutcome !== 'function') {
     throw new InvalidOptionError('createLeasedIdem: option "onOutcome" must be a function')
   }
+  if (events === null || typeof events !== 'object' || typeof events.emit !== 'function') {
+    throw new InvalidOptionError('createLeasedIdem: option "events" must be an event stream (createEventStream())')
+  }
+  const settings: EngineSettings = {
+    ...(options.ttlMs === undefined ? {} : { ttlMs }),
+    ...(options.waitMs === undefined ? {} : { waitMs }),
+  }
 
-  const report = outcomeReporter(onOutcome, store.name)
+  const report = callReporter(events, onOutcome, 'leased', store.name)
 
 
   function fail(error: Error, kind: OutcomeKind, scope: string, started: number): never {
@@ -125,7 +133,7 @@ export function createLeasedIdem({
     throw error
   }
 
-  async function run<T>(options: LeasedRunOptions, fn: (ctx: StepContext) => T | Promise<T>): Promise<RunResult<T>> {
+  async function run<T>(options: LeasedRunOptions, fn: (ctx: StepContext) => T | Discarded<T> | Promise<T | Discarded<T>>): Promise<RunResult<T>> {
     const started = performance.now()
     const { scope, key, fingerprint, ttlMs: callTtl, waitMs: callWait } = resolveCall(options, { ttlMs, waitMs })
     const deadline = started + callWait
@@ -139,7 +147,7 @@ export function createLeasedIdem({
         fail(storeFailure(store.name, error), 'error', scope, started)
       }
       if (claim.state === 'acquired') {
-        return await execute(claim, fn, { scope, key, fingerprint, ttlMs: callTtl, shouldStore: options.shouldStore, started, claimedAt })
+        return await execute(claim, fn, { scope, key, fingerprint, ttlMs: callTtl, started, claimedAt })
       }
       const theirs = claim.state === 'completed' ? claim.record.fingerprint : claim.fingerprint
       if (theirs !== fingerprint) {
@@ -153,7 +161,7 @@ export function createLeasedIdem({
       }
       if (claim.state === 'completed') {
         report('replayed', scope, started)
-        return { value: parseOutcome<T>(claim.record.outcome), replayed: true, stored: true }
+        return storedResult<T>(claim.record.outcome, true)
       }
       const left = deadline - performance.now()
       if (left <= 0) {
@@ -170,16 +178,8 @@ export function createLeasedIdem({
 
   async function execute<T>(
     claim: Extract<LeaseClaim, { state: 'acquired' }>,
-    fn: (ctx: StepContext) => T | Promise<T>,
-    call: {
-      scope: string
-      key: string
-      fingerprint: string
-      ttlMs: number
-      shouldStore: ((value: unknown) => boolean) | undefined
-      started: number
-      claimedAt: number
-    },
+    fn: (ctx: StepContext) => T | Discarded<T> | Promise<T | Discarded<T>>,
+    call: { scope: string; key: string; fingerprint: string; ttlMs: number; started: number; claimedAt: number },
   ): Promise<RunResult<T>> {
     const { scope, key, started } = call
     const { token } = claim
@@ -196,11 +196,11 @@ export function createLeasedIdem({
       }
     }
 
-    let value: T
-    let outcome: string
+    let returned: T | Discarded<T>
+    let outcome = 'null'
     try {
-      value = await fn(steps.context)
-      outcome = serializeOutcome(value)
+      returned = await fn(steps.context)
+      if (!isDiscarded(returned)) outcome = serializeOutcome(returned)
     } catch (error) {
       heartbeat.stop()
       await giveUp()
@@ -208,10 +208,10 @@ export function createLeasedIdem({
     }
     heartbeat.stop()
     if (heartbeat.fenced) fail(heartbeat.lost!, 'lease-lost', scope, started)
-    if (call.shouldStore !== undefined && !call.shouldStore(value)) {
+    if (isDiscarded(returned)) {
       await giveUp()
       report('not-stored', scope, started)
-      return { value, replayed: false, stored: false }
+      return { value: returned.value, replayed: false, stored: false }
     }
     let completed: boolean
     try {
@@ -224,10 +224,10 @@ export function createLeasedIdem({
       fail(heartbeat.fence(`The outcome of key ${JSON.stringify(key)} was not stored: another call took the key over`), 'lease-lost', scope, started)
     }
     report('fresh', scope, started)
-    return { value: parseOutcome<T>(outcome), replayed: false, stored: true }
+    return storedResult<T>(outcome, false)
   }
 
-  return { run, store }
+  return { run, store, settings }
 }
 
 function sleep(ms: number): Promise<void> {

@@ -1,9 +1,9 @@
-import type { Heartbeat } from './leased-heartbeat.js'
-import { deriveKey } from './leased-derive.js'
-import { storeFailure } from './leased-failure.js'
-import { assertStepName } from './leased-options.js'
-import type { LeasedStore } from './leased-store.js'
-import { parseOutcome, serializeOutcome } from './outcome.js'
+import type { Heartbeat } from './heartbeat.js'
+import { deriveKey } from './derive.js'
+import { storeFailure } from './store-failure.js'
+import { assertStepName } from './step-name.js'
+import type { LeasedStore } from './store.js'
+import { parseOutcome, serializeOutcome } from '../outcome.js'
 
 /**
  * What a leased call's function receives: checkpointed steps, derived downstream keys,
