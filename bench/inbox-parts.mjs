@@ -7,11 +7,9 @@
 //                 by hand with the store's own prepared INSERT under the id's advisory lock
 //   keys_row      plus the same id as a row of idem_keys instead, by hand (no lock):
 //                 where the inbox kept its ids before schema version 5
-//   store         the Postgres store's claim-with-record on idem_inbox and commit,
-//                 called directly
-//   inbox         the whole consumer path: handleDelivery → inbox → engine → store
-//   inbox_on_keys the same with the ids in idem_keys, where the inbox kept them before
-//                 schema version 5 (a store whose inboxIds is its own key table)
+//   store         the Postgres store's inbox table (its claim-with-record on idem_inbox,
+//                 and commit), called directly
+//   inbox         the whole consumer path: handleDelivery → inbox → the store's inbox table
 // Variants are interleaved over BENCH_ROUNDS; each prints its machine CPU per message by
 // process (the bench is CPU-bound on a small machine, so this is what the ratios follow).
 // Last, it prints the disk each table takes per recorded id.
@@ -58,7 +56,6 @@ const byHand = (record) => async (id) => {
 // What startConsumer passes (built once); never called here, as no message fails.
 const retryDelay = () => 1_000
 const inbox = createInbox({ store, consumer: CONSUMER })
-const onKeys = createInbox({ store: { ...store, inboxIds: store }, consumer: CONSUMER })
 /** One message through `through`'s whole consumer path. */
 const throughInbox = (through) => async (id) => {
   const delivery = { id, data, headers: {}, deliveryCount: 1, redelivered: false, ack: async () => {}, nack: async () => {}, deadLetter: async () => {} }
@@ -75,14 +72,12 @@ const variants = {
   ),
   async store(id) {
     const body = decode(data)
-    const record = { fingerprint: 'idem-inbox-v1', ttlMs: DEFAULT_INBOX_RETENTION_MS }
-    const session = await store.inboxIds.begin({ scope: CONSUMER, key: id, waitMs: 5_000, tx: undefined, record })
-    if (session.claim.state !== 'new') throw new Error(`message ${id} was not new`)
+    const session = await store.inbox.begin({ consumer: CONSUMER, key: id, waitMs: 5_000, retentionMs: DEFAULT_INBOX_RETENTION_MS })
+    if (session.state !== 'new') throw new Error(`message ${id} was not new`)
     await insert(session.tx, body, id)
-    await session.commit({ ...record, outcome: 'null' })
+    await session.commit()
   },
   inbox: throughInbox(inbox),
-  inbox_on_keys: throughInbox(onKeys),
 }
 
 let runs = 0
@@ -128,7 +123,5 @@ const keysBytes = await bytesPerId(
 console.log(`storage per id (${SIZE_IDS} UUID ids, heap and indexes): idem_inbox ${inboxBytes.toFixed(0)} bytes, idem_keys ${keysBytes.toFixed(0)} bytes`)
 await database.drop()
 for (const name of ['inbox_row', 'keys_row', 'store', 'inbox']) ratio(`inbox_parts.${name}_vs_bare`, rates[name] / rates.bare)
-ratio('inbox_parts.inbox_on_keys_vs_bare', rates.inbox_on_keys / rates.bare)
 ratio('inbox_parts.inbox_vs_inbox_row', rates.inbox / rates.inbox_row)
-ratio('inbox_parts.inbox_vs_inbox_on_keys', rates.inbox / rates.inbox_on_keys)
 ratio('inbox_parts.inbox_row_bytes_vs_keys_row', inboxBytes / keysBytes)

@@ -1,6 +1,8 @@
 // The Postgres side of the queue benches (bench:queue, bench:inbox-parts).
 import pg from 'pg'
-import { postgresSql, postgresStore } from '../dist/stores/postgres/index.js'
+import { postgresStore } from '../dist/stores/postgres/index.js'
+// The store's own statement, from the build: the benches' hand-written row is exactly it.
+import * as postgresSql from '../dist/stores/postgres/sql/index.js'
 
 /**
  * A Postgres schema of the bench's own (named for `prefix` and the process), created
@@ -30,7 +32,7 @@ export async function queueBenchDatabase(prefix, poolSize) {
 }
 
 /**
- * The store's own claim of an inbox id (`inboxTable(schema).prepared.mark` in sql.ts),
+ * The store's own claim of an inbox id (`inboxTable(schema).prepared.mark` in sql/inbox.ts),
  * for benches that write the inbox's row by hand: `prepare` once per connection, then
  * `execute(consumer, id, ttlMs)` with SQL literals. It is prepared under a name of the
  * bench's, so it never meets the store's own on a shared connection.

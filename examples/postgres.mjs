@@ -36,6 +36,6 @@ console.log(await placeOrder('account_42', key, 1500)) // { orderId: '1', replay
 try {
   await placeOrder('account_42', key, 9999)
 } catch (error) {
-  console.log(error.name, error.status) // FingerprintMismatchError 422
+  console.log(error.name, error.code) // FingerprintMismatchError fingerprint-mismatch
 }
 await pool.end()

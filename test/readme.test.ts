@@ -40,7 +40,7 @@ describe('README examples', () => {
     try {
       const env = { ...process.env, DATABASE_URL: PG_URL, IDEM_SCHEMA: db.schema }
       const { stdout } = await run(process.execPath, [join(root, 'examples/postgres.mjs')], { env })
-      expect(stdout).toBe("{ orderId: '1', replayed: false }\n{ orderId: '1', replayed: true }\nFingerprintMismatchError 422\n")
+      expect(stdout).toBe("{ orderId: '1', replayed: false }\n{ orderId: '1', replayed: true }\nFingerprintMismatchError fingerprint-mismatch\n")
     } finally {
       await db.drop()
     }

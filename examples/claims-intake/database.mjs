@@ -29,7 +29,7 @@ export async function openDatabase({ file, url, schema = 'public' }) {
       store,
       sql,
       txSql: pgSql,
-      dispatcherTarget: { pool, schema },
+      connection: { pool, schema },
       close: () => pool.end(),
     }
   }
@@ -48,7 +48,7 @@ export async function openDatabase({ file, url, schema = 'public' }) {
     store,
     sql,
     txSql: sqliteSql,
-    dispatcherTarget: { db },
+    connection: { db },
     close: async () => db.close(),
   }
 }

@@ -48,12 +48,12 @@ export function createService({ mode, database, dropAfterCommit = 0, crashBefore
     stats.record(event.kind)
   }
   const idem = mode === 'idem'
-  const outbox = idem ? createOutbox({ schema: database.dispatcherTarget.schema }) : undefined
+  const outbox = idem ? createOutbox({ store }) : undefined
   const inbox = idem ? createInbox({ store, consumer: 'claims-intake-worker' }) : undefined
   const memo = idem ? createMemo({ store }) : undefined
   const dispatcher = idem
     ? createDispatcher({
-        ...database.dispatcherTarget,
+        store,
         deliver: async (row) => {
           if (row.topic === 'intake') broker.publish(row.payload)
           else await mailer.send({ ...row.payload, idempotencyKey: row.dedupeKey })

@@ -1,5 +1,5 @@
 import { parseArgs, type ParseArgsConfig } from 'node:util'
-import type { CliIo } from './reconcile.js'
+import type { CliIo } from './io.js'
 
 type Options = NonNullable<ParseArgsConfig['options']>
 export type Flags<O extends Options> = ReturnType<typeof parseArgs<{ args: string[]; options: O; strict: true }>>['values']

@@ -1,14 +1,7 @@
 import { parseFlags } from './args.js'
+import { EXIT, type CliIo } from './io.js'
 import { DEFAULT_RECONCILE_LIMIT, DEFAULT_RECONCILE_THRESHOLD, reconcile, type ReconcileReport } from '../data/reconcile.js'
 
-/** Where the command writes: the console by default, a buffer in tests. */
-export interface CliIo {
-  out(line: string): void
-  err(line: string): void
-}
-
-/** Exit codes, so schedulers and CI can tell an alert from a mistake. */
-export const EXIT = { ok: 0, exceeded: 1, usage: 2 } as const
 
 const USAGE = `usage: idem reconcile (--postgres <url> | --sqlite <file>) --table <name> --columns <a,b,...>
                       [--schema <name>] [--threshold <rate>] [--limit <n>] [--json]

@@ -1,4 +1,4 @@
-import type { CliIo } from './reconcile.js'
+import type { CliIo } from './io.js'
 
 /** Where a command acts: a Postgres URL (and schema) or a SQLite file. */
 export type StoreTarget = { kind: 'postgres'; url: string; schema: string } | { kind: 'sqlite'; file: string }

@@ -1,7 +1,7 @@
 import { InvalidOptionError } from '../core/errors/invalid-option.js'
 import { assertValidKey, parseIdempotencyKey } from '../core/key.js'
 import { abortable, linkSignal, sleep } from './abort.js'
-import { backoffDelay } from './backoff.js'
+import { retryDelay } from './retry-delay.js'
 import { DeadlineExceededError } from './errors/deadline-exceeded.js'
 import { ProblemError } from './errors/problem-error.js'
 import { RetriesExhaustedError } from './errors/retries-exhausted.js'
@@ -13,7 +13,7 @@ import { attemptRequest, prepareRequest, type PreparedRequest } from './request.
 import type { IdemClientError } from './errors/client-error.js'
 
 /** Per-call options: the third argument of `client.fetch`. */
-export interface CallOptions {
+export interface FetchCallOptions {
   /**
    * The idempotency key for this intent, when the caller already has one (a key kept
    * with queued work, or `keyFromIntent(...)`). An `Idempotency-Key` header already on
@@ -43,7 +43,7 @@ export interface IdemClient {
    * caller's `signal.reason` when aborted, and `InvalidKeyError` / `InvalidOptionError`
    * / `TypeError` for a malformed call before anything is sent.
    */
-  fetch(input: string | URL | Request, init?: RequestInit, call?: CallOptions): Promise<FetchResult>
+  fetch(input: string | URL | Request, init?: RequestInit, call?: FetchCallOptions): Promise<FetchResult>
 }
 
 type AttemptOutcome =
@@ -78,7 +78,7 @@ const NULL_BODY_STATUSES = new Set([101, 103, 204, 205, 304])
 export function createClient(options: ClientOptions = {}): IdemClient {
   const { maxAttempts, baseDelayMs, maxDelayMs, attemptTimeoutMs, deadlineMs, random, fetch: send, onRetry } = resolveClientOptions(options)
 
-  async function idempotentFetch(input: string | URL | Request, init?: RequestInit, call: CallOptions = {}): Promise<FetchResult> {
+  async function idempotentFetch(input: string | URL | Request, init?: RequestInit, call: FetchCallOptions = {}): Promise<FetchResult> {
     // A monotonic clock: a wall-clock jump (NTP) must not stretch or cut the deadline.
     const deadlineAt = performance.now() + deadlineMs
     const prepared = await prepareRequest(input, init)
@@ -98,7 +98,7 @@ export function createClient(options: ClientOptions = {}): IdemClient {
         retryAfterMs = parseRetryAfter(outcome.response.headers.get('retry-after'), Date.now())
       }
       if (attempt >= maxAttempts) throw giveUp(outcome, key, attempt, 'attempts', `all ${maxAttempts} attempts failed`)
-      const delayMs = retryAfterMs ?? backoffDelay(attempt, { baseDelayMs, maxDelayMs }, random())
+      const delayMs = retryAfterMs ?? retryDelay(attempt, { baseDelayMs, maxDelayMs }, random())
       // Waiting past the deadline only to give up there helps nobody: stop now with the
       // answer we have. A Retry-After longer than the time left lands here too.
       if (performance.now() + delayMs >= deadlineAt) {

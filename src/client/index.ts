@@ -1,4 +1,4 @@
-export { createClient, type CallOptions, type FetchResult, type IdemClient } from './client.js'
+export { createClient, type FetchCallOptions, type FetchResult, type IdemClient } from './client.js'
 export {
   RETRYABLE_STATUSES,
   type ClientOptions,
@@ -8,7 +8,7 @@ export {
 } from './options.js'
 export { keyFromIntent, type IntentPart } from './intent-key.js'
 export { IDEMPOTENCY_KEY_HEADER, IDEMPOTENT_REPLAYED_HEADER, mintKey, serializeKeyHeader, isReplayed } from './key.js'
-export { backoffDelay } from './backoff.js'
+export { retryDelay } from './retry-delay.js'
 export { parseRetryAfter } from './retry-after.js'
 export * from './errors/index.js'
 export { InvalidOptionError, InvalidKeyError } from '../core/errors/index.js'

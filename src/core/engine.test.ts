@@ -3,6 +3,7 @@ import { memoryStore } from '../stores/memory/index.js'
 import { createIdem, type OutcomeEvent } from './engine.js'
 import { InvalidKeyError } from './errors/invalid-key.js'
 import { InvalidOptionError } from './errors/invalid-option.js'
+import { createEventStream } from './events.js'
 import { discard } from './result.js'
 
 describe('createIdem', () => {
@@ -25,7 +26,6 @@ describe('createIdem', () => {
     await expect(idem.run({ scope: 's', key: 'k' }, fn)).rejects.toThrow(/pass "input"/)
     await expect(idem.run({ scope: 's', key: 'k', input: () => 1 }, fn)).rejects.toThrow(/option "input"/)
     await expect(idem.run({ scope: 's', key: 'k', input: 1, ttlMs: -5 }, fn)).rejects.toThrow(/option "ttlMs"/)
-    await expect(idem.run({ scope: 's', key: 'k', input: 1, storeOutcome: 'no' as never }, fn)).rejects.toThrow(/option "storeOutcome"/)
   })
 
   it('reports each outcome to the hook, and a throwing hook changes nothing', async () => {
@@ -45,17 +45,21 @@ describe('createIdem', () => {
     expect(events).toEqual(['fresh', 'replayed', 'mismatch', 'error', 'not-stored'])
   })
 
-  it('withStore keeps the settings and the hook over another store, and leaves the first store alone', async () => {
-    const events: string[] = []
-    const first = memoryStore()
-    const other = memoryStore()
-    const idem = createIdem({ store: first, ttlMs: 30, onOutcome: (event) => events.push(`${event.store}:${event.kind}`) }).withStore(other)
-    expect(idem.store).toBe(other)
+  it('keeps what was set explicitly as its settings, for front ends to honour', () => {
+    expect(createIdem({ store: memoryStore() }).settings).toEqual({})
+    expect(createIdem({ store: memoryStore(), waitMs: 250 }).settings).toEqual({ waitMs: 250 })
+    expect(createIdem({ store: memoryStore(), ttlMs: 60_000, waitMs: 0 }).settings).toEqual({ ttlMs: 60_000, waitMs: 0 })
+  })
+
+  it('reports every call to the event stream it was given', async () => {
+    const events = createEventStream()
+    const seen: string[] = []
+    events.subscribe((event) => {
+      if (event.type === 'call') seen.push(`${event.engine}:${event.store}:${event.kind}`)
+    })
+    const idem = createIdem({ store: memoryStore(), events })
     await idem.run({ scope: 's', key: 'k', input: 1 }, () => 'a')
-    expect((await createIdem({ store: first }).run({ scope: 's', key: 'k', input: 1 }, () => 'b')).replayed).toBe(false)
-    await new Promise((resolve) => setTimeout(resolve, 60))
-    // The engine's retention came along: the key expired after 30 ms.
-    expect((await idem.run({ scope: 's', key: 'k', input: 1 }, () => 'c')).replayed).toBe(false)
-    expect(events).toEqual(['memory:fresh', 'memory:fresh'])
+    await idem.run({ scope: 's', key: 'k', input: 1 }, () => 'a')
+    expect(seen).toEqual(['transactional:memory:fresh', 'transactional:memory:replayed'])
   })
 })

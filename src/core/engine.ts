@@ -31,11 +31,6 @@ export interface IdemOptions<Tx> {
 export interface RunOptions<Tx> extends CallOptions {
   /** Join this open transaction instead of opening one; the caller commits it. */
   tx?: Tx
-  /**
-   * False to keep only that the key ran, not what it returned: `value` is `fn`'s own
-   * on the first call and `null` on replays. @default true
-   */
-  storeOutcome?: boolean
 }
 
 export interface RunResult<T> {
@@ -75,11 +70,6 @@ export interface Idem<Tx> {
   readonly store: KeyStore<Tx>
   /** What was set explicitly at creation (see `EngineSettings`). */
   readonly settings: EngineSettings
-  /**
-   * An engine with this one's settings (retention, wait, events, outcome hook) over another
-   * store: the inbox runs on the Postgres store's id table this way (`inboxIds`).
-   */
-  withStore(store: KeyStore<Tx>): Idem<Tx>
 }
 
 /**
@@ -112,16 +102,12 @@ export function createIdem<Tx>(options: IdemOptions<Tx>): Idem<Tx> {
     const started = performance.now()
     const { tx } = options
     const { scope, key, fingerprint, ttlMs: callTtl, waitMs: callWait } = resolveCall(options, { ttlMs, waitMs })
-    if (options.storeOutcome !== undefined && typeof options.storeOutcome !== 'boolean') {
-      throw new InvalidOptionError('run: option "storeOutcome" must be a boolean')
-    }
-    const keepsOutcome = options.storeOutcome !== false
 
     // A stale snapshot can only be cured by a fresh transaction, which we own unless joined.
     for (let attempt = 0; ; attempt++) {
       let session: Session<Tx>
       try {
-        session = await store.begin({ scope, key, waitMs: callWait, tx, record: keepsOutcome ? undefined : { fingerprint, ttlMs: callTtl } })
+        session = await store.begin({ scope, key, waitMs: callWait, tx })
       } catch (error) {
         report('error', scope, started, error)
         throw error
@@ -155,20 +141,20 @@ export function createIdem<Tx>(options: IdemOptions<Tx>): Idem<Tx> {
         report('in-flight', scope, started, error)
         throw error
       }
-      return await execute(session, fn, { scope, fingerprint, ttlMs: callTtl, keepsOutcome, started })
+      return await execute(session, fn, { scope, fingerprint, ttlMs: callTtl, started })
     }
   }
 
   async function execute<T>(
     session: Session<Tx>,
     fn: (tx: Tx) => T | Discarded<T> | Promise<T | Discarded<T>>,
-    call: { scope: string; fingerprint: string; ttlMs: number; keepsOutcome: boolean; started: number },
+    call: { scope: string; fingerprint: string; ttlMs: number; started: number },
   ): Promise<RunResult<T>> {
     let outcome = 'null'
     let returned: T | Discarded<T>
     try {
       returned = await fn(session.tx)
-      if (call.keepsOutcome && !isDiscarded(returned)) outcome = serializeOutcome(returned)
+      if (!isDiscarded(returned)) outcome = serializeOutcome(returned)
     } catch (error) {
       await session.rollback()
       // What fn threw is most likely the dead connection's own error, surfacing through
@@ -195,15 +181,10 @@ export function createIdem<Tx>(options: IdemOptions<Tx>): Idem<Tx> {
       throw error
     }
     report('fresh', call.scope, call.started)
-    return call.keepsOutcome ? storedResult<T>(outcome, false) : { value: returned, replayed: false, stored: true }
+    return storedResult<T>(outcome, false)
   }
 
-  return {
-    run,
-    store,
-    settings,
-    withStore: (other) => createIdem({ ...options, store: other }),
-  }
+  return { run, store, settings }
 }
 
 /**

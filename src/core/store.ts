@@ -36,13 +36,6 @@ export interface BeginRequest<Tx> {
   waitMs: number
   /** The caller's open transaction to join; when absent the store opens its own. */
   tx?: Tx | undefined
-  /**
-   * Set when the call stores no outcome (`storeOutcome: false`): the record is known
-   * before the call runs (its outcome is `null`), so a store may write it with the
-   * claim, in the same round trip, and then write nothing more at `commit`. A store
-   * that ignores it writes the record at `commit`, as for any call.
-   */
-  record?: { fingerprint: string; ttlMs: number } | undefined
 }
 
 /** What `begin` found. */

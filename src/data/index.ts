@@ -14,7 +14,8 @@ export {
   type MemoOptions,
   type MemoStoreOptions,
 } from './memo.js'
-export { once, type OnceOptions, type OnceSubject } from './once.js'
+export { createOnce, type Once, type OnceSubject } from './once.js'
+export type { OnceTable, WithOnceTable } from './once-table.js'
 export {
   reconcile,
   DEFAULT_RECONCILE_LIMIT,
@@ -23,4 +24,4 @@ export {
   type ReconcileOptions,
   type ReconcileReport,
 } from './reconcile.js'
-export type { PgQueryable, SqliteDatabase } from './types.js'
+export type { PgQueryable, SqliteDatabase } from './sql-clients.js'

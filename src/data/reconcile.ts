@@ -1,6 +1,6 @@
 import { InvalidOptionError } from '../core/errors/invalid-option.js'
 import { quoteColumns, quoteTable } from './identifier.js'
-import type { PgQueryable, SqliteDatabase } from './types.js'
+import type { PgQueryable, SqliteDatabase } from './sql-clients.js'
 
 /** The alert level: 0.01% of rows being duplicates. */
 export const DEFAULT_RECONCILE_THRESHOLD = 0.0001

@@ -1,6 +1,6 @@
 import { InvalidOptionError } from '../core/errors/invalid-option.js'
 import { quoteColumns, quoteTable } from './identifier.js'
-import type { PgQueryable, SqliteDatabase } from './types.js'
+import type { PgQueryable, SqliteDatabase } from './sql-clients.js'
 
 /** The SQL dialects the upsert helpers write. */
 export type Dialect = 'postgres' | 'sqlite'

@@ -1,16 +1,12 @@
 import { randomUUID } from 'node:crypto'
 import { InvalidOptionError } from '../core/errors/invalid-option.js'
-import { LeaseLostError } from '../core/errors/lease-lost.js'
-import { classifyPgError } from '../stores/postgres/errors.js'
-import { warnWithoutConnectTimeout } from '../stores/postgres/pool-timeout.js'
-import * as pgSql from '../stores/postgres/sql.js'
-import * as sqliteSql from '../stores/sqlite/sql.js'
-import { inTurn } from '../stores/sqlite/writer.js'
-import { backoffDelay, type Backoff } from './backoff.js'
+import { idemEvents, warn, type EventStream } from '../core/events.js'
 import { assertCount, assertDuration, assertName } from '../core/validate.js'
-import { missingTable } from './outbox.js'
+import { backoffDelay, type Backoff } from './backoff.js'
+import { ClaimHold } from './claim-hold.js'
+import { outboxTableOf } from './outbox.js'
+import type { ClaimedRow, OutboxTable, WithOutboxTable } from './outbox-table.js'
 import { errorText } from './payload.js'
-import { isPg, isSqlite, type PgQueryable, type SqliteDatabase } from './types.js'
 
 /** One claimed outbox row, as the deliverer gets it. */
 export interface OutboxRow {
@@ -61,12 +57,8 @@ export interface DispatchResult {
 }
 
 export interface DispatcherOptions {
-  /** Postgres: a `pg.Pool` (each statement is its own short transaction). */
-  pool?: PgQueryable
-  /** SQLite: the better-sqlite3 `Database` (the same connection the store uses is fine). */
-  db?: SqliteDatabase
-  /** Postgres schema. @default 'public' */
-  schema?: string
+  /** The store whose outbox it delivers (`postgresStore`, `sqliteStore`): the one `createOutbox` queues in. */
+  store: WithOutboxTable<unknown, boolean | Promise<boolean>>
   /**
    * Delivers one row; resolve when the receiver has it, throw to retry. Gets the dedupe
    * key on `row.dedupeKey` and, as its second argument, `{ signal }`, which fires at the
@@ -93,13 +85,16 @@ export interface DispatcherOptions {
   leaseMs?: number
   /** Idle wait between rounds when nothing was due (`start`). @default 1000 */
   pollMs?: number
-  /** Deliver only these topics (several dispatchers may split the work by topic). @default all */
+  /** Deliver only these topics (several dispatchers may split the work by topic; Postgres only). @default all */
   topics?: readonly string[]
+  /** Where the dispatcher reports each round and each dead letter. @default the process-wide `idemEvents` */
+  events?: EventStream
   /**
    * Errors of the dispatcher itself (the database): a failed round of `start`'s loop,
    * which goes on; and, from the background work for overdue deliveries, a failed lease
    * renewal or outcome write and a lease lost while its delivery still runs (a
-   * `LeaseLostError`). Without it, the background ones go to `console.warn`.
+   * `LeaseLostError`). Without it, the background ones go to the event stream as
+   * warnings (to `console.warn` when nobody listens).
    */
   onError?: (error: unknown) => void
 }
@@ -131,28 +126,6 @@ export interface Dispatcher {
   stop(): Promise<void>
 }
 
-/** The dialect-specific half: the statements over idem_outbox. */
-interface OutboxTable {
-  claim(claimId: string, limit: number, leaseMs: number): Promise<ClaimedRow[]>
-  /** @returns the ids this claim still held, now leased `leaseMs` from now */
-  renew(claimId: string, ids: string[], leaseMs: number): Promise<Set<string>>
-  delivered(claimId: string, ids: string[]): Promise<void>
-  retry(claimId: string, rows: { id: string; delayMs: number; error: string }[]): Promise<void>
-  deadLetter(claimId: string, rows: { id: string; error: string }[]): Promise<void>
-  pending(): Promise<number>
-}
-
-interface ClaimedRow {
-  id: string
-  topic: string
-  dedupe_key: string
-  payload: string | unknown
-  attempts: number
-  last_error: string | null
-  created_at: Date | number
-}
-
-
 /**
  * Creates an outbox dispatcher: it claims due rows (Postgres: `FOR UPDATE SKIP LOCKED`
  * in one short statement, leasing them), hands each to `deliver` with its dedupe key
@@ -172,7 +145,7 @@ interface ClaimedRow {
  * @throws InvalidOptionError naming the option, at creation
  * @example
  * const dispatcher = createDispatcher({
- *   pool,
+ *   store: postgresStore({ pool }),
  *   deliver: (row, { signal }) => mail.send(row.payload, { idempotencyKey: row.dedupeKey, signal }),
  *   maxAttempts: 8,
  *   backoff: { baseMs: 500, maxMs: 60_000 },
@@ -181,9 +154,7 @@ interface ClaimedRow {
  * @see docs/queue.md
  */
 export function createDispatcher({
-  pool,
-  db,
-  schema = 'public',
+  store,
   deliver,
   batchSize = 50,
   maxAttempts = 10,
@@ -191,10 +162,11 @@ export function createDispatcher({
   leaseMs = 60_000,
   pollMs = 1_000,
   topics,
+  events = idemEvents,
   onError,
 }: DispatcherOptions): Dispatcher {
   const caller = 'createDispatcher'
-  if ((pool === undefined) === (db === undefined)) throw new InvalidOptionError(`${caller}: pass exactly one of "pool" (Postgres) or "db" (SQLite)`)
+  const table: OutboxTable<unknown, boolean | Promise<boolean>> = outboxTableOf(store, caller)
   if (typeof deliver !== 'function') throw new InvalidOptionError(`${caller}: option "deliver" must be a function (row, { signal }) => Promise<void>`)
   assertCount(`${caller}: option "batchSize"`, batchSize, 1, 10_000)
   assertCount(`${caller}: option "maxAttempts"`, maxAttempts, 1, 1_000)
@@ -205,22 +177,11 @@ export function createDispatcher({
     topics.forEach((t, i) => assertName(`${caller}: option "topics[${i}]"`, t))
   }
   if (onError !== undefined && typeof onError !== 'function') throw new InvalidOptionError(`${caller}: option "onError" must be a function`)
-  const delayOf = backoffDelay(backoff, caller)
-  let table: OutboxTable
-  if (pool !== undefined) {
-    if (!isPg(pool)) throw new InvalidOptionError(`${caller}: option "pool" must be a pg.Pool`)
-    try {
-      pgSql.quoteSchema(schema)
-    } catch (cause) {
-      throw new InvalidOptionError(`${caller}: option "schema": ${(cause as Error).message}`, { cause })
-    }
-    warnWithoutConnectTimeout(pool, caller)
-    table = postgresTable(pool, schema, topics ?? null)
-  } else {
-    if (!isSqlite(db)) throw new InvalidOptionError(`${caller}: option "db" must be a better-sqlite3 Database`)
-    if (topics !== undefined) throw new InvalidOptionError(`${caller}: option "topics" is supported on Postgres only`)
-    table = sqliteTable(db)
+  if (topics !== undefined && !table.filtersTopics) throw new InvalidOptionError(`${caller}: option "topics" is not supported by the ${store.name} store`)
+  if (events === null || typeof events !== 'object' || typeof events.emit !== 'function') {
+    throw new InvalidOptionError(`${caller}: option "events" must be an event stream (createEventStream())`)
   }
+  const delayOf = backoffDelay(backoff, caller)
 
   // The margin leaves the deliverer time to wind down, and the renewal time to land,
   // before the lease ends.
@@ -232,7 +193,7 @@ export function createDispatcher({
   // written) would otherwise vanish; the round's own errors reach the caller instead.
   const report = (error: unknown): void => {
     if (onError === undefined) {
-      console.warn(`idem ${caller}: ${errorText(error)}`)
+      warn(events, { code: 'dispatcher-background-error', source: caller, message: `idem ${caller}: ${errorText(error)}`, cause: error })
       return
     }
     try {
@@ -270,14 +231,21 @@ export function createDispatcher({
       return
     }
     const text = errorText(outcome!.error)
-    if (row.attempt >= maxAttempts) into.dead.push({ id: row.id, error: text })
+    if (row.attempt >= maxAttempts) killed(into, row, text)
     else into.retry.push({ id: row.id, delayMs: delayOf(row.attempt), error: text })
   }
 
   async function write(claimId: string, outcomes: Outcomes): Promise<void> {
     if (outcomes.delivered.length > 0) await table.delivered(claimId, outcomes.delivered)
     if (outcomes.retry.length > 0) await table.retry(claimId, outcomes.retry)
-    if (outcomes.dead.length > 0) await table.deadLetter(claimId, outcomes.dead)
+    if (outcomes.dead.length > 0) {
+      await table.deadLetter(claimId, outcomes.dead)
+      if (events.listening) {
+        for (const { row, error } of outcomes.deadRows) {
+          events.emit({ type: 'dead-letter', source: 'outbox', name: row.topic, key: row.dedupeKey, attempts: row.attempt, error })
+        }
+      }
+    }
   }
 
   function finishLater(claimId: string, attempt: Attempt): void {
@@ -307,9 +275,9 @@ export function createDispatcher({
     const claimId = randomUUID()
     // Taken before the claim is sent: the database starts the lease later, so it lasts at least until this plus leaseMs.
     const sentAt = performance.now()
-    const rows = await table.claim(claimId, batchSize, leaseMs)
+    const rows = await table.claim(claimId, batchSize, leaseMs, topics ?? null)
     const result: DispatchResult = { claimed: rows.length, delivered: 0, retried: 0, deadLettered: 0, overdue: 0 }
-    if (rows.length === 0) return result
+    if (rows.length === 0) return reported(result, sentAt, rows)
     // The deliverers' time counts from when they get the rows (a claim may have waited
     // for a connection); if that makes the deadline late, the hold's expiry fires first.
     const deadline = performance.now() + deadlineMs
@@ -317,10 +285,10 @@ export function createDispatcher({
     const hold = new ClaimHold(table, claimId, leaseMs, renewEveryMs, sentAt, report)
     const attempts: Attempt[] = []
     for (const claimed of rows) {
-      const row = toRow(claimed)
+      const row = outboxRow(claimed)
       if (row.attempt > maxAttempts) {
         // Claimed maxAttempts times without an outcome: each dispatcher that claimed it died (or lost the database) mid-delivery.
-        outcomes.dead.push({ id: row.id, error: `no outcome after ${maxAttempts} claims (each dispatcher that claimed it stopped before recording one); last error: ${row.lastError ?? 'none'}` })
+        killed(outcomes, row, `no outcome after ${maxAttempts} claims (each dispatcher that claimed it stopped before recording one); last error: ${row.lastError ?? 'none'}`)
         continue
       }
       attempts.push(attemptDelivery(row, hold))
@@ -346,6 +314,14 @@ export function createDispatcher({
     result.delivered = outcomes.delivered.length
     result.retried = outcomes.retry.length
     result.deadLettered = outcomes.dead.length
+    return reported(result, sentAt, rows)
+  }
+
+  function reported(result: DispatchResult, started: number, rows: readonly ClaimedRow[]): DispatchResult {
+    if (events.listening) {
+      const oldest = rows.reduce<number | undefined>((at, row) => Math.min(at ?? Infinity, row.createdAt.getTime()), undefined)
+      events.emit({ type: 'dispatch', ...result, lagMs: oldest === undefined ? undefined : Date.now() - oldest, durationMs: performance.now() - started })
+    }
     return result
   }
 
@@ -407,6 +383,11 @@ export function createDispatcher({
   return { runOnce, drain, pending: () => table.pending(), start, stop }
 }
 
+function killed(into: Outcomes, row: OutboxRow, error: string): void {
+  into.dead.push({ id: row.id, error })
+  into.deadRows.push({ row, error })
+}
+
 /** One delivery of one claimed row. */
 interface Attempt {
   readonly row: OutboxRow
@@ -420,9 +401,11 @@ interface Outcomes {
   delivered: string[]
   retry: { id: string; delayMs: number; error: string }[]
   dead: { id: string; error: string }[]
+  /** The dead rows themselves, for the event stream. */
+  deadRows: { row: OutboxRow; error: string }[]
 }
 
-const emptyOutcomes = (): Outcomes => ({ delivered: [], retry: [], dead: [] })
+const emptyOutcomes = (): Outcomes => ({ delivered: [], retry: [], dead: [], deadRows: [] })
 
 async function settledOrDeadline(attempts: Attempt[], deadline: number): Promise<void> {
   let timer: NodeJS.Timeout | undefined
@@ -438,210 +421,14 @@ async function settledOrDeadline(attempts: Attempt[], deadline: number): Promise
   }
 }
 
-/**
- * Keeps one claim's rows leased while their deliveries run (renewing every `everyMs`),
- * and stops once none runs. Mirrors the leased engine's heartbeat, for a batch of rows:
- *
- * - A renewal that finds a running row no longer held by the claim means another
- *   dispatcher took it over: that delivery's signal fires and the loss is reported,
- *   since the row may now be sent twice at once.
- * - When no renewal has been confirmed for a whole lease (the database is down or
- *   slow), the lease may have run out: the running deliveries' signals fire and that is
- *   reported too. Renewal goes on: if nobody took the rows meanwhile, they stay held.
- *
- * The clock is local and monotonic; "confirmed until" counts from when a renewal (or
- * the claim) was sent, so it never outlasts the database's own expiry.
- */
-class ClaimHold {
-  readonly #running = new Map<string, AbortController>()
-  readonly #table: OutboxTable
-  readonly #claimId: string
-  readonly #leaseMs: number
-  readonly #report: (error: unknown) => void
-  readonly #interval: NodeJS.Timeout
-  #expiry: NodeJS.Timeout
-  #confirmedUntil: number
-  #renewing = false
-  #stopped = false
-
-  constructor(table: OutboxTable, claimId: string, leaseMs: number, everyMs: number, claimSentAt: number, report: (error: unknown) => void) {
-    this.#table = table
-    this.#claimId = claimId
-    this.#leaseMs = leaseMs
-    this.#report = report
-    this.#confirmedUntil = claimSentAt + leaseMs
-    this.#expiry = this.#armExpiry()
-    this.#interval = setInterval(() => this.#renew(), everyMs)
-    // The deliveries keep the process alive if they do I/O; the renewal alone must not.
-    this.#interval.unref()
-  }
-
-  add(id: string, controller: AbortController): void {
-    this.#running.set(id, controller)
-  }
-
-  /** The delivery of `id` settled: its outcome write, not a renewal, decides the row now. */
-  release(id: string): void {
-    this.#running.delete(id)
-    if (this.#running.size === 0) this.#stop()
-  }
-
-  #stop(): void {
-    this.#stopped = true
-    clearInterval(this.#interval)
-    clearTimeout(this.#expiry)
-  }
-
-  #renew(): void {
-    if (this.#running.size === 0) this.#stop()
-    // One renewal at a time: a slow database must not pile up statements.
-    if (this.#stopped || this.#renewing) return
-    this.#renewing = true
-    const ids = [...this.#running.keys()]
-    const sentAt = performance.now()
-    this.#table.renew(this.#claimId, ids, this.#leaseMs).then(
-      (renewed) => {
-        this.#renewing = false
-        if (this.#stopped) return
-        if (renewed.size > 0) {
-          this.#confirmedUntil = Math.max(this.#confirmedUntil, sentAt + this.#leaseMs)
-          clearTimeout(this.#expiry)
-          this.#expiry = this.#armExpiry()
-        }
-        for (const id of ids) {
-          const controller = this.#running.get(id)
-          // Settled meanwhile (its outcome may have been written first), or still held.
-          if (controller === undefined || renewed.has(id)) continue
-          this.#running.delete(id)
-          const lost = new LeaseLostError(`outbox claim ${this.#claimId}: row ${id} was claimed by another dispatcher while its delivery still runs`)
-          controller.abort(lost)
-          this.#report(lost)
-        }
-        if (this.#running.size === 0) this.#stop()
-      },
-      (error: unknown) => {
-        // Retried at the next tick; the expiry timer decides when the lease may be gone.
-        this.#renewing = false
-        this.#report(error)
-      },
-    )
-  }
-
-  #armExpiry(): NodeJS.Timeout {
-    const timer = setTimeout(() => {
-      if (this.#stopped || this.#running.size === 0) return
-      const lost = new LeaseLostError(
-        `outbox claim ${this.#claimId}: the lease of row(s) ${[...this.#running.keys()].join(', ')} could not be renewed for ${this.#leaseMs} ms ` +
-          'while their delivery still runs; another dispatcher may claim them',
-      )
-      for (const controller of this.#running.values()) controller.abort(lost)
-      this.#report(lost)
-    }, Math.max(0, this.#confirmedUntil - performance.now()))
-    timer.unref()
-    return timer
-  }
-}
-
-function toRow(claimed: ClaimedRow): OutboxRow {
+function outboxRow(claimed: ClaimedRow): OutboxRow {
   return {
-    id: String(claimed.id),
+    id: claimed.id,
     topic: claimed.topic,
-    payload: typeof claimed.payload === 'string' ? JSON.parse(claimed.payload) : claimed.payload,
-    dedupeKey: claimed.dedupe_key,
+    payload: claimed.payload,
+    dedupeKey: claimed.dedupeKey,
     attempt: claimed.attempts,
-    lastError: claimed.last_error,
-    createdAt: claimed.created_at instanceof Date ? claimed.created_at : new Date(claimed.created_at),
-  }
-}
-
-function postgresTable(pool: PgQueryable, schema: string, topics: readonly string[] | null): OutboxTable {
-  const run = async (statement: pgSql.Statement) => {
-    try {
-      return await pool.query(statement.text, statement.values)
-    } catch (error) {
-      throw classifyPgError(error, schema)
-    }
-  }
-  return {
-    async claim(claimId, limit, leaseMs) {
-      return (await run(pgSql.outboxClaim(schema, limit, claimId, leaseMs, topics))).rows as ClaimedRow[]
-    },
-    async renew(claimId, ids, leaseMs) {
-      return new Set(((await run(pgSql.outboxRenew(schema, ids, claimId, leaseMs))).rows as { id: string }[]).map((row) => row.id))
-    },
-    async delivered(claimId, ids) {
-      await run(pgSql.outboxDelivered(schema, ids, claimId))
-    },
-    async retry(claimId, rows) {
-      await run(pgSql.outboxRetry(schema, rows.map((r) => r.id), rows.map((r) => r.delayMs), rows.map((r) => r.error), claimId))
-    },
-    async deadLetter(claimId, rows) {
-      await run(pgSql.outboxDeadLetter(schema, rows.map((r) => r.id), rows.map((r) => r.error), claimId))
-    },
-    async pending() {
-      return ((await run(pgSql.outboxPending(schema))).rows[0] as { n: number }).n
-    },
-  }
-}
-
-/** How long a SQLite step waits for its turn on the connection before it fails (the next round retries). */
-const SQLITE_TURN_MS = 20_000
-
-/**
- * SQLite has one writer and better-sqlite3 is synchronous, so each step is one
- * synchronous transaction that nothing can interleave with. It takes its turn in the
- * connection's queue (`inTurn`), with the engine's transactions, so it never joins one
- * that is open (an engine call awaiting its handler) and is never starved by a steady
- * stream of them.
- */
-function sqliteTable(db: SqliteDatabase): OutboxTable {
-  const statements = new Map<string, ReturnType<SqliteDatabase['prepare']>>()
-  const prepare = (source: string) => {
-    let statement = statements.get(source)
-    if (statement === undefined) {
-      try {
-        statements.set(source, (statement = db.prepare(source)))
-      } catch (error) {
-        throw missingTable(error)
-      }
-    }
-    return statement
-  }
-  const atomically = <T>(work: () => T, transaction = true): Promise<T> =>
-    inTurn(db, SQLITE_TURN_MS, 'idem dispatcher', work, transaction).catch((error: unknown) => {
-      throw missingTable(error)
-    })
-  return {
-    claim: (claimId, limit, leaseMs) =>
-      atomically(() => {
-        const now = Date.now()
-        return prepare(sqliteSql.outboxClaim).all(claimId, now + leaseMs, now + leaseMs, now, limit) as ClaimedRow[]
-      }),
-    renew: (claimId, ids, leaseMs) =>
-      atomically(() => {
-        const until = Date.now() + leaseMs
-        return new Set(ids.filter((id) => prepare(sqliteSql.outboxRenew).run(until, until, id, claimId).changes === 1))
-      }),
-    delivered: (claimId, ids) =>
-      atomically(() => {
-        const now = Date.now()
-        for (const id of ids) prepare(sqliteSql.outboxDelivered).run(now, id, claimId)
-      }),
-    retry: (claimId, rows) =>
-      atomically(() => {
-        const now = Date.now()
-        for (const row of rows) prepare(sqliteSql.outboxRetry).run(now + row.delayMs, row.error, row.id, claimId)
-      }),
-    deadLetter: (claimId, rows) =>
-      atomically(() => {
-        const now = Date.now()
-        for (const row of rows) {
-          prepare(sqliteSql.outboxDeadLetterCopy).run(row.error, now, row.id, claimId)
-          prepare(sqliteSql.outboxDeadLetterDelete).run(row.id, claimId)
-        }
-      }),
-    // In turn too (one statement, no transaction): read while an engine call is open, it
-    // would count rows that may roll back.
-    pending: () => atomically(() => (prepare(sqliteSql.outboxPending).get() as { n: number }).n, false),
+    lastError: claimed.lastError,
+    createdAt: claimed.createdAt,
   }
 }

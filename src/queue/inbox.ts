@@ -1,11 +1,9 @@
-import { createIdem, DEFAULT_WAIT_MS, type Idem } from '../core/engine.js'
-import { FingerprintMismatchError } from '../core/errors/fingerprint-mismatch.js'
-import { InFlightError } from '../core/errors/in-flight.js'
+import { DEFAULT_WAIT_MS } from '../core/engine.js'
 import { InvalidOptionError } from '../core/errors/invalid-option.js'
 import { MissingKeyError } from '../core/errors/missing-key.js'
-import type { Store } from '../core/store.js'
+import { idemEvents, warn, type EventStream, type InboxEvent } from '../core/events.js'
 import { assertCount, assertDuration, assertName } from '../core/validate.js'
-import { inboxBackend, type InboxBackend, type PriorFailures } from './inbox-backend.js'
+import type { InboxSession, InboxTable, PriorFailures, WithInboxTable } from './inbox-table.js'
 import { messageKey } from './message-key.js'
 import { deadLetterPayload, errorText } from './payload.js'
 
@@ -49,14 +47,15 @@ export interface InboxWarning {
 }
 
 export interface InboxOptions<Tx, Body = unknown> {
-  /** The engine to run on; or pass `store`. Its store must be postgres, sqlite or memory. */
-  idem?: Idem<Tx>
-  /** The key store, when no engine is passed. */
-  store?: Store<Tx>
+  /**
+   * Where message ids, failure counts and dead letters live: a store with an inbox
+   * table (`postgresStore`, `sqliteStore`, `memoryStore`). Its ids commit in the same
+   * transaction as the handler's effects.
+   */
+  store: WithInboxTable<Tx>
   /**
    * Who consumes: one name per logical consumer (`billing-worker`), shared by its
-   * instances. On Postgres its ids are rows of `idem_inbox` under this name; on SQLite
-   * and in memory, keys under scope `inbox:<consumer>`.
+   * instances. Ids of different consumers never meet.
    */
   consumer: string
   /** How long a processed id is remembered. @default 14 days ({@link DEFAULT_INBOX_RETENTION_MS}) */
@@ -76,7 +75,9 @@ export interface InboxOptions<Tx, Body = unknown> {
   maxDeliveries?: number
   /** How long a duplicate delivery waits for the one being processed before `in-flight`. @default 5000 */
   waitMs?: number
-  /** Receives warnings; without it they go to `console.warn`. */
+  /** Where the inbox reports each settled message, each dead letter and its warnings. @default the process-wide `idemEvents` */
+  events?: EventStream
+  /** Receives warnings; without it they go to the event stream, or to `console.warn` when nobody listens. */
   onWarning?: (warning: InboxWarning) => void
 }
 
@@ -94,7 +95,7 @@ export interface Inbox<Tx, Body = unknown> {
    * @throws StoreUnavailableError / MigrationRequiredError when the store fails (nothing was counted: redeliver)
    */
   consume<T>(message: InboxMessage<Body>, handler: InboxHandler<Tx, Body, T>): Promise<ConsumeResult<T>>
-  /** The engine key a message is recorded under (after `idOf` and hashing of long ids). */
+  /** The key a message is recorded under (after `idOf` and hashing of long ids). */
   keyOf(message: InboxMessage<Body>): string
   /**
    * Tells the inbox how long the broker may redeliver (adapters call it with what they
@@ -103,33 +104,17 @@ export interface Inbox<Tx, Body = unknown> {
   expectRedeliveryWithin(horizonMs: number, source?: string): void
 }
 
-// Any redelivery of the same id is the same message, whatever its content says: the
-// fingerprint is constant, and the body is never hashed on the hot path.
-const FINGERPRINT = 'idem-inbox-v1'
-// The inbox never reads a stored outcome (a replay is a duplicate, whatever it returned),
-// so its calls keep none (`storeOutcome: false`): the Postgres store then writes the key
-// with the claim, the cheapest way it can.
+// An in-flight duplicate is redelivered this much later: the holder is most likely done by then.
+const IN_FLIGHT_RETRY_MS = 1_000
 
 /**
- * What the engine stores as a message's outcome. The handler's return value is handed
- * back to the caller but not stored: a redelivery needs only "done", and a handler
- * returning a driver result (not JSON) must not fail the message.
- */
-type Recorded = { processed: true } | { deadLettered: string; attempts: number }
-
-/** A handler's own error, carried through the engine so it is not mistaken for the engine's. */
-class HandlerFailure {
-  constructor(readonly error: unknown) {}
-}
-
-/**
- * Creates an idempotent consumer (the inbox pattern) on the engine: each message's
- * effects commit in the same transaction as its id, so a redelivery after a crash, a
- * lost ack or a rebalance finds the id and is acknowledged without running again.
- * Failures are counted per message; after `maxAttempts` the message goes to the dead
- * letters with its last error, and the consumer goes on.
+ * Creates an idempotent consumer (the inbox pattern): each message's effects commit in
+ * the same transaction as its id, so a redelivery after a crash, a lost ack or a
+ * rebalance finds the id and is acknowledged without running again. Failures are
+ * counted per message; after `maxAttempts` the message goes to the dead letters with
+ * its last error, and the consumer goes on.
  *
- * @throws InvalidOptionError naming the option, at creation
+ * @throws InvalidOptionError naming the option, at creation (also for a store without an inbox table)
  * @example
  * const inbox = createInbox({ store: postgresStore({ pool }), consumer: 'claims-intake' })
  * const result = await inbox.consume({ id: msg.properties.messageId, body }, async (tx) => {
@@ -140,7 +125,6 @@ class HandlerFailure {
  * @see docs/queue.md
  */
 export function createInbox<Tx, Body = unknown>({
-  idem,
   store,
   consumer,
   retentionMs = DEFAULT_INBOX_RETENTION_MS,
@@ -149,17 +133,11 @@ export function createInbox<Tx, Body = unknown>({
   maxAttempts = DEFAULT_MAX_ATTEMPTS,
   maxDeliveries,
   waitMs = DEFAULT_WAIT_MS,
+  events = idemEvents,
   onWarning,
 }: InboxOptions<Tx, Body>): Inbox<Tx, Body> {
   const caller = 'createInbox'
-  if (idem !== undefined && store !== undefined && idem.store !== store) {
-    throw new InvalidOptionError(`${caller}: pass "idem" or "store", not both`)
-  }
-  if (idem !== undefined && (idem === null || typeof idem !== 'object' || typeof idem.run !== 'function')) {
-    throw new InvalidOptionError(`${caller}: option "idem" must be an engine from createIdem(...)`)
-  }
-  const engine: Idem<Tx> = idem ?? (store === undefined ? missingStore(caller) : createIdem({ store }))
-  const backend: InboxBackend<Tx> = inboxBackend(engine.store, caller)
+  const table = inboxTableOf(store, caller)
   assertName(`${caller}: option "consumer"`, consumer)
   assertDuration(`${caller}: option "retentionMs"`, retentionMs, 1)
   if (redeliveryHorizonMs !== undefined) assertDuration(`${caller}: option "redeliveryHorizonMs"`, redeliveryHorizonMs, 0)
@@ -168,12 +146,10 @@ export function createInbox<Tx, Body = unknown>({
   const deliveriesLimit = maxDeliveries ?? maxAttempts * 4
   assertCount(`${caller}: option "maxDeliveries"`, deliveriesLimit, maxAttempts, 100_000)
   assertDuration(`${caller}: option "waitMs"`, waitMs, 0)
+  if (events === null || typeof events !== 'object' || typeof events.emit !== 'function') {
+    throw new InvalidOptionError(`${caller}: option "events" must be an event stream (createEventStream())`)
+  }
   if (onWarning !== undefined && typeof onWarning !== 'function') throw new InvalidOptionError(`${caller}: option "onWarning" must be a function`)
-
-  // Message ids go to the store's id table where it has one (Postgres), else to its key table.
-  const ids = backend.ids === undefined ? engine : engine.withStore(backend.ids)
-  const scope = backend.ids === undefined ? `inbox:${consumer}` : consumer
-  const failureScope = `inbox-failures:${consumer}`
   let warned = false
 
   function expectRedeliveryWithin(horizonMs: number, source = 'the broker'): void {
@@ -188,7 +164,7 @@ export function createInbox<Tx, Body = unknown>({
     }
     try {
       if (onWarning !== undefined) onWarning(warning)
-      else console.warn(warning.message)
+      else warn(events, { ...warning, source: caller })
     } catch {
       // A logging hook must not stop consumption.
     }
@@ -214,115 +190,138 @@ export function createInbox<Tx, Body = unknown>({
     return messageKey(id)
   }
 
-  // Counts a failure in a short transaction of its own (the handler's was rolled back).
-  // It runs through the engine so it takes the store's usual path (SQLite's single
-  // writer, Postgres's pool); the key serialises failures of the same message and
-  // expires at once, leaving one expired key row per failing message for prune().
-  async function recordFailure(key: string, error: string): Promise<number> {
-    for (let tries = 0; ; tries++) {
-      const result = await engine.run({ scope: failureScope, key, fingerprint: FINGERPRINT, ttlMs: 1, waitMs, storeOutcome: false }, (tx) =>
-        backend.recordFailure(tx, consumer, key, error),
-      )
-      // Replayed: the previous failure's record had not yet expired (same millisecond).
-      if (!result.replayed) return result.value
-      if (tries >= 20) throw new InFlightError(`inbox "${consumer}": could not count a failure of message ${key}`)
-      await new Promise((resolve) => setTimeout(resolve, 2))
-    }
+  /** Claims the message; a stale snapshot gets one fresh transaction, as in the engine. */
+  async function claim(key: string): Promise<InboxSession<Tx>> {
+    const session = await table.begin({ consumer, key, waitMs, retentionMs })
+    return session.state === 'stale' ? await table.begin({ consumer, key, waitMs, retentionMs }) : session
   }
 
-  async function deadLetter(
-    key: string,
-    message: InboxMessage<Body>,
-    attempts: number,
-    error: string,
-    firstSeenAt: Date | undefined,
-    tx?: Tx,
-  ): Promise<boolean> {
-    const write = async (t: Tx): Promise<Recorded> => {
-      await backend.deadLetter(t, { consumer, key, payload: deadLetterPayload(message?.body), attempts, error, firstSeenAt })
-      return { deadLettered: error, attempts }
+  function report<R extends ConsumeResult<unknown>>(result: R, started: number, error?: unknown): R {
+    if (events.listening) {
+      const event: InboxEvent = { type: 'inbox', consumer, status: result.status, durationMs: performance.now() - started }
+      if ('attempts' in result) event.attempts = result.attempts
+      if (error !== undefined) event.error = error
+      events.emit(event)
+      if (result.status === 'dead-lettered') {
+        events.emit({ type: 'dead-letter', source: 'inbox', name: consumer, key: result.key, attempts: result.attempts, error: result.error })
+      }
     }
-    if (tx !== undefined) {
-      await write(tx)
-      return true
-    }
-    const result = await ids.run({ scope, key, fingerprint: FINGERPRINT, ttlMs: retentionMs, waitMs, storeOutcome: false }, async (t) => {
-      await backend.takeFailures(t, consumer, key)
-      return write(t)
-    })
-    return !result.replayed
+    return result
   }
 
   async function consume<T>(message: InboxMessage<Body>, handler: InboxHandler<Tx, Body, T>): Promise<ConsumeResult<T>> {
     if (typeof handler !== 'function') throw new InvalidOptionError('consume: "handler" must be a function (tx, message) => …')
+    const started = performance.now()
     let key: string
     try {
       key = keyOf(message)
     } catch (error) {
       // A message that cannot be keyed can never be deduplicated: it is poison.
       if (!(error instanceof MissingKeyError)) throw error
-      return unkeyed(message, error)
+      return report(await unkeyed<T>(message, error), started)
     }
+    let session: InboxSession<Tx>
+    try {
+      session = await claim(key)
+    } catch (error) {
+      if (events.listening) events.emit({ type: 'inbox', consumer, status: 'error', durationMs: performance.now() - started, error })
+      throw error
+    }
+    if (session.state === 'processed') return report({ status: 'duplicate', key }, started)
+    if (session.state !== 'new') return report({ status: 'in-flight', key, retryAfterMs: IN_FLIGHT_RETRY_MS }, started)
+
     // A first delivery cannot have failed before: skip the failure lookup (the hot path).
     const first = message.deliveryCount === 1 || (message.deliveryCount === undefined && message.redelivered === false)
-    let result
-    let value: T | undefined
-    try {
-      result = await ids.run<Recorded>({ scope, key, fingerprint: FINGERPRINT, ttlMs: retentionMs, waitMs, storeOutcome: false }, async (tx) => {
-        if (!first) {
-          const prior: PriorFailures | undefined = await backend.takeFailures(tx, consumer, key)
-          const failures = prior?.attempts ?? 0
-          const deliveries = (message.deliveryCount ?? 1) - 1
-          if (failures >= maxAttempts || deliveries >= deliveriesLimit) {
-            const error =
-              failures >= maxAttempts
-                ? prior!.lastError
-                : `delivered ${deliveries} times without finishing (the consumer crashed or timed out each time); last error: ${prior?.lastError ?? 'none recorded'}`
-            const attempts = Math.max(failures, deliveries)
-            await deadLetter(key, message, attempts, error, prior?.firstFailedAt, tx)
-            return { deadLettered: error, attempts }
-          }
-        }
-        try {
-          value = await handler(tx, message, key)
-        } catch (error) {
-          throw new HandlerFailure(error)
-        }
-        return { processed: true }
-      })
-    } catch (thrown) {
-      if (thrown instanceof InFlightError) return { status: 'in-flight', key, retryAfterMs: (thrown.retryAfterSeconds ?? 1) * 1000 }
-      if (thrown instanceof FingerprintMismatchError) return { status: 'duplicate', key }
-      if (!(thrown instanceof HandlerFailure)) throw thrown
-      return failed(key, message, thrown.error)
+    if (!first) {
+      const prior = await inSession(session, () => session.takeFailures())
+      const given = givenUp(prior, message)
+      if (given !== undefined) {
+        await inSession(session, async () => {
+          await session.deadLetter({ payload: deadLetterPayload(message?.body), attempts: given.attempts, error: given.error, firstSeenAt: prior?.firstFailedAt })
+          await session.commit()
+        })
+        return report({ status: 'dead-lettered', key, ...given }, started)
+      }
     }
-    if (result.replayed) return { status: 'duplicate', key }
-    const outcome = result.value
-    if ('deadLettered' in outcome) return { status: 'dead-lettered', key, attempts: outcome.attempts, error: outcome.deadLettered }
-    return { status: 'processed', key, value: value as T }
+    let value: T
+    try {
+      value = await handler(session.tx, message, key)
+    } catch (error) {
+      await session.rollback()
+      // The handler failed because the store's connection died: nothing was committed,
+      // and it is the store's failure, not the message's.
+      const lost = session.lost?.()
+      if (lost !== undefined) throw lost
+      return report(await failed<T>(key, message, error), started, error)
+    }
+    await session.commit()
+    return report({ status: 'processed', key, value }, started)
+  }
+
+  /** Too many failed attempts, or too many deliveries that never finished: why the message is given up on. */
+  function givenUp(prior: PriorFailures | undefined, message: InboxMessage<Body>): { attempts: number; error: string } | undefined {
+    const failures = prior?.attempts ?? 0
+    const deliveries = (message.deliveryCount ?? 1) - 1
+    if (failures < maxAttempts && deliveries < deliveriesLimit) return undefined
+    const error =
+      failures >= maxAttempts
+        ? prior!.lastError
+        : `delivered ${deliveries} times without finishing (the consumer crashed or timed out each time); last error: ${prior?.lastError ?? 'none recorded'}`
+    return { attempts: Math.max(failures, deliveries), error }
   }
 
   async function failed<T>(key: string, message: InboxMessage<Body>, error: unknown): Promise<ConsumeResult<T>> {
     const text = errorText(error)
-    const attempts = await recordFailure(key, text)
+    const attempts = await table.recordFailure(consumer, key, text)
     if (attempts < maxAttempts) return { status: 'failed', key, attempts, error }
-    const wrote = await deadLetter(key, message, attempts, text, undefined)
+    return deadLetter(key, message, attempts, text)
+  }
+
+  /** Records the message as done and keeps it as a dead letter, in a transaction of its own. */
+  async function deadLetter<T>(key: string, message: InboxMessage<Body>, attempts: number, error: string): Promise<ConsumeResult<T>> {
+    const session = await claim(key)
     // Another delivery processed it meanwhile: that outcome stands.
-    if (!wrote) return { status: 'duplicate', key }
-    return { status: 'dead-lettered', key, attempts, error: text }
+    if (session.state === 'processed') return { status: 'duplicate', key }
+    if (session.state !== 'new') return { status: 'in-flight', key, retryAfterMs: IN_FLIGHT_RETRY_MS }
+    await inSession(session, async () => {
+      const prior = await session.takeFailures()
+      await session.deadLetter({ payload: deadLetterPayload(message?.body), attempts, error, firstSeenAt: prior?.firstFailedAt })
+      await session.commit()
+    })
+    return { status: 'dead-lettered', key, attempts, error }
   }
 
   async function unkeyed<T>(message: InboxMessage<Body>, error: MissingKeyError): Promise<ConsumeResult<T>> {
     // Recorded under a key derived from the content, so redeliveries of the same bytes
     // land on the same dead letter instead of piling up.
     const key = messageKey(`unkeyed:${deadLetterPayload(message?.body)}`)
-    await deadLetter(key, message, 1, errorText(error), undefined)
-    return { status: 'dead-lettered', key, attempts: 1, error: errorText(error) }
+    return deadLetter(key, message, 1, errorText(error))
   }
 
   return { consumer, retentionMs, maxAttempts, consume, keyOf, expectRedeliveryWithin }
 }
 
-function missingStore(caller: string): never {
-  throw new InvalidOptionError(`${caller}: pass "store" (e.g. postgresStore({ pool })) or "idem" (an engine from createIdem)`)
+/** Runs the inbox's own statements in a session: on failure it is rolled back, and a lost connection is the error. */
+async function inSession<Tx, T>(session: InboxSession<Tx>, work: () => Promise<T>): Promise<T> {
+  try {
+    return await work()
+  } catch (error) {
+    await session.rollback()
+    throw session.lost?.() ?? error
+  }
+}
+
+function inboxTableOf<Tx>(store: WithInboxTable<Tx> | undefined, caller: string): InboxTable<Tx> {
+  if (store === null || typeof store !== 'object') {
+    throw new InvalidOptionError(`${caller}: pass "store", a store with an inbox table: postgresStore(...), sqliteStore(...) or memoryStore()`)
+  }
+  const table = (store as Partial<WithInboxTable<Tx>>).inbox
+  if (table === null || typeof table !== 'object' || typeof table.begin !== 'function' || typeof table.recordFailure !== 'function') {
+    const name = typeof store.name === 'string' ? ` ("${store.name}")` : ''
+    throw new InvalidOptionError(
+      `${caller}: option "store"${name} has no inbox table, so it is not from postgresStore, sqliteStore or memoryStore: ` +
+        'the inbox needs a postgres, sqlite or memory store, which keeps message ids with the handler\'s effects',
+    )
+  }
+  return table
 }

@@ -4,7 +4,7 @@
  * outbox queues effects in the caller's transaction and a dispatcher delivers them with
  * a stable dedupe key; failures are retried with backoff and, after N attempts, kept
  * as dead letters. Broker adapters live in `idem/queue/rabbitmq`, `idem/queue/redis-streams`,
- * `idem/queue/nats` and `idem/queue/sqs`.
+ * `idem/queue/nats` and `idem/queue/sqs`. The webhook receiver is HTTP's (`idem/fetch`).
  * @see docs/queue.md
  */
 export {
@@ -25,5 +25,6 @@ export { startConsumer, handleDelivery, type Consumer, type ConsumerOptions, typ
 export type { Delivery, MessageSource, Subscription } from './source.js'
 export { listDeadLetters, type DeadLetterRow, type ListDeadLettersOptions } from './dead-letters.js'
 export { messageKey } from './message-key.js'
-export { MEMORY_ATTEMPTS, MEMORY_DEAD_LETTERS } from './inbox-backend.js'
-export type { PgQueryable, SqliteDatabase } from './types.js'
+export type { InboxTable, InboxSession, InboxClaim, InboxDeadLetter, PriorFailures, WithInboxTable } from './inbox-table.js'
+export type { OutboxTable, OutboxInsert, ClaimedRow, WithOutboxTable } from './outbox-table.js'
+export type { DeadLetterTable, WithDeadLetterTable } from './dead-letter-table.js'

@@ -1,11 +1,6 @@
 import { InvalidOptionError } from '../core/errors/invalid-option.js'
-import { MigrationRequiredError } from '../core/errors/migration-required.js'
-import { classifyPgError } from '../stores/postgres/errors.js'
-import * as pgSql from '../stores/postgres/sql.js'
-import * as sqliteSql from '../stores/sqlite/sql.js'
-import type { SqliteStatement } from '../stores/sqlite/types.js'
 import { assertDuration, assertName } from '../core/validate.js'
-import { isPg, isSqlite, type PgQueryable, type SqliteDatabase } from './types.js'
+import type { OutboxInsert, OutboxTable, WithOutboxTable } from './outbox-table.js'
 
 /** One effect to deliver later: a publish, an email, a webhook call. */
 export interface OutboxEntry {
@@ -24,85 +19,58 @@ export interface OutboxEntry {
   delayMs?: number
 }
 
-export interface OutboxOptions {
-  /** Postgres: the schema the store was migrated in. @default 'public' */
-  schema?: string
+export interface OutboxOptions<Tx, Added extends boolean | Promise<boolean>> {
+  /** The store whose outbox table effects are queued in (`postgresStore`, `sqliteStore`): the one your transaction runs on. */
+  store: WithOutboxTable<Tx, Added>
 }
 
-export interface Outbox {
+export interface Outbox<Tx, Added extends boolean | Promise<boolean> = Promise<boolean>> {
   /**
    * Queues `entry` in the caller's transaction: it commits with the caller's other
    * writes or not at all, so "the effect is owed" and "the state changed" never
-   * disagree. Pass the pg client of your open transaction (inside `idem.run` or
-   * `inbox.consume`, the `tx` you were given); with better-sqlite3 the call is
-   * synchronous and refuses to run outside a transaction.
+   * disagree. Pass your open transaction (inside `idem.run` or `inbox.consume`, the `tx`
+   * you were given); with better-sqlite3 the call is synchronous and refuses to run
+   * outside a transaction.
    * @returns true when queued now, false when `(topic, dedupeKey)` was already queued
-   * @throws InvalidOptionError for a malformed entry; MigrationRequiredError when idem_outbox is missing
+   * @throws InvalidOptionError for a malformed entry; MigrationRequiredError when the outbox table is missing
    */
-  add(tx: SqliteDatabase, entry: OutboxEntry): boolean
-  add(tx: PgQueryable, entry: OutboxEntry): Promise<boolean>
+  add(tx: Tx, entry: OutboxEntry): Added
 }
 
 const MAX_DEDUPE_KEY_LENGTH = 255
 
 /**
  * The transactional outbox: effects queued inside a transaction, delivered after
- * commit by a dispatcher (`createDispatcher`). Needs the store's migration (version 3).
+ * commit by a dispatcher (`createDispatcher`) over the same store.
  *
+ * @throws InvalidOptionError at creation when the store has no outbox table
  * @example
- * const outbox = createOutbox({ schema: 'public' })
+ * const outbox = createOutbox({ store })
  * await inbox.consume(message, async (tx) => {
  *   await tx.query('INSERT INTO claims …')
  *   await outbox.add(tx, { topic: 'email', payload: { to, template: 'claim-received' }, dedupeKey: `claim-received:${claimId}` })
  * })
  * @see docs/queue.md
  */
-export function createOutbox({ schema = 'public' }: OutboxOptions = {}): Outbox {
-  try {
-    pgSql.quoteSchema(schema)
-  } catch (cause) {
-    throw new InvalidOptionError(`createOutbox: option "schema": ${(cause as Error).message}`, { cause })
-  }
-  const prepared = new WeakMap<SqliteDatabase, SqliteStatement>()
-
-  function add(tx: SqliteDatabase, entry: OutboxEntry): boolean
-  function add(tx: PgQueryable, entry: OutboxEntry): Promise<boolean>
-  function add(tx: SqliteDatabase | PgQueryable, entry: OutboxEntry): boolean | Promise<boolean> {
-    const { topic, dedupeKey, payload, delayMs } = checkEntry(entry)
-    if (isSqlite(tx)) {
-      if (!tx.inTransaction) {
-        throw new InvalidOptionError(
-          'outbox.add: "tx" is a Database with no open transaction; add inside the transaction whose writes the effect follows',
-        )
-      }
-      let statement = prepared.get(tx)
-      if (statement === undefined) {
-        try {
-          prepared.set(tx, (statement = tx.prepare(sqliteSql.outboxInsert)))
-        } catch (error) {
-          throw missingTable(error)
-        }
-      }
-      const now = Date.now()
-      return statement.run(topic, dedupeKey, payload, now + delayMs, now).changes === 1
-    }
-    if (isPg(tx)) return addPg(tx, topic, dedupeKey, payload, delayMs)
-    throw new InvalidOptionError('outbox.add: "tx" must be a pg client in a transaction or a better-sqlite3 Database')
-  }
-
-  async function addPg(tx: PgQueryable, topic: string, dedupeKey: string, payload: string, delayMs: number): Promise<boolean> {
-    const statement = pgSql.outboxInsert(schema, topic, dedupeKey, payload, delayMs)
-    try {
-      return ((await tx.query(statement.text, statement.values)).rowCount ?? 0) === 1
-    } catch (error) {
-      throw classifyPgError(error, schema)
-    }
-  }
-
-  return { add }
+export function createOutbox<Tx, Added extends boolean | Promise<boolean>>({ store }: OutboxOptions<Tx, Added>): Outbox<Tx, Added> {
+  const table = outboxTableOf(store, 'createOutbox')
+  return { add: (tx, entry) => table.add(tx, checkEntry(entry)) }
 }
 
-function checkEntry(entry: OutboxEntry): { topic: string; dedupeKey: string; payload: string; delayMs: number } {
+/** The outbox table of a store, or a start-up error naming what it lacks. */
+export function outboxTableOf<Tx, Added extends boolean | Promise<boolean>>(store: WithOutboxTable<Tx, Added> | undefined, caller: string): OutboxTable<Tx, Added> {
+  if (store === null || typeof store !== 'object') {
+    throw new InvalidOptionError(`${caller}: option "store" is required: a store with an outbox table (postgresStore, sqliteStore)`)
+  }
+  const table = (store as Partial<WithOutboxTable<Tx, Added>>).outbox
+  if (table === null || typeof table !== 'object' || typeof table.add !== 'function' || typeof table.claim !== 'function') {
+    const name = typeof store.name === 'string' ? `"${store.name}" ` : ''
+    throw new InvalidOptionError(`${caller}: option "store" (${name}store) has no outbox table; pass postgresStore(...) or sqliteStore(...)`)
+  }
+  return table
+}
+
+function checkEntry(entry: OutboxEntry): OutboxInsert {
   if (entry === null || typeof entry !== 'object') throw new InvalidOptionError('outbox.add: pass { topic, payload, dedupeKey }')
   assertName('outbox.add: "topic"', entry.topic)
   assertName('outbox.add: "dedupeKey"', entry.dedupeKey, MAX_DEDUPE_KEY_LENGTH)
@@ -116,15 +84,4 @@ function checkEntry(entry: OutboxEntry): { topic: string; dedupeKey: string; pay
   }
   if (payload === undefined) throw new InvalidOptionError('outbox.add: "payload" must be JSON data (got undefined)')
   return { topic: entry.topic, dedupeKey: entry.dedupeKey, payload, delayMs }
-}
-
-/** Maps better-sqlite3's "no such table" to MigrationRequiredError. */
-export function missingTable(error: unknown): unknown {
-  if (error instanceof Error && /no such table: idem_/.test(error.message)) {
-    return new MigrationRequiredError(
-      `idem's queue tables are missing in SQLite (${error.message}). Run the migration: \`sqliteStore({ db }).migrate()\``,
-      { cause: error },
-    )
-  }
-  return error
 }

@@ -4,7 +4,7 @@ import { StoreUnavailableError } from '../core/errors/store-unavailable.js'
 import { fingerprintValue } from '../core/fingerprint.js'
 import { createLeasedIdem } from '../core/leased/engine.js'
 import type { LeaseClaim, LeasedStore } from '../core/leased/store.js'
-import type { ContractCase } from './contract.js'
+import type { ContractCase } from './key-store-contract.js'
 
 /** What a leased-store author supplies to run the contract against their store. */
 export interface LeasedStoreHarness {

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto'
 import type pg from 'pg'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { InvalidOptionError, MigrationRequiredError } from '../../src/core/errors/index.js'
-import { once } from '../../src/data/index.js'
+import { createOnce } from '../../src/data/index.js'
 import { postgresStore } from '../../src/stores/postgres/index.js'
 import { sqliteStore } from '../../src/stores/sqlite/index.js'
 import { testSchema, type TestSchema } from '../support/postgres.js'
@@ -13,7 +13,9 @@ const kind = 'claim-received-email'
 describe('once on SQLite (a real file)', () => {
   const files = testSqlite('idem-once')
   const db = files.open('once')
-  sqliteStore({ db }).migrate()
+  const store = sqliteStore({ db })
+  store.migrate()
+  const once = createOnce({ store })
   afterAll(() => files.close())
 
   it('is true only the first time, and the mark commits with the transaction', () => {
@@ -60,7 +62,8 @@ describe('once on SQLite (a real file)', () => {
 
   it('reports a database that was never migrated as MigrationRequiredError', () => {
     const bare = files.open('bare')
-    expect(() => bare.transaction(() => once(bare, kind, 'x'))()).toThrow(MigrationRequiredError)
+    const onceOnBare = createOnce({ store: sqliteStore({ db: bare }) })
+    expect(() => bare.transaction(() => onceOnBare(bare, kind, 'x'))()).toThrow(MigrationRequiredError)
   })
 })
 
@@ -68,7 +71,9 @@ const pgDb = await testSchema('idem_data_once', 12)
 
 describe.skipIf(pgDb === undefined)('once on Postgres (real Postgres)', () => {
   const { pool, schema } = pgDb as TestSchema
-  beforeAll(() => postgresStore({ pool, schema }).migrate())
+  const store = postgresStore({ pool, schema })
+  const once = createOnce({ store })
+  beforeAll(() => store.migrate())
   afterAll(() => pgDb?.drop())
 
   async function inTransaction<T>(work: (client: pg.PoolClient) => Promise<T>, end: 'COMMIT' | 'ROLLBACK' = 'COMMIT'): Promise<T> {
@@ -88,18 +93,18 @@ describe.skipIf(pgDb === undefined)('once on Postgres (real Postgres)', () => {
 
   it('is true only the first time', async () => {
     const claim = randomUUID()
-    expect(await inTransaction(async (c) => [await once(c, kind, claim, { schema }), await once(c, kind, claim, { schema })])).toEqual([
+    expect(await inTransaction(async (c) => [await once(c, kind, claim), await once(c, kind, claim)])).toEqual([
       true,
       false,
     ])
-    expect(await inTransaction((c) => once(c, kind, claim, { schema }))).toBe(false)
+    expect(await inTransaction((c) => once(c, kind, claim))).toBe(false)
   })
 
   it('is forgotten when the transaction rolls back', async () => {
     const claim = randomUUID()
-    expect(await inTransaction((c) => once(c, kind, claim, { schema }), 'ROLLBACK')).toBe(true)
-    expect(await inTransaction((c) => once(c, kind, claim, { schema }))).toBe(true)
-    expect(await inTransaction((c) => once(c, kind, claim, { schema }))).toBe(false)
+    expect(await inTransaction((c) => once(c, kind, claim), 'ROLLBACK')).toBe(true)
+    expect(await inTransaction((c) => once(c, kind, claim))).toBe(true)
+    expect(await inTransaction((c) => once(c, kind, claim))).toBe(false)
   })
 
   it('makes a concurrent transaction wait: false if the first commits, true if it rolls back', async () => {
@@ -108,8 +113,8 @@ describe.skipIf(pgDb === undefined)('once on Postgres (real Postgres)', () => {
       const first = await pool.connect()
       try {
         await first.query('BEGIN')
-        expect(await once(first, kind, claim, { schema })).toBe(true)
-        const second = inTransaction((c) => once(c, kind, claim, { schema }))
+        expect(await once(first, kind, claim)).toBe(true)
+        const second = inTransaction((c) => once(c, kind, claim))
         // The second blocks on the first's uncommitted row until the first ends.
         await waitUntilBlocking(first)
         await first.query(end)
@@ -122,13 +127,14 @@ describe.skipIf(pgDb === undefined)('once on Postgres (real Postgres)', () => {
 
   it('lets exactly one of 32 racing transactions through', async () => {
     const claim = randomUUID()
-    const results = await Promise.all(Array.from({ length: 32 }, () => inTransaction((c) => once(c, kind, claim, { schema }))))
+    const results = await Promise.all(Array.from({ length: 32 }, () => inTransaction((c) => once(c, kind, claim))))
     expect(results.filter(Boolean)).toHaveLength(1)
   })
 
   it('reports a schema that was never migrated as MigrationRequiredError, and checks the schema name', async () => {
-    await expect(inTransaction((c) => once(c, kind, 'x', { schema: `${schema}_missing` }))).rejects.toThrow(MigrationRequiredError)
-    await expect(once(pool, kind, 'x', { schema: 'bad schema' })).rejects.toThrow(/once: option "schema"/)
+    const unmigrated = createOnce({ store: postgresStore({ pool, schema: `${schema}_missing` }) })
+    await expect(inTransaction((c) => unmigrated(c, kind, 'x'))).rejects.toThrow(MigrationRequiredError)
+    expect(() => postgresStore({ pool, schema: 'bad schema' })).toThrow(/option "schema"/)
   })
 
   // Polls until some backend waits on `holder`'s locks: no sleeps standing in for order.
@@ -143,7 +149,7 @@ describe.skipIf(pgDb === undefined)('once on Postgres (real Postgres)', () => {
 })
 
 describe('once with something else', () => {
-  it('refuses a tx that is neither a pg client nor a better-sqlite3 Database', () => {
-    expect(() => once({} as never, kind, 'x')).toThrow(/"tx" must be a pg client in a transaction or a better-sqlite3 Database/)
+  it('refuses, at creation, a store without a once table', () => {
+    expect(() => createOnce({ store: {} as never })).toThrow(/"store" must be a store with a once table/)
   })
 })

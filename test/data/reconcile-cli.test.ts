@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { EXIT, reconcileCommand } from '../../src/cli/reconcile.js'
+import { EXIT } from '../../src/cli/io.js'
+import { reconcileCommand } from '../../src/cli/reconcile.js'
 import { PG_URL, testSchema, type TestSchema } from '../support/postgres.js'
 import { testSqlite } from './sqlite.js'
 

@@ -38,9 +38,9 @@ const entries: Array<[string, string, (value: number) => unknown]> = [
   ['createInbox', 'retentionMs', (retentionMs) => createInbox({ store: memoryStore(), consumer: 'c', retentionMs })],
   ['createInbox', 'redeliveryHorizonMs', (redeliveryHorizonMs) => createInbox({ store: memoryStore(), consumer: 'c', redeliveryHorizonMs })],
   ['createInbox', 'waitMs', (waitMs) => createInbox({ store: memoryStore(), consumer: 'c', waitMs })],
-  ['createDispatcher', 'leaseMs', (leaseMs) => createDispatcher({ db: new Database(':memory:'), deliver: async () => {}, leaseMs })],
-  ['createDispatcher', 'pollMs', (pollMs) => createDispatcher({ db: new Database(':memory:'), deliver: async () => {}, pollMs })],
-  ['createDispatcher', 'backoff.maxMs', (maxMs) => createDispatcher({ db: new Database(':memory:'), deliver: async () => {}, backoff: { maxMs } })],
+  ['createDispatcher', 'leaseMs', (leaseMs) => createDispatcher({ store: sqliteStore({ db: new Database(':memory:') }), deliver: async () => {}, leaseMs })],
+  ['createDispatcher', 'pollMs', (pollMs) => createDispatcher({ store: sqliteStore({ db: new Database(':memory:') }), deliver: async () => {}, pollMs })],
+  ['createDispatcher', 'backoff.maxMs', (maxMs) => createDispatcher({ store: sqliteStore({ db: new Database(':memory:') }), deliver: async () => {}, backoff: { maxMs } })],
   ['createMemo', 'ttlMs', (ttlMs) => createMemo({ store: memoryStore(), ttlMs })],
   ['createMemo', 'waitMs', (waitMs) => createMemo({ store: memoryStore(), waitMs })],
   ['createClient', 'baseDelayMs', (baseDelayMs) => createClient({ baseDelayMs, maxDelayMs: MAX_DURATION_MS })],
@@ -75,9 +75,10 @@ describe('duration options', () => {
     await expect(startConsumer({ inbox, source: fakeSource, handler: () => {}, storeRetryMs: TOO_LONG })).rejects.toThrow('startConsumer: option "storeRetryMs"')
     await expect(startConsumer({ inbox, source: fakeSource, handler: () => {}, retry: { baseMs: TOO_LONG } })).rejects.toThrow('option "retry.baseMs"')
     const db = new Database(':memory:')
-    sqliteStore({ db }).migrate()
+    const store = sqliteStore({ db })
+    store.migrate()
     db.exec('BEGIN')
-    expect(() => createOutbox().add(db, { topic: 't', payload: 1, dedupeKey: 'k', delayMs: TOO_LONG })).toThrow('outbox.add: "delayMs"')
+    expect(() => createOutbox({ store }).add(db, { topic: 't', payload: 1, dedupeKey: 'k', delayMs: TOO_LONG })).toThrow('outbox.add: "delayMs"')
     db.exec('ROLLBACK')
     await expect(startFaultProxy({ target: 'http://127.0.0.1:9', upstreamTimeoutMs: TOO_LONG })).rejects.toThrow('startFaultProxy: option "upstreamTimeoutMs"')
     await expect(startTcpFaultProxy({ target: '127.0.0.1:9', connectTimeoutMs: TOO_LONG })).rejects.toThrow('startTcpFaultProxy: option "connectTimeoutMs"')

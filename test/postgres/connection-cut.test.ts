@@ -142,8 +142,8 @@ describe.skipIf(db === undefined)('postgres: the TCP connection is cut mid-call'
     expect(await count(id)).toBe(1)
   })
 
-  describe('outbox dispatcher (pool.query, which pg-pool guards itself)', () => {
-    const outbox = createOutbox({ schema })
+  describe('outbox dispatcher', () => {
+    const outbox = createOutbox({ store: postgresStore({ pool: admin, schema }) })
     async function queue(dedupeKey: string): Promise<void> {
       const client = await admin.connect()
       try {
@@ -166,8 +166,7 @@ describe.skipIf(db === undefined)('postgres: the TCP connection is cut mid-call'
       await queue(dedupeKey)
       let deliveries = 0
       const dispatcher = createDispatcher({
-        pool,
-        schema,
+        store: postgresStore({ pool, schema }),
         topics: ['cut'],
         deliver: async (row) => {
           deliveries++
@@ -196,8 +195,7 @@ describe.skipIf(db === undefined)('postgres: the TCP connection is cut mid-call'
       await queue(dedupeKey)
       let deliveries = 0
       const dispatcher = createDispatcher({
-        pool,
-        schema,
+        store: postgresStore({ pool, schema }),
         topics: ['cut'],
         deliver: async (row) => {
           deliveries++
@@ -227,8 +225,7 @@ describe.skipIf(db === undefined)('postgres: the TCP connection is cut mid-call'
       await queue(dedupeKey)
       let deliveries = 0
       const dispatcher = createDispatcher({
-        pool,
-        schema,
+        store: postgresStore({ pool, schema }),
         topics: ['cut'],
         leaseMs: 300,
         deliver: async (row) => {

@@ -37,6 +37,8 @@ describe.skipIf(db === undefined)('postgres engine', () => {
   })
   const count = async (id: string): Promise<number> =>
     (await pool.query(`SELECT count(*)::int AS n FROM ${effects} WHERE id = $1`, [id])).rows[0].n
+  const inboxRows = async (key: string): Promise<number> =>
+    Number((await pool.query(`SELECT count(*) AS n FROM "${schema}".idem_inbox WHERE message_key = $1`, [key])).rows[0].n)
   const keyRows = async (key: string): Promise<number> =>
     (await pool.query(`SELECT count(*)::int AS n FROM "${schema}".idem_keys WHERE key = $1`, [key])).rows[0].n
 
@@ -132,32 +134,36 @@ describe.skipIf(db === undefined)('postgres engine', () => {
     await expect(idem.run({ scope: 'recent-other', key: 'recent-2', input: 1 }, () => 'other')).resolves.toEqual({ value: 'other', replayed: false, stored: true })
   })
 
-  it('storeOutcome false writes the key with the claim: the same round trips as the bare transaction, a bare COMMIT', async () => {
+  it('the inbox writes its id with the claim: the same round trips as the bare transaction, a bare COMMIT', async () => {
     const counting = countingPool(pool)
-    const idem = createIdem({ store: postgresStore({ pool: counting.pool, schema }) })
+    const inbox = postgresStore({ pool: counting.pool, schema }).inbox
     const insert = async (tx: PgClient, id: string): Promise<void> => {
       await tx.query(`INSERT INTO ${effects} (id) VALUES ($1)`, [id])
     }
-    const first = await idem.run({ scope: 'mark', key: 'mark-1', input: 1, storeOutcome: false }, (tx) => insert(tx, 'mark-1').then(() => 'done'))
+    // One delivery through the inbox table: what the inbox does for a message.
+    const deliver = async (table: typeof inbox, key: string, id: string) => {
+      const session = await table.begin({ consumer: 'mark', key, waitMs: 5_000, retentionMs: 60_000 })
+      if (session.state !== 'new') return { value: null, replayed: true, stored: true }
+      await insert(session.tx, id)
+      await session.commit()
+      return { value: 'done', replayed: false, stored: true }
+    }
+    const first = await deliver(inbox, 'mark-1', 'mark-1')
     expect(first).toEqual({ value: 'done', replayed: false, stored: true })
-    // BEGIN and the key's INSERT (the claim, prepared: EXECUTE reports INSERT) in one round
-    // trip; the function's INSERT; COMMIT alone. (This store's statements not yet on the
+    // BEGIN and the id's INSERT (the claim, prepared: EXECUTE reports INSERT) in one round
+    // trip; the handler's INSERT; COMMIT alone. (This store's statements not yet on the
     // connection are prepared in the first round trip.)
     expect(counting.trips.splice(0).map((trip) => trip.filter((command) => command !== 'PREPARE'))).toEqual([['BEGIN', 'INSERT'], ['INSERT'], ['COMMIT']])
-    expect(await keyRows('mark-1')).toBe(1)
-    const replay = await idem.run({ scope: 'mark', key: 'mark-1', input: 1, storeOutcome: false }, (tx) => insert(tx, 'never'))
+    expect(await inboxRows('mark-1')).toBe(1)
+    const replay = await deliver(inbox, 'mark-1', 'never')
     expect(replay).toEqual({ value: null, replayed: true, stored: true })
-    // A key this store recorded: one read.
+    // An id this store recorded: one read.
     expect(counting.trips.splice(0)).toEqual([['SELECT']])
     // Elsewhere (a store that did not record it), the INSERT claims nothing, and the usual
     // claim finds the record.
-    const elsewhere = createIdem({ store: postgresStore({ pool: counting.pool, schema }) })
-    expect((await elsewhere.run({ scope: 'mark', key: 'mark-1', input: 1, storeOutcome: false }, (tx) => insert(tx, 'never'))).replayed).toBe(true)
+    const elsewhere = postgresStore({ pool: counting.pool, schema }).inbox
+    expect((await deliver(elsewhere, 'mark-1', 'never')).replayed).toBe(true)
     expect(counting.trips.slice(0, 2)).toEqual([['BEGIN', 'INSERT'], ['SELECT']])
-    // A key the usual path stored is found the same way, and the other way round.
-    await idem.run({ scope: 'mark', key: 'usual', input: 1 }, (tx) => insert(tx, 'usual').then(() => 'kept'))
-    expect((await idem.run({ scope: 'mark', key: 'usual', input: 1, storeOutcome: false }, () => 'never')).replayed).toBe(true)
-    expect(await idem.run({ scope: 'mark', key: 'mark-1', input: 1 }, () => 'never')).toEqual({ value: null, replayed: true, stored: true })
     expect(await count('never')).toBe(0)
     expect(await count('mark-1')).toBe(1)
   })
@@ -190,12 +196,17 @@ describe.skipIf(db === undefined)('postgres engine', () => {
       expect((await once('prepared-2')).replayed).toBe(true)
       for (const key of ['prepared-1', 'prepared-2', 'prepared-3', 'prepared-4']) expect(await count(key)).toBe(1)
 
-      // The same for a call that stores no outcome (its claim is the prepared INSERT).
-      const mark = (key: string) =>
-        idem.run({ scope: 'prepared', key, input: 1, storeOutcome: false }, async (tx) => {
-          await tx.query(`INSERT INTO ${effects} (id) VALUES ($1)`, [key])
-          return key
-        })
+      // The same for the inbox's claims (its claim is the prepared INSERT).
+      const inbox = postgresStore({ pool: counting.pool, schema }).inbox
+      const mark = async (key: string) => {
+        const session = await inbox.begin({ consumer: 'prepared', key, waitMs: 5_000, retentionMs: 60_000 })
+        if (session.state !== 'new') return { value: null, replayed: true, stored: true }
+        await session.tx.query(`INSERT INTO ${effects} (id) VALUES ($1)`, [key])
+        await session.commit()
+        return { value: key, replayed: false, stored: true }
+      }
+      // Its statements are prepared on the connection first, as they would be by earlier messages.
+      await mark('prepared-warm')
       await single.query('DEALLOCATE ALL')
       counting.reset()
       expect(await mark('prepared-5')).toEqual({ value: 'prepared-5', replayed: false, stored: true })

@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
 import { createIdem, InvalidOptionError, memoryStore, MigrationRequiredError, StoreUnavailableError } from '../../src/index.js'
-import { createInbox, handleDelivery, listDeadLetters, MEMORY_DEAD_LETTERS, messageKey, type ConsumedMessage, type Delivery } from '../../src/queue/index.js'
+import { createInbox, handleDelivery, listDeadLetters, messageKey, type ConsumedMessage, type Delivery } from '../../src/queue/index.js'
 import { migrations, postgresStore } from '../../src/stores/postgres/index.js'
 import type { PgClient } from '../../src/stores/postgres/types.js'
 import { sqliteStore, type SqliteDatabase } from '../../src/stores/sqlite/index.js'
@@ -131,7 +131,7 @@ describe.skipIf(db === undefined)('inbox on Postgres', () => {
     }
     expect(statuses).toEqual(['failed', 'failed', 'dead-lettered'])
     expect((await inbox.consume({ id: poison, body, deliveryCount: 4 }, write(poison))).status).toBe('duplicate')
-    const letters = await listDeadLetters(pool, { source: 'inbox', name: inbox.consumer, schema })
+    const letters = await listDeadLetters(store, { source: 'inbox', name: inbox.consumer })
     expect(letters).toHaveLength(1)
     expect(letters[0]).toMatchObject({ messageKey: poison, attempts: 3, payload: body })
     expect(letters[0]!.lastError).toBe('TypeError: cannot parse form (delivery 3)')
@@ -147,7 +147,7 @@ describe.skipIf(db === undefined)('inbox on Postgres', () => {
     const result = await inbox.consume({ id, body: 'boom', deliveryCount: 5 }, () => void runs++)
     expect(result).toMatchObject({ status: 'dead-lettered', attempts: 4 })
     expect(runs).toBe(0)
-    const [letter] = await listDeadLetters(pool, { source: 'inbox', name: inbox.consumer, schema })
+    const [letter] = await listDeadLetters(store, { source: 'inbox', name: inbox.consumer })
     expect(letter!.lastError).toMatch(/delivered 4 times without finishing/)
   })
 
@@ -186,7 +186,7 @@ describe.skipIf(db === undefined)('inbox on Postgres', () => {
     const result = await inbox.consume({ body: { orphan: true } }, () => void runs++)
     expect(result.status).toBe('dead-lettered')
     expect(runs).toBe(0)
-    const [letter] = await listDeadLetters(pool, { source: 'inbox', name: inbox.consumer, schema })
+    const [letter] = await listDeadLetters(store, { source: 'inbox', name: inbox.consumer })
     expect(letter!.lastError).toMatch(/MissingKeyError: .*has no id/)
   })
 
@@ -242,7 +242,7 @@ describe('inbox on SQLite (a real file) and in memory', () => {
   })
 
   it('SQLite: processed once, duplicate after, poison dead-lettered with its error', async () => {
-    const inbox = createInbox({ idem: createIdem({ store }), consumer: 'sqlite-worker', maxAttempts: 2 })
+    const inbox = createInbox({ store, consumer: 'sqlite-worker', maxAttempts: 2 })
     const write = (tx: SqliteDatabase) => void tx.prepare('INSERT INTO effects (message_id) VALUES (?)').run('m1')
     expect((await inbox.consume({ id: 'm1', body: 1 }, write)).status).toBe('processed')
     expect((await inbox.consume({ id: 'm1', body: 1 }, write)).status).toBe('duplicate')
@@ -252,7 +252,7 @@ describe('inbox on SQLite (a real file) and in memory', () => {
     }
     expect((await inbox.consume({ id: 'p1', body: { x: 1 }, deliveryCount: 1 }, fail)).status).toBe('failed')
     expect((await inbox.consume({ id: 'p1', body: { x: 1 }, deliveryCount: 2 }, fail)).status).toBe('dead-lettered')
-    const letters = await listDeadLetters(sqlite, { source: 'inbox', name: 'sqlite-worker' })
+    const letters = await listDeadLetters(store, { source: 'inbox', name: 'sqlite-worker' })
     expect(letters).toMatchObject([{ messageKey: 'p1', attempts: 2, lastError: 'Error: bad form', payload: { x: 1 } }])
   })
 
@@ -266,7 +266,7 @@ describe('inbox on SQLite (a real file) and in memory', () => {
       throw new Error('nope')
     })
     expect(result.status).toBe('dead-lettered')
-    expect([...memory.collection(MEMORY_DEAD_LETTERS).values()]).toMatchObject([{ key: 'b', attempts: 1, error: 'Error: nope' }])
+    expect(await listDeadLetters(memory, { source: 'inbox' })).toMatchObject([{ messageKey: 'b', attempts: 1, lastError: 'Error: nope' }])
   })
 
   it('handleDelivery gives the handler the decoded message, its inbox key and the delivery, then acks', async () => {

@@ -34,7 +34,7 @@ interface Lease {
 interface Dialect {
   name: string
   /** Where a dispatcher works: a second connection each time on SQLite, as another process would have. */
-  target(): Pick<DispatcherOptions, 'pool' | 'db' | 'schema'>
+  target(): Pick<DispatcherOptions, 'store'>
   fill(keys: string[]): Promise<void>
   lease(dedupeKey: string): Promise<Lease>
   undelivered(): Promise<number>
@@ -42,7 +42,7 @@ interface Dialect {
   /** Hands a leased row to another claim, as a dispatcher that took it over would have it. */
   steal(dedupeKey: string): Promise<void>
   /** A target on a connection of its own, and a way to lose it (as a partition would). */
-  cuttable(): { target: Pick<DispatcherOptions, 'pool' | 'db' | 'schema'>; cut(): Promise<void> }
+  cuttable(): { target: Pick<DispatcherOptions, 'store'>; cut(): Promise<void> }
   fixture: Record<string, unknown>
 }
 
@@ -113,11 +113,11 @@ afterAll(async () => {
 const dialects: Dialect[] = []
 if (pgDb !== undefined) {
   const { pool, schema } = pgDb as TestSchema
-  const outbox = createOutbox({ schema })
+  const outbox = createOutbox({ store: postgresStore({ pool, schema }) })
   const table = `"${schema}".idem_outbox`
   dialects.push({
     name: 'postgres',
-    target: () => ({ pool, schema }),
+    target: () => ({ store: postgresStore({ pool, schema }) }),
     async fill(keys) {
       const client = await pool.connect()
       try {
@@ -148,17 +148,17 @@ if (pgDb !== undefined) {
     },
     cuttable() {
       const own = new pg.Pool({ connectionString: PG_URL, max: 2, connectionTimeoutMillis: 10_000 })
-      return { target: { pool: own, schema }, cut: () => own.end() }
+      return { target: { store: postgresStore({ pool: own, schema }) }, cut: () => own.end() }
     },
     fixture: { kind: 'postgres', pgUrl: PG_URL, schema },
   })
 }
 {
   const main = sqliteConnection()
-  const outbox = createOutbox()
+  const outbox = createOutbox({ store: sqliteStore({ db: main }) })
   dialects.push({
     name: 'sqlite',
-    target: () => ({ db: sqliteConnection() }),
+    target: () => ({ store: sqliteStore({ db: sqliteConnection() }) }),
     async fill(keys) {
       main.transaction(() => {
         for (const key of keys) outbox.add(main, { topic: 'email', payload: { key }, dedupeKey: key })
@@ -182,7 +182,7 @@ if (pgDb !== undefined) {
     cuttable() {
       const own = new Database(sqliteFile)
       own.pragma('journal_mode = WAL')
-      return { target: { db: own }, cut: async () => void own.close() }
+      return { target: { store: sqliteStore({ db: own }) }, cut: async () => void own.close() }
     },
     fixture: { kind: 'sqlite', file: sqliteFile },
   })

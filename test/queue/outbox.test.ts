@@ -5,7 +5,8 @@ import { join } from 'node:path'
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest'
 import { createIdem, InvalidOptionError } from '../../src/index.js'
 import { backoffDelay, createDispatcher, createOutbox, listDeadLetters, type OutboxRow } from '../../src/queue/index.js'
-import { postgresSql, postgresStore } from '../../src/stores/postgres/index.js'
+import { postgresStore } from '../../src/stores/postgres/index.js'
+import * as postgresSql from '../../src/stores/postgres/sql/index.js'
 import { sqliteStore } from '../../src/stores/sqlite/index.js'
 import { testSchema, type TestSchema } from '../support/postgres.js'
 import { unique } from './support.js'
@@ -15,8 +16,9 @@ afterAll(() => db?.drop())
 
 describe.skipIf(db === undefined)('outbox and dispatcher on Postgres', () => {
   const { pool, schema } = db as TestSchema
-  const outbox = createOutbox({ schema })
-  beforeAll(() => postgresStore({ pool, schema }).migrate())
+  const store = postgresStore({ pool, schema })
+  const outbox = createOutbox({ store })
+  beforeAll(() => store.migrate())
   beforeEach(() => pool.query(`TRUNCATE "${schema}".idem_outbox, "${schema}".idem_dead_letters`))
 
   async function fill(n: number, topic = 'email'): Promise<void> {
@@ -65,8 +67,7 @@ describe.skipIf(db === undefined)('outbox and dispatcher on Postgres', () => {
     const byDispatcher = [0, 0]
     const make = (index: number) =>
       createDispatcher({
-        pool,
-        schema,
+        store,
         batchSize: 100,
         deliver: async (row) => {
           deliveries.set(row.dedupeKey, (deliveries.get(row.dedupeKey) ?? 0) + 1)
@@ -104,7 +105,7 @@ describe.skipIf(db === undefined)('outbox and dispatcher on Postgres', () => {
         throw new Error('connection reset after send')
       }
     }
-    const options = { pool, schema, batchSize: 200, maxAttempts: 25, backoff: { baseMs: 1, maxMs: 20 }, deliver }
+    const options = { store, batchSize: 200, maxAttempts: 25, backoff: { baseMs: 1, maxMs: 20 }, deliver }
     const [a, b] = [createDispatcher(options), createDispatcher(options)]
     const deadline = Date.now() + 30_000
     while ((await a.pending()) > 0) {
@@ -115,7 +116,7 @@ describe.skipIf(db === undefined)('outbox and dispatcher on Postgres', () => {
     expect(accepted.size).toBe(5_000)
     expect(calls).toBeGreaterThan(5_000)
     expect(failures).toBeGreaterThan(1_000)
-    expect(await listDeadLetters(pool, { source: 'outbox', schema })).toEqual([])
+    expect(await listDeadLetters(store, { source: 'outbox' })).toEqual([])
     const { rows } = await pool.query(`SELECT count(*)::int AS n, max(attempts) AS most FROM "${schema}".idem_outbox WHERE delivered_at IS NOT NULL`)
     expect(rows[0].n).toBe(5_000)
     expect(rows[0].most).toBeGreaterThan(1)
@@ -130,8 +131,7 @@ describe.skipIf(db === undefined)('outbox and dispatcher on Postgres', () => {
     client.release()
     const delivered: string[] = []
     const dispatcher = createDispatcher({
-      pool,
-      schema,
+      store,
       maxAttempts: 3,
       backoff: () => 0,
       deliver: async (row) => {
@@ -147,7 +147,7 @@ describe.skipIf(db === undefined)('outbox and dispatcher on Postgres', () => {
     }
     expect(delivered.sort()).toEqual(['effect-0', 'effect-1', 'effect-2'])
     expect(totals).toEqual({ deadLettered: 1, retried: 2 })
-    const letters = await listDeadLetters(pool, { source: 'outbox', name: 'webhook', schema })
+    const letters = await listDeadLetters(store, { source: 'outbox', name: 'webhook' })
     expect(letters).toMatchObject([{ messageKey: 'hook-1', attempts: 3, lastError: 'Error: partner answered 410 (attempt 3)', payload: { url: 'https://partner.invalid/hook' } }])
     expect(await dispatcher.pending()).toBe(0)
   })
@@ -157,7 +157,7 @@ describe.skipIf(db === undefined)('outbox and dispatcher on Postgres', () => {
     const claim = postgresSql.outboxClaim(schema, 10, 'dead-dispatcher', 300, null)
     expect((await pool.query(claim.text, claim.values)).rows).toHaveLength(1)
     const seen: OutboxRow[] = []
-    const dispatcher = createDispatcher({ pool, schema, deliver: async (row) => void seen.push(row) })
+    const dispatcher = createDispatcher({ store, deliver: async (row) => void seen.push(row) })
     expect((await dispatcher.runOnce()).claimed).toBe(0)
     await new Promise((resolve) => setTimeout(resolve, 350))
     expect((await dispatcher.runOnce()).delivered).toBe(1)
@@ -170,7 +170,7 @@ describe.skipIf(db === undefined)('outbox and dispatcher on Postgres', () => {
   it('start() dispatches in the background until stop()', async () => {
     await fill(120)
     const seen = new Set<string>()
-    const dispatcher = createDispatcher({ pool, schema, batchSize: 50, pollMs: 10, deliver: async (row) => void seen.add(row.dedupeKey) })
+    const dispatcher = createDispatcher({ store, batchSize: 50, pollMs: 10, deliver: async (row) => void seen.add(row.dedupeKey) })
     dispatcher.start()
     const deadline = Date.now() + 10_000
     while (seen.size < 120 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 10))
@@ -180,15 +180,16 @@ describe.skipIf(db === undefined)('outbox and dispatcher on Postgres', () => {
 
   it('validates its options at creation, naming the option', () => {
     const deliver = async () => {}
-    const bad: [object, RegExp][] = [
-      [{ deliver }, /exactly one of "pool".*"db"/],
-      [{ pool, deliver: 'x' }, /"deliver"/],
-      [{ pool, deliver, batchSize: 0 }, /"batchSize"/],
-      [{ pool, deliver, maxAttempts: 0 }, /"maxAttempts"/],
-      [{ pool, deliver, backoff: { baseMs: 10, maxMs: 5 } }, /"backoff.maxMs"/],
-      [{ pool, deliver, schema: 'a;b' }, /"schema"/],
+    const bad: [() => unknown, RegExp][] = [
+      [() => createDispatcher({ deliver } as never), /option "store" is required/],
+      [() => createDispatcher({ store: pool, deliver } as never), /has no outbox table/],
+      [() => createDispatcher({ store, deliver: 'x' } as never), /"deliver"/],
+      [() => createDispatcher({ store, deliver, batchSize: 0 }), /"batchSize"/],
+      [() => createDispatcher({ store, deliver, maxAttempts: 0 }), /"maxAttempts"/],
+      [() => createDispatcher({ store, deliver, backoff: { baseMs: 10, maxMs: 5 } }), /"backoff.maxMs"/],
+      [() => createDispatcher({ store: postgresStore({ pool, schema: 'a;b' }), deliver }), /"schema"/],
     ]
-    for (const [options, message] of bad) expect(() => createDispatcher(options as never)).toThrow(message)
+    for (const [make, message] of bad) expect(make).toThrow(message)
     expect(() => outbox.add(pool, { topic: '', payload: 1, dedupeKey: 'k' })).toThrow(InvalidOptionError)
     expect(() => outbox.add(pool, { topic: 't', payload: undefined, dedupeKey: 'k' })).toThrow(/"payload"/)
   })
@@ -216,14 +217,14 @@ describe('outbox and dispatcher on SQLite (a real file)', () => {
 
   it('queues inside the engine transaction and dispatches with retries and dead letters', async () => {
     const idem = createIdem({ store })
-    const outbox = createOutbox()
+    const outbox = createOutbox({ store })
     for (const key of ['a', 'b', 'a']) {
       await idem.run({ scope: 's', key, input: key }, (tx) => outbox.add(tx, { topic: key === 'b' ? 'broken' : 'email', payload: { key }, dedupeKey: key }))
     }
     expect(() => outbox.add(sqlite, { topic: 't', payload: 1, dedupeKey: 'outside' })).toThrow(/no open transaction/)
     const delivered: string[] = []
     const dispatcher = createDispatcher({
-      db: sqlite,
+      store,
       maxAttempts: 2,
       backoff: () => 0,
       deliver: async (row) => {
@@ -241,12 +242,12 @@ describe('outbox and dispatcher on SQLite (a real file)', () => {
     await dispatcher.drain()
     expect(delivered.sort()).toEqual(['a', 'c'])
     expect(await dispatcher.pending()).toBe(0)
-    expect(await listDeadLetters(sqlite, { source: 'outbox' })).toMatchObject([{ messageKey: 'b', attempts: 2, lastError: 'Error: no route' }])
+    expect(await listDeadLetters(store, { source: 'outbox' })).toMatchObject([{ messageKey: 'b', attempts: 2, lastError: 'Error: no route' }])
   })
   it('pending() never counts a row whose transaction is still open (it may roll back)', async () => {
     const idem = createIdem({ store })
-    const outbox = createOutbox()
-    const dispatcher = createDispatcher({ db: sqlite, deliver: async () => {} })
+    const outbox = createOutbox({ store })
+    const dispatcher = createDispatcher({ store, deliver: async () => {} })
     const topic = unique('pending')
     const before = await dispatcher.pending()
     let letGo!: () => void
@@ -267,7 +268,7 @@ describe('outbox and dispatcher on SQLite (a real file)', () => {
 
   it('gets its turn on a connection kept busy by engine calls (it queues with them instead of waiting for a gap)', async () => {
     const idem = createIdem({ store })
-    const outbox = createOutbox()
+    const outbox = createOutbox({ store })
     const topic = unique('busy')
     for (let i = 0; i < 20; i++) await idem.run({ scope: 'busy', key: `${topic}-${i}`, input: i }, (tx) => outbox.add(tx, { topic, payload: i, dedupeKey: `${topic}-${i}` }))
     // Eight callers whose functions await: the connection is inside a transaction nearly
@@ -285,7 +286,7 @@ describe('outbox and dispatcher on SQLite (a real file)', () => {
     try {
       await new Promise((resolve) => setTimeout(resolve, 50))
       const delivered: string[] = []
-      const dispatcher = createDispatcher({ db: sqlite, deliver: async (row) => void delivered.push(row.dedupeKey) })
+      const dispatcher = createDispatcher({ store, deliver: async (row) => void delivered.push(row.dedupeKey) })
       const before = calls
       const round = await dispatcher.runOnce()
       expect(round).toMatchObject({ claimed: 20, delivered: 20 })

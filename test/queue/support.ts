@@ -75,7 +75,7 @@ export async function seedScenario(broker: BrokerHarness, db: TestSchema): Promi
   await pool.query(`CREATE TABLE "${schema}".${table} (id text PRIMARY KEY, claim_id text NOT NULL, n integer NOT NULL, text text NOT NULL)`)
   const store = postgresStore({ pool, schema })
   const inbox = createInbox<PgClient, { claimId: string; chunks: string[] }>({ store, consumer: unique('intake') })
-  const outbox = createOutbox({ schema })
+  const outbox = createOutbox({ store })
   let handlerRuns = 0
   const handler = async (tx: PgClient, message: { body: { claimId: string; chunks: string[] } }) => {
     handlerRuns++
@@ -123,7 +123,7 @@ export async function seedScenario(broker: BrokerHarness, db: TestSchema): Promi
 
   // The mail deliverer (an email provider that would honour the idempotency key).
   const emails: OutboxRow[] = []
-  const dispatcher = createDispatcher({ pool, schema, deliver: async (row) => void emails.push(row) })
+  const dispatcher = createDispatcher({ store, deliver: async (row) => void emails.push(row) })
   await dispatcher.drain()
   expect(emails).toHaveLength(1)
   expect(emails[0]).toMatchObject({ topic: 'email', dedupeKey: `claim-received:${claimId}`, payload: { template: 'claim-received', claimId } })

@@ -32,4 +32,4 @@ export {
 } from '../problem.js'
 export { webhookReceiver, type WebhookEvent, type WebhookEventId, type WebhookReceiverOptions } from '../webhook.js'
 export { REPLAYED_HEADER, type StoredResponse } from '../stored-response.js'
-export { putResponse, deleteResponse, type PutResult } from '../natural.js'
+export { putResponse, deleteResponse, type PutResult } from '../natural-idempotency.js'

@@ -9,7 +9,7 @@
 import { InvalidOptionError } from '../../core/errors/invalid-option.js'
 import { assertCount, assertDuration } from '../../core/validate.js'
 import type { DeliveryContext, OutboxRow } from '../dispatcher.js'
-import { Limiter } from '../settle.js'
+import { Limiter } from '../limiter.js'
 import type { Delivery, MessageSource, Subscription } from '../source.js'
 
 /** The parts of a `JsMsg` the adapter uses. */

@@ -9,7 +9,9 @@
 import { InvalidOptionError } from '../../core/errors/invalid-option.js'
 import { assertCount, assertDuration, assertName } from '../../core/validate.js'
 import type { DeliveryContext, OutboxRow } from '../dispatcher.js'
-import { Limiter, textHeaders, Timers } from '../settle.js'
+import { Limiter } from '../limiter.js'
+import { NackTimers } from '../nack-timers.js'
+import { textHeaders } from '../text-headers.js'
 import type { Delivery, MessageSource, Subscription } from '../source.js'
 
 /** The parts of an amqplib message the adapter reads. */
@@ -65,7 +67,7 @@ export function rabbitmqSource({ channel, queue, prefetch = 20, maxNackDelayMs =
     name: `rabbitmq:${queue}`,
     async subscribe(onDelivery): Promise<Subscription> {
       const running = new Limiter(prefetch)
-      const timers = new Timers()
+      const timers = new NackTimers()
       await channel.prefetch(prefetch)
       const { consumerTag } = await channel.consume(queue, (message) => {
         // null: the broker cancelled the consumer (queue deleted); nothing to settle.
@@ -83,7 +85,7 @@ export function rabbitmqSource({ channel, queue, prefetch = 20, maxNackDelayMs =
   }
 }
 
-function toDelivery(channel: AmqpChannel, message: AmqpMessage, timers: Timers, maxNackDelayMs: number): Delivery {
+function toDelivery(channel: AmqpChannel, message: AmqpMessage, timers: NackTimers, maxNackDelayMs: number): Delivery {
   const headers = textHeaders(message.properties.headers)
   // Quorum queues count earlier deliveries in x-delivery-count.
   const previous = Number(headers['x-delivery-count'])

@@ -11,7 +11,8 @@
 import { InvalidOptionError } from '../../core/errors/invalid-option.js'
 import { assertCount, assertDuration, assertName } from '../../core/validate.js'
 import type { DeliveryContext, OutboxRow } from '../dispatcher.js'
-import { Limiter, Timers } from '../settle.js'
+import { Limiter } from '../limiter.js'
+import { NackTimers } from '../nack-timers.js'
 import type { Delivery, MessageSource, Subscription } from '../source.js'
 
 /** The one method the adapter needs: ioredis's `call`. */
@@ -100,7 +101,7 @@ export function redisStreamSource({
       // Blocking reads get a connection of their own, so acks never queue behind them.
       const reader = redis.duplicate()
       const running = new Limiter(count)
-      const timers = new Timers()
+      const timers = new NackTimers()
       let stopped = false
       let lastClaim = 0
       let cursor = '0-0'

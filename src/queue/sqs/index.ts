@@ -20,7 +20,7 @@ import { createHash } from 'node:crypto'
 import { InvalidOptionError } from '../../core/errors/invalid-option.js'
 import { assertCount, assertName } from '../../core/validate.js'
 import type { DeliveryContext, OutboxRow } from '../dispatcher.js'
-import { Limiter } from '../settle.js'
+import { Limiter } from '../limiter.js'
 import type { Delivery, MessageSource, Subscription } from '../source.js'
 
 /** An `SQSClient`, typed by its one method. */

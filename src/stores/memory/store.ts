@@ -1,7 +1,14 @@
 import { StoreUnavailableError } from '../../core/errors/store-unavailable.js'
-import { KeyGate } from '../../core/key-gate.js'
+import { KeyGate } from '../key-gate.js'
 import { keyId } from '../../core/key.js'
-import type { BeginRequest, Claim, KeyRecord, NewRecord, Session, Store } from '../../core/store.js'
+import type { BeginRequest, Claim, KeyRecord, KeyStore, NewRecord, Session } from '../../core/store.js'
+import type { DeadLetterRow, WithDeadLetterTable } from '../../queue/dead-letter-table.js'
+import type { PriorFailures, WithInboxTable } from '../../queue/inbox-table.js'
+import { inboxOverKeys } from '../inbox-over-keys.js'
+
+// The collections the inbox's rows live in (read them with `store.collection(name)`).
+const ATTEMPTS = 'idem_inbox_attempts'
+const DEAD_LETTERS = 'idem_dead_letters'
 
 /**
  * The memory store's transaction: a write set of documents, applied all at once on
@@ -14,7 +21,12 @@ export interface MemoryTx {
   get(collection: string, id: string): unknown
 }
 
-export interface MemoryStore extends Store<MemoryTx> {
+/**
+ * The memory store's tables: the engine's keys (`KeyStore`), the inbox (message ids as
+ * keys of scope `inbox:<consumer>`, failure counts and dead letters in collections of
+ * their own) and dead letters.
+ */
+export interface MemoryStore extends KeyStore<MemoryTx>, WithInboxTable<MemoryTx>, WithDeadLetterTable {
   /** The committed documents of a collection (what effects wrote through `tx.set`). */
   collection(name: string): ReadonlyMap<string, unknown>
   /** Makes every later call fail with `StoreUnavailableError`, like a database that went away. */
@@ -99,9 +111,57 @@ export function memoryStore(): MemoryStore {
     }
   }
 
+  let deadLetterSequence = 0
+  const inbox = inboxOverKeys<MemoryTx>(
+    { name: 'memory', begin },
+    {
+      async takeFailures(tx, consumer, key) {
+        const row = tx.get(ATTEMPTS, keyId(consumer, key)) as PriorFailures | null | undefined
+        if (row === undefined || row === null) return undefined
+        tx.set(ATTEMPTS, keyId(consumer, key), null)
+        return row
+      },
+      async deadLetter(tx, consumer, key, letter) {
+        const row: DeadLetterRow = {
+          id: String(++deadLetterSequence),
+          source: 'inbox',
+          name: consumer,
+          messageKey: key,
+          payload: JSON.parse(letter.payload),
+          attempts: letter.attempts,
+          lastError: letter.error,
+          firstSeenAt: letter.firstSeenAt ?? new Date(),
+          deadAt: new Date(),
+        }
+        tx.set(DEAD_LETTERS, row.id.padStart(12, '0'), row)
+      },
+      // Synchronous inside: atomic against every other call.
+      async recordFailure(consumer, key, error) {
+        checkOpen()
+        const id = keyId(consumer, key)
+        const row = table(ATTEMPTS).get(id) as PriorFailures | null | undefined
+        const attempts = (row?.attempts ?? 0) + 1
+        table(ATTEMPTS).set(id, { attempts, lastError: error, firstFailedAt: row?.firstFailedAt ?? new Date() })
+        return attempts
+      },
+    },
+  )
+
   return {
     name: 'memory',
     begin,
+    inbox,
+    deadLetters: {
+      async list({ source, name, limit }) {
+        checkOpen()
+        const rows = [...(collections.get(DEAD_LETTERS)?.values() ?? [])] as DeadLetterRow[]
+        return rows
+          .filter((row) => row.source === source && (name === null || row.name === name))
+          .reverse()
+          .slice(0, limit)
+          .map((row) => structuredClone(row))
+      },
+    },
     collection: (name) => new Map(collections.get(name)),
     close: () => {
       closed = true

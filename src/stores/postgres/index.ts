@@ -1,6 +1,5 @@
 export { postgresStore, type PostgresStore, type PostgresStoreOptions } from './store.js'
 export { migratePostgres, type MigrateResult } from './migrate.js'
 export { migrations, SCHEMA_VERSION, type Migration } from './migrations.js'
-export type { PgClient, PgPool, PgPoolClient, PgQueryResult } from './types.js'
-export * as postgresSql from './sql.js'
+export type { PgClient, PgExecutor, PgPool, PgPoolClient, PgQueryResult } from './types.js'
 export { leasedPostgresStore, type LeasedPostgresStore, type LeasedPostgresStoreOptions } from './leased.js'

@@ -3,7 +3,7 @@ import type { LeaseClaim, LeasedStore } from '../../core/leased/store.js'
 import { migratePostgres, type MigrateResult } from './migrate.js'
 import { pruneExpired, queryOnPool } from './pool-query.js'
 import { warnWithoutConnectTimeout } from './pool-timeout.js'
-import * as sql from './sql.js'
+import * as sql from './sql/index.js'
 import type { PgPool, PgQueryResult } from './types.js'
 
 export interface LeasedPostgresStoreOptions {

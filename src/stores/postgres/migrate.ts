@@ -1,7 +1,7 @@
 import { StoreUnavailableError } from '../../core/errors/store-unavailable.js'
 import { classifyPgError } from './errors.js'
 import { checkOut } from './held-client.js'
-import { quoteSchema } from './sql.js'
+import { quoteSchema } from './sql/index.js'
 import { migrations, SCHEMA_VERSION } from './migrations.js'
 import type { PgPool } from './types.js'
 

@@ -1,4 +1,4 @@
-import { inboxLockId, quoteSchema } from './sql.js'
+import { inboxLockId, quoteSchema } from './sql/index.js'
 
 /** One schema change, as data: applied in order, each once, in one transaction. */
 export interface Migration {

@@ -1,7 +1,7 @@
 import { assertCount } from '../../core/validate.js'
 import { classifyPgError } from './errors.js'
 import { checkOut } from './held-client.js'
-import * as sql from './sql.js'
+import * as sql from './sql/index.js'
 import type { PgPool, PgQueryResult } from './types.js'
 
 /**

@@ -8,7 +8,16 @@ export interface PgQueryResult {
   command: string
 }
 
-export interface PgClient {
+/**
+ * The one method idem runs SQL through in a caller's transaction: `query(text, values)`
+ * with `$n` placeholders. A pg client fits; `fromKysely` and `fromDrizzle` make one of
+ * an ORM's open transaction.
+ */
+export interface PgExecutor {
+  query(text: string, values?: unknown[]): Promise<{ rows: unknown[]; rowCount: number | null }>
+}
+
+export interface PgClient extends PgExecutor {
   // A text holding several statements (no values) resolves to one result per statement.
   query(text: string, values?: unknown[]): Promise<PgQueryResult>
   escapeLiteral(value: string): string

@@ -1,8 +1,7 @@
 import { InvalidOptionError } from '../../core/errors/invalid-option.js'
-import { MigrationRequiredError } from '../../core/errors/migration-required.js'
-import { StoreUnavailableError } from '../../core/errors/store-unavailable.js'
 import { assertCount, assertDuration } from '../../core/validate.js'
 import type { LeaseClaim, LeasedStore } from '../../core/leased/store.js'
+import { classifySqliteError } from './errors.js'
 import * as sql from './sql.js'
 import { sqliteStore } from './store.js'
 import type { SqliteDatabase, SqliteStatement } from './types.js'
@@ -91,7 +90,7 @@ export function leasedSqliteStore({ db, busyTimeoutMs = 5_000 }: LeasedSqliteSto
     try {
       return await inTurn(db, busyTimeoutMs, 'leasedSqliteStore (busyTimeoutMs)', () => work(prepared(), Date.now()), transaction)
     } catch (error) {
-      throw classify(error)
+      throw classifySqliteError(error)
     }
   }
 
@@ -150,19 +149,4 @@ export function leasedSqliteStore({ db, busyTimeoutMs = 5_000 }: LeasedSqliteSto
       }, true),
     release: (scope, key, token) => run((s, now) => s.release.run({ scope, key, token, now }).changes === 1, false),
   }
-}
-
-function classify(error: unknown): unknown {
-  if (!(error instanceof Error) || error instanceof StoreUnavailableError) return error
-  const code = (error as { code?: unknown }).code
-  if (/no such table: idem_(leases|steps)/.test(error.message)) {
-    return new MigrationRequiredError(
-      `idem's leased SQLite tables are missing (${error.message}). Run the migration: \`store.migrate()\` or \`npx idem migrate --sqlite <file>\``,
-      { cause: error },
-    )
-  }
-  if (error.message.includes('database connection is not open') || (typeof code === 'string' && code.startsWith('SQLITE_'))) {
-    return new StoreUnavailableError(`SQLite is unavailable: ${error.message}`, { cause: error })
-  }
-  return error
 }

@@ -1,10 +1,18 @@
 import { InvalidOptionError } from '../../core/errors/invalid-option.js'
-import { MigrationRequiredError } from '../../core/errors/migration-required.js'
-import { StoreUnavailableError } from '../../core/errors/store-unavailable.js'
 import { assertCount, assertDuration } from '../../core/validate.js'
-import { KeyGate } from '../../core/key-gate.js'
+import { KeyGate } from '../key-gate.js'
 import { keyId } from '../../core/key.js'
-import type { BeginRequest, Claim, KeyRecord, NewRecord, Session, Store } from '../../core/store.js'
+import type { BeginRequest, Claim, KeyRecord, KeyStore, NewRecord, Session } from '../../core/store.js'
+import type { WithOnceTable } from '../../data/once-table.js'
+import type { WithDeadLetterTable } from '../../queue/dead-letter-table.js'
+import type { WithInboxTable } from '../../queue/inbox-table.js'
+import type { WithOutboxTable } from '../../queue/outbox-table.js'
+import { inboxOverKeys } from '../inbox-over-keys.js'
+import { sqliteDeadLetterTable } from './dead-letter-table.js'
+import { forgetStatements, guard } from './errors.js'
+import { sqliteInboxRows } from './inbox-rows.js'
+import { sqliteOnceTable } from './once-table.js'
+import { sqliteOutboxTable } from './outbox-table.js'
 import { sqliteMigrations, SQLITE_SCHEMA_VERSION } from './migrations.js'
 import * as sql from './sql.js'
 import type { SqliteDatabase, SqliteStatement } from './types.js'
@@ -23,7 +31,17 @@ export interface SqliteStoreOptions {
   busyTimeoutMs?: number
 }
 
-export interface SqliteStore extends Store<SqliteDatabase> {
+/**
+ * Every table idem keeps in one SQLite database, behind the ports its front ends use:
+ * the engine's keys (`KeyStore`), the inbox (message ids as keys of scope
+ * `inbox:<consumer>`, failure counts, dead letters), the outbox, dead letters and `once`.
+ */
+export interface SqliteStore
+  extends KeyStore<SqliteDatabase>,
+    WithInboxTable<SqliteDatabase>,
+    WithOutboxTable<SqliteDatabase, boolean>,
+    WithDeadLetterTable,
+    WithOnceTable<SqliteDatabase, boolean> {
   /** Creates or upgrades idem's tables. */
   migrate(): { from: number; to: number; applied: number[] }
   /**
@@ -220,6 +238,7 @@ export function sqliteStore({ db, busyTimeoutMs = 5_000 }: SqliteStoreOptions): 
         }
         db.exec('COMMIT')
         statements = undefined
+        forgetStatements(db)
         return { from, to: SQLITE_SCHEMA_VERSION, applied }
       } catch (error) {
         rollbackQuietly()
@@ -268,32 +287,15 @@ export function sqliteStore({ db, busyTimeoutMs = 5_000 }: SqliteStoreOptions): 
     }
   }
 
-  return { name: 'sqlite', begin, migrate, prune, transaction }
-}
-
-/** Runs a store statement, mapping driver errors to idem's typed errors. */
-function guard<T>(work: () => T): T {
-  try {
-    return work()
-  } catch (error) {
-    throw classifySqliteError(error)
+  return {
+    name: 'sqlite',
+    begin,
+    inbox: inboxOverKeys({ name: 'sqlite', begin }, sqliteInboxRows(db, busyTimeoutMs)),
+    outbox: sqliteOutboxTable(db),
+    deadLetters: sqliteDeadLetterTable(db),
+    once: sqliteOnceTable(),
+    migrate,
+    prune,
+    transaction,
   }
-}
-
-function classifySqliteError(error: unknown): unknown {
-  if (!(error instanceof Error)) return error
-  const code = (error as { code?: unknown }).code
-  if (/no such table: idem_keys/.test(error.message)) {
-    return new MigrationRequiredError(
-      `idem's SQLite table is missing (${error.message}). Run the migration: \`store.migrate()\` or \`npx idem migrate --sqlite <file>\``,
-      { cause: error },
-    )
-  }
-  if (error.message.includes('database connection is not open')) {
-    return new StoreUnavailableError(`SQLite is unavailable: ${error.message}`, { cause: error })
-  }
-  if (code === 'SQLITE_BUSY' || code === 'SQLITE_LOCKED' || code === 'SQLITE_IOERR' || code === 'SQLITE_CANTOPEN' || code === 'SQLITE_FULL') {
-    return new StoreUnavailableError(`SQLite is unavailable: ${error.message} (${code})`, { cause: error })
-  }
-  return error
 }

@@ -1,5 +1,5 @@
 import { StoreUnavailableError } from '../../core/errors/store-unavailable.js'
-import { Mutex } from '../../core/key-gate.js'
+import { Mutex } from '../key-gate.js'
 import type { SqliteDatabase } from './types.js'
 
 const writers = new WeakMap<SqliteDatabase, Mutex>()

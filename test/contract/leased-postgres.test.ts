@@ -2,7 +2,8 @@ import pg from 'pg'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { leasedPostgresStore, type LeasedPostgresStore } from '../../src/stores/postgres/index.js'
 import { testSchema, type TestSchema } from '../support/postgres.js'
-import { itFulfilsTheLeasedStoreContract } from './contract.js'
+import { leasedStoreContract } from '../../src/testing/index.js'
+import { itFulfils } from '../support/contract.js'
 
 const db = await testSchema('idem_leased_contract', 20)
 
@@ -19,7 +20,7 @@ describe.skipIf(db === undefined)('postgres leased store contract', () => {
     await db?.drop()
   })
 
-  itFulfilsTheLeasedStoreContract(() => ({
+  itFulfils(leasedStoreContract(() => ({
     store,
     unavailableStore: () => {
       // Nothing listens on port 1: connecting is refused at once.
@@ -27,7 +28,7 @@ describe.skipIf(db === undefined)('postgres leased store contract', () => {
       closed.push(down)
       return leasedPostgresStore({ pool: down, schema })
     },
-  }))
+  })))
 
   it('prune deletes expired leased keys in bounded batches and keeps live ones', async () => {
     for (let i = 0; i < 7; i++) {

@@ -1,15 +1,16 @@
 import { describe } from 'vitest'
 import { memoryLeasedStore } from '../../src/stores/memory/index.js'
-import { itFulfilsTheLeasedStoreContract } from './contract.js'
+import { leasedStoreContract } from '../../src/testing/index.js'
+import { itFulfils } from '../support/contract.js'
 
 describe('memory leased store contract', () => {
   const store = memoryLeasedStore()
-  itFulfilsTheLeasedStoreContract(() => ({
+  itFulfils(leasedStoreContract(() => ({
     store,
     unavailableStore: () => {
       const closed = memoryLeasedStore()
       closed.close()
       return closed
     },
-  }))
+  })))
 })

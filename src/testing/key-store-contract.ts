@@ -6,18 +6,18 @@ import { InFlightError } from '../core/errors/in-flight.js'
 import { OutcomeNotSerializableError } from '../core/errors/outcome-not-serializable.js'
 import { StoreUnavailableError } from '../core/errors/store-unavailable.js'
 import { discard } from '../core/result.js'
-import type { Store } from '../core/store.js'
+import type { KeyStore } from '../core/store.js'
 
 /** What a store author supplies to run the contract against their store. */
 export interface StoreHarness<Tx> {
   /** A migrated store, isolated from other test runs (its own schema, file or prefix). */
-  store: Store<Tx>
+  store: KeyStore<Tx>
   /** Writes one effect row tagged `id` through the transaction. */
   writeEffect(tx: Tx, id: string): void | Promise<void>
   /** Counts committed effect rows tagged `id`. */
   countEffects(id: string): number | Promise<number>
   /** A store of the same kind whose backend is down (closed pool, closed file, closed port). */
-  unavailableStore(): Store<Tx> | Promise<Store<Tx>>
+  unavailableStore(): KeyStore<Tx> | Promise<KeyStore<Tx>>
 }
 
 export interface ContractCase {
@@ -25,22 +25,16 @@ export interface ContractCase {
   run(): Promise<void>
 }
 
-/** A case, and whether it needs a store that keeps outcomes. */
-interface Case extends ContractCase {
-  outcomes?: 'needed'
-}
+type Case = ContractCase
 
 /**
- * The store contract: the behaviour every idem store must have, as plain cases that
- * any test runner can run (`for (const c of storeContract(h)) it(c.name, c.run)`).
- * Each case uses fresh random keys, so cases may share one harness and reruns never
- * collide. `getHarness` is called when a case runs.
- *
- * `keepsOutcomes: false` is for a store that records only that a key ran, with no
- * outcome and no fingerprint (the Postgres store's `inboxIds`): it gets the cases that
- * call with `storeOutcome: false`, and a recorded key must replay whatever the request.
+ * The key-store contract (the `KeyStore` port the transactional engine runs on): the
+ * behaviour every idem store must have, as plain cases that any test runner can run
+ * (`for (const c of keyStoreContract(h)) it(c.name, c.run)`). Each case uses fresh random
+ * keys, so cases may share one harness and reruns never collide. `getHarness` is called
+ * when a case runs, so the harness may be built in a beforeAll hook.
  */
-export function storeContract<Tx>(getHarness: () => StoreHarness<Tx>, { keepsOutcomes = true }: { keepsOutcomes?: boolean } = {}): ContractCase[] {
+export function keyStoreContract<Tx>(getHarness: () => StoreHarness<Tx>): ContractCase[] {
   // Resolved when a case runs, so the harness may be built in a beforeAll hook.
   let harness!: StoreHarness<Tx>
   let idem!: Idem<Tx>
@@ -70,7 +64,6 @@ export function storeContract<Tx>(getHarness: () => StoreHarness<Tx>, { keepsOut
   const cases: Case[] = [
     {
       name: 'a first call runs the function and stores its outcome; a repeat replays it without running',
-      outcomes: 'needed',
       async run() {
         const key = fresh('replay')
         const { calls, fn } = body(key, { orderId: 42, items: ['a', 'b'] })
@@ -84,7 +77,6 @@ export function storeContract<Tx>(getHarness: () => StoreHarness<Tx>, { keepsOut
     },
     {
       name: 'the same key with a different request is a FingerprintMismatchError and runs nothing',
-      outcomes: 'needed',
       async run() {
         const key = fresh('mismatch')
         const { calls, fn } = body(key, 'ok')
@@ -96,7 +88,6 @@ export function storeContract<Tx>(getHarness: () => StoreHarness<Tx>, { keepsOut
     },
     {
       name: 'the same key in two scopes gives two independent executions',
-      outcomes: 'needed',
       async run() {
         const key = fresh('scopes')
         const a = await idem.run({ scope: 'tenant-a', key, input: 1 }, async (tx) => {
@@ -116,7 +107,6 @@ export function storeContract<Tx>(getHarness: () => StoreHarness<Tx>, { keepsOut
     },
     {
       name: 'an expired key counts as new',
-      outcomes: 'needed',
       async run() {
         const key = fresh('expiry')
         const { calls, fn } = body(key, 'v')
@@ -131,7 +121,6 @@ export function storeContract<Tx>(getHarness: () => StoreHarness<Tx>, { keepsOut
     },
     {
       name: '200 concurrent calls with one key: the function runs once and all get the same outcome',
-      outcomes: 'needed',
       async run() {
         const key = fresh('c200')
         const { calls, fn } = body(key, { receipt: key })
@@ -152,7 +141,6 @@ export function storeContract<Tx>(getHarness: () => StoreHarness<Tx>, { keepsOut
     },
     {
       name: '20 keys × 50 concurrent calls: each key runs once',
-      outcomes: 'needed',
       async run() {
         const keys = Array.from({ length: 20 }, (_, i) => fresh(`k${i}`))
         const runs = new Map<string, number>()
@@ -175,7 +163,6 @@ export function storeContract<Tx>(getHarness: () => StoreHarness<Tx>, { keepsOut
     },
     {
       name: 'a thrown error rolls back the effect and the key together; the retry runs',
-      outcomes: 'needed',
       async run() {
         const key = fresh('throw')
         let attempts = 0
@@ -194,7 +181,6 @@ export function storeContract<Tx>(getHarness: () => StoreHarness<Tx>, { keepsOut
     },
     {
       name: 'an outcome without a JSON form is refused and rolled back',
-      outcomes: 'needed',
       async run() {
         const key = fresh('unserialisable')
         await assert.rejects(
@@ -211,7 +197,6 @@ export function storeContract<Tx>(getHarness: () => StoreHarness<Tx>, { keepsOut
     },
     {
       name: 'a discarded outcome is rolled back and returned unstored',
-      outcomes: 'needed',
       async run() {
         const key = fresh('not-stored')
         const { calls, fn } = body(key, { status: 503 })
@@ -228,7 +213,6 @@ export function storeContract<Tx>(getHarness: () => StoreHarness<Tx>, { keepsOut
     },
     {
       name: 'a duplicate that will not wait gets InFlightError while the first runs, then a replay',
-      outcomes: 'needed',
       async run() {
         const key = fresh('inflight')
         const hold = latch()
@@ -257,7 +241,6 @@ export function storeContract<Tx>(getHarness: () => StoreHarness<Tx>, { keepsOut
     },
     {
       name: 'concurrent replays of a stored key never wait for one another (50 at once, waitMs 0)',
-      outcomes: 'needed',
       async run() {
         const key = fresh('replays')
         await idem.run({ scope: 'acct', key, input: 1 }, async () => 'stored')
@@ -272,7 +255,6 @@ export function storeContract<Tx>(getHarness: () => StoreHarness<Tx>, { keepsOut
     },
     {
       name: 'a waiting duplicate replays when the first commits, and runs when the first fails',
-      outcomes: 'needed',
       async run() {
         for (const firstFails of [false, true]) {
           const key = fresh(firstFails ? 'wait-fail' : 'wait-ok')
@@ -299,86 +281,6 @@ export function storeContract<Tx>(getHarness: () => StoreHarness<Tx>, { keepsOut
       },
     },
     {
-      name: 'storeOutcome false: the first call gets its own value, a replay gets null, the function runs once',
-      async run() {
-        const key = fresh('no-outcome')
-        const { calls, fn } = body(key, { receipt: key })
-        const first = await idem.run({ scope: 'acct', key, input: 1, storeOutcome: false }, fn)
-        assert.deepEqual(first, { value: { receipt: key }, replayed: false, stored: true })
-        const again = await idem.run({ scope: 'acct', key, input: 1, storeOutcome: false }, fn)
-        assert.deepEqual(again, { value: null, replayed: true, stored: true })
-        const other = idem.run({ scope: 'acct', key, input: 2, storeOutcome: false }, fn)
-        if (keepsOutcomes) await assert.rejects(other, FingerprintMismatchError)
-        else assert.deepEqual(await other, { value: null, replayed: true, stored: true }, 'an id table has no fingerprint: any request replays')
-        assert.equal(calls.count, 1)
-        assert.equal(await harness.countEffects(key), 1)
-      },
-    },
-    {
-      name: 'storeOutcome false: 100 concurrent calls with one key run it once; a thrown error leaves no key; an expired key is new',
-      async run() {
-        const key = fresh('no-outcome-c100')
-        const { calls, fn } = body(key, 'v')
-        const results = await Promise.all(
-          Array.from({ length: 100 }, () =>
-            idem.run({ scope: 'acct', key, input: 1, storeOutcome: false }, async (tx) => {
-              const value = await fn(tx)
-              await sleep(20)
-              return value
-            }),
-          ),
-        )
-        assert.equal(calls.count, 1)
-        assert.equal(results.filter((r) => !r.replayed).length, 1)
-        assert.equal(await harness.countEffects(key), 1)
-
-        const thrown = fresh('no-outcome-throw')
-        await assert.rejects(
-          idem.run({ scope: 'acct', key: thrown, input: 1, storeOutcome: false }, async (tx) => {
-            await harness.writeEffect(tx, thrown)
-            throw new Error('boom')
-          }),
-          /boom/,
-        )
-        assert.equal(await harness.countEffects(thrown), 0)
-        const retry = await idem.run({ scope: 'acct', key: thrown, input: 1, storeOutcome: false }, async (tx) => {
-          await harness.writeEffect(tx, thrown)
-          return 'ran'
-        })
-        assert.equal(retry.replayed, false)
-
-        const expiring = fresh('no-outcome-expiry')
-        const counted = body(expiring, 'v')
-        await idem.run({ scope: 'acct', key: expiring, input: 1, ttlMs: 40, storeOutcome: false }, counted.fn)
-        await sleep(1_100)
-        const late = await idem.run({ scope: 'acct', key: expiring, input: 2, ttlMs: 40, storeOutcome: false }, counted.fn)
-        assert.equal(late.replayed, false, 'an expired key is new, even with a different request')
-        assert.equal(counted.calls.count, 2)
-      },
-    },
-    {
-      name: 'storeOutcome false: a duplicate that will not wait gets InFlightError while the first runs, one that waits replays',
-      async run() {
-        const key = fresh('no-outcome-inflight')
-        const hold = latch()
-        const started = latch()
-        const first = idem.run({ scope: 'acct', key, input: 1, storeOutcome: false }, async (tx) => {
-          await harness.writeEffect(tx, key)
-          started.open()
-          await hold.wait
-          return 'first'
-        })
-        await started.wait
-        await assert.rejects(idem.run({ scope: 'acct', key, input: 1, waitMs: 0, storeOutcome: false }, async () => 'second'), InFlightError)
-        const waiting = idem.run({ scope: 'acct', key, input: 1, waitMs: 10_000, storeOutcome: false }, async () => 'third')
-        await sleep(50)
-        hold.open()
-        assert.equal((await first).value, 'first')
-        assert.deepEqual(await waiting, { value: null, replayed: true, stored: true })
-        assert.equal(await harness.countEffects(key), 1)
-      },
-    },
-    {
       name: 'awkward keys and scopes are stored exactly and kept apart',
       async run() {
         const suffix = randomUUID().slice(0, 8)
@@ -386,11 +288,10 @@ export function storeContract<Tx>(getHarness: () => StoreHarness<Tx>, { keepsOut
         const scopes = ['acct', `ünïcödé-🧾-${suffix}`, `s`.repeat(1000) + suffix]
         for (const scope of scopes) {
           for (const key of keys) {
-            const storeOutcome = keepsOutcomes
-            const first = await idem.run({ scope, key, input: 1, storeOutcome }, async () => `${scope}|${key}`)
-            const again = await idem.run({ scope, key, input: 1, storeOutcome }, async () => 'never')
+            const first = await idem.run({ scope, key, input: 1 }, async () => `${scope}|${key}`)
+            const again = await idem.run({ scope, key, input: 1 }, async () => 'never')
             if (key.includes(suffix) || scope.includes(suffix)) assert.equal(first.replayed, false)
-            assert.equal(again.value, keepsOutcomes ? first.value : null)
+            assert.equal(again.value, first.value)
             assert.equal(again.replayed, true)
           }
         }
@@ -398,7 +299,6 @@ export function storeContract<Tx>(getHarness: () => StoreHarness<Tx>, { keepsOut
     },
     {
       name: 'a stored outcome is immune to later mutation by the caller',
-      outcomes: 'needed',
       async run() {
         const key = fresh('immutable')
         const original = { lines: [{ sku: 'a', qty: 1 }] }
@@ -415,7 +315,7 @@ export function storeContract<Tx>(getHarness: () => StoreHarness<Tx>, { keepsOut
         const down = createIdem({ store: await harness.unavailableStore(), waitMs: 1_000 })
         let ran = false
         await assert.rejects(
-          down.run({ scope: 'acct', key: fresh('down'), input: 1, storeOutcome: keepsOutcomes }, async () => {
+          down.run({ scope: 'acct', key: fresh('down'), input: 1 }, async () => {
             ran = true
           }),
           StoreUnavailableError,
@@ -424,7 +324,7 @@ export function storeContract<Tx>(getHarness: () => StoreHarness<Tx>, { keepsOut
       },
     },
   ]
-  return cases.filter((c) => keepsOutcomes || c.outcomes !== 'needed').map(({ name, run }) => ({
+  return cases.map(({ name, run }) => ({
     name,
     run: async () => {
       setUp()
@@ -436,3 +336,6 @@ export function storeContract<Tx>(getHarness: () => StoreHarness<Tx>, { keepsOut
 function sleep(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms))
 }
+
+/** The key-store contract's earlier name, kept for one version. @deprecated use `keyStoreContract` */
+export const storeContract = keyStoreContract

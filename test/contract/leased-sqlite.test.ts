@@ -4,7 +4,8 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, describe } from 'vitest'
 import { leasedSqliteStore } from '../../src/stores/sqlite/index.js'
-import { itFulfilsTheLeasedStoreContract } from './contract.js'
+import { leasedStoreContract } from '../../src/testing/index.js'
+import { itFulfils } from '../support/contract.js'
 
 describe('sqlite leased store contract (a real file in WAL mode)', () => {
   const dir = mkdtempSync(join(tmpdir(), 'idem-leased-contract-'))
@@ -17,7 +18,7 @@ describe('sqlite leased store contract (a real file in WAL mode)', () => {
     rmSync(dir, { recursive: true, force: true })
   })
 
-  itFulfilsTheLeasedStoreContract(() => ({
+  itFulfils(leasedStoreContract(() => ({
     store,
     unavailableStore: () => {
       const closed = new Database(join(dir, 'closed.db'))
@@ -26,5 +27,5 @@ describe('sqlite leased store contract (a real file in WAL mode)', () => {
       closed.close()
       return down
     },
-  }))
+  })))
 })

@@ -1,8 +1,9 @@
 import { Redis } from 'ioredis'
 import { afterAll, describe } from 'vitest'
 import { redisStore } from '../../src/stores/redis/index.js'
-import { itFulfilsTheLeasedStoreContract } from './contract.js'
-import { testRedis, type TestRedis } from './support.js'
+import { leasedStoreContract } from '../../src/testing/index.js'
+import { itFulfils } from '../support/contract.js'
+import { testRedis, type TestRedis } from '../leased/support.js'
 
 const redis = await testRedis('contract')
 
@@ -15,7 +16,7 @@ describe.skipIf(redis === undefined)('redis leased store contract', () => {
     await redis?.drop()
   })
 
-  itFulfilsTheLeasedStoreContract(() => ({
+  itFulfils(leasedStoreContract(() => ({
     store,
     unavailableStore: () => {
       // Nothing listens on port 1: every connection attempt is refused.
@@ -23,5 +24,5 @@ describe.skipIf(redis === undefined)('redis leased store contract', () => {
       closed.push(down)
       return redisStore({ client: down, prefix, timeoutMs: 300 })
     },
-  }))
+  })))
 })

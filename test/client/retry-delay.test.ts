@@ -1,16 +1,16 @@
 import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
-import { backoffDelay, createClient, type RetryEvent } from '../../src/client/index.js'
+import { retryDelay, createClient, type RetryEvent } from '../../src/client/index.js'
 import { scriptedFetch } from './fake-fetch.js'
 
-describe('backoffDelay (full jitter)', () => {
+describe('retryDelay (full jitter)', () => {
   const bounds = { baseDelayMs: 100, maxDelayMs: 1_000 }
 
   it('picks uniformly below a ceiling that doubles per attempt and stops at maxDelayMs', () => {
     // random → 1 reaches the ceiling: 100, 200, 400, 800, then capped at 1000.
-    expect([1, 2, 3, 4, 5, 6].map((n) => backoffDelay(n, bounds, 1))).toEqual([100, 200, 400, 800, 1000, 1000])
-    expect([1, 2, 3, 4, 5, 6].map((n) => backoffDelay(n, bounds, 0))).toEqual([0, 0, 0, 0, 0, 0])
-    expect(backoffDelay(3, bounds, 0.25)).toBe(100)
+    expect([1, 2, 3, 4, 5, 6].map((n) => retryDelay(n, bounds, 1))).toEqual([100, 200, 400, 800, 1000, 1000])
+    expect([1, 2, 3, 4, 5, 6].map((n) => retryDelay(n, bounds, 0))).toEqual([0, 0, 0, 0, 0, 0])
+    expect(retryDelay(3, bounds, 0.25)).toBe(100)
   })
 
   it('stays within [0, min(max, base·2^(n−1))] for any attempt, bounds and random', () => {
@@ -22,7 +22,7 @@ describe('backoffDelay (full jitter)', () => {
         fc.double({ min: 0, max: 1, maxExcluded: true, noNaN: true }),
         (attempt, baseDelayMs, extra, random) => {
           const maxDelayMs = baseDelayMs + extra
-          const delay = backoffDelay(attempt, { baseDelayMs, maxDelayMs }, random)
+          const delay = retryDelay(attempt, { baseDelayMs, maxDelayMs }, random)
           const ceiling = baseDelayMs === 0 ? 0 : Math.min(maxDelayMs, baseDelayMs * 2 ** (attempt - 1))
           expect(Number.isFinite(delay)).toBe(true)
           expect(delay).toBeGreaterThanOrEqual(0)
@@ -33,13 +33,13 @@ describe('backoffDelay (full jitter)', () => {
   })
 
   it('clamps a misbehaving injected random into the bounds', () => {
-    expect(backoffDelay(1, bounds, 7)).toBe(100)
-    expect(backoffDelay(1, bounds, -3)).toBe(0)
-    expect(backoffDelay(1, bounds, Number.NaN)).toBe(0)
+    expect(retryDelay(1, bounds, 7)).toBe(100)
+    expect(retryDelay(1, bounds, -3)).toBe(0)
+    expect(retryDelay(1, bounds, Number.NaN)).toBe(0)
   })
 
   it('has no NaN with a zero base at a huge attempt number', () => {
-    expect(backoffDelay(5_000, { baseDelayMs: 0, maxDelayMs: 0 }, 0.5)).toBe(0)
+    expect(retryDelay(5_000, { baseDelayMs: 0, maxDelayMs: 0 }, 0.5)).toBe(0)
   })
 })
 

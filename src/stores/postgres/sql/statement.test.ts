@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest'
-import { execute, inline, lookupPrepared } from './sql.js'
+import { lookupPrepared } from './keys.js'
+import { execute, inline } from './statement.js'
 
 // Quotes the way the driver's escapeLiteral does for plain text.
 const quote = (value: string): string => `'${value.replace(/'/g, "''")}'`

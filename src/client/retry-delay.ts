@@ -8,9 +8,9 @@
  * @param random a number in [0, 1), usually `Math.random()`; injected so tests can pin it
  * @returns milliseconds, in `[0, min(maxDelayMs, baseDelayMs · 2^(attempt−1))]`
  * @see https://aws.amazon.com/blogs/architecture/exponential-backoff-and-jitter/
- * @example backoffDelay(3, { baseDelayMs: 100, maxDelayMs: 10_000 }, 0.5) // → 200
+ * @example retryDelay(3, { baseDelayMs: 100, maxDelayMs: 10_000 }, 0.5) // → 200
  */
-export function backoffDelay(
+export function retryDelay(
   attempt: number,
   { baseDelayMs, maxDelayMs }: { baseDelayMs: number; maxDelayMs: number },
   random: number,

@@ -1,0 +1,107 @@
+/**
+ * The architecture, as rules on imports. `npm test` checks them (test/architecture.test.ts,
+ * or `npm run lint:deps` alone); a forbidden import fails the build.
+ *
+ *   core      key syntax, fingerprint, outcomes, errors (codes only), the two engines,
+ *             the KeyStore and LeasedStore ports, the event stream. Imports nothing of idem's.
+ *   stores    one folder per backend (postgres, sqlite, memory, redis): the only code that
+ *             knows a driver, its SQL and its error codes. Implements the ports: core's,
+ *             and the queue's and data's *-table.ts.
+ *   http      the Fetch-standard middleware, its adapters, problem+json, the webhook receiver.
+ *   queue     inbox, outbox, dispatcher over their ports; broker adapters.
+ *   data      content ids, upserts, memo, once, reconcile.
+ *   client    the retrying fetch wrapper: runs in apps that call idem'd servers.
+ *   ops       metrics exporters, subscribers of the event stream.
+ *   testing   contract suites and fault proxies (idem/testing).
+ *   cli       the `idem` command: may use everything.
+ */
+const PORTS = '^src/(queue/(inbox|outbox|dead-letter)-table|data/once-table)[.]ts$'
+
+module.exports = {
+  forbidden: [
+    {
+      name: 'core-is-pure',
+      comment: 'core knows no store, framework, broker or front end: everything else depends on it, never the other way',
+      severity: 'error',
+      from: { path: '^src/core/' },
+      to: { path: '^src/(?!core/)' },
+    },
+    {
+      name: 'front-ends-know-no-driver',
+      comment: 'http, queue, data and ops reach stores through ports only (core/store.ts, core/leased/store.ts, queue/*-table.ts, data/once-table.ts)',
+      severity: 'error',
+      from: { path: '^src/(http|queue|data|ops)/' },
+      to: { path: '^src/stores/' },
+    },
+    {
+      name: 'queue-knows-no-http',
+      comment: 'the queue runs in workers; HTTP (the webhook receiver included) builds on the queue, not the reverse',
+      severity: 'error',
+      from: { path: '^src/queue/' },
+      to: { path: '^src/(http|cli|client|ops|testing)/' },
+    },
+    {
+      name: 'data-stands-alone',
+      comment: 'data helpers use core and their own ports only',
+      severity: 'error',
+      from: { path: '^src/data/' },
+      to: { path: '^src/(http|queue|cli|client|ops|testing)/' },
+    },
+    {
+      name: 'http-is-a-front-end',
+      comment: 'http uses core and the queue (the webhook receiver), never the CLI, client or test tools',
+      severity: 'error',
+      from: { path: '^src/http/' },
+      to: { path: '^src/(cli|client|ops|testing|data)/' },
+    },
+    {
+      name: 'client-has-no-server-code',
+      comment: 'the client runs in apps that call servers: only core (key syntax, errors) and itself',
+      severity: 'error',
+      from: { path: '^src/client/' },
+      to: { path: '^src/(?!client/|core/)' },
+    },
+    {
+      name: 'stores-implement-ports-only',
+      comment: 'a store may import core, the shared store helpers, its own folder, and the port types of queue and data',
+      severity: 'error',
+      from: { path: '^src/stores/' },
+      to: { path: '^src/(http|cli|client|ops|testing)/|^src/(queue|data)/', pathNot: PORTS },
+    },
+    {
+      name: 'one-driver-per-store',
+      comment: 'a store folder never imports another store folder',
+      severity: 'error',
+      from: { path: '^src/stores/([^/]+)/' },
+      to: { path: '^src/stores/([^/]+)/', pathNot: '^src/stores/$1/' },
+    },
+    {
+      name: 'ops-subscribes',
+      comment: 'metrics exporters read the event stream: core only',
+      severity: 'error',
+      from: { path: '^src/ops/' },
+      to: { path: '^src/(?!ops/|core/)' },
+    },
+    {
+      name: 'nothing-imports-the-outside',
+      comment: 'the library never imports its examples, benches or tests',
+      severity: 'error',
+      from: { path: '^src/' },
+      to: { path: '^(examples|bench|test)/' },
+    },
+    {
+      name: 'no-circular',
+      severity: 'error',
+      from: {},
+      to: { circular: true },
+    },
+  ],
+  options: {
+    // TypeScript 7 ships no compiler API: swc parses the sources, type-only imports included.
+    parser: 'swc',
+    tsPreCompilationDeps: true,
+    doNotFollow: { path: 'node_modules' },
+    exclude: { path: '[.]test[.]ts$' },
+    enhancedResolveOptions: { extensions: ['.ts', '.js'] },
+  },
+}

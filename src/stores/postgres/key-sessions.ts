@@ -1,0 +1,218 @@
+import { InvalidOptionError } from '../../core/errors/invalid-option.js'
+import type { BeginRequest, Claim, KeyRecord, NewRecord, Session } from '../../core/store.js'
+import { classifyPgError } from './errors.js'
+import { checkOut, type HeldClient } from './held-client.js'
+import { RecentKeys } from './recent-keys.js'
+import * as sql from './sql/index.js'
+import type { PgClient, PgPool, PgPoolClient, PgQueryResult } from './types.js'
+import { inlined, wireFor } from './wire.js'
+
+/** What the sessions are opened with: the store's options. */
+export interface Settings {
+  pool: PgPool
+  schema: string
+  isolation: sql.Isolation
+  preparedStatements: boolean
+}
+
+/**
+ * A claim, and when the call stores no outcome (the inbox's), its record: known before
+ * the call runs, so it is written with the claim in one round trip (`mark`), and
+ * nothing is left to write at commit.
+ */
+export interface SessionRequest extends BeginRequest<PgClient> {
+  record?: { fingerprint: string; ttlMs: number } | undefined
+}
+
+export interface KeySessions {
+  begin(request: SessionRequest): Promise<Session<PgClient>>
+}
+
+/**
+ * The transactional store's sessions over one key table (see `sql.KeyTable`): the
+ * `KeyStore` of `idem_keys`, and the inbox's claims on `idem_inbox`.
+ */
+export function keySessions({ pool, schema, isolation, preparedStatements }: Settings, table: sql.KeyTable): KeySessions {
+  const beginText = sql.begin(isolation)
+  const fail = (error: unknown): unknown => classifyPgError(error, schema)
+  const { claim: claimStatement, save: saveStatement, mark: markStatement, lookup: lookupStatement } = table.prepared
+  const wire = wireFor(preparedStatements, [claimStatement, saveStatement, markStatement, lookupStatement])
+  const sendWith = wire.send
+  const recorded = new RecentKeys(RECENT_KEYS)
+
+  async function begin({ scope, key, waitMs, tx, record }: SessionRequest): Promise<Session<PgClient>> {
+    // A table without outcomes has no record to read: a found key is the caller's own.
+    if (!table.keepsOutcomes && record === undefined) {
+      throw new InvalidOptionError('postgresStore: the inbox id table keeps no outcomes; claim its ids with their record')
+    }
+    const known: KeyRecord | undefined = table.keepsOutcomes ? undefined : { fingerprint: record!.fingerprint, outcome: 'null' }
+    if (tx !== undefined) return joinedSession(tx, scope, key, waitMs, known)
+    const client = await checkOut(pool, schema)
+    try {
+      // A retry of a key this store recorded is most likely answered by its record: read
+      // it outside any transaction, one round trip and nothing to end afterwards.
+      if (recorded.has(scope, key)) {
+        const found = await lookup(client, scope, key, known)
+        if (found !== undefined) {
+          client.release()
+          return answeredSession(client.client, found)
+        }
+        recorded.delete(scope, key)
+      }
+      // A call that stores no outcome writes its record with the claim (READ COMMITTED
+      // only: the stricter levels keep the usual path, which handles their stale snapshots).
+      if (record !== undefined && isolation === 'read committed') return await markedSession(client, scope, key, waitMs, record, known)
+      const first = await sendWith(client, beginText, claimStatement, table.claim(scope, key, waitMs))
+      return ownedSession(client, toClaim(first.result, known), scope, key, first.prepared)
+    } catch (error) {
+      await endClient(client, 'ROLLBACK', error)
+      throw fail(error)
+    }
+  }
+
+  /**
+   * BEGIN and `mark` in one round trip: a new key is claimed with its record already
+   * written, so the commit is a bare COMMIT. Otherwise (a stored key, or another call
+   * holding it) a second round trip claims it the usual way, in the same transaction,
+   * and any record is then written at commit as usual.
+   */
+  async function markedSession(
+    client: HeldClient,
+    scope: string,
+    key: string,
+    waitMs: number,
+    record: NonNullable<SessionRequest['record']>,
+    known: KeyRecord | undefined,
+  ): Promise<Session<PgClient>> {
+    const first = await sendWith(client, beginText, markStatement, table.mark(scope, key, record.fingerprint, record.ttlMs))
+    if (first.result.rowCount === 1) return ownedSession(client, { state: 'new' }, scope, key, first.prepared, true)
+    const claim = toClaim(await client.query(inlined(client, table.claim(scope, key, waitMs))), known)
+    return ownedSession(client, claim, scope, key, first.prepared)
+  }
+
+  /** The key's live record, read on its own (no transaction, no lock), if there is one. */
+  async function lookup(client: HeldClient, scope: string, key: string, known: KeyRecord | undefined): Promise<KeyRecord | undefined> {
+    const { result } = await sendWith(client, '', lookupStatement, table.lookup(scope, key))
+    const row = result.rows[0] as KeyRecord | undefined
+    return row === undefined ? undefined : (known ?? row)
+  }
+
+  function ownedSession(client: HeldClient, claim: Claim, scope: string, key: string, prepared: boolean, marked = false): Session<PgClient> {
+    let ended = false
+    return {
+      tx: client.client,
+      claim,
+      joined: false,
+      lost: () => client.lost,
+      async commit(record: NewRecord) {
+        ended = true
+        try {
+          // A marked claim wrote the record already.
+          await client.query(marked ? 'COMMIT' : `${inlined(client, saveFor(scope, key, record, prepared))}; COMMIT`)
+        } catch (error) {
+          await endClient(client, 'ROLLBACK', error)
+          throw fail(error)
+        }
+        client.release()
+        recorded.add(scope, key)
+      },
+      async rollback() {
+        if (ended) return
+        ended = true
+        await endClient(client, 'ROLLBACK')
+      },
+    }
+  }
+
+  /** A retry answered by `lookup`: its client is back in the pool, and there is nothing to end. */
+  function answeredSession(client: PgPoolClient, record: KeyRecord): Session<PgClient> {
+    return {
+      tx: client,
+      claim: { state: 'found', record },
+      joined: false,
+      async commit() {
+        throw new Error('postgresStore: a replayed key has nothing to commit')
+      },
+      async rollback() {},
+    }
+  }
+
+  async function joinedSession(
+    tx: PgClient,
+    scope: string,
+    key: string,
+    waitMs: number,
+    known: KeyRecord | undefined,
+  ): Promise<Session<PgClient>> {
+    if (typeof tx.query !== 'function') throw new InvalidOptionError('run: option "tx" must be a pg client inside an open transaction')
+    const statement = table.claim(scope, key, waitMs)
+    let claim: Claim
+    try {
+      claim = toClaim(await tx.query(statement.text, statement.values), known)
+    } catch (error) {
+      throw fail(error)
+    }
+    return {
+      tx,
+      claim,
+      joined: true,
+      async commit(record: NewRecord) {
+        const statement = save(scope, key, record)
+        try {
+          await tx.query(statement.text, statement.values)
+        } catch (error) {
+          throw fail(error)
+        }
+      },
+      async rollback() {},
+    }
+  }
+
+  function save(scope: string, key: string, record: NewRecord): sql.Statement {
+    return table.save(scope, key, record.fingerprint, record.outcome, record.ttlMs)
+  }
+
+  /**
+   * The record's INSERT for a transaction the store opened: prepared only when the
+   * transaction's claim ran prepared (both were prepared together, and a transaction
+   * stays on its server connection).
+   */
+  function saveFor(scope: string, key: string, record: NewRecord, prepared: boolean): sql.Statement {
+    const plain = save(scope, key, record)
+    return prepared ? sql.execute(saveStatement, plain.values) : plain
+  }
+
+  return { begin }
+}
+
+// Enough for the retries of the last seconds of a busy service, in about a megabyte at most.
+const RECENT_KEYS = 10_000
+
+/** Reads a claim's row; `known` is the record of a found key in a table without outcomes. */
+function toClaim(result: PgQueryResult, known: KeyRecord | undefined): Claim {
+  const row = result.rows[0] as { state: string; fingerprint: string | null; outcome: string | null } | undefined
+  switch (row?.state) {
+    case 'new':
+      return { state: 'new' }
+    case 'found':
+      return { state: 'found', record: known ?? { fingerprint: row.fingerprint!, outcome: row.outcome! } }
+    case 'locked':
+      return { state: 'locked' }
+    case 'stale':
+      return { state: 'stale' }
+    default:
+      throw new Error(`idem_claim returned an unexpected row: ${JSON.stringify(row)}`)
+  }
+}
+
+// Ends an owned transaction and returns its client to the pool; a client whose
+// connection failed is destroyed rather than reused, and a lost one is not even asked.
+async function endClient(client: HeldClient, statement: 'ROLLBACK', cause?: unknown): Promise<void> {
+  if (client.lost !== undefined) return client.release()
+  try {
+    await client.query(statement)
+    client.release()
+  } catch (error) {
+    client.release(error instanceof Error ? error : new Error(String(cause ?? error)))
+  }
+}

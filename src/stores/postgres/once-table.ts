@@ -1,0 +1,21 @@
+import type { OnceTable } from '../../data/once-table.js'
+import { classifyPgError } from './errors.js'
+import * as sql from './sql/index.js'
+import type { PgExecutor } from './types.js'
+
+/**
+ * `once`'s table on Postgres (`idem_once`): the mark is an INSERT … ON CONFLICT DO
+ * NOTHING in the caller's transaction, so a concurrent one waits on the row's lock.
+ */
+export function postgresOnceTable(schema: string): OnceTable<PgExecutor> {
+  return {
+    async mark(tx, kind, subject) {
+      const statement = sql.onceInsert(schema, kind, subject)
+      try {
+        return (await tx.query(statement.text, statement.values)).rowCount === 1
+      } catch (error) {
+        throw classifyPgError(error, schema)
+      }
+    },
+  }
+}

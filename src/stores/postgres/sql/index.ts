@@ -1,0 +1,14 @@
+/**
+ * Every SQL statement the Postgres stores run, as pure functions of the schema name,
+ * one file per table family: keys (`idem_keys`), the inbox (`idem_inbox`,
+ * `idem_inbox_attempts`), the outbox, dead letters, `once`, leases and steps, pruning.
+ * The tables themselves are created by migrations.ts.
+ */
+export * from './statement.js'
+export * from './keys.js'
+export * from './inbox.js'
+export * from './outbox.js'
+export * from './dead-letters.js'
+export * from './once.js'
+export * from './leases.js'
+export * from './prune.js'

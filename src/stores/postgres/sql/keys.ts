@@ -1,0 +1,113 @@
+import { prepared, quoteSchema, type PreparedStatement, type Statement } from './statement.js'
+
+// ---- idem_keys (migration 1): the transactional engine's key records ----
+
+/**
+ * Takes the key's transaction-scoped advisory lock (waiting up to `waitMs`), then reads
+ * the live record, in one round trip. The function is VOLATILE so, under READ
+ * COMMITTED, its SELECT takes a new snapshot after the lock wait and sees the
+ * holder's commit.
+ */
+export function claim(schema: string, scope: string, key: string, waitMs: number): Statement {
+  return {
+    text: `SELECT state, fingerprint, outcome FROM ${quoteSchema(schema)}.idem_claim($1, $2, $3)`,
+    values: [scope, key, waitMs],
+  }
+}
+
+/**
+ * Writes the record. The caller holds the key's lock, and the claim removed an expired
+ * record under it, so a plain INSERT suffices; a row written by anything else meanwhile
+ * is a unique violation that rolls the whole transaction back.
+ */
+export function save(schema: string, scope: string, key: string, fingerprint: string, outcome: string, ttlMs: number): Statement {
+  return {
+    text:
+      `INSERT INTO ${quoteSchema(schema)}.idem_keys (scope, key, fingerprint, outcome, created_at, expires_at) ` +
+      `VALUES ($1, $2, $3, $4, now(), now() + $5 * interval '1 millisecond')`,
+    values: [scope, key, fingerprint, outcome, ttlMs],
+  }
+}
+
+/**
+ * Reads a key's live record without a transaction or a lock. A committed record is
+ * final until it expires, so this alone can answer a retry; finding none says nothing
+ * (the key may be held right now), and the call then claims the key as usual.
+ */
+export function lookup(schema: string, scope: string, key: string): Statement {
+  return {
+    text: `SELECT fingerprint, outcome FROM ${quoteSchema(schema)}.idem_keys WHERE scope = $1 AND key = $2 AND expires_at > now()`,
+    values: [scope, key],
+  }
+}
+
+/**
+ * Claims a new key and writes its record in one statement, for calls that store no
+ * outcome (the record is known before the call runs). It takes the key's advisory lock
+ * only if it is free (the lock `idem_claim` takes, so the two paths exclude each other)
+ * and, holding it, inserts the record; the INSERT therefore never waits on another
+ * writer of the row. One row inserted (the command's row count; no RETURNING, whose row
+ * costs both sides measurably): claimed. None: the lock was held, or a record exists
+ * (live or expired); `idem_claim` then decides, as for any call.
+ */
+export function mark(schema: string, scope: string, key: string, fingerprint: string, ttlMs: number): Statement {
+  return {
+    text:
+      `INSERT INTO ${quoteSchema(schema)}.idem_keys (scope, key, fingerprint, outcome, created_at, expires_at) ` +
+      `SELECT $1, $2, $3, 'null', now(), now() + $4 * interval '1 millisecond' ` +
+      `WHERE pg_try_advisory_xact_lock(hashtextextended(length($1)::text || ':' || $1 || $2, 0)) ` +
+      `ON CONFLICT DO NOTHING`,
+    values: [scope, key, fingerprint, ttlMs],
+  }
+}
+
+
+/**
+ * A table the transactional store keeps keys in, as the statements it runs on it:
+ * `idem_keys` (every call: fingerprint and outcome) or `idem_inbox` (the inbox's
+ * message ids: only that a message was processed, until when). Each statement has the
+ * same parameters in its plain and prepared forms, so the store can run either.
+ */
+export interface KeyTable {
+  /** False for a table that records only that a key ran: calls on it store no outcome. */
+  readonly keepsOutcomes: boolean
+  claim(scope: string, key: string, waitMs: number): Statement
+  mark(scope: string, key: string, fingerprint: string, ttlMs: number): Statement
+  lookup(scope: string, key: string): Statement
+  save(scope: string, key: string, fingerprint: string, outcome: string, ttlMs: number): Statement
+  readonly prepared: { claim: PreparedStatement; mark: PreparedStatement; lookup: PreparedStatement; save: PreparedStatement }
+}
+
+/** `idem_keys`: the statements above. */
+export function keysTable(schema: string): KeyTable {
+  return {
+    keepsOutcomes: true,
+    claim: (scope, key, waitMs) => claim(schema, scope, key, waitMs),
+    mark: (scope, key, fingerprint, ttlMs) => mark(schema, scope, key, fingerprint, ttlMs),
+    lookup: (scope, key) => lookup(schema, scope, key),
+    save: (scope, key, fingerprint, outcome, ttlMs) => save(schema, scope, key, fingerprint, outcome, ttlMs),
+    prepared: { claim: claimPrepared(schema), mark: markPrepared(schema), lookup: lookupPrepared(schema), save: savePrepared(schema) },
+  }
+}
+
+
+/** `claim`, prepared. */
+export function claimPrepared(schema: string): PreparedStatement {
+  return prepared('claim', ['text', 'text', 'integer'], claim(schema, '', '', 0).text)
+}
+
+/** `mark`, prepared. */
+export function markPrepared(schema: string): PreparedStatement {
+  return prepared('mark', ['text', 'text', 'text', 'bigint'], mark(schema, '', '', '', 0).text)
+}
+
+/** `lookup`, prepared. */
+export function lookupPrepared(schema: string): PreparedStatement {
+  return prepared('lookup', ['text', 'text'], lookup(schema, '', '').text)
+}
+
+/** `save`, prepared. */
+export function savePrepared(schema: string): PreparedStatement {
+  return prepared('save', ['text', 'text', 'text', 'text', 'bigint'], save(schema, '', '', '', '', 0).text)
+}
+

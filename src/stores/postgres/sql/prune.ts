@@ -1,0 +1,20 @@
+import { quoteSchema, type Statement } from './statement.js'
+
+/** The tables whose rows expire. */
+export type ExpiringTable = 'idem_keys' | 'idem_inbox' | 'idem_leases'
+
+/**
+ * Removes expired rows of one of idem's tables (`idem_keys`, `idem_inbox`, or
+ * `idem_leases` whose steps go by cascade), at most `limit` at a time; rows locked by
+ * a running call are skipped.
+ */
+export function prune(schema: string, limit: number, table: ExpiringTable): Statement {
+  const s = quoteSchema(schema)
+  return {
+    text:
+      `DELETE FROM ${s}.${table} WHERE ctid = ANY (ARRAY(` +
+      `SELECT ctid FROM ${s}.${table} WHERE expires_at <= now() LIMIT $1 FOR UPDATE SKIP LOCKED))`,
+    values: [limit],
+  }
+}
+

@@ -1,0 +1,23 @@
+import type { OnceTable } from '../../data/once-table.js'
+import { InvalidOptionError } from '../../core/errors/invalid-option.js'
+import { guard, statement } from './errors.js'
+import * as sql from './sql.js'
+import type { SqliteDatabase } from './types.js'
+
+/**
+ * `once`'s table on SQLite (`idem_once`): synchronous, so it fits inside
+ * `db.transaction(...)`, and it refuses to run outside a transaction (a mark that
+ * committed alone could not roll back with the side effect).
+ */
+export function sqliteOnceTable(): OnceTable<SqliteDatabase, boolean> {
+  return {
+    mark(tx, kind, subject) {
+      if (!tx.inTransaction) {
+        throw new InvalidOptionError(
+          'once: "tx" is a Database with no open transaction; call once inside db.transaction(...) so the mark commits with the side effect',
+        )
+      }
+      return guard(() => statement(tx, sql.onceInsert).run(kind, subject, Date.now()).changes === 1)
+    },
+  }
+}

@@ -1,0 +1,91 @@
+import type { ClaimedRow, OutboxTable } from '../../queue/outbox-table.js'
+import { InvalidOptionError } from '../../core/errors/invalid-option.js'
+import { classifySqliteError, statement } from './errors.js'
+import * as sql from './sql.js'
+import type { SqliteDatabase } from './types.js'
+import { inTurn } from './writer.js'
+
+/** How long a dispatcher step waits for its turn on the connection before it fails (the next round retries). */
+const TURN_MS = 20_000
+
+/**
+ * The outbox's table on SQLite (`idem_outbox`). `add` is synchronous, so it fits in
+ * `db.transaction(...)`, and refuses to run outside a transaction. SQLite has one
+ * writer and better-sqlite3 is synchronous, so each dispatcher step is one synchronous
+ * transaction that nothing can interleave with, taken in its turn in the connection's
+ * queue (`inTurn`) with the engine's transactions: it never joins one that is open (an
+ * engine call awaiting its handler), and a steady stream of them never starves it.
+ */
+export function sqliteOutboxTable(db: SqliteDatabase): OutboxTable<SqliteDatabase, boolean> {
+  const atomically = <T>(work: () => T, transaction = true): Promise<T> =>
+    inTurn(db, TURN_MS, 'idem dispatcher', work, transaction).catch((error: unknown) => {
+      throw classifySqliteError(error)
+    })
+  return {
+    filtersTopics: false,
+    add(tx, { topic, dedupeKey, payload, delayMs }) {
+      if (!tx.inTransaction) {
+        throw new InvalidOptionError('outbox.add: "tx" is a Database with no open transaction; add inside the transaction whose writes the effect follows')
+      }
+      const now = Date.now()
+      try {
+        return statement(tx, sql.outboxInsert).run(topic, dedupeKey, payload, now + delayMs, now).changes === 1
+      } catch (error) {
+        throw classifySqliteError(error)
+      }
+    },
+    claim: (claimId, limit, leaseMs) =>
+      atomically(() => {
+        const now = Date.now()
+        return (statement(db, sql.outboxClaim).all(claimId, now + leaseMs, now + leaseMs, now, limit) as RawRow[]).map(claimedRow)
+      }),
+    renew: (claimId, ids, leaseMs) =>
+      atomically(() => {
+        const until = Date.now() + leaseMs
+        return new Set(ids.filter((id) => statement(db, sql.outboxRenew).run(until, until, id, claimId).changes === 1))
+      }),
+    delivered: (claimId, ids) =>
+      atomically(() => {
+        const now = Date.now()
+        for (const id of ids) statement(db, sql.outboxDelivered).run(now, id, claimId)
+      }),
+    retry: (claimId, rows) =>
+      atomically(() => {
+        const now = Date.now()
+        for (const row of rows) statement(db, sql.outboxRetry).run(now + row.delayMs, row.error, row.id, claimId)
+      }),
+    deadLetter: (claimId, rows) =>
+      atomically(() => {
+        const now = Date.now()
+        for (const row of rows) {
+          statement(db, sql.outboxDeadLetterCopy).run(row.error, now, row.id, claimId)
+          statement(db, sql.outboxDeadLetterDelete).run(row.id, claimId)
+        }
+      }),
+    // In turn too (one statement, no transaction): read while an engine call is open, it
+    // would count rows that may roll back.
+    pending: () => atomically(() => (statement(db, sql.outboxPending).get() as { n: number }).n, false),
+  }
+}
+
+interface RawRow {
+  id: number
+  topic: string
+  dedupe_key: string
+  payload: string
+  attempts: number
+  last_error: string | null
+  created_at: number
+}
+
+function claimedRow(row: RawRow): ClaimedRow {
+  return {
+    id: String(row.id),
+    topic: row.topic,
+    dedupeKey: row.dedupe_key,
+    payload: JSON.parse(row.payload),
+    attempts: row.attempts,
+    lastError: row.last_error,
+    createdAt: new Date(row.created_at),
+  }
+}
