@@ -6,6 +6,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http'
 import { Readable, type ReadableOptions } from 'node:stream'
 import type { NextFunction, Request as ExpressRequest, RequestHandler, Response as ExpressResponse } from 'express'
 import { InvalidOptionError } from '../core/errors/invalid-option.js'
+import { discard } from '../core/result.js'
 import { protectRequests, type RouteCalls } from './handler.js'
 import { nodeBody, sendWebResponse, webHeaders, webRequest } from './node.js'
 import type { IdempotencyContext, IdempotencyOptions } from './options.js'
@@ -69,6 +70,8 @@ export function idempotency<Tx>(options: IdempotencyOptions<Tx, ExpressRequest>)
       return
     }
 
+    // The client left before its route started: the claim is rolled back, nothing is sent.
+    let clientLeft = false
     const route: RouteCalls<Tx> = {
       // Every answer goes out through sendWebResponse.
       writesBytes: true,
@@ -84,7 +87,10 @@ export function idempotency<Tx>(options: IdempotencyOptions<Tx, ExpressRequest>)
         // retry runs the route with the body. (Mount the body parser right after the
         // middleware: a client that leaves during an async middleware in between is not
         // seen here.)
-        if (body !== undefined && bytes.byteLength > 0 && clientGone(req)) throw new ClientGone()
+        if (body !== undefined && bytes.byteLength > 0 && clientGone(req)) {
+          clientLeft = true
+          return discard(streamlessResponse(499, '', new Headers(), new Uint8Array(0)))
+        }
         if (body !== undefined) refill(req, bytes)
         req.idem = idem
         const response = capture(res)
@@ -96,11 +102,11 @@ export function idempotency<Tx>(options: IdempotencyOptions<Tx, ExpressRequest>)
     protect(request, req, route).then(
       (outcome: Outcome) => {
         if (outcome === PASSED) return undefined
+        // Nobody is left to answer.
+        if (clientLeft) return void res.destroy()
         return sendWebResponse(res, outcome, body?.unfinished() ?? false)
       },
       (error: unknown) => {
-        // Nobody is left to answer.
-        if (error instanceof ClientGone) return void res.destroy()
         // Express's error handlers answer. If the route already ran, its held response
         // is dropped: the transaction rolled back, so it must not be sent as a success.
         if (!res.headersSent && !res.writableEnded) next(error)
@@ -108,9 +114,6 @@ export function idempotency<Tx>(options: IdempotencyOptions<Tx, ExpressRequest>)
     ).catch((error: unknown) => res.destroy(error as Error))
   }
 }
-
-// Thrown through the engine (which rolls back) when the client left before its route started.
-class ClientGone extends Error {}
 
 // What Express's body parsers (on-finished) take for "the request is over".
 function clientGone(req: IncomingMessage): boolean {

@@ -11,6 +11,7 @@
 import type { OutgoingHttpHeaders } from 'node:http'
 import { Readable } from 'node:stream'
 import type { FastifyPluginCallback, FastifyReply, FastifyRequest } from 'fastify'
+import { discard, type Discarded } from '../core/result.js'
 import { protectRequests } from './handler.js'
 import { nodeBody, setWebHeaders, webHeaders, webRequest } from './node.js'
 import type { IdempotencyContext, IdempotencyOptions } from './options.js'
@@ -27,8 +28,8 @@ declare module 'fastify' {
 
 /** A protected request between `preParsing` and `onSend`. */
 interface Held {
-  /** Hands the route's reply to the neutral handler. */
-  resolve(response: Response): void
+  /** Hands the route's reply to the neutral handler (discarded: rolled back, not stored). */
+  resolve(response: Response | Discarded<Response>): void
   reject(error: unknown): void
   /** The neutral handler's answer: the reply itself (stored), or a problem. */
   answer: Promise<Response>
@@ -85,7 +86,7 @@ export function idempotency<Tx>(options: IdempotencyOptions<Tx, FastifyRequest>)
           },
           run: async (bytes, idem) => {
             routeStarted = true
-            const route = new Promise<Response>((resolve, reject) => Object.assign(entry, { resolve, reject }))
+            const route = new Promise<Response | Discarded<Response>>((resolve, reject) => Object.assign(entry, { resolve, reject }))
             held.set(request, entry)
             request.idem = idem
             reply.raw.once('close', () => {
@@ -171,7 +172,8 @@ export function idempotency<Tx>(options: IdempotencyOptions<Tx, FastifyRequest>)
     const entry = held.get(request)
     if (entry === undefined || !entry.closed || !entry.handlerDone) return
     held.delete(request)
-    entry.reject(new Error('The client closed the connection before the response was sent'))
+    // Nobody is left to answer: roll back, and the retry runs again.
+    entry.resolve(discard(streamlessResponse(499, '', new Headers(), new Uint8Array(0))))
     entry.answer.catch(() => {})
   }
 

@@ -5,7 +5,7 @@ import { readBody, withRequestBody } from './body.js'
 import { pathOf, queryOf, resolveOptions, type IdempotencyContext, type IdempotencyOptions } from './options.js'
 import { isHttpProblem, problemResponse } from './problem.js'
 import type { IdemError } from '../core/errors/idem-error.js'
-import { discard } from '../core/result.js'
+import { discard, isDiscarded, type Discarded } from '../core/result.js'
 import { bodyBytes, replayResponse, storeResponse, withBody, type StoredResponse } from './stored-response.js'
 
 /**
@@ -68,8 +68,12 @@ export function idempotency<Tx, Native = unknown>(options: IdempotencyOptions<Tx
 export interface RouteCalls<Tx> {
   /** The request is not protected (another method or route, or no key where none is required): pass it on untouched. */
   pass(): Promise<Response>
-  /** Runs the route of a protected request, whose `body` the middleware has read, while `idem` holds the key. */
-  run(body: Uint8Array, idem: IdempotencyContext<Tx>): Promise<Response>
+  /**
+   * Runs the route of a protected request, whose `body` the middleware has read, while
+   * `idem` holds the key. Resolve with `discard(response)` to roll back and send
+   * `response` unstored (the route threw and the framework answered for it, say).
+   */
+  run(body: Uint8Array, idem: IdempotencyContext<Tx>): Promise<Response | Discarded<Response>>
   /**
    * True when the adapter writes every answer to the socket itself, reading its body
    * with `bodyBytes` (`sendWebResponse`): replays are then made without a body stream
@@ -133,12 +137,16 @@ export function protectRequests<Tx, Native = unknown>(options: IdempotencyOption
       const result = await o.idem.run<StoredResponse>(
         { scope, key, fingerprint, waitMs: o.waitMs, ...(o.ttlMs === undefined ? {} : { ttlMs: o.ttlMs }) },
         async (tx) => {
-          const response = await route.run(body, { tx, key, scope })
-          const bytes = await bodyBytes(response)
-          first = withBody(response, bytes)
-          const stored = storeResponse(response, bytes, o.replayHeaders)
+          const answered = await route.run(body, { tx, key, scope })
+          if (isDiscarded(answered)) {
+            first = answered.value
+            return discard(undefined as unknown as StoredResponse)
+          }
+          const bytes = await bodyBytes(answered)
+          first = withBody(answered, bytes)
+          const stored = storeResponse(answered, bytes, o.replayHeaders)
           // A 5xx or a transient 4xx rolls back, so its retry runs again.
-          return o.storeStatus(response.status) ? stored : discard(stored)
+          return o.storeStatus(answered.status) ? stored : discard(stored)
         },
       )
       // A fresh answer is the route's own: its stored form is never read back.

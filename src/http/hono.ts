@@ -4,6 +4,7 @@
  */
 import type { Context, HonoRequest, MiddlewareHandler } from 'hono'
 import { cloneRawRequest } from 'hono/request'
+import { discard } from '../core/result.js'
 import { protectRequests } from './handler.js'
 import type { IdempotencyContext, IdempotencyOptions } from './options.js'
 
@@ -11,10 +12,6 @@ export type { IdempotencyContext, IdempotencyOptions } from './options.js'
 
 /** The context variable the middleware sets: `c.get('idem')`. */
 export type IdemVariables<Tx> = { idem: IdempotencyContext<Tx> | undefined }
-
-// Thrown through the engine when the route threw: Hono has already turned the error
-// into the app's error response, and the engine must roll back rather than store it.
-class RouteThrew extends Error {}
 
 /**
  * Hono 4 middleware. The route finds the key and its transaction with `c.get('idem')`
@@ -44,22 +41,18 @@ export function idempotency<Tx>(options: IdempotencyOptions<Tx, Context>): Middl
       routeRan = true
       c.set('idem', idem)
       await next()
-      if (idem !== undefined && c.error !== undefined) throw new RouteThrew()
       return c.res
     }
-    let response: Response
-    try {
-      response = await protect(request, c, {
-        pass: () => runRoute(undefined),
-        run: (body, idem) => {
-          serveBody(c.req, body)
-          return runRoute(idem)
-        },
-      })
-    } catch (error) {
-      if (error instanceof RouteThrew) return // c.res is the app's error response
-      throw error
-    }
+    const response = await protect(request, c, {
+      pass: () => runRoute(undefined),
+      run: async (body, idem) => {
+        serveBody(c.req, body)
+        const answered = await runRoute(idem)
+        // The route threw: Hono has turned the error into the app's error response, which
+        // goes out as it is while the effects and the key roll back.
+        return c.error !== undefined ? discard(answered) : answered
+      },
+    })
     if (!routeRan) return response
     if (response === c.res) return
     // Assigning c.res merges the old response's headers in; clear it first so the
