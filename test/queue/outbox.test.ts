@@ -178,6 +178,25 @@ describe.skipIf(db === undefined)('outbox and dispatcher on Postgres', () => {
     expect(seen.size).toBe(120)
   })
 
+  it('prune removes delivered rows older than deliveredOutboxOlderThanMs, and keeps undelivered and recent ones', async () => {
+    const keep = `prune-keep-${Date.now()}`
+    const client = await pool.connect()
+    await client.query('BEGIN')
+    for (const dedupeKey of [`${keep}-old`, `${keep}-pending`]) await outbox.add(client, { topic: 'prune', payload: {}, dedupeKey })
+    await client.query('COMMIT')
+    client.release()
+    const dispatcher = createDispatcher({ store, topics: ['prune'], batchSize: 1, deliver: async () => {} })
+    expect((await dispatcher.runOnce()).delivered).toBe(1)
+    await new Promise((resolve) => setTimeout(resolve, 30))
+    await store.prune()
+    const rows = async () => (await pool.query(`SELECT count(*)::int AS n FROM "${schema}".idem_outbox WHERE topic = 'prune'`)).rows[0].n
+    expect(await rows()).toBe(2)
+    expect(await store.prune({ deliveredOutboxOlderThanMs: 10 })).toBeGreaterThanOrEqual(1)
+    expect(await rows()).toBe(1)
+    expect(await store.prune({ deliveredOutboxOlderThanMs: 10 })).toBe(0)
+    await dispatcher.drain()
+  })
+
   it('validates its options at creation, naming the option', () => {
     const deliver = async () => {}
     const bad: [() => unknown, RegExp][] = [
@@ -244,6 +263,23 @@ describe('outbox and dispatcher on SQLite (a real file)', () => {
     expect(await dispatcher.pending()).toBe(0)
     expect(await listDeadLetters(store, { source: 'outbox' })).toMatchObject([{ messageKey: 'b', attempts: 2, lastError: 'Error: no route' }])
   })
+  it('prune removes delivered rows older than deliveredOutboxOlderThanMs, and keeps undelivered ones', async () => {
+    const outbox = createOutbox({ store })
+    sqlite.transaction(() => {
+      outbox.add(sqlite, { topic: 'prune', payload: {}, dedupeKey: 'prune-1' })
+      outbox.add(sqlite, { topic: 'prune', payload: {}, dedupeKey: 'prune-2' })
+    })()
+    const dispatcher = createDispatcher({ store, batchSize: 1, deliver: async () => {} })
+    expect((await dispatcher.runOnce()).delivered).toBe(1)
+    await new Promise((resolve) => setTimeout(resolve, 30))
+    const rows = () => (sqlite.prepare("SELECT count(*) AS n FROM idem_outbox WHERE topic = 'prune'").get() as { n: number }).n
+    await store.prune()
+    expect(rows()).toBe(2)
+    await store.prune({ deliveredOutboxOlderThanMs: 10 })
+    expect(rows()).toBe(1)
+    await dispatcher.drain()
+  })
+
   it('pending() never counts a row whose transaction is still open (it may roll back)', async () => {
     const idem = createIdem({ store })
     const outbox = createOutbox({ store })

@@ -1,4 +1,4 @@
-import { assertCount } from '../../core/validate.js'
+import { assertCount, assertDuration } from '../../core/validate.js'
 import { classifyPgError } from './errors.js'
 import { checkOut } from './held-client.js'
 import * as sql from './sql/index.js'
@@ -30,16 +30,30 @@ export async function pruneExpired(
   pool: PgPool,
   schema: string,
   tables: readonly sql.ExpiringTable[],
-  { batchSize = 1_000 }: { batchSize?: number } = {},
+  { batchSize = 1_000, deliveredOutboxOlderThanMs }: PruneOptions = {},
 ): Promise<number> {
   assertCount('prune: option "batchSize"', batchSize, 1)
+  if (deliveredOutboxOlderThanMs !== undefined) assertDuration('prune: option "deliveredOutboxOlderThanMs"', deliveredOutboxOlderThanMs, 0)
+  const statements = tables.map((table) => () => sql.prune(schema, batchSize, table))
+  if (deliveredOutboxOlderThanMs !== undefined) statements.push(() => sql.outboxPrune(schema, deliveredOutboxOlderThanMs, batchSize))
   let deleted = 0
-  for (const table of tables) {
+  for (const statement of statements) {
     for (;;) {
-      const { rowCount } = await queryOnPool(pool, schema, sql.prune(schema, batchSize, table))
+      const { rowCount } = await queryOnPool(pool, schema, statement())
       deleted += rowCount ?? 0
       if ((rowCount ?? 0) < batchSize) break
     }
   }
   return deleted
+}
+
+export interface PruneOptions {
+  /** Rows deleted per statement. @default 1000 */
+  batchSize?: number
+  /**
+   * Also delete outbox rows delivered more than this long ago. Delivered rows are kept
+   * so that adding the same `(topic, dedupeKey)` again stays a no-op: keep them at
+   * least as long as a producer may repeat an effect. @default kept
+   */
+  deliveredOutboxOlderThanMs?: number
 }

@@ -10,7 +10,7 @@ import { keySessions, type Settings } from './key-sessions.js'
 import { migratePostgres, type MigrateResult } from './migrate.js'
 import { postgresOnceTable } from './once-table.js'
 import { postgresOutboxTable } from './outbox-table.js'
-import { pruneExpired } from './pool-query.js'
+import { pruneExpired, type PruneOptions } from './pool-query.js'
 import { warnWithoutConnectTimeout } from './pool-timeout.js'
 import * as sql from './sql/index.js'
 import type { PgClient, PgExecutor, PgPool } from './types.js'
@@ -51,11 +51,12 @@ export interface PostgresStore
   /** Creates or upgrades idem's tables in `schema`. Safe to run from several instances at once. */
   migrate(): Promise<MigrateResult>
   /**
-   * Deletes expired records (keys and inbox ids) in batches of `batchSize`, each its own
-   * short statement (rows locked by a running call are skipped), until none are left.
+   * Deletes expired records (keys and inbox ids), and with `deliveredOutboxOlderThanMs`
+   * old delivered outbox rows, in batches of `batchSize`, each its own short statement
+   * (rows locked by a running call are skipped), until none are left.
    * @returns how many records were deleted
    */
-  prune(options?: { batchSize?: number }): Promise<number>
+  prune(options?: PruneOptions): Promise<number>
 }
 
 /**

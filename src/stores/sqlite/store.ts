@@ -63,6 +63,11 @@ export interface SqliteStore
 export interface PruneOptions {
   /** Records examined per transaction. @default 1000 */
   batchSize?: number
+  /**
+   * Also delete outbox rows delivered more than this long ago. Delivered rows are kept
+   * so that adding the same `(topic, dedupeKey)` again stays a no-op. @default kept
+   */
+  deliveredOutboxOlderThanMs?: number
 }
 
 /**
@@ -247,8 +252,21 @@ export function sqliteStore({ db, busyTimeoutMs = 5_000 }: SqliteStoreOptions): 
     })
   }
 
-  async function prune({ batchSize = 1_000 }: PruneOptions = {}): Promise<number> {
+  async function prune({ batchSize = 1_000, deliveredOutboxOlderThanMs }: PruneOptions = {}): Promise<number> {
     assertCount('prune: option "batchSize"', batchSize, 1)
+    if (deliveredOutboxOlderThanMs !== undefined) assertDuration('prune: option "deliveredOutboxOlderThanMs"', deliveredOutboxOlderThanMs, 0)
+    let outboxDeleted = 0
+    if (deliveredOutboxOlderThanMs !== undefined) {
+      for (;;) {
+        const removed = await transaction(() => guard(() => db.prepare(sql.outboxPrune).run(Date.now() - deliveredOutboxOlderThanMs, batchSize).changes))
+        outboxDeleted += removed
+        if (removed < batchSize) break
+      }
+    }
+    return outboxDeleted + (await pruneKeys(batchSize))
+  }
+
+  async function pruneKeys(batchSize: number): Promise<number> {
     const window = guard(() => db.prepare(sql.pruneWindow))
     const remove = guard(() => db.prepare(sql.pruneRecord))
     let after: [string, string] = ['', '']
