@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { createLeasedIdem, deriveKey, serializeOutcome, type LeasedStore, type StepContext } from '../../src/index.js'
+import { createLeasedIdem, deriveKey, type LeasedStore, type StepContext } from '../../src/index.js'
+import { serializeOutcome } from '../../src/core/outcome.js'
 import { leasedPostgresStore } from '../../src/stores/postgres/index.js'
 import { redisStore } from '../../src/stores/redis/index.js'
 import { PG_URL, testSchema, type TestSchema } from '../support/postgres.js'

@@ -1,7 +1,8 @@
 import { Redis } from 'ioredis'
 import { afterAll, describe, expect, it } from 'vitest'
 import { idempotency } from '../../src/http/fetch/index.js'
-import { createLeasedIdem, memoryLeasedStore, type StepContext } from '../../src/index.js'
+import { createLeasedIdem, type StepContext } from '../../src/index.js'
+import { memoryLeasedStore } from '../../src/stores/memory/index.js'
 import { redisStore } from '../../src/stores/redis/index.js'
 
 // The middleware calls only `run`, which the leased engine shares with the transactional

@@ -4,7 +4,8 @@
 // false "migration-required").
 import Database from 'better-sqlite3'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { createIdem, createLeasedIdem, InvalidOptionError, memoryLeasedStore, memoryStore } from '../../src/index.js'
+import { createIdem, createLeasedIdem, InvalidOptionError } from '../../src/index.js'
+import { memoryLeasedStore, memoryStore } from '../../src/stores/memory/index.js'
 import { createClient } from '../../src/client/index.js'
 import { createMemo } from '../../src/data/index.js'
 import { idempotency } from '../../src/http/fetch/index.js'

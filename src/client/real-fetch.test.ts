@@ -1,7 +1,7 @@
 import http from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { createClient, RetriesExhaustedError, type RetryEvent } from '../../src/client/index.js'
+import { createClient, RetriesExhaustedError, type RetryEvent } from './index.js'
 
 // The client with the real global fetch against a real socket: the failures that
 // matter (refused, cut off mid-body, hung) as Node's fetch reports them.

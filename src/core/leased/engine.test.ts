@@ -9,14 +9,14 @@ import {
   InvalidKeyError,
   InvalidOptionError,
   LeaseLostError,
-  memoryLeasedStore,
   OutcomeNotSerializableError,
   StoreUnavailableError,
   type LeasedIdem,
   type LeasedStore,
   type OutcomeEvent,
-} from '../../src/index.js'
-import { latch, sleep } from './support.js'
+} from '../../index.js'
+import { memoryLeasedStore } from '../../stores/memory/index.js'
+import { latch, sleep } from '../../../test/leased/support.js'
 
 const fresh = (label: string): string => `${label}-${randomUUID()}`
 

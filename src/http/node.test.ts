@@ -1,6 +1,6 @@
 import type { IncomingMessage } from 'node:http'
 import { describe, expect, it } from 'vitest'
-import { webRequest } from '../../src/http/node.js'
+import { webRequest } from './node.js'
 
 const nodeRequest = (host: string | undefined, extra: string[] = []): IncomingMessage =>
   ({

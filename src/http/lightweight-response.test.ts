@@ -1,7 +1,7 @@
 import { getRequestListener } from '@hono/node-server'
 import { describe, expect, it } from 'vitest'
-import { lightweightBody } from '../../src/http/lightweight-response.js'
-import { bodyBytes } from '../../src/http/stored-response.js'
+import { lightweightBody } from './lightweight-response.js'
+import { bodyBytes } from './stored-response.js'
 
 // @hono/node-server swaps the global Response for its lightweight one when a listener is
 // made. The middleware reads such responses' bodies without building them: if a new

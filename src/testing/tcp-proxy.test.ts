@@ -1,7 +1,7 @@
 import net from 'node:net'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { InvalidOptionError } from '../../src/index.js'
-import { startTcpFaultProxy } from '../../src/testing/index.js'
+import { InvalidOptionError } from '../index.js'
+import { startTcpFaultProxy } from './index.js'
 
 // The proxy in front of a local echo server: it relays bytes both ways, and cut() ends
 // every open connection at once.

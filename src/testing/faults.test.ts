@@ -1,8 +1,8 @@
 import http from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { InvalidOptionError } from '../../src/core/errors/index.js'
-import { seededRandom, startFaultProxy, type FaultProxy } from '../../src/testing/index.js'
+import { InvalidOptionError } from '../core/errors/index.js'
+import { seededRandom, startFaultProxy, type FaultProxy } from './index.js'
 
 // A plain server that counts what it handled: the "commit" the proxy lets happen.
 let handled = 0

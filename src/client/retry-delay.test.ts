@@ -1,7 +1,7 @@
 import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
-import { retryDelay, createClient, type RetryEvent } from '../../src/client/index.js'
-import { scriptedFetch } from './fake-fetch.js'
+import { retryDelay, createClient, type RetryEvent } from './index.js'
+import { scriptedFetch } from '../../test/client/fake-fetch.js'
 
 describe('retryDelay (full jitter)', () => {
   const bounds = { baseDelayMs: 100, maxDelayMs: 1_000 }

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest'
-import { createClient, parseRetryAfter, ProblemError, type RetryEvent } from '../../src/client/index.js'
-import { scriptedFetch } from './fake-fetch.js'
+import { createClient, parseRetryAfter, ProblemError, type RetryEvent } from './index.js'
+import { scriptedFetch } from '../../test/client/fake-fetch.js'
 
 const now = Date.parse('2026-11-30T12:00:00Z')
 

@@ -8,8 +8,8 @@ import {
   RetriesExhaustedError,
   type ClientOptions,
   type RetryEvent,
-} from '../../src/client/index.js'
-import { networkError, scriptedFetch, unquote } from './fake-fetch.js'
+} from './index.js'
+import { networkError, scriptedFetch, unquote } from '../../test/client/fake-fetch.js'
 
 const UUID_V7 = /^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/
 const fast: ClientOptions = { baseDelayMs: 1, maxDelayMs: 2 }

@@ -1,8 +1,8 @@
 import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
-import { assertValidKey } from '../../src/core/key.js'
-import { createClient, InvalidOptionError, keyFromIntent } from '../../src/client/index.js'
-import { scriptedFetch } from './fake-fetch.js'
+import { assertValidKey } from '../core/key.js'
+import { createClient, InvalidOptionError, keyFromIntent } from './index.js'
+import { scriptedFetch } from '../../test/client/fake-fetch.js'
 
 const UUID_V8 = /^[0-9a-f]{8}-[0-9a-f]{4}-8[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { bodyBytes, replayResponse, streamlessResponse, type StoredResponse } from '../../src/http/stored-response.js'
+import { bodyBytes, replayResponse, streamlessResponse, type StoredResponse } from './stored-response.js'
 
 describe('streamless responses (the Express adapter writes its answers with bodyBytes)', () => {
   const stored: StoredResponse = {
