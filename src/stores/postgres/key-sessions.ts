@@ -1,10 +1,11 @@
 import { InvalidOptionError } from '../../core/errors/invalid-option.js'
 import type { BeginRequest, Claim, KeyRecord, NewRecord, Session } from '../../core/store.js'
 import { classifyPgError } from './errors.js'
+import { assertExecutor } from './executors.js'
 import { checkOut, type HeldClient } from './held-client.js'
 import { RecentKeys } from './recent-keys.js'
 import * as sql from './sql/index.js'
-import type { PgClient, PgPool, PgPoolClient, PgQueryResult } from './types.js'
+import type { PgClient, PgPool, PgPoolClient } from './types.js'
 import { inlined, wireFor } from './wire.js'
 
 /** What the sessions are opened with: the store's options. */
@@ -144,7 +145,7 @@ export function keySessions({ pool, schema, isolation, preparedStatements }: Set
     waitMs: number,
     known: KeyRecord | undefined,
   ): Promise<Session<PgClient>> {
-    if (typeof tx.query !== 'function') throw new InvalidOptionError('run: option "tx" must be a pg client inside an open transaction')
+    assertExecutor('run: option "tx"', tx)
     const statement = table.claim(scope, key, waitMs)
     let claim: Claim
     try {
@@ -189,7 +190,7 @@ export function keySessions({ pool, schema, isolation, preparedStatements }: Set
 const RECENT_KEYS = 10_000
 
 /** Reads a claim's row; `known` is the record of a found key in a table without outcomes. */
-function toClaim(result: PgQueryResult, known: KeyRecord | undefined): Claim {
+function toClaim(result: { rows: unknown[] }, known: KeyRecord | undefined): Claim {
   const row = result.rows[0] as { state: string; fingerprint: string | null; outcome: string | null } | undefined
   switch (row?.state) {
     case 'new':

@@ -1,5 +1,6 @@
 import type { OnceTable } from '../../data/once-table.js'
 import { classifyPgError } from './errors.js'
+import { assertExecutor } from './executors.js'
 import * as sql from './sql/index.js'
 import type { PgExecutor } from './types.js'
 
@@ -10,6 +11,7 @@ import type { PgExecutor } from './types.js'
 export function postgresOnceTable(schema: string): OnceTable<PgExecutor> {
   return {
     async mark(tx, kind, subject) {
+      assertExecutor('once: "tx"', tx)
       const statement = sql.onceInsert(schema, kind, subject)
       try {
         return (await tx.query(statement.text, statement.values)).rowCount === 1

@@ -1,5 +1,6 @@
 import type { ClaimedRow, OutboxTable } from '../../queue/outbox-table.js'
 import { classifyPgError } from './errors.js'
+import { assertExecutor } from './executors.js'
 import { queryOnPool } from './pool-query.js'
 import * as sql from './sql/index.js'
 import type { PgExecutor, PgPool } from './types.js'
@@ -14,6 +15,7 @@ export function postgresOutboxTable(pool: PgPool, schema: string): OutboxTable<P
   return {
     filtersTopics: true,
     async add(tx, { topic, dedupeKey, payload, delayMs }) {
+      assertExecutor('outbox.add: "tx"', tx)
       const statement = sql.outboxInsert(schema, topic, dedupeKey, payload, delayMs)
       try {
         return ((await tx.query(statement.text, statement.values)).rowCount ?? 0) === 1

@@ -10,20 +10,27 @@ export interface PgQueryResult {
 
 /**
  * The one method idem runs SQL through in a caller's transaction: `query(text, values)`
- * with `$n` placeholders. A pg client fits; `fromKysely` and `fromDrizzle` make one of
- * an ORM's open transaction.
+ * with `$n` placeholders, one statement per call. A pg client fits; `fromKysely` and
+ * `fromDrizzle` (executors.ts) make one of an ORM's open transaction.
  */
 export interface PgExecutor {
   query(text: string, values?: unknown[]): Promise<{ rows: unknown[]; rowCount: number | null }>
 }
 
+/**
+ * The transaction a call's function is given, and the `tx` a call may join: an
+ * executor that also quotes literals as pg does. Sessions idem opens itself hand out
+ * pg clients (`PgPoolClient`); a joined call hands back what it was given, a pg client
+ * or an ORM's transaction made one by `fromKysely` or `fromDrizzle`.
+ */
 export interface PgClient extends PgExecutor {
-  // A text holding several statements (no values) resolves to one result per statement.
-  query(text: string, values?: unknown[]): Promise<PgQueryResult>
   escapeLiteral(value: string): string
 }
 
 export interface PgPoolClient extends PgClient {
+  // idem's own sessions send several statements in one text (no values): pg then resolves
+  // to one result per statement, which only a real pg client does.
+  query(text: string, values?: unknown[]): Promise<PgQueryResult>
   release(destroy?: boolean | Error): void
   // A pg client is an EventEmitter; the store listens for its 'error' while it holds it (held-client.ts).
   on?(event: 'error', listener: (error: Error) => void): unknown

@@ -88,8 +88,8 @@ export function inline(statement: Statement, escapeLiteral: (value: string) => s
 // more than the rest of building the round trip).
 const templates = new Map<string, (string | number)[]>()
 
-/** A text split at its `$n` placeholders: text, value index, text, …, text. */
-function templateOf(text: string): (string | number)[] {
+/** A text split at its `$n` placeholders: text, value index (from 0), text, …, text. */
+export function templateOf(text: string): readonly (string | number)[] {
   let parts = templates.get(text)
   if (parts === undefined) {
     parts = text.split(/\$(\d+)/).map((part, i) => (i % 2 === 1 ? Number(part) - 1 : part))
