@@ -27,6 +27,9 @@ export function serializeKeyHeader(key: string): string {
 /**
  * Whether a response is a replay of a stored outcome. The value is `true` (as idem and
  * most servers send it) or the sf-boolean `?1`.
+ * @example
+ * const response = await client.fetch(url, init)
+ * if (isReplayed(response.headers)) log.info('served from the stored outcome')
  */
 export function isReplayed(headers: Headers): boolean {
   const value = headers.get(IDEMPOTENT_REPLAYED_HEADER)?.trim().toLowerCase()

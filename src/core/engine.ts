@@ -15,6 +15,7 @@ export const DEFAULT_TTL_MS = 24 * 60 * 60 * 1000
 /** How long a duplicate waits for the first call by default, on direct engine calls, before `InFlightError`. */
 export const DEFAULT_WAIT_MS = 5_000
 
+/** What `createIdem` takes: the store, retention, wait and where to report. */
 export interface IdemOptions<Tx> {
   /** Where keys and outcomes live. */
   store: KeyStore<Tx>
@@ -28,11 +29,16 @@ export interface IdemOptions<Tx> {
   onOutcome?: (event: OutcomeEvent) => void
 }
 
+/**
+ * One engine call: its scope, key and input (see `CallOptions`), and optionally a
+ * transaction to join.
+ */
 export interface RunOptions<Tx> extends CallOptions {
   /** Join this open transaction instead of opening one; the caller commits it. */
   tx?: Tx
 }
 
+/** What `idem.run` resolves to: the value, and whether it was replayed or stored. */
 export interface RunResult<T> {
   /**
    * The outcome: the stored JSON form of what the function returned, or the stored one
@@ -51,6 +57,10 @@ export interface EngineSettings {
   readonly waitMs?: number
 }
 
+/**
+ * The transactional engine: effects, key and outcome commit in one transaction (see
+ * `createIdem`).
+ */
 export interface Idem<Tx> {
   /**
    * Runs `fn` at most once per `(scope, key)`: claims the key in a transaction, runs

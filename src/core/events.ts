@@ -86,10 +86,19 @@ export interface WarningEvent {
   cause?: unknown
 }
 
+/**
+ * Everything idem reports, told apart by `type`: `call`, `http`, `inbox`, `dispatch`,
+ * `dead-letter`, `warning`.
+ */
 export type IdemEvent = CallEvent | HttpEvent | InboxEvent | DispatchEvent | DeadLetterEvent | WarningEvent
 
+/** A subscriber to an `EventStream`; what it throws is ignored. */
 export type IdemEventListener = (event: IdemEvent) => void
 
+/**
+ * Where engines, front ends and the queue report what happened; metrics, logs and traces
+ * subscribe.
+ */
 export interface EventStream {
   /** True when anyone listens: reporters skip building events nobody reads. */
   readonly listening: boolean

@@ -54,6 +54,8 @@ export function fingerprintRequest(input: FingerprintInput): string {
  * The fingerprint of any JSON-compatible value (canonicalised with RFC 8785), for
  * engine calls that are not HTTP requests.
  * @throws TypeError when the value has no JSON form (undefined, a function, a BigInt)
+ * @example
+ * const fingerprint = fingerprintValue({ amount: 5, currency: 'EUR' }) // same for { currency, amount }
  */
 export function fingerprintValue(value: unknown): string {
   const text = canonicalize(value)

@@ -19,6 +19,7 @@ export function keyId(scope: string, key: string): string {
   return `${scope.length}:${scope}${key}`
 }
 
+/** How strictly `parseIdempotencyKey` reads the header. */
 export interface ParseKeyOptions {
   /** Accept only RFC 9651 sf-strings (`"…"`); bare values are rejected. @default false */
   strict?: boolean
@@ -28,6 +29,8 @@ export interface ParseKeyOptions {
  * Checks that `key` is 1–255 visible ASCII characters, the syntax every front end
  * shares (HTTP header, queue message id, engine call).
  * @throws InvalidKeyError naming what is wrong.
+ * @example
+ * assertValidKey(message.id) // throws InvalidKeyError for '' or a 300-character id
  */
 export function assertValidKey(key: unknown): asserts key is string {
   if (typeof key !== 'string') throw new InvalidKeyError(`Idempotency key must be a string, got ${typeof key}`)

@@ -24,7 +24,11 @@ export function discard<T>(value: T): Discarded<T> {
   return { [DISCARDED]: true, value }
 }
 
-/** True for what `discard` made. */
+/**
+ * True for what `discard` made.
+ * @example
+ * if (isDiscarded(returned)) return returned.value // nothing was stored
+ */
 export function isDiscarded<T>(value: T | Discarded<T>): value is Discarded<T> {
   return typeof value === 'object' && value !== null && (value as Partial<Discarded<T>>)[DISCARDED] === true
 }

@@ -29,6 +29,10 @@ export interface KeyStore<Tx> {
   begin(request: BeginRequest<Tx>): Promise<Session<Tx>>
 }
 
+/**
+ * What the engine asks `KeyStore.begin` for: the key, how long to wait for its holder,
+ * and a transaction to join.
+ */
 export interface BeginRequest<Tx> {
   scope: string
   key: string
@@ -53,12 +57,14 @@ export type Claim =
    */
   | { readonly state: 'stale' }
 
+/** A stored outcome and the fingerprint of the request that made it. */
 export interface KeyRecord {
   readonly fingerprint: string
   /** The outcome as serialised by the engine (JSON text). */
   readonly outcome: string
 }
 
+/** A record to commit, with how long to keep it. */
 export interface NewRecord extends KeyRecord {
   /** Retention from now. */
   readonly ttlMs: number

@@ -13,6 +13,7 @@ export const DEFAULT_MEMO_TTL_MS = 14 * 24 * 60 * 60 * 1000
 /** How long a concurrent caller waits for the first call's `fn` (an LLM call can be slow). */
 export const DEFAULT_MEMO_WAIT_MS = 60_000
 
+/** What `createMemo` takes: the store, retention and wait. */
 export interface MemoStoreOptions<Tx> {
   /** Where outputs are kept: any idem store (`postgresStore`, `sqliteStore`, `memoryStore`). */
   store: Store<Tx>
@@ -24,6 +25,7 @@ export interface MemoStoreOptions<Tx> {
   onOutcome?: (event: OutcomeEvent) => void
 }
 
+/** Per-call options of `memo`: the version of `fn`, and retention and wait for this call. */
 export interface MemoOptions {
   /**
    * The version of `fn` (prompt, model, code). Bump it when the output for the same input

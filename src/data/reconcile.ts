@@ -20,6 +20,7 @@ interface ReconcileCommon {
   limit?: number
 }
 
+/** What `reconcile` checks: a table and the columns that should be unique, on Postgres or SQLite. */
 export type ReconcileOptions =
   /** Postgres, through a pg client or pool. */
   | (ReconcileCommon & { client: PgQueryable; db?: never })
@@ -34,6 +35,10 @@ export interface DuplicateGroup {
   rows: number
 }
 
+/**
+ * What `reconcile` found: how many rows duplicate others, the largest groups, and
+ * whether the rate is above the threshold.
+ */
 export interface ReconcileReport {
   table: string
   columns: readonly string[]

@@ -37,6 +37,9 @@ export const SHARED_SCOPE = 'shared'
 /**
  * Stores 2xx, 3xx and non-transient 4xx outcomes; 5xx and 408/425/429 are rolled back
  * so that their retry runs again (DESIGN "What is stored").
+ * @example
+ * defaultStoreStatus(201) // true
+ * defaultStoreStatus(503) // false: rolled back, the retry runs again
  */
 export function defaultStoreStatus(status: number): boolean {
   return status < 500 && !TRANSIENT_STATUSES.includes(status)

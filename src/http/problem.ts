@@ -58,17 +58,29 @@ export const PROBLEMS: Readonly<Record<ProblemCode, ProblemSpec>> = {
  */
 export type ProblemTypes = string | ((code: ProblemCode) => string)
 
-/** The RFC 9457 `type` URI of a problem code. */
+/**
+ * The RFC 9457 `type` URI of a problem code.
+ * @example
+ * problemType('in-flight', 'https://docs.example.com/errors') // 'https://docs.example.com/errors#in-flight'
+ */
 export function problemType(code: ProblemCode, types: ProblemTypes = DEFAULT_PROBLEM_TYPE_BASE): string {
   return typeof types === 'function' ? types(code) : `${types}#${code}`
 }
 
-/** True for the errors the HTTP front end answers itself; anything else propagates. */
+/**
+ * True for the errors the HTTP front end answers itself; anything else propagates.
+ * @example
+ * catch (error) { if (isHttpProblem(error)) return problemResponse(error); throw error }
+ */
 export function isHttpProblem(error: unknown): error is IdemError {
   return error instanceof IdemError
 }
 
-/** The HTTP status an idem error is answered with. */
+/**
+ * The HTTP status an idem error is answered with.
+ * @example
+ * problemStatus(new InFlightError('held')) // 409
+ */
 export function problemStatus(error: IdemError): number {
   return PROBLEMS[error.code].status
 }

@@ -25,6 +25,7 @@ export interface WebhookEvent {
   readonly request: Request
 }
 
+/** What `webhookReceiver` takes: the inbox, how to read the event id, the handler, signature verification and the body limit. */
 export interface WebhookReceiverOptions<Tx> {
   /** The inbox that records event ids (its consumer names the endpoint, e.g. `stripe-webhooks`). */
   inbox: Inbox<Tx, unknown>

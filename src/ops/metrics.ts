@@ -1,6 +1,7 @@
 import { Counter, Histogram, type Registry } from 'prom-client'
 import type { OutcomeEvent } from '../core/engine.js'
 
+/** What `prometheusOutcomes` takes: the registry and the metric name prefix. */
 export interface PrometheusOutcomesOptions {
   /** The registry to register on. @default prom-client's global registry */
   registry?: Registry

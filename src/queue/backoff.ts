@@ -12,7 +12,9 @@ export interface BackoffOptions {
 /** Either backoff options or a function of the attempt number (1 = the first failure) returning milliseconds. */
 export type Backoff = BackoffOptions | ((attempt: number) => number)
 
+/** The first retry delay after a failed delivery: 1 s. */
 export const DEFAULT_BACKOFF_BASE_MS = 1_000
+/** The longest retry delay: 5 minutes. */
 export const DEFAULT_BACKOFF_MAX_MS = 300_000
 
 

@@ -12,6 +12,7 @@ export interface ConsumedMessage<Body> extends InboxMessage<Body> {
   readonly delivery: Delivery
 }
 
+/** What `consume` takes: the inbox, the broker source, the handler, decoding and retry. */
 export interface ConsumerOptions<Tx, Body> {
   inbox: Inbox<Tx, Body>
   source: MessageSource
@@ -27,6 +28,7 @@ export interface ConsumerOptions<Tx, Body> {
   storeRetryMs?: number
 }
 
+/** A running consumer (see `consume`). */
 export interface Consumer {
   /** Stops taking messages and waits for those in progress. */
   stop(): Promise<void>
@@ -85,6 +87,8 @@ export async function startConsumer<Tx, Body = unknown>({
 /**
  * Consumes one delivery through the inbox and settles it with the broker. Exported for
  * adapters and tests that drive deliveries themselves.
+ * @example
+ * await handleDelivery(options, delivery) // records, runs the handler, acks or nacks
  */
 export async function handleDelivery<Tx, Body>(
   inbox: Inbox<Tx, Body>,

@@ -4,6 +4,7 @@ import type { DeadLetterRow, WithDeadLetterTable } from './dead-letter-table.js'
 
 export type { DeadLetterRow } from './dead-letter-table.js'
 
+/** Which dead letters `listDeadLetters` returns: inbox or outbox, one consumer or topic, how many. */
 export interface ListDeadLettersOptions {
   source: 'inbox' | 'outbox'
   /** Only this consumer or topic. */

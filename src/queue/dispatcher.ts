@@ -43,6 +43,7 @@ export interface DeliveryContext {
  */
 export type Deliverer = (row: OutboxRow, context: DeliveryContext) => Promise<void>
 
+/** What one dispatch round did: how many rows it claimed, delivered, retried and dead-lettered, and how many are overdue. */
 export interface DispatchResult {
   claimed: number
   delivered: number
@@ -56,6 +57,7 @@ export interface DispatchResult {
   overdue: number
 }
 
+/** What `createDispatcher` takes: the store, the deliverer, batch size, lease, retry and polling. */
 export interface DispatcherOptions {
   /** The store whose outbox it delivers (`postgresStore`, `sqliteStore`): the one `createOutbox` queues in. */
   store: WithOutboxTable<unknown, boolean | Promise<boolean>>
@@ -99,6 +101,10 @@ export interface DispatcherOptions {
   onError?: (error: unknown) => void
 }
 
+/**
+ * Sends outbox rows through a deliverer, at least once, in order per key (see
+ * `createDispatcher`).
+ */
 export interface Dispatcher {
   /**
    * Claims one batch of due rows, delivers them, and records each outcome. Resolves once

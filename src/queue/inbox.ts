@@ -46,6 +46,7 @@ export interface InboxWarning {
   message: string
 }
 
+/** What `createInbox` takes: the store, the consumer name, retention, attempt limits, the message id and where to report. */
 export interface InboxOptions<Tx, Body = unknown> {
   /**
    * Where message ids, failure counts and dead letters live: a store with an inbox
@@ -81,6 +82,7 @@ export interface InboxOptions<Tx, Body = unknown> {
   onWarning?: (warning: InboxWarning) => void
 }
 
+/** Records each message id once, in the transaction of its handler (see `createInbox`). */
 export interface Inbox<Tx, Body = unknown> {
   readonly consumer: string
   readonly retentionMs: number

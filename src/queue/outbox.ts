@@ -19,11 +19,16 @@ export interface OutboxEntry {
   delayMs?: number
 }
 
+/** What `createOutbox` takes: the store. */
 export interface OutboxOptions<Tx, Added extends boolean | Promise<boolean>> {
   /** The store whose outbox table effects are queued in (`postgresStore`, `sqliteStore`): the one your transaction runs on. */
   store: WithOutboxTable<Tx, Added>
 }
 
+/**
+ * Adds messages to send in the caller's transaction, so they leave if and only if it
+ * commits (see `createOutbox`).
+ */
 export interface Outbox<Tx, Added extends boolean | Promise<boolean> = Promise<boolean>> {
   /**
    * Queues `entry` in the caller's transaction: it commits with the caller's other

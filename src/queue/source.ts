@@ -47,6 +47,7 @@ export interface MessageSource {
   subscribe(onDelivery: (delivery: Delivery) => Promise<void>): Promise<Subscription>
 }
 
+/** A running subscription of a `MessageSource`. */
 export interface Subscription {
   /** Stops taking new messages and waits for those being handled. Unsettled ones go back to the broker. */
   close(): Promise<void>

@@ -22,6 +22,8 @@ export interface InboxTableHarness<Tx> {
  * and committed with the handler's effects; mutual exclusion of deliveries; expiry;
  * failure counts outside the handler's transaction; dead letters. Plain cases, as
  * `keyStoreContract`'s.
+ * @example
+ * for (const c of inboxTableContract(() => harness)) it(c.name, c.run)
  */
 export function inboxTableContract<Tx>(getHarness: () => InboxTableHarness<Tx>): ContractCase[] {
   let harness!: InboxTableHarness<Tx>

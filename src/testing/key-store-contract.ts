@@ -20,6 +20,10 @@ export interface StoreHarness<Tx> {
   unavailableStore(): KeyStore<Tx> | Promise<KeyStore<Tx>>
 }
 
+/**
+ * One case of a contract suite: a name and a function that throws when the store breaks
+ * the contract.
+ */
 export interface ContractCase {
   name: string
   run(): Promise<void>
@@ -33,6 +37,8 @@ type Case = ContractCase
  * (`for (const c of keyStoreContract(h)) it(c.name, c.run)`). Each case uses fresh random
  * keys, so cases may share one harness and reruns never collide. `getHarness` is called
  * when a case runs, so the harness may be built in a beforeAll hook.
+ * @example
+ * for (const c of keyStoreContract(() => ({ store, unavailableStore: () => downStore }))) it(c.name, c.run)
  */
 export function keyStoreContract<Tx>(getHarness: () => StoreHarness<Tx>): ContractCase[] {
   // Resolved when a case runs, so the harness may be built in a beforeAll hook.

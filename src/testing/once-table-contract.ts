@@ -12,7 +12,11 @@ export interface OnceTableHarness<Tx> {
   concurrentTransactions: boolean
 }
 
-/** The once-table contract (`OnceTable` in `idem/data`): a first-time mark per pair, written with the caller's transaction. */
+/**
+ * The once-table contract (`OnceTable` in `idem/data`): a first-time mark per pair, written with the caller's transaction.
+ * @example
+ * for (const c of onceTableContract(() => harness)) it(c.name, c.run)
+ */
 export function onceTableContract<Tx>(getHarness: () => OnceTableHarness<Tx>): ContractCase[] {
   let harness!: OnceTableHarness<Tx>
   const mark = (tx: Tx, kind: string, subject: string) => harness.store.once.mark(tx, kind, subject)

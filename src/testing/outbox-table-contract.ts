@@ -20,6 +20,8 @@ export interface OutboxTableHarness<Tx> {
  * caller's transaction, claims that lease and skip, compare-and-set on the claim,
  * retries and dead letters. The cases share the harness's outbox one after another
  * (each drains what it queued), so run them in order, not concurrently.
+ * @example
+ * for (const c of outboxTableContract(() => harness)) it(c.name, c.run)
  */
 export function outboxTableContract<Tx>(getHarness: () => OutboxTableHarness<Tx>): ContractCase[] {
   let harness!: OutboxTableHarness<Tx>

@@ -12,6 +12,7 @@ export interface ProblemDetails {
   [extension: string]: unknown
 }
 
+/** What a `ProblemError` carries: the response status and its RFC 9457 problem fields. */
 export interface ProblemErrorDetails extends ClientErrorDetails {
   status: number
   headers: Headers

@@ -16,6 +16,7 @@ export type IdemErrorCode =
   | 'body-too-large'
   | 'lease-lost'
 
+/** What an idem error may carry besides its message. */
 export interface IdemErrorOptions {
   cause?: unknown
   /** Seconds a client should wait before retrying (409 and 503). */

@@ -27,6 +27,10 @@ export const DEFAULT_LEASE_MS = 30_000
  */
 export type LeasedErrorPolicy = 'release-if-no-steps' | 'keep'
 
+/**
+ * What `createLeasedIdem` takes: the store, the lease and its renewal, retention, wait
+ * and the error policy.
+ */
 export interface LeasedIdemOptions {
   /** Where claims, steps and outcomes live (e.g. `redisStore(...)`). */
   store: LeasedStore
@@ -49,6 +53,10 @@ export interface LeasedIdemOptions {
 /** A leased call: what identifies it, as for the transactional engine. */
 export type LeasedRunOptions = CallOptions
 
+/**
+ * The leased engine, for effects outside any transaction: a claim under a renewed lease,
+ * resumable steps, the outcome stored once (see `createLeasedIdem`).
+ */
 export interface LeasedIdem {
   /**
    * Runs `fn` to completion at most once per `(scope, key)`, under a lease: claims the

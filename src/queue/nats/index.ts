@@ -39,6 +39,7 @@ export interface JetStreamPublisher {
   publish(subject: string, payload?: Uint8Array, options?: { msgID?: string; timeout?: number }): Promise<{ duplicate: boolean; seq: number }>
 }
 
+/** What `natsSource` takes: the JetStream consumer, concurrency, redelivery horizon and ack timeout. */
 export interface NatsSourceOptions {
   /** A durable pull consumer: `await js.consumers.get(stream, durableName)`. */
   consumer: JetStreamConsumer
@@ -109,6 +110,7 @@ function toDelivery(message: JetStreamMessage, ackTimeoutMs: number): Delivery {
   }
 }
 
+/** What `natsDeliverer` takes: the JetStream client and the subject of each row. */
 export interface NatsDelivererOptions {
   js: JetStreamPublisher
   /** @default the row's topic */

@@ -41,6 +41,7 @@ export interface AmqpConfirmChannel {
   ): boolean
 }
 
+/** What `rabbitmqSource` takes: the channel, the queue, prefetch and the longest redelivery delay. */
 export interface RabbitmqSourceOptions {
   channel: AmqpChannel
   queue: string
@@ -110,6 +111,7 @@ function toDelivery(channel: AmqpChannel, message: AmqpMessage, timers: NackTime
   }
 }
 
+/** What `rabbitmqDeliverer` takes: the confirm channel and where each row is published. */
 export interface RabbitmqDelivererOptions {
   /** A confirm channel (`connection.createConfirmChannel()`): a row counts as delivered only once the broker confirms it. */
   channel: AmqpConfirmChannel

@@ -25,6 +25,10 @@ export interface RedisClient extends RedisCaller {
   duplicate(): RedisCaller & { disconnect(): void }
 }
 
+/**
+ * What `redisStreamSource` takes: the client, the stream, the group and consumer, the claim of
+ * stalled entries and the dead-letter stream.
+ */
 export interface RedisStreamSourceOptions {
   redis: RedisClient
   stream: string
@@ -207,6 +211,8 @@ type Entry = [id: string, fields: string[] | null]
  * The entries of an XREADGROUP reply, whichever protocol the client speaks: RESP2
  * answers `[[stream, entries]]`; RESP3 (ioredis 6's default) answers a map, which
  * arrives as `[stream, entries, …]` or as a Map or object.
+ * @example
+ * const entries = streamEntries(await redis.xreadgroup('GROUP', group, me, 'STREAMS', stream, '>'))
  */
 export function streamEntries(reply: unknown): Entry[] {
   if (reply === null || reply === undefined) return []
@@ -223,6 +229,7 @@ export function streamEntries(reply: unknown): Entry[] {
   throw new TypeError(`unexpected XREADGROUP reply: ${JSON.stringify(reply)}`)
 }
 
+/** What `redisStreamDeliverer` takes: the client, the stream of each row, and trimming. */
 export interface RedisStreamDelivererOptions {
   redis: RedisCaller
   /** @default the row's topic */

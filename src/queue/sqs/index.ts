@@ -31,6 +31,7 @@ export interface SqsSender {
 /** The message attribute carrying idem's message id. */
 export const SQS_ID_ATTRIBUTE = 'idem-id'
 
+/** What `sqsSource` takes: the client, the queue URL, batch size, long polling and the dead-letter queue. */
 export interface SqsSourceOptions {
   client: SqsSender
   queueUrl: string
@@ -139,6 +140,7 @@ function toDelivery(client: SqsSender, queueUrl: string, message: Message, deadL
   }
 }
 
+/** What `sqsDeliverer` takes: the client and the queue of each row. */
 export interface SqsDelivererOptions {
   client: SqsSender
   /** The queue for a row. */

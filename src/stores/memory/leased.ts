@@ -2,6 +2,10 @@ import { StoreUnavailableError } from '../../core/errors/store-unavailable.js'
 import { keyId } from '../../core/key.js'
 import type { LeaseClaim, LeasedStore } from '../../core/leased/store.js'
 
+/**
+ * The leased-engine store in memory, for tests and single-process tools; nothing
+ * survives a restart.
+ */
 export interface MemoryLeasedStore extends LeasedStore {
   /** Makes every later call fail with `StoreUnavailableError`, like a store that went away. */
   close(): void

@@ -6,6 +6,7 @@ import { warnWithoutConnectTimeout } from './pool-timeout.js'
 import * as sql from './sql/index.js'
 import type { PgPool, PgQueryResult } from './types.js'
 
+/** What `leasedPostgresStore` takes: the pool and the schema. */
 export interface LeasedPostgresStoreOptions {
   /** A `pg.Pool` (or anything with the same `connect()`). Each store call is one autocommit statement. */
   pool: PgPool
@@ -13,6 +14,7 @@ export interface LeasedPostgresStoreOptions {
   schema?: string
 }
 
+/** The leased-engine store on Postgres, with `prune` for expired claims and outcomes. */
 export interface LeasedPostgresStore extends LeasedStore {
   readonly schema: string
   /** Creates or upgrades idem's tables in `schema` (the same migrations as `postgresStore`). */

@@ -5,6 +5,7 @@ import { quoteSchema } from './sql/index.js'
 import { migrations, SCHEMA_VERSION } from './migrations.js'
 import type { PgPool } from './types.js'
 
+/** What `migratePostgres` did: the version it found, the version now, and the migrations it applied. */
 export interface MigrateResult {
   from: number
   to: number
@@ -17,6 +18,8 @@ export interface MigrateResult {
  * newer than this build knows.
  * @param schema default `public`
  * @throws StoreUnavailableError when Postgres cannot be reached or the connection is lost midway; running it again is safe
+ * @example
+ * await migratePostgres(pool, { schema: 'billing' }) // at deploy time, before the app serves
  */
 export async function migratePostgres(pool: PgPool, { schema = 'public' }: { schema?: string } = {}): Promise<MigrateResult> {
   const s = quoteSchema(schema)

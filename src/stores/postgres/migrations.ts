@@ -10,6 +10,10 @@ export interface Migration {
 /** The schema version this build of idem expects. */
 export const SCHEMA_VERSION = 5
 
+/**
+ * The versioned Postgres migrations, oldest first: what `migratePostgres` applies and
+ * `idem migrate --print` shows.
+ */
 export const migrations: readonly Migration[] = [
   {
     version: 1,

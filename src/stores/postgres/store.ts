@@ -15,6 +15,7 @@ import { warnWithoutConnectTimeout } from './pool-timeout.js'
 import * as sql from './sql/index.js'
 import type { PgClient, PgExecutor, PgPool } from './types.js'
 
+/** What `postgresStore` takes: the pool, the schema, the isolation level and whether to use prepared statements. */
 export interface PostgresStoreOptions {
   /** A `pg.Pool` (or anything with the same `connect()`); sessions take a client from it. */
   pool: PgPool

@@ -27,6 +27,7 @@ export interface PgClient extends PgExecutor {
   escapeLiteral(value: string): string
 }
 
+/** A pooled client, as idem uses one for the sessions it opens itself: a `pg.PoolClient` fits. */
 export interface PgPoolClient extends PgClient {
   // idem's own sessions send several statements in one text (no values): pg then resolves
   // to one result per statement, which only a real pg client does.
@@ -37,6 +38,7 @@ export interface PgPoolClient extends PgClient {
   removeListener?(event: 'error', listener: (error: Error) => void): unknown
 }
 
+/** The pool the store checks clients out of: a `pg.Pool` fits. */
 export interface PgPool {
   connect(): Promise<PgPoolClient>
 }

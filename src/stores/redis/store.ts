@@ -11,6 +11,7 @@ export const DEFAULT_REDIS_PREFIX = 'idem:'
 /** How long one store call may take before `StoreUnavailableError`, by default. */
 export const DEFAULT_REDIS_TIMEOUT_MS = 1_000
 
+/** What `redisStore` takes: the client, the key prefix and the per-command timeout. */
 export interface RedisStoreOptions {
   /**
    * An ioredis `Redis` or `Cluster`. The store defines its scripts on it
@@ -26,6 +27,10 @@ export interface RedisStoreOptions {
   timeoutMs?: number
 }
 
+/**
+ * The leased-engine store on Redis: one script per step, so a claim, a renewal or a
+ * commit is one round trip.
+ */
 export interface RedisStore extends LeasedStore {
   readonly prefix: string
   /** The keys holding `(scope, key)`, for inspection and tests. */

@@ -7,6 +7,7 @@ import { sqliteStore } from './store.js'
 import type { SqliteDatabase, SqliteStatement } from './types.js'
 import { inTurn } from './writer.js'
 
+/** What `leasedSqliteStore` takes: the database and how long to wait for its write lock. */
 export interface LeasedSqliteStoreOptions {
   /**
    * An open better-sqlite3 `Database` (WAL mode recommended). Every store call is a
@@ -19,6 +20,7 @@ export interface LeasedSqliteStoreOptions {
   busyTimeoutMs?: number
 }
 
+/** The leased-engine store on SQLite, with `prune` for expired claims and outcomes. */
 export interface LeasedSqliteStore extends LeasedStore {
   /** Creates or upgrades idem's tables (the same migrations as `sqliteStore`). */
   migrate(): { from: number; to: number; applied: number[] }

@@ -8,6 +8,7 @@ export interface SqliteMigration {
 /** The schema version this build of idem expects (recorded in `idem_migrations`). */
 export const SQLITE_SCHEMA_VERSION = 4
 
+/** The versioned SQLite migrations, oldest first. */
 export const sqliteMigrations: readonly SqliteMigration[] = [
   {
     version: 1,

@@ -18,6 +18,7 @@ import * as sql from './sql.js'
 import type { SqliteDatabase, SqliteStatement } from './types.js'
 import { takeTurn } from './writer.js'
 
+/** What `sqliteStore` takes: the database and how long to wait for its write lock. */
 export interface SqliteStoreOptions {
   /**
    * An open better-sqlite3 `Database`. Use WAL mode (`db.pragma('journal_mode = WAL')`)

@@ -8,6 +8,7 @@ export interface SqliteStatement {
   all(...params: unknown[]): unknown[]
 }
 
+/** The database the store runs on: a better-sqlite3 12 `Database` fits. */
 export interface SqliteDatabase {
   prepare(source: string): SqliteStatement
   exec(source: string): unknown
