@@ -13,8 +13,8 @@ import type { LeaseClaim, LeasedStore } from './store.js'
 import { serializeOutcome } from '../outcome.js'
 import { createStepContext, type StepContext } from './steps.js'
 
-/** 30 seconds: how long a claim holds without renewal by default. */
-export const DEFAULT_LEASE_MS = 30_000
+/** 5 seconds: how long a claim holds without renewal by default, so a crashed holder blocks its key for no longer. */
+export const DEFAULT_LEASE_MS = 5_000
 
 /**
  * What a failed call (its function threw, or discarded its outcome) does with its claim:
@@ -34,7 +34,7 @@ export type LeasedErrorPolicy = 'release-if-no-steps' | 'keep'
 export interface LeasedIdemOptions {
   /** Where claims, steps and outcomes live (e.g. `redisStore(...)`). */
   store: LeasedStore
-  /** How long a claim holds without renewal; a crashed holder's key is taken over after this. @default 30000 */
+  /** How long a claim holds without renewal; a crashed holder's key is taken over after this. @default 5000 */
   leaseMs?: number
   /** How often the running call renews its lease; less than `leaseMs`. @default leaseMs / 3 */
   heartbeatMs?: number
