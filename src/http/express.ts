@@ -1,5 +1,5 @@
 /**
- * `idem/express`: the Idempotency-Key middleware for Express 5. It converts to and
+ * `idem/express`: the Idempotency-Key middleware for Express 4.17+ and 5. It converts to and
  * from the neutral handler (`idem/fetch`), which holds all the behaviour.
  */
 import type { IncomingMessage } from 'node:http'
@@ -29,7 +29,7 @@ const PASSED = Symbol('passed through')
 type Outcome = Response | typeof PASSED
 
 /**
- * Express 5 middleware. Mount it before body parsers (`express.json()` and friends):
+ * Express 4.17+ and 5 middleware. Mount it before body parsers (`express.json()` and friends):
  * it reads the raw body for the fingerprint and puts the same bytes back for them. The
  * route handler finds the key and its transaction on `req.idem`; the response it
  * writes is held until the transaction commits. `scope` receives the Express request,

@@ -20,9 +20,11 @@ export function describeConformance(backendName: string, getBackend: () => Backe
           const backend = getBackend()!
           const state = appState()
           const client = await frontEnd.start(backend, options, state)
+          const cleanup: Array<() => void> = []
           try {
-            await run({ client, backend, state, frontEnd: frontEnd.name })
+            await run({ client, backend, state, frontEnd: frontEnd.name, cleanup })
           } finally {
+            for (const undo of cleanup) undo()
             state.gate.open()
             await client.close()
           }
