@@ -335,8 +335,8 @@ async function listen(server: http.Server): Promise<Client> {
  * One request over a real connection with node:http, which (unlike fetch) can send a
  * header in several fields. The answer is returned as a Web Response.
  */
-export function httpCall(port: number, call: Call): Promise<Response> {
-  const headers: Record<string, string | string[]> = {}
+export function httpCall(port: number, call: Call, extraHeaders: Record<string, string> = {}): Promise<Response> {
+  const headers: Record<string, string | string[]> = { ...extraHeaders }
   if (call.key !== undefined) headers['idempotency-key'] = call.key
   if (call.tenant !== undefined) headers.authorization = `Bearer ${call.tenant}`
   if (call.contentType !== undefined) headers['content-type'] = call.contentType
