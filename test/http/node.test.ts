@@ -1,6 +1,12 @@
-import type { IncomingMessage } from 'node:http'
+import express from 'express'
+import fc from 'fast-check'
+import http, { type IncomingMessage } from 'node:http'
+import type { AddressInfo } from 'node:net'
 import { describe, expect, it } from 'vitest'
-import { webRequest } from '../../src/http/node.js'
+import { idempotency } from '../../src/http/express.js'
+import { jsonText, webRequest } from '../../src/http/node.js'
+import { memoryStore } from '../../src/stores/memory/index.js'
+import { httpCall } from './support/frontends.js'
 
 const nodeRequest = (host: string | undefined, extra: string[] = []): IncomingMessage =>
   ({
@@ -25,5 +31,45 @@ describe('webRequest (the Express and Fastify adapters)', () => {
   it('copies repeated fields one by one, so two keys arrive as a list', () => {
     const request = webRequest(nodeRequest('h', ['Idempotency-Key', '"a"', 'Idempotency-Key', '"b"']), '/', 'body')
     expect(request.headers.get('idempotency-key')).toBe('"a", "b"')
+  })
+})
+
+describe('jsonText (a parsed body, for the fingerprint)', () => {
+  it('is JSON.stringify for whatever a body parser produces', () => {
+    fc.assert(
+      fc.property(fc.jsonValue(), (value) => jsonText(value) === JSON.stringify(value)),
+      { numRuns: 300 },
+    )
+    const odd = { a: undefined, b: [undefined, () => 1], c: new Date(0), d: Buffer.from('hi'), e: -0 }
+    expect(jsonText(odd)).toBe(JSON.stringify(odd))
+  })
+
+  it('serialises nesting deeper than JSON.stringify can', () => {
+    const deep = JSON.parse(`${'['.repeat(60_000)}${']'.repeat(60_000)}`) as unknown
+    expect(() => JSON.stringify(deep)).toThrow(RangeError)
+    expect(jsonText(deep)).toBe(`${'['.repeat(60_000)}${']'.repeat(60_000)}`)
+  })
+})
+
+describe('Express with express.json() mounted before the middleware', () => {
+  it('fingerprints a parsed body nested past the stack instead of answering 500, and replays it', async () => {
+    let runs = 0
+    const app = express()
+    app.use(express.json({ limit: '1mb' }))
+    app.use(idempotency({ store: memoryStore(), scope: () => 'acct' }))
+    app.post('/json', (_req, res) => void res.status(201).json({ run: ++runs }))
+    const server = http.createServer(app)
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+    try {
+      const { port } = server.address() as AddressInfo
+      const call = { path: '/json', key: '"deep"', contentType: 'application/json', body: `${'['.repeat(30_000)}${']'.repeat(30_000)}` }
+      expect((await httpCall(port, call)).status).toBe(201)
+      const replay = await httpCall(port, call)
+      expect(replay.headers.get('idempotent-replayed')).toBe('true')
+      expect(runs).toBe(1)
+    } finally {
+      server.closeAllConnections()
+      server.close()
+    }
   })
 })
