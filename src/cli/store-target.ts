@@ -15,6 +15,8 @@ export async function withStore<T>(
     const { default: pg } = await import('pg')
     const { postgresStore } = await import('../stores/postgres/index.js')
     const pool = new pg.Pool({ connectionString: target.url, max: 2, connectionTimeoutMillis: 10_000 })
+    // A connection dropped while idle must fail the command's next query, not crash it.
+    pool.on('error', () => {})
     try {
       return await work(postgresStore({ pool, schema: target.schema }))
     } finally {

@@ -5,6 +5,7 @@ import { readBody, withRequestBody } from './body.js'
 import { pathOf, queryOf, resolveOptions, type IdempotencyContext, type IdempotencyOptions } from './options.js'
 import { isHttpProblem, problemResponse } from './problem.js'
 import type { IdemError } from '../core/errors/idem-error.js'
+import { warn } from '../core/events.js'
 import { discard, isDiscarded, type Discarded } from '../core/result.js'
 import { bodyBytes, replayResponse, storeResponse, withBody, type StoredResponse } from './stored-response.js'
 
@@ -102,6 +103,19 @@ export function protectRequests<Tx, Native = unknown>(options: IdempotencyOption
     }
     return problemResponse(error, o.problemTypes)
   }
+  let omittedBefore = false
+  // Once per middleware: every later replay of such a response has an empty body.
+  const warnOmitted = (bytes: number): void => {
+    if (omittedBefore) return
+    omittedBefore = true
+    warn(o.events, {
+      code: 'stored-body-omitted',
+      source: 'idempotency',
+      message:
+        `idem: a response body of ${bytes} bytes is over maxStoredBodyBytes (${o.maxStoredBodyBytes}), so it was stored without its body ` +
+        'and its replays answer with an empty body and Idempotent-Body-Omitted: true. Raise maxStoredBodyBytes to replay such bodies whole.',
+    })
+  }
 
   return { covers, protect }
 
@@ -144,9 +158,11 @@ export function protectRequests<Tx, Native = unknown>(options: IdempotencyOption
           }
           const bytes = await bodyBytes(answered)
           first = withBody(answered, bytes)
-          const stored = storeResponse(answered, bytes, o.replayHeaders)
           // A 5xx or a transient 4xx rolls back, so its retry runs again.
-          return o.storeStatus(answered.status) ? stored : discard(stored)
+          if (!o.storeStatus(answered.status)) return discard(storeResponse(answered, bytes, o.replayHeaders))
+          const stored = storeResponse(answered, bytes, o.replayHeaders, o.maxStoredBodyBytes)
+          if (stored.omittedBodyBytes !== undefined) warnOmitted(stored.omittedBodyBytes)
+          return stored
         },
       )
       // A fresh answer is the route's own: its stored form is never read back.
