@@ -10,6 +10,7 @@ import net from 'node:net'
 import { fileURLToPath } from 'node:url'
 import kafkajs, { type Admin, type Producer } from 'kafkajs'
 import { afterAll, describe, expect, it } from 'vitest'
+import { createMemo } from '../../src/data/index.js'
 import { createInbox, startConsumer, type ConsumeResult } from '../../src/queue/index.js'
 import { kafkaDeliverer, kafkaSource, type KafkaDeliverer } from '../../src/queue/kafka/index.js'
 import { postgresStore } from '../../src/stores/postgres/index.js'
@@ -176,7 +177,6 @@ describe.skipIf(db === undefined)("Kafka adapter (kafkajs against librdkafka's m
 
     // Consumer B: this process, the same inbox and handler (less the fixture's stops).
     const inbox = createInbox<PgClient, Intake>({ store, consumer: consumerName })
-    const { createMemo } = await import('../../src/data/index.js')
     const memo = createMemo({ store })
     const source = kafkaSource({ kafka: client(), groupId, topics: [topic], idempotent: false, concurrency: 2, partitionsConsumedConcurrently: partitions, consumerConfig: CONSUMER_CONFIG })
     let assignmentOfB: number[] | undefined
@@ -227,8 +227,9 @@ describe.skipIf(db === undefined)("Kafka adapter (kafkajs against librdkafka's m
     await consumerB.stop()
 
     expect(assignmentOfB).toHaveLength(partitions)
-    for (const id of firstOfA) expect(settledByB.get(id)).toEqual(['duplicate'])
-    for (const id of secondOfA) expect(settledByB.get(id)).toEqual(['processed'])
+    // A record B handled reaches B again if a later rebalance refused its commit: then it is a duplicate.
+    for (const id of firstOfA) expect(new Set(settledByB.get(id))).toEqual(new Set(['duplicate']))
+    for (const id of secondOfA) expect(settledByB.get(id)!.filter((s) => s !== 'duplicate' && s !== 'in-flight')).toEqual(['processed'])
     const { rows } = await pool.query(`SELECT intake_id, prompt_version, summary FROM ${summaries} ORDER BY intake_id`)
     expect(rows.map((row) => row.intake_id)).toEqual(intakes.map((intake) => intake.intakeId).sort())
     const calls = (await pool.query(`SELECT intake_id, answer, by FROM ${llmCalls}`)).rows
@@ -333,7 +334,7 @@ describe.skipIf(db === undefined)("Kafka adapter (kafkajs against librdkafka's m
     await eventually(() => b.statuses.get(0)?.includes('processed') === true, 30_000, 'B to apply record 0')
     await eventually(async () => (await uncommitted(topic, groupId)) === 0, 10_000, 'every offset committed')
     await b.consumer.stop()
-    for (let n = 1; n < 10; n++) expect(b.statuses.get(n)).toEqual(['duplicate'])
+    for (let n = 1; n < 10; n++) expect(new Set(b.statuses.get(n))).toEqual(new Set(['duplicate']))
     const { rows } = await pool.query(`SELECT count(*)::int AS rows, count(DISTINCT message_id)::int AS messages FROM ${ledger}`)
     expect(rows[0]).toEqual({ rows: 10, messages: 10 })
   }, 90_000)
