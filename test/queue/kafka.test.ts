@@ -130,7 +130,9 @@ async function balanced(assignments: (() => number[] | undefined)[], count: numb
       const all = held.flat()
       return held.every((partitions) => partitions.length > 0) && all.length === count && new Set(all).size === count
     },
-    30_000,
+    // The mock holds a new group's first join for about 3 s, and a loaded machine may need
+    // a rejoin or two more.
+    60_000,
     'a balanced group',
   )
 }
