@@ -17,6 +17,8 @@ export async function openDatabase({ file, url, schema = 'public' }) {
     // search_path is set when each connection starts, so the app's unqualified table
     // names resolve to the example's schema.
     const pool = new pg.Pool({ connectionString: url, max: 10, connectionTimeoutMillis: 5_000, options: `-c search_path="${schema}"` })
+    // An idle connection that dies (a restart, a failover) is the pool's to replace, not a crash.
+    pool.on('error', (error) => console.error('postgres pool:', error.message))
     await pool.query(`CREATE SCHEMA IF NOT EXISTS "${schema}"`)
     const store = postgresStore({ pool, schema })
     await store.migrate()

@@ -29,7 +29,7 @@ async function emitted(prefix = 'idem_'): Promise<Map<string, Set<string>>> {
   for (const metric of await registry.getMetricsAsJSON()) {
     const spec = Object.values(METRICS).find((m) => `${prefix}${m.name}` === metric.name)
     const labels = new Set(Object.keys(spec?.labels ?? {}))
-    if (metric.type === ('histogram' as typeof metric.type)) {
+    if (String(metric.type) === 'histogram') {
       for (const suffix of ['_bucket', '_count', '_sum']) names.set(`${metric.name}${suffix}`, suffix === '_bucket' ? new Set([...labels, 'le']) : labels)
     } else names.set(metric.name, labels)
   }
