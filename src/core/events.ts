@@ -241,6 +241,7 @@ export function warn(events: EventStream, event: Omit<WarningEvent, 'type'>): vo
 /**
  * Times one round trip of an engine to its store and reports it (`{ type: 'store' }`);
  * when nobody listens it only makes the call.
+ * @example const session = await timedRoundTrip(events, store.name, 'begin', () => store.begin(request))
  */
 export function timedRoundTrip<T>(events: EventStream, store: string, operation: StoreOperation, call: () => Promise<T>): Promise<T> {
   if (!events.listening) return call()

@@ -44,6 +44,12 @@ export function prometheusMetrics(options: PrometheusMetricsOptions = {}): Prome
     throw new InvalidOptionError(`prometheusMetrics: option "prefix" must be a Prometheus name prefix ([a-zA-Z_:][a-zA-Z0-9_:]*), got ${shown(prefix)}`)
   }
 
+  const taken = Object.values(METRICS).find((spec) => registry.getSingleMetric(`${prefix}${spec.name}`) !== undefined)
+  if (taken !== undefined) {
+    throw new InvalidOptionError(
+      `prometheusMetrics: the registry already has ${prefix}${taken.name}: call prometheusMetrics once per registry (stop() the first), or pass another "registry" or "prefix"`,
+    )
+  }
   const metrics = new Map<MetricId, Metric>()
   for (const [id, spec] of Object.entries(METRICS) as [MetricId, (typeof METRICS)[MetricId]][]) {
     const common = { name: `${prefix}${spec.name}`, help: spec.help, labelNames: Object.keys(spec.labels), registers: [registry] }
