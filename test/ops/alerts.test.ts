@@ -154,6 +154,12 @@ describe.skipIf(promtool === undefined)('promtool', () => {
     expect(execFileSync('promtool', ['test', 'rules', rulesTestPath], { encoding: 'utf8' })).toContain('SUCCESS')
   })
 
+  it("parses every dashboard panel's query (as recording rules)", () => {
+    const recording = { groups: [{ name: 'dashboard', rules: dashboard.panels.flatMap((panel, i) => panel.targets.map((target, j) => ({ record: `dashboard:panel_${i}_${j}`, expr: target.expr }))) }] }
+    writeFileSync(join(dir, 'dashboard-rules.yml'), JSON.stringify(recording))
+    expect(execFileSync('promtool', ['check', 'rules', join(dir, 'dashboard-rules.yml')], { encoding: 'utf8' })).toMatch(/SUCCESS: \d+ rules found/)
+  })
+
   it('fails when the rules name a metric the series (the exporter\'s names) do not have', () => {
     writeFileSync(join(dir, 'alerts.yml'), rulesText.replaceAll('idem_reconcile_duplicate_ratio', 'idem_reconcile_duplicates_ratio'))
     copyFileSync(rulesTestPath, join(dir, 'alerts.test.yml'))
