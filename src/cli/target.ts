@@ -187,14 +187,15 @@ export function connectionError(what: string, url: string, error: unknown): CliE
 
 /** An idem error from a store (unavailable, tables missing), as cause and fix. */
 export function storeError(error: unknown, target: Target): unknown {
-  if (error instanceof Error && /no such table: idem_|relation "[^"]*idem_\w+" does not exist/.test(error.message)) {
-    return new CliError(`idem's tables are missing (${error.message})`, `run: idem migrate ${targetFlags(target)}`, { cause: error })
+  const where = target.kind === 'postgres' ? `schema "${target.schema}"` : target.kind === 'sqlite' ? target.file : target.url
+  const missing = (cause: unknown) =>
+    new CliError(`idem's tables are missing in ${where}, or older than this idem`, `run: idem migrate ${targetFlags(target)}`, { cause })
+  if (error instanceof IdemError) {
+    if (error.code === 'migration-required') return missing(error)
+    if (error.code === 'store-unavailable') return new CliError(error.message, 'check that the database is running and reachable, then run the command again', { cause: error })
+    return error
   }
-  if (!(error instanceof IdemError)) return error
-  if (error.code === 'migration-required') {
-    return new CliError(error.message.replace(/ Run the migration.*$/, ''), `run: idem migrate ${targetFlags(target)}`, { cause: error })
-  }
-  if (error.code === 'store-unavailable') return new CliError(error.message, 'check that the database is running and reachable, then run the command again', { cause: error })
+  if (error instanceof Error && /no such table: idem_|relation "[^"]*idem_\w+" does not exist/.test(error.message)) return missing(error)
   return error
 }
 

@@ -173,6 +173,13 @@ describe('idem migrate and idem sql (SQLite)', () => {
     expect((await idem(['migrate', '--sqlite', file, '--baseline', '2'])).stdout).toBe('idem: migrated from version 2 to 4 (applied 3, 4)\n')
   })
 
+  it('names missing tables in a file that is not migrated', async () => {
+    const file = join(dir, 'empty.db')
+    new Database(file).close()
+    const ran = await idem(['stats', '--sqlite', file])
+    expect(ran).toMatchObject({ code: 2, stderr: `idem stats: idem's tables are missing in ${file}, or older than this idem\n  fix: run: idem migrate --sqlite ${file}\n` })
+  })
+
   it('inspect on a migrated file: exit 1 and says so when nothing is stored; stats counts', async () => {
     const file = join(dir, 'app.db')
     const missing = await idem(['inspect', 'acct', 'nope', '--sqlite', file])
@@ -190,6 +197,14 @@ describe.skipIf(pgDb === undefined)('idem on Postgres', () => {
   const { pool, schema } = pgDb as TestSchema
   const s = `"${schema}"`
   afterAll(() => pgDb?.drop())
+
+  it('names missing tables and the migrate that creates them', async () => {
+    const ran = await idem(['prune', '--postgres', PG_URL, '--schema', `${schema}_none`])
+    expect(ran.code).toBe(2)
+    expect(ran.stderr).toBe(`idem prune: idem's tables are missing in schema "${schema}_none", or older than this idem\n  fix: run: idem migrate --postgres ${PG_URL} --schema ${schema}_none\n`)
+    const other = await idem(['migrate', '--postgres', PG_URL.replace(/\/[^/]*$/, '/no_such_db_here')])
+    expect(other.stderr).toContain('database "no_such_db_here" does not exist\n  fix: check the database name in the URL, or create it')
+  })
 
   it('migrates with --dry-run (applying nothing), then for real', async () => {
     const dry = await idem(['migrate', '--postgres', PG_URL, '--schema', schema, '--dry-run'])
