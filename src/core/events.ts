@@ -132,8 +132,11 @@ export interface StoreEvent {
 
 /**
  * Something that happened to a lease (leased engine):
- * - `takeover`: this call claimed a key whose earlier holder's lease ran out before it
- *   finished (it crashed, hung or failed after completing a step);
+ * - `takeover`: this call claimed a key another call held without finishing: it resumed
+ *   that call's saved steps (its lease ran out), or it found the key running and then
+ *   claimed it (the holder's lease ran out, or the holder failed and gave the key back
+ *   while this call waited). A holder that crashed before any duplicate arrived leaves
+ *   nothing the engine can tell from a first call;
  * - `lost`: this call ended without storing its outcome because its lease was lost or
  *   could no longer be confirmed;
  * - `fenced`: the store refused a write under this call's token (a renewal, a step or

@@ -40,17 +40,6 @@ export const HTTP_OUTCOMES = [
   'unprotected',
 ] as const
 
-/** The status each HTTP outcome is answered with, where it is fixed. */
-export const HTTP_OUTCOME_STATUS: Readonly<Partial<Record<(typeof HTTP_OUTCOMES)[number], number>>> = {
-  'missing-key': 400,
-  'invalid-key': 400,
-  'body-too-large': 413,
-  mismatch: 422,
-  'in-flight': 409,
-  'lease-lost': 409,
-  'store-unavailable': 503,
-}
-
 const CALL_OUTCOMES = ['fresh', 'replayed', 'not-stored', 'in-flight', 'mismatch', 'lease-lost', 'error'] as const
 const ENGINES = ['transactional', 'leased'] as const
 const INBOX_STATUSES = ['processed', 'duplicate', 'failed', 'dead-lettered', 'in-flight', 'error'] as const
@@ -137,7 +126,7 @@ export const METRICS = {
     otel: 'idem.lease.takeovers',
     kind: 'counter',
     unit: '{lease}',
-    help: "Leased calls that took over a key whose holder's lease ran out (it crashed, hung, or failed after a step)",
+    help: 'Leased calls that claimed a key another call held without finishing (resumed its steps, or waited for it and then claimed the key)',
     labels: { store: 'store' },
   },
   leaseLost: {

@@ -91,19 +91,27 @@ describe('the exporters', () => {
     await store.claim('s', 'crashed', fingerprintValue(1), 20, 60_000)
     const idem = createLeasedIdem({ store, events, waitMs: 5_000 })
     expect((await idem.run({ scope: 's', key: 'crashed', input: 1 }, () => 'done')).value).toBe('done')
+    // A holder that crashed after saving a step: once its lease ran out, the retry resumes the step.
+    const held = await store.claim('s', 'resumed', fingerprintValue(2), 20, 60_000)
+    if (held.state !== 'acquired') throw new Error('expected to claim the key')
+    await store.saveStep('s', 'resumed', held.token, 'charge', '"ch_1"')
+    await new Promise((resolve) => setTimeout(resolve, 40))
+    let charges = 0
+    await idem.run({ scope: 's', key: 'resumed', input: 2 }, (ctx) => ctx.step('charge', () => ++charges))
+    expect(charges).toBe(0)
     // A store that refuses the outcome: another call holds the key now.
     const fenced = createLeasedIdem({ store: { ...store, name: 'memory', claim: store.claim, complete: async () => false }, events })
     await expect(fenced.run({ scope: 's', key: 'fenced', input: 1 }, () => 'x')).rejects.toThrow(/another call took the key over/)
     await idem.run({ scope: 's', key: 'plain', input: 1 }, () => 'y')
 
     const text = await registry.metrics()
-    expect(promValue(text, 'idem_lease_takeovers_total', { store: 'memory' })).toBe(1)
+    expect(promValue(text, 'idem_lease_takeovers_total', { store: 'memory' })).toBe(2)
     expect(promValue(text, 'idem_fenced_writes_total', { store: 'memory' })).toBe(1)
     expect(promValue(text, 'idem_lease_lost_total', { store: 'memory' })).toBe(1)
     expect(promValue(text, 'idem_calls_total', { engine: 'leased', store: 'memory', outcome: 'lease-lost' })).toBe(1)
-    expect(promValue(text, 'idem_store_round_trip_seconds_count', { store: 'memory', operation: 'complete' })).toBe(3)
+    expect(promValue(text, 'idem_store_round_trip_seconds_count', { store: 'memory', operation: 'complete' })).toBe(4)
     const points = await otel.read()
-    expect(otelValue(points.get('idem.lease.takeovers'), { store: 'memory' })).toBe(1)
+    expect(otelValue(points.get('idem.lease.takeovers'), { store: 'memory' })).toBe(2)
     expect(otelValue(points.get('idem.lease.fenced_writes'), { store: 'memory' })).toBe(1)
   })
 
