@@ -5,7 +5,7 @@ import { readBody, withRequestBody } from './body.js'
 import { pathOf, queryOf, resolveOptions, type IdempotencyContext, type IdempotencyOptions } from './options.js'
 import { isHttpProblem, problemResponse } from './problem.js'
 import type { IdemError } from '../core/errors/idem-error.js'
-import { warn } from '../core/events.js'
+import { warn, type HttpOutcome } from '../core/events.js'
 import { discard, isDiscarded, type Discarded } from '../core/result.js'
 import { bodyBytes, replayResponse, storeResponse, withBody, type StoredResponse } from './stored-response.js'
 
@@ -93,15 +93,25 @@ export interface RequestProtection<Tx, Native> {
   protect(request: Request, native: Native | undefined, route: RouteCalls<Tx>): Promise<Response>
 }
 
+/** How each idem error is counted over HTTP (`HttpEvent`); the rest answer 500 and count as `error`. */
+const HTTP_OUTCOMES: Partial<Record<IdemError['code'], HttpOutcome>> = {
+  'missing-key': 'missing-key',
+  'invalid-key': 'invalid-key',
+  'body-too-large': 'body-too-large',
+  'fingerprint-mismatch': 'mismatch',
+  'in-flight': 'in-flight',
+  'lease-lost': 'lease-lost',
+  'store-unavailable': 'store-unavailable',
+}
+
 /** Makes the middleware behind every front end, with its options validated once, here. */
 export function protectRequests<Tx, Native = unknown>(options: IdempotencyOptions<Tx, Native>): RequestProtection<Tx, Native> {
   const o = resolveOptions(options)
   const covers = (method: string): boolean => o.methods.has(method)
   const answer = (error: IdemError, method: string): Response => {
-    if (o.events.listening && (error.code === 'missing-key' || error.code === 'invalid-key' || error.code === 'body-too-large')) {
-      o.events.emit({ type: 'http', outcome: error.code, method })
-    }
-    return problemResponse(error, o.problemTypes)
+    const response = problemResponse(error, o.problemTypes)
+    if (o.events.listening) o.events.emit({ type: 'http', outcome: HTTP_OUTCOMES[error.code] ?? 'error', method, status: response.status })
+    return response
   }
   let omittedBefore = false
   // Once per middleware: every later replay of such a response has an empty body.
@@ -166,9 +176,15 @@ export function protectRequests<Tx, Native = unknown>(options: IdempotencyOption
         },
       )
       // A fresh answer is the route's own: its stored form is never read back.
-      return result.replayed || first === undefined ? replayResponse(result.value, route.writesBytes === true) : first
+      const response = result.replayed || first === undefined ? replayResponse(result.value, route.writesBytes === true) : first
+      if (o.events.listening) {
+        const outcome = result.replayed ? 'replayed' : result.stored ? 'fresh' : 'not-stored'
+        o.events.emit({ type: 'http', outcome, method: request.method, status: response.status })
+      }
+      return response
     } catch (error) {
       if (isHttpProblem(error)) return answer(error, request.method)
+      if (o.events.listening) o.events.emit({ type: 'http', outcome: 'error', method: request.method })
       throw error
     }
   }

@@ -25,7 +25,7 @@ export interface LeasedPostgresStore extends LeasedStore {
    * own short statement, until none are left.
    * @returns how many keys were deleted
    */
-  prune(options?: { batchSize?: number }): Promise<number>
+  prune(options?: { batchSize?: number; onBatch?: (deleted: number) => void }): Promise<number>
 }
 
 /**
