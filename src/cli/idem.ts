@@ -12,10 +12,12 @@ import { storeTarget, withStore } from './store-target.js'
 const USAGE = `usage: idem <command> [options]
 
 commands:
-  migrate   (--postgres <url> [--schema <name>] | --sqlite <file>)
-            create or upgrade idem's tables (versioned; safe to run from many instances)
-  prune     (--postgres <url> [--schema <name>] | --sqlite <file>) [--batch-size <n>]
-            delete expired keys in bounded batches
+  migrate   (--postgres <url> [--schema <name>] [--key-layout daily-partitions] | --sqlite <file>)
+            create or upgrade idem's tables (versioned; safe to run from many instances),
+            and with --key-layout daily-partitions the partitions of the days ahead
+  prune     (--postgres <url> [--schema <name>] [--key-layout daily-partitions] | --sqlite <file>) [--batch-size <n>]
+            delete expired keys in bounded batches; with daily partitions, drop the
+            days that are over and create the days ahead
   sql       (postgres [--schema <name>] | sqlite)
             print every migration's SQL, for DBAs who apply it themselves
   reconcile (--postgres <url> | --sqlite <file>) --table <name> --columns <a,b,...>
@@ -28,6 +30,7 @@ const STORE_OPTIONS = {
   sqlite: { type: 'string' },
   schema: { type: 'string' },
   'batch-size': { type: 'string' },
+  'key-layout': { type: 'string' },
 } as const
 
 /**
@@ -63,6 +66,12 @@ async function storeCommand(command: 'migrate' | 'prune', argv: string[], io: Cl
   const target = storeTarget(values, io, USAGE)
   if (target === undefined) return EXIT.usage
   const batchSize = values['batch-size'] === undefined ? 1_000 : Number(values['batch-size'])
+  const layout = values['key-layout']
+  if (layout !== undefined && (target.kind !== 'postgres' || (layout !== 'table' && layout !== 'daily-partitions'))) {
+    io.err(`--key-layout is "table" or "daily-partitions", with --postgres only\n\n${USAGE}`)
+    return EXIT.usage
+  }
+  if (target.kind === 'postgres' && layout !== undefined) target.keyLayout = layout
   try {
     await withStore(target, async (store) => {
       if (command === 'migrate') {

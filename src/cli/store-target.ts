@@ -1,7 +1,7 @@
 import type { CliIo } from './io.js'
 
 /** Where a command acts: a Postgres URL (and schema) or a SQLite file. */
-export type StoreTarget = { kind: 'postgres'; url: string; schema: string } | { kind: 'sqlite'; file: string }
+export type StoreTarget = { kind: 'postgres'; url: string; schema: string; keyLayout?: 'table' | 'daily-partitions' } | { kind: 'sqlite'; file: string }
 
 /**
  * Opens the idem store a command acts on, runs `work` with it, and closes it. The
@@ -16,7 +16,7 @@ export async function withStore<T>(
     const { postgresStore } = await import('../stores/postgres/index.js')
     const pool = new pg.Pool({ connectionString: target.url, max: 2, connectionTimeoutMillis: 10_000 })
     try {
-      return await work(postgresStore({ pool, schema: target.schema }))
+      return await work(postgresStore({ pool, schema: target.schema, ...(target.keyLayout === undefined ? {} : { keyLayout: target.keyLayout }) }))
     } finally {
       await pool.end()
     }

@@ -111,3 +111,35 @@ export function savePrepared(schema: string): PreparedStatement {
   return prepared('save', ['text', 'text', 'text', 'text', 'bigint'], save(schema, '', '', '', '', 0).text)
 }
 
+
+// ---- idem_keys_by_day (migration 6): the same records, partitioned by expiry day ----
+
+/**
+ * `idem_keys_by_day`: the key table of `keyLayout: 'daily-partitions'`, with the same
+ * statements as `idem_keys` (the claim through `idem_claim_by_day`). Its `mark` never
+ * claims (a unique index across partitions cannot exist, so the one-statement claim
+ * has nothing to conflict on): calls take the claim path, which is right on any table.
+ * The engine's keys never use `mark` anyway (only calls that store no outcome do).
+ */
+export function keysByDayTable(schema: string): KeyTable {
+  const s = quoteSchema(schema)
+  const claimText = `SELECT state, fingerprint, outcome FROM ${s}.idem_claim_by_day($1, $2, $3)`
+  const saveText =
+    `INSERT INTO ${s}.idem_keys_by_day (scope, key, fingerprint, outcome, created_at, expires_at) ` +
+    `VALUES ($1, $2, $3, $4, now(), now() + $5 * interval '1 millisecond')`
+  const lookupText = `SELECT fingerprint, outcome FROM ${s}.idem_keys_by_day WHERE scope = $1 AND key = $2 AND expires_at > now()`
+  const markText = `SELECT $1::text, $2::text, $3::text, $4::bigint WHERE false`
+  return {
+    keepsOutcomes: true,
+    claim: (scope, key, waitMs) => ({ text: claimText, values: [scope, key, waitMs] }),
+    mark: (scope, key, fingerprint, ttlMs) => ({ text: markText, values: [scope, key, fingerprint, ttlMs] }),
+    lookup: (scope, key) => ({ text: lookupText, values: [scope, key] }),
+    save: (scope, key, fingerprint, outcome, ttlMs) => ({ text: saveText, values: [scope, key, fingerprint, outcome, ttlMs] }),
+    prepared: {
+      claim: prepared('claim_by_day', ['text', 'text', 'integer'], claimText),
+      mark: prepared('mark_by_day', ['text', 'text', 'text', 'bigint'], markText),
+      lookup: prepared('lookup_by_day', ['text', 'text'], lookupText),
+      save: prepared('save_by_day', ['text', 'text', 'text', 'text', 'bigint'], saveText),
+    },
+  }
+}
