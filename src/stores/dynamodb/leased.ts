@@ -7,6 +7,7 @@ import {
   type TransactWriteItem,
 } from '@aws-sdk/client-dynamodb'
 import { StoreUnavailableError } from '../../core/errors/store-unavailable.js'
+import type { KeyPeek } from '../../core/dual-read.js'
 import type { LeaseClaim, LeasedStore } from '../../core/leased/store.js'
 import { MAX_DURATION_MS } from '../../core/validate.js'
 import { conditionFailed } from './errors.js'
@@ -39,7 +40,7 @@ const STEP_HORIZON_MS = 2 * MAX_DURATION_MS
  * accurate as the clocks of the processes sharing a table; fencing does not depend on
  * them.
  */
-export function dynamoLeasedStore(wire: Wire, now: () => number = Date.now): LeasedStore {
+export function dynamoLeasedStore(wire: Wire, now: () => number = Date.now): LeasedStore & KeyPeek {
   const TableName = wire.table
   const headKey = (pk: string): Item => ({ pk: S(pk), sk: S(HEAD_SK) })
 
@@ -201,8 +202,18 @@ export function dynamoLeasedStore(wire: Wire, now: () => number = Date.now): Lea
     }))
   }
 
-  const store: LeasedStore = {
+  const store: LeasedStore & KeyPeek = {
     name: 'dynamodb',
+
+    async peek(scope, key) {
+      const pk = leasePk(scope, key)
+      const head = await readHead(pk)
+      const t = now()
+      if (head === undefined || (num(head, 'expiresAt') ?? 0) <= t) return { state: 'absent' }
+      if (str(head, 'state') === 'completed') return { state: 'completed', record: { fingerprint: str(head, 'fp') ?? '', outcome: await readOutcome(pk, head) } }
+      if ((str(head, 'state') === 'held' && (num(head, 'leaseUntil') ?? 0) > t) || bool(head, 'steps')) return { state: 'held' }
+      return { state: 'absent' }
+    },
 
     async claim(scope, key, fingerprint, leaseMs, ttlMs) {
       const pk = leasePk(scope, key)

@@ -1,5 +1,6 @@
 import { CreateTableCommand, DescribeTableCommand, UpdateTimeToLiveCommand } from '@aws-sdk/client-dynamodb'
 import { InvalidOptionError } from '../../core/errors/invalid-option.js'
+import type { KeyPeek } from '../../core/dual-read.js'
 import type { LeasedStore } from '../../core/leased/store.js'
 import { assertDuration, assertKnownOptions } from '../../core/validate.js'
 import type { WithOnceTable } from '../../data/once-table.js'
@@ -35,7 +36,7 @@ export interface DynamoStoreOptions {
   holdMs?: number
 }
 
-export interface DynamoStore extends LeasedStore, WithInboxTable<DynamoTx>, WithOnceTable<DynamoTx>, WithDeadLetterTable {
+export interface DynamoStore extends LeasedStore, KeyPeek, WithInboxTable<DynamoTx>, WithOnceTable<DynamoTx>, WithDeadLetterTable {
   readonly table: string
   /**
    * Creates the table if it does not exist (on-demand capacity, `pk`/`sk` strings) and
@@ -91,6 +92,7 @@ export function dynamodbStore(options: DynamoStoreOptions): DynamoStore {
     saveStep: leased.saveStep,
     complete: leased.complete,
     release: leased.release,
+    peek: leased.peek,
     inbox: dynamoInboxTable(wire, holdMs),
     once: dynamoOnceTable(wire, holdMs),
     deadLetters: dynamoDeadLetterTable(wire),

@@ -336,12 +336,14 @@ $fn$`,
   expires_at timestamptz NOT NULL
 ) PARTITION BY RANGE (expires_at)`,
         `CREATE INDEX idem_keys_by_day_key ON ${s}.idem_keys_by_day (scope, key)`,
-        // idem_claim (version 1) over idem_keys_by_day: the same lock, the same decision.
+        // idem_claim (version 1) over idem_keys_by_day: the same decision, under a lock of
+        // its own (seed 1), so that during a move between the two tables (a dual-read
+        // window) a claim in one is not mistaken for a holder in the other.
         `CREATE FUNCTION ${s}.idem_claim_by_day(p_scope text, p_key text, p_wait_ms integer,
   OUT state text, OUT fingerprint text, OUT outcome text)
 LANGUAGE plpgsql VOLATILE AS $fn$
 DECLARE
-  lock_id bigint := hashtextextended(length(p_scope)::text || ':' || p_scope || p_key, 0);
+  lock_id bigint := hashtextextended(length(p_scope)::text || ':' || p_scope || p_key, 1);
   previous_timeout text;
   live boolean;
 BEGIN

@@ -1,6 +1,7 @@
 import { InvalidOptionError } from '../../core/errors/invalid-option.js'
 import { assertCount, assertKnownOptions } from '../../core/validate.js'
 import { DEFAULT_PARTITION_DAYS_AHEAD, maintainDayPartitions } from './day-partitions.js'
+import type { KeyPeek } from '../../core/dual-read.js'
 import type { KeyStore } from '../../core/store.js'
 import type { WithOnceTable } from '../../data/once-table.js'
 import type { WithDeadLetterTable } from '../../queue/dead-letter-table.js'
@@ -12,6 +13,7 @@ import { keySessions, type Settings } from './key-sessions.js'
 import { migratePostgres, type MigrateResult } from './migrate.js'
 import { postgresOnceTable } from './once-table.js'
 import { postgresOutboxTable } from './outbox-table.js'
+import { postgresPeek } from './peek.js'
 import { pruneExpired, type PruneOptions } from './pool-query.js'
 import { warnWithoutConnectTimeout } from './pool-timeout.js'
 import * as sql from './sql/index.js'
@@ -61,7 +63,8 @@ export interface PostgresStore
     WithInboxTable<PgClient>,
     WithOutboxTable<PgExecutor>,
     WithDeadLetterTable,
-    WithOnceTable<PgExecutor> {
+    WithOnceTable<PgExecutor>,
+    KeyPeek {
   readonly schema: string
   readonly keyLayout: 'table' | 'daily-partitions'
   /** Creates or upgrades idem's tables in `schema` (and, with daily partitions, the days ahead). Safe to run from several instances at once. */
@@ -118,11 +121,13 @@ export function postgresStore(options: PostgresStoreOptions): PostgresStore {
   warnWithoutConnectTimeout(pool, 'postgresStore')
   const settings: Settings = { pool, schema, isolation, preparedStatements }
   const partitioned = keyLayout === 'daily-partitions'
+  const keyTable = partitioned ? sql.keysByDayTable(schema) : sql.keysTable(schema)
   return {
     name: 'postgres',
     schema,
     keyLayout,
-    begin: keySessions(settings, partitioned ? sql.keysByDayTable(schema) : sql.keysTable(schema)).begin,
+    begin: keySessions(settings, keyTable).begin,
+    peek: postgresPeek(pool, schema, keyTable),
     inbox: postgresInboxTable(settings),
     outbox: postgresOutboxTable(pool, schema),
     deadLetters: postgresDeadLetterTable(pool, schema),

@@ -1,6 +1,7 @@
 import { InvalidOptionError } from '../../core/errors/invalid-option.js'
 import { StoreUnavailableError } from '../../core/errors/store-unavailable.js'
 import { assertDuration } from '../../core/validate.js'
+import type { KeyPeek, PeekResult } from '../../core/dual-read.js'
 import type { LeaseClaim, LeasedStore } from '../../core/leased/store.js'
 import { assertKnownOptions } from '../../core/validate.js'
 import type { WithInboxTable } from '../../queue/inbox-table.js'
@@ -38,7 +39,7 @@ export interface RedisStoreOptions {
   holdMs?: number
 }
 
-export interface RedisStore extends LeasedStore, WithInboxTable<RedisTx> {
+export interface RedisStore extends LeasedStore, WithInboxTable<RedisTx>, KeyPeek {
   readonly prefix: string
   /** The keys holding `(scope, key)`, for inspection and tests. */
   keysOf(scope: string, key: string): RedisKeys
@@ -157,6 +158,9 @@ export function redisStore(options: RedisStoreOptions): RedisStore {
     release(scope, key, token) {
       return send('release', 'idemLeaseReleaseV1', keysOf(scope, key), [String(token)], toBoolean)
     },
+    peek(scope, key) {
+      return send('peek', 'idemLeasePeekV1', keysOf(scope, key), [], toPeek)
+    },
   }
   return store
 }
@@ -179,6 +183,13 @@ function toClaim(reply: Reply): LeaseClaim {
     default:
       throw new Error(`The claim script returned an unexpected reply: ${JSON.stringify(reply)}`)
   }
+}
+
+function toPeek(reply: Reply): PeekResult {
+  const [state, fingerprint, outcome] = reply as [string, string?, string?]
+  if (state === 'completed') return { state, record: { fingerprint: fingerprint!, outcome: outcome! } }
+  if (state === 'held' || state === 'absent') return { state }
+  throw new Error(`The peek script returned an unexpected reply: ${JSON.stringify(reply)}`)
 }
 
 function toBoolean(reply: Reply): boolean {

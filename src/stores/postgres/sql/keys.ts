@@ -63,6 +63,19 @@ export function mark(schema: string, scope: string, key: string, fingerprint: st
 
 
 /**
+ * Tries the key's advisory lock (the one `idem_claim` takes) without waiting, in the
+ * peek's own transaction: false means a call holds the key right now. The peek reads
+ * the record in the next statement, so in a snapshot taken after this one: a holder
+ * that committed and let go before the try is seen.
+ */
+export function tryKeyLock(scope: string, key: string, seed: 0 | 1): Statement {
+  return {
+    text: `SELECT pg_try_advisory_xact_lock(hashtextextended(length($1)::text || ':' || $1 || $2, ${seed})) AS free`,
+    values: [scope, key],
+  }
+}
+
+/**
  * A table the transactional store keeps keys in, as the statements it runs on it:
  * `idem_keys` (every call: fingerprint and outcome) or `idem_inbox` (the inbox's
  * message ids: only that a message was processed, until when). Each statement has the
@@ -71,6 +84,8 @@ export function mark(schema: string, scope: string, key: string, fingerprint: st
 export interface KeyTable {
   /** False for a table that records only that a key ran: calls on it store no outcome. */
   readonly keepsOutcomes: boolean
+  /** Tries the key's advisory lock without waiting (`free`: nobody held it), for a peek. */
+  tryLock(scope: string, key: string): Statement
   claim(scope: string, key: string, waitMs: number): Statement
   mark(scope: string, key: string, fingerprint: string, ttlMs: number): Statement
   lookup(scope: string, key: string): Statement
@@ -82,6 +97,7 @@ export interface KeyTable {
 export function keysTable(schema: string): KeyTable {
   return {
     keepsOutcomes: true,
+    tryLock: (scope, key) => tryKeyLock(scope, key, 0),
     claim: (scope, key, waitMs) => claim(schema, scope, key, waitMs),
     mark: (scope, key, fingerprint, ttlMs) => mark(schema, scope, key, fingerprint, ttlMs),
     lookup: (scope, key) => lookup(schema, scope, key),
@@ -131,6 +147,7 @@ export function keysByDayTable(schema: string): KeyTable {
   const markText = `SELECT $1::text, $2::text, $3::text, $4::bigint WHERE false`
   return {
     keepsOutcomes: true,
+    tryLock: (scope, key) => tryKeyLock(scope, key, 1),
     claim: (scope, key, waitMs) => ({ text: claimText, values: [scope, key, waitMs] }),
     mark: (scope, key, fingerprint, ttlMs) => ({ text: markText, values: [scope, key, fingerprint, ttlMs] }),
     lookup: (scope, key) => ({ text: lookupText, values: [scope, key] }),
