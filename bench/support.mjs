@@ -83,6 +83,8 @@ function groupOf(command, pid) {
   if (command.startsWith('redis-server')) return 'redis'
   if (command === 'beam.smp' || command.startsWith('erl_')) return 'rabbitmq'
   if (command === 'nats-server') return 'nats'
+  // DynamoDB Local is a Java process.
+  if (command === 'java') return 'dynamodb-local'
   // Kernel threads have no command line.
   try {
     if (readFileSync(`/proc/${pid}/cmdline`).length === 0) return 'kernel'
@@ -111,6 +113,11 @@ export function cpuLedger(named) {
         for (const [label, micros] of Object.entries(after)) entry.micros[label] = (entry.micros[label] ?? 0) + micros - (before[label] ?? 0)
       }
       return result.value
+    },
+    /** µs of CPU per operation that `label` spent in variant `name` (undefined when not measured). */
+    micros(name, label) {
+      const entry = totals[name]
+      return entry === undefined || entry.operations === 0 ? undefined : (entry.micros[label] ?? 0) / entry.operations
     },
     /** Prints one line per variant: µs of CPU per operation, by process group, and their sum. */
     print(unit) {

@@ -1,13 +1,14 @@
 // The Postgres key table partitioned by expiry day (keyLayout 'daily-partitions'): the
 // KeyStore contract passes on it unchanged; migrate() and prune() create the days
-// ahead; prune() drops a day once it is over, live keys untouched; a key whose day has
-// no partition is MigrationRequiredError; `idem migrate|prune --key-layout` do the same.
+// ahead; prune() drops a day once it is over, live keys untouched; a key expiring past
+// the days made lands in the DEFAULT partition, replays, and is pruned by deletes;
+// `idem migrate|prune --key-layout` do the same.
 import { randomUUID } from 'node:crypto'
 import pg from 'pg'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { main } from '../../src/cli/idem.js'
 import { createIdem } from '../../src/core/engine.js'
-import { InvalidOptionError, MigrationRequiredError } from '../../src/core/errors/index.js'
+import { InvalidOptionError } from '../../src/core/errors/index.js'
 import { postgresStore, type PgClient, type PostgresStore } from '../../src/stores/postgres/index.js'
 import { keyStoreContract } from '../../src/testing/index.js'
 import { itFulfils } from '../support/contract.js'
@@ -31,7 +32,7 @@ describe.skipIf(db === undefined)('postgres keys partitioned by expiry day', () 
   const partitions = async (): Promise<string[]> =>
     (
       await pool.query(
-        `SELECT c.relname FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid WHERE i.inhparent = to_regclass($1) ORDER BY 1`,
+        `SELECT c.relname FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid WHERE i.inhparent = to_regclass($1) AND c.relname <> 'idem_keys_by_day_later' ORDER BY 1`,
         [`"${schema}".idem_keys_by_day`],
       )
     ).rows.map((r) => r.relname as string)
@@ -82,10 +83,20 @@ describe.skipIf(db === undefined)('postgres keys partitioned by expiry day', () 
     expect((await idem.run({ scope: 'acct', key: 'gone', input: 1 }, async () => 'new again')).replayed).toBe(false)
   })
 
-  it('a key expiring on a day without a partition is MigrationRequiredError, naming prune', async () => {
+  it('a key expiring past the days made ahead lands in the DEFAULT partition, replays, and is pruned once expired', async () => {
     const idem = createIdem({ store })
-    await expect(idem.run({ scope: 'acct', key: randomUUID(), input: 1, ttlMs: 20 * 86_400_000 }, async () => 'far')).rejects.toThrow(MigrationRequiredError)
-    await expect(idem.run({ scope: 'acct', key: randomUUID(), input: 1, ttlMs: 20 * 86_400_000 }, async () => 'far')).rejects.toThrow(/prune/)
+    const key = randomUUID()
+    await idem.run({ scope: 'acct', key, input: 1, ttlMs: 20 * 86_400_000 }, async () => 'far')
+    expect(await idem.run({ scope: 'acct', key, input: 1 }, async () => 'never')).toEqual({ value: 'far', replayed: true, stored: true })
+    const where = await pool.query(
+      `SELECT c.relname AS part FROM "${schema}".idem_keys_by_day AS k JOIN pg_class AS c ON c.oid = k.tableoid WHERE k.key = $1`,
+      [key],
+    )
+    expect(where.rows).toEqual([{ part: 'idem_keys_by_day_later' }])
+    // 20 days on, as it will be: expired, on a day that has no partition of its own.
+    await pool.query(`UPDATE "${schema}".idem_keys_by_day_later SET expires_at = now() - interval '5 days' WHERE key = $1`, [key])
+    expect(await store.prune({ batchSize: 10 })).toBeGreaterThanOrEqual(1)
+    expect((await pool.query(`SELECT count(*)::int AS n FROM "${schema}".idem_keys_by_day WHERE key = $1`, [key])).rows[0].n).toBe(0)
   })
 
   it('idem migrate and idem prune --key-layout daily-partitions create the days ahead; options are checked', async () => {
@@ -95,7 +106,7 @@ describe.skipIf(db === undefined)('postgres keys partitioned by expiry day', () 
     try {
       expect(await main(['migrate', '--postgres', PG_URL, '--schema', other, '--key-layout', 'daily-partitions'], io)).toBe(0)
       const { rows } = await pool.query(`SELECT count(*)::int AS n FROM pg_inherits WHERE inhparent = to_regclass($1)`, [`"${other}".idem_keys_by_day`])
-      expect(rows[0].n).toBe(33)
+      expect(rows[0].n).toBe(5) // today, three days ahead, and the DEFAULT partition
       expect(await main(['prune', '--postgres', PG_URL, '--schema', other, '--key-layout', 'daily-partitions'], io)).toBe(0)
       expect(await main(['prune', '--postgres', PG_URL, '--schema', other, '--key-layout', 'weekly'], io)).toBe(2)
     } finally {

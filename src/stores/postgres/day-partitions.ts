@@ -4,8 +4,11 @@ import { queryOnPool } from './pool-query.js'
 import * as sql from './sql/index.js'
 import type { PgPool } from './types.js'
 
-/** More than the longest retention (2³¹ − 1 ms, 24.8 days), plus a week of prunes that did not run. */
-export const DEFAULT_PARTITION_DAYS_AHEAD = 32
+/**
+ * Enough for the default retention (24 h) and a couple of days without a prune. Keys
+ * that expire later land in the DEFAULT partition, which prune empties by deletes.
+ */
+export const DEFAULT_PARTITION_DAYS_AHEAD = 3
 
 /**
  * Keeps `idem_keys_by_day`'s partitions: every day from today to `daysAhead` days
@@ -35,7 +38,7 @@ export async function maintainDayPartitions(
     // A partition holds the keys expiring on its day: once that day is over, all are expired.
     const todays = sql.dayPartitionName(today)
     for (const name of partitions) {
-      if (name >= todays) continue
+      if (!/^idem_keys_by_day_\d{8}$/.test(name) || name >= todays) continue
       const estimate = Number(((await queryOnPool(pool, schema, sql.partitionRows(schema, name))).rows[0] as { rows?: string } | undefined)?.rows ?? 0)
       if (await ddl(pool, schema, sql.dropDayPartition(schema, name))) {
         dropped.push(name)
@@ -55,7 +58,10 @@ async function ddl(pool: PgPool, schema: string, statement: string): Promise<boo
     return true
   } catch (error) {
     failure = client.lost ?? (await client.query('ROLLBACK').then(() => undefined, (e: unknown) => e))
-    if ((error as { code?: string }).code === '55P03') return false // lock_not_available
+    // lock_not_available, or (23514) the DEFAULT partition holds keys of that day already:
+    // they stay there and expire by deletes; the day is tried again at the next prune.
+    const code = (error as { code?: string }).code
+    if (code === '55P03' || code === '23514') return false
     throw classifyPgError(error, schema)
   } finally {
     client.release(failure)

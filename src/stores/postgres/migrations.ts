@@ -323,7 +323,7 @@ $fn$`,
       return [
         // idem_keys, partitioned by expires_at: a day of expired keys goes with one DROP
         // of its partition instead of millions of deletes (and the vacuum after them).
-        // The partitions themselves are made ahead by migrate() and prune() (see
+        // The day partitions are made ahead by migrate() and prune() (see
         // sql/partitions.ts). A unique index must contain the partition key, so
         // (scope, key) is not unique here: the key's advisory lock, which every writer
         // takes (idem_claim_by_day), keeps one row per key instead.
@@ -336,6 +336,9 @@ $fn$`,
   expires_at timestamptz NOT NULL
 ) PARTITION BY RANGE (expires_at)`,
         `CREATE INDEX idem_keys_by_day_key ON ${s}.idem_keys_by_day (scope, key)`,
+        // Keys expiring past the days made ahead land here (correct, only not dropped by
+        // day: prune deletes its expired rows in batches, as for idem_keys).
+        `CREATE TABLE ${s}.idem_keys_by_day_later PARTITION OF ${s}.idem_keys_by_day DEFAULT`,
         // idem_claim (version 1) over idem_keys_by_day: the same decision, under a lock of
         // its own (seed 1), so that during a move between the two tables (a dual-read
         // window) a claim in one is not mistaken for a holder in the other.

@@ -43,13 +43,18 @@ export interface PostgresStoreOptions {
    * rows `prune()` deletes in batches. `'daily-partitions'`: `idem_keys_by_day`,
    * partitioned by the UTC day a key expires, so expiry is one `DROP` of a day's
    * partition (no deletes, no vacuum after them); `migrate()` and `prune()` create the
-   * partitions `partitionDaysAhead` days ahead, so run `prune()` (or `idem prune`) at
-   * least weekly. Calls and their statements are the same. Switching a running service
+   * partitions `partitionDaysAhead` days ahead, so run `prune()` (or `idem prune`)
+   * daily. A key expiring beyond them lands in a DEFAULT partition, whose expired rows
+   * prune deletes as it does `idem_keys`'. Calls and their statements are the same. Switching a running service
    * from one to the other is a move between key tables: see docs/scaling.md
    * (`dualReadStore`). @default 'table'
    */
   keyLayout?: 'table' | 'daily-partitions'
-  /** With `keyLayout: 'daily-partitions'`: how many days of partitions to keep ready. @default 32 */
+  /**
+   * With `keyLayout: 'daily-partitions'`: how many days of partitions to keep ready
+   * beyond today. Cover your longest `ttlMs` plus the days between prunes; every
+   * partition costs each claim an index probe, so do not keep many more. @default 3
+   */
   partitionDaysAhead?: number
 }
 
@@ -139,7 +144,7 @@ export function postgresStore(options: PostgresStoreOptions): PostgresStore {
     },
     async prune(options) {
       // Expired rows of idem_keys too: after a switch of layout it still holds the old keys.
-      const deleted = await pruneExpired(pool, schema, ['idem_keys', 'idem_inbox'], options)
+      const deleted = await pruneExpired(pool, schema, partitioned ? ['idem_keys', 'idem_inbox', 'idem_keys_by_day_later'] : ['idem_keys', 'idem_inbox'], options)
       if (!partitioned) return deleted
       const { droppedRows } = await maintainDayPartitions(pool, schema, { daysAhead: partitionDaysAhead, drop: true })
       return deleted + droppedRows

@@ -17,7 +17,7 @@ export function dayPartitions(schema: string): Statement {
     text:
       `SELECT to_char((now() AT TIME ZONE 'UTC')::date, 'YYYY-MM-DD') AS today, ` +
       `coalesce((SELECT array_agg(c.relname::text ORDER BY c.relname) FROM pg_inherits AS i ` +
-      `JOIN pg_class AS c ON c.oid = i.inhrelid WHERE i.inhparent = to_regclass($1)), '{}') AS partitions`,
+      `JOIN pg_class AS c ON c.oid = i.inhrelid WHERE i.inhparent = to_regclass($1) AND c.relname ~ '^idem_keys_by_day_[0-9]{8}$'), '{}') AS partitions`,
     values: [`${quoteSchema(schema)}.idem_keys_by_day`],
   }
 }
