@@ -18,7 +18,7 @@ import { cpus, tmpdir } from 'node:os'
 import { dirname, join } from 'node:path'
 import pg from 'pg'
 import { Cluster, Redis } from 'ioredis'
-import { cpuLedger, machineCpu, ratio } from './support.mjs'
+import { cpuByPid, cpuLedger, ratio } from './support.mjs'
 
 const PG_URL = process.env.IDEM_BENCH_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/test'
 const REDIS_URL = process.env.IDEM_BENCH_REDIS_URL ?? 'redis://127.0.0.1:6379'
@@ -239,13 +239,18 @@ async function scalingCurve() {
     if (backend === undefined) return
     try {
       await drive(backend.call, 0.5)
-      const before = machineCpu(named)
+      const before = cpuByPid(named)
       const t = performance.now()
       const result = await drive(backend.call, SECONDS)
       const wall = (performance.now() - t) * 1000
-      const after = machineCpu(named)
-      const spent = (label) => (before && after ? (after[label] ?? 0) - (before[label] ?? 0) : NaN)
-      const used = before && after ? Object.keys(after).reduce((sum, label) => sum + spent(label), 0) : NaN
+      const after = cpuByPid(named)
+      const spent = (label) => {
+        if (before === undefined || after === undefined) return NaN
+        let sum = 0
+        for (const [pid, used] of after) if (label === undefined || used.label === label) sum += used.micros - (before.get(pid)?.micros ?? 0)
+        return sum
+      }
+      const used = spent(undefined)
       const bench = spent('bench (engine)')
       const perKey = (label) => (spent(label) / result.keys).toFixed(0)
       curve.push(result.keysPerSecond)

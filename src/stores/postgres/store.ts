@@ -1,5 +1,5 @@
 import { InvalidOptionError } from '../../core/errors/invalid-option.js'
-import { assertCount, assertKnownOptions } from '../../core/validate.js'
+import { assertCount } from '../../core/validate.js'
 import { DEFAULT_PARTITION_DAYS_AHEAD, maintainDayPartitions } from './day-partitions.js'
 import type { KeyPeek } from '../../core/dual-read.js'
 import type { KeyStore } from '../../core/store.js'
@@ -98,7 +98,6 @@ export interface PostgresStore
  */
 export function postgresStore(options: PostgresStoreOptions): PostgresStore {
   if (options === null || typeof options !== 'object') throw new InvalidOptionError('postgresStore: pass { pool }')
-  assertKnownOptions('postgresStore', options, ['pool', 'schema', 'isolation', 'preparedStatements', 'keyLayout', 'partitionDaysAhead'])
   const {
     pool,
     schema = 'public',

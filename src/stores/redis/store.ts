@@ -3,7 +3,6 @@ import { StoreUnavailableError } from '../../core/errors/store-unavailable.js'
 import { assertDuration } from '../../core/validate.js'
 import type { KeyPeek, PeekResult } from '../../core/dual-read.js'
 import type { LeaseClaim, LeasedStore } from '../../core/leased/store.js'
-import { assertKnownOptions } from '../../core/validate.js'
 import type { WithInboxTable } from '../../queue/inbox-table.js'
 import { INBOX_SCRIPTS, type InboxScriptName } from './inbox-scripts.js'
 import { redisInboxTable, type RedisTx } from './inbox-table.js'
@@ -67,7 +66,6 @@ type ScriptCall = (...args: Array<string | number>) => Promise<Reply>
  */
 export function redisStore(options: RedisStoreOptions): RedisStore {
   if (options === null || typeof options !== 'object') throw new InvalidOptionError('redisStore: pass { client }')
-  assertKnownOptions('redisStore', options, ['client', 'prefix', 'timeoutMs', 'holdMs'])
   const { client, prefix = DEFAULT_REDIS_PREFIX, timeoutMs = DEFAULT_REDIS_TIMEOUT_MS, holdMs = DEFAULT_REDIS_HOLD_MS } = options
   if (client === null || typeof client !== 'object' || typeof client.defineCommand !== 'function') {
     throw new InvalidOptionError('redisStore: option "client" must be an ioredis Redis or Cluster client')
