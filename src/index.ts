@@ -34,3 +34,4 @@ export type { LeasedIdem, LeasedIdemOptions, LeasedRunOptions, LeasedErrorPolicy
 export type { LeasedStore, LeaseClaim } from './core/leased/store.js'
 export type { StepContext } from './core/leased/steps.js'
 export { deriveKey } from './core/leased/derive.js'
+export { dualReadKeyStore, dualReadStore, type DualReadOptions, type KeyPeek, type PeekResult } from './core/dual-read.js'

@@ -6,5 +6,5 @@
  * persistence, `SCRIPT FLUSH`, a failover).
  */
 export interface RedisClient {
-  defineCommand(name: string, definition: { lua: string; numberOfKeys: number }): void
+  defineCommand(name: string, definition: { lua: string; numberOfKeys?: number }): void
 }
