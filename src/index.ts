@@ -20,6 +20,7 @@ export { fingerprintRequest, fingerprintValue, type FingerprintInput } from './c
 export { serializeOutcome, parseOutcome } from './core/outcome.js'
 export type { KeyStore, Store, BeginRequest, Claim, KeyRecord, NewRecord, Session } from './core/store.js'
 export { memoryStore, type MemoryStore, type MemoryTx } from './stores/memory/index.js'
+export { encryptedStore, type EncryptionOptions } from './stores/encrypted.js'
 export { createLeasedIdem, DEFAULT_LEASE_MS } from './core/leased/engine.js'
 export type { LeasedIdem, LeasedIdemOptions, LeasedRunOptions, LeasedErrorPolicy } from './core/leased/engine.js'
 export type { LeasedStore, LeaseClaim } from './core/leased/store.js'

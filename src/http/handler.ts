@@ -150,7 +150,7 @@ export function protectRequests<Tx, Native = unknown>(options: IdempotencyOption
         },
       )
       // A fresh answer is the route's own: its stored form is never read back.
-      return result.replayed || first === undefined ? replayResponse(result.value, route.writesBytes === true) : first
+      return result.replayed || first === undefined ? replayResponse(result.value, route.writesBytes === true, o.replayHeaders) : first
     } catch (error) {
       if (isHttpProblem(error)) return answer(error, request.method)
       throw error
