@@ -8,14 +8,19 @@ import { violates, type ChaosRow } from './support/table.js'
 export default class ChaosReporter implements Reporter {
   onTestRunEnd(testModules: ReadonlyArray<TestModule>): void {
     const rows: ChaosRow[] = []
+    const failed: string[] = []
     for (const module of testModules) {
-      for (const test of module.children.allTests()) rows.push(...(test.meta().chaos ?? []))
+      if (!module.moduleId.includes('/test/chaos/')) continue
+      for (const test of module.children.allTests()) {
+        rows.push(...(test.meta().chaos ?? []))
+        if (test.result().state === 'failed') failed.push(test.fullName)
+      }
     }
-    if (rows.length === 0) return
+    if (rows.length === 0 && failed.length === 0) return
     process.stdout.write(`\n${table(rows)}\n`)
-    const broken = rows.filter(violates)
+    const broken = [...rows.filter(violates).map((row) => row.scenario), ...failed.map((name) => `${name} (failed)`)]
     if (broken.length > 0) {
-      process.stdout.write(`CHAOS FAILED: ${broken.map((row) => row.scenario).join('; ')}\n`)
+      process.stdout.write(`CHAOS FAILED: ${broken.join('; ')}\n`)
       process.exitCode = 1
     } else {
       process.stdout.write(`CHAOS OK: ${rows.length} scenarios, 0 duplicates, 0 lost, 0 unexpected 5xx, 0 crashes\n`)
