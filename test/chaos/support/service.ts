@@ -1,5 +1,6 @@
 import Database from 'better-sqlite3'
 import { createServer } from 'node:net'
+import { fileURLToPath } from 'node:url'
 import type pg from 'pg'
 import { postgresStore, leasedPostgresStore } from '../../../src/stores/postgres/index.js'
 import { sqliteStore } from '../../../src/stores/sqlite/index.js'
@@ -19,6 +20,7 @@ export interface ServiceConfig {
   leaseMs?: number
   waitMs?: number
   applicationName?: string
+  ttlMs?: number
 }
 
 /** A running `test/fixtures/chaos-server.mjs`. */
@@ -31,8 +33,10 @@ export interface Service {
   stop(): Promise<void>
 }
 
-export async function startService(config: ServiceConfig): Promise<Service> {
-  const fixture = startFixture('chaos-server.mjs', config)
+/** Starts the service; `clockOffsetMs` shifts its wall clock (test/fixtures/clock-shift.mjs). */
+export async function startService(config: ServiceConfig, { clockOffsetMs = 0 } = {}): Promise<Service> {
+  const shift = fileURLToPath(new URL('../../fixtures/clock-shift.mjs', import.meta.url))
+  const fixture = startFixture('chaos-server.mjs', config, clockOffsetMs === 0 ? {} : { nodeArgs: ['--import', shift], env: { IDEM_CLOCK_OFFSET_MS: String(clockOffsetMs) } })
   const port = Number(await fixture.line('LISTENING'))
   let ended = false
   void fixture.exited.then(() => (ended = true))
@@ -65,10 +69,10 @@ export function prepareSqlite(file: string): Database.Database {
 }
 
 /** One attempt of an intent: POST /orders with its key. Rejects on a network failure. */
-export function postOrder(url: string, key: string, intent: string, amount: number, account = 'chaos'): Promise<Response> {
+export function postOrder(url: string, key: string, intent: string, amount: number, account = 'chaos', holdMs = 0): Promise<Response> {
   return fetch(`${url}/orders`, {
     method: 'POST',
-    headers: { 'content-type': 'application/json', 'idempotency-key': `"${key}"`, 'x-account': account },
+    headers: { 'content-type': 'application/json', 'idempotency-key': `"${key}"`, 'x-account': account, 'x-hold-ms': String(holdMs) },
     body: JSON.stringify({ intent, amount }),
     signal: AbortSignal.timeout(20_000),
   })
