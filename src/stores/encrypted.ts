@@ -157,6 +157,9 @@ function outcomeCipher({ keys, current, acceptPlaintext = false, ...rest }: Encr
       }
       const bytes = Buffer.from(envelope.data, 'base64')
       if (bytes.length < IV_BYTES + TAG_BYTES) throw new OutcomeUnreadableError('The stored outcome is truncated')
+      // Base64's last character may carry bits the decoder ignores: a row changed there
+      // would still open. Only the canonical spelling is the row that was written.
+      if (bytes.toString('base64') !== envelope.data) throw new OutcomeUnreadableError('The stored outcome was changed: its encoding is not the one written')
       try {
         const gcm = createDecipheriv('aes-256-gcm', key, bytes.subarray(0, IV_BYTES))
         gcm.setAAD(context(parts))
