@@ -117,7 +117,7 @@ describe.skipIf(db === undefined)('a broker restarted mid-flow', () => {
     const { rows } = await pool.query(`SELECT count(*)::int AS rows, count(DISTINCT message_id)::int AS ids FROM "${schema}".applied`)
     const undelivered = Number((await pool.query(`SELECT count(*)::int AS n FROM "${schema}".idem_outbox WHERE topic = $1 AND delivered_at IS NULL`, [topic])).rows[0].n)
     report(task, {
-      scenario: 'broker (Redis Streams of its own, AOF) killed and restarted',
+      scenario: 'server: broker (Redis Streams of its own, AOF) killed and restarted',
       runs: MESSAGES,
       unit: 'effects',
       duplicates: rows[0].rows - rows[0].ids,

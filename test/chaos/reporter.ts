@@ -17,6 +17,7 @@ export default class ChaosReporter implements Reporter {
       }
     }
     if (rows.length === 0 && failed.length === 0) return
+    rows.sort((a, b) => rank(a) - rank(b))
     process.stdout.write(`\n${table(rows)}\n`)
     const broken = [...rows.filter(violates).map((row) => row.scenario), ...failed.map((name) => `${name} (failed)`)]
     if (broken.length > 0) {
@@ -26,6 +27,13 @@ export default class ChaosReporter implements Reporter {
       process.stdout.write(`CHAOS OK: ${rows.length} scenarios, 0 duplicates, 0 lost, 0 unexpected 5xx, 0 crashes\n`)
     }
   }
+}
+
+// The table reads from the inside of a call outwards: crashes, servers, stalls, load, inputs, proofs.
+const ORDER = ['crash matrix', 'server', 'stall', 'clocks', 'load', 'fuzz', 'isolation', 'secrets', 'model']
+const rank = (row: ChaosRow) => {
+  const at = ORDER.findIndex((prefix) => row.scenario.startsWith(prefix))
+  return at === -1 ? ORDER.length : at
 }
 
 const number = (n: number) => n.toLocaleString('en-US')

@@ -123,7 +123,7 @@ describe.skipIf(db === undefined)('server faults under load', () => {
   })
 
   it.skipIf(cluster === undefined)('Postgres (a cluster of its own) stopped mid-load and started again', async ({ task }) => {
-    const row = await scenario(task, 'Postgres stopped (immediate) and restarted', {
+    const row = await scenario(task, 'server: Postgres stopped (immediate) and restarted', {
       pool: cluster!.pool,
       schema: clusterSchema,
       config: { mode: 'postgres', schema: clusterSchema, pg: { host: '127.0.0.1', port: cluster!.port, database: 'postgres' } },
@@ -140,7 +140,7 @@ describe.skipIf(db === undefined)('server faults under load', () => {
   it('backends terminated with pg_terminate_backend', async ({ task }) => {
     const applicationName = `idem-chaos-${randomBytes(3).toString('hex')}`
     let terminated = 0
-    await scenario(task, 'pg_terminate_backend, 5 times', {
+    await scenario(task, 'server: pg_terminate_backend, 5 times', {
       pool,
       schema,
       config: { mode: 'postgres', schema, pgUrl: PG_URL, applicationName },
@@ -158,7 +158,7 @@ describe.skipIf(db === undefined)('server faults under load', () => {
   it('connections cut by the TCP fault proxy (FIN and RST)', async ({ task }) => {
     const proxy = await startTcpFaultProxy({ target: '127.0.0.1:5432' })
     try {
-      await scenario(task, 'TCP cuts of every Postgres connection, 6 times', {
+      await scenario(task, 'server: TCP cuts of every Postgres connection, 6 times', {
         pool,
         schema,
         config: { mode: 'postgres', schema, pg: { host: proxy.host, port: proxy.port, database: 'test' } },
@@ -176,7 +176,7 @@ describe.skipIf(db === undefined)('server faults under load', () => {
   }, 300_000)
 
   it.skipIf(redis === undefined)('Redis (a server of its own) killed mid-load and started again, leased mode', async ({ task }) => {
-    await scenario(task, 'Redis killed and restarted (leased)', {
+    await scenario(task, 'server: Redis killed and restarted (leased)', {
       pool,
       schema,
       config: { mode: 'leased-redis', schema, pgUrl: PG_URL, redisUrl: redis!.url, prefix: 'idem-chaos:', leaseMs: 2_000 },

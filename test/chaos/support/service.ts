@@ -33,13 +33,23 @@ export interface Service {
   stop(): Promise<void>
 }
 
+// A test that fails half-way leaves no service behind it.
+const running = new Set<Fixture>()
+process.once('exit', () => {
+  for (const fixture of running) fixture.child.kill('SIGKILL')
+})
+
 /** Starts the service; `clockOffsetMs` shifts its wall clock (test/fixtures/clock-shift.mjs). */
 export async function startService(config: ServiceConfig, { clockOffsetMs = 0 } = {}): Promise<Service> {
   const shift = fileURLToPath(new URL('../../fixtures/clock-shift.mjs', import.meta.url))
   const fixture = startFixture('chaos-server.mjs', config, clockOffsetMs === 0 ? {} : { nodeArgs: ['--import', shift], env: { IDEM_CLOCK_OFFSET_MS: String(clockOffsetMs) } })
   const port = Number(await fixture.line('LISTENING'))
   let ended = false
-  void fixture.exited.then(() => (ended = true))
+  running.add(fixture)
+  void fixture.exited.then(() => {
+    ended = true
+    running.delete(fixture)
+  })
   return {
     url: `http://127.0.0.1:${port}`,
     fixture,
