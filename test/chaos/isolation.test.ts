@@ -169,7 +169,9 @@ describe.skipIf(db === undefined)('isolation and secrets', () => {
       expect(await rawLeased(k), `${name}: the outcome`).not.toContain(marker)
       const rotatedLeased = createLeasedIdem({ store: encryptedStore(store, { keys: { k2, k1 }, current: 'k2' }) })
       expect(await rotatedLeased.run({ scope: 'tenant', key: k, input: 1 }, async () => ({ secret: 'ran again' }))).toMatchObject({ value: { secret: marker }, replayed: true })
-      checked += 2
+      const retiredLeased = createLeasedIdem({ store: encryptedStore(store, { keys: { k2 }, current: 'k2' }) })
+      await expect(retiredLeased.run({ scope: 'tenant', key: k, input: 1 }, async () => ({ secret: 'ran again' }))).rejects.toBeInstanceOf(OutcomeUnreadableError)
+      checked += 3
     }
     expect(() => encryptedStore(plain, { keys: { k1: randomBytes(16) }, current: 'k1' })).toThrow(InvalidOptionError)
     expect(() => encryptedStore(plain, { keys: { k1 }, current: 'k9' })).toThrow(InvalidOptionError)
