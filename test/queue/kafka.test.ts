@@ -26,7 +26,9 @@ const db = mock ? await testSchema('idem_q_kafka') : undefined
 
 // Short session and heartbeat so a killed member is noticed in seconds; kafkajs heartbeats
 // from its fetch loop, so a fetch may not wait longer than the session either.
-const CONSUMER_CONFIG = { sessionTimeout: 3_000, rebalanceTimeout: 3_000, heartbeatInterval: 300, maxWaitTimeInMs: 200 }
+// The rebalance timeout is above the mock's 3 s delay of a new group's first join, and the session
+// timeout leaves a loaded machine room to heartbeat; a killed member is still noticed in seconds.
+const CONSUMER_CONFIG = { sessionTimeout: 6_000, rebalanceTimeout: 10_000, heartbeatInterval: 500, maxWaitTimeInMs: 200 }
 const PRODUCER_CONFIG = { createPartitioner: Partitioners.DefaultPartitioner }
 const client = (extra: object = {}) =>
   new Kafka({ clientId: 'idem-test', brokers: mock!.brokers, logLevel: logLevel.NOTHING, retry: { retries: 5, initialRetryTime: 100, maxRetryTime: 1_000 }, ...extra })
@@ -124,9 +126,10 @@ function harness(): BrokerHarness {
 
 /** Waits until the group has settled into members that hold disjoint partitions covering all `count`. */
 async function balanced(assignments: (() => number[] | undefined)[], count: number): Promise<void> {
+  let held: number[][] = []
   await eventually(
     () => {
-      const held = assignments.map((get) => get() ?? [])
+      held = assignments.map((get) => get() ?? [])
       const all = held.flat()
       return held.every((partitions) => partitions.length > 0) && all.length === count && new Set(all).size === count
     },
@@ -134,7 +137,9 @@ async function balanced(assignments: (() => number[] | undefined)[], count: numb
     // a rejoin or two more.
     60_000,
     'a balanced group',
-  )
+  ).catch((error: Error) => {
+    throw new Error(`${error.message}; the members last said they hold ${JSON.stringify(held)}`)
+  })
 }
 
 describe.skipIf(db === undefined)("Kafka adapter (kafkajs against librdkafka's mock cluster)", () => {
