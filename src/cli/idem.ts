@@ -6,6 +6,7 @@ import { migrations } from '../stores/postgres/migrations.js'
 import { sqliteMigrations } from '../stores/sqlite/migrations.js'
 import { EXIT, type CliIo } from './io.js'
 import { reconcileCommand } from './reconcile.js'
+import { policyCommand } from './policy.js'
 import { parseFlags } from './args.js'
 import { storeTarget, withStore } from './store-target.js'
 
@@ -20,6 +21,8 @@ commands:
             print every migration's SQL, for DBAs who apply it themselves
   reconcile (--postgres <url> | --sqlite <file>) --table <name> --columns <a,b,...>
             report rows that should be unique but are not; exit 1 above --threshold
+  policy    --config <module> [--format md|html|json]
+            print your API's idempotency policy from the middleware options
 
 Exit codes: 0 ok, 1 reconcile threshold exceeded, 2 usage or connection error.`
 
@@ -45,6 +48,8 @@ export async function main(argv: string[], io: CliIo = { out: console.log, err: 
       return sqlCommand(rest, io)
     case 'reconcile':
       return reconcileCommand(rest, io)
+    case 'policy':
+      return policyCommand(rest, io)
     case undefined:
     case 'help':
     case '--help':

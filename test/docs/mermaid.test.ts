@@ -38,7 +38,7 @@ function markdownFiles(dir: string): string[] {
 }
 
 /** The ```mermaid blocks of a Markdown file, with the line each starts on. */
-export function mermaidBlocks(file: string, text: string): Diagram[] {
+function mermaidBlocks(file: string, text: string): Diagram[] {
   const diagrams: Diagram[] = []
   const lines = text.split('\n')
   for (let i = 0; i < lines.length; i++) {
