@@ -99,4 +99,5 @@ export const SCRIPTS = {
   idemLeaseReleaseV1: RELEASE,
 } as const
 
+/** The command name one of the scripts is defined under. */
 export type ScriptName = keyof typeof SCRIPTS
