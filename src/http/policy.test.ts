@@ -107,6 +107,7 @@ describe('the policy follows the options', () => {
       expect(() => idempotency(bad as never)).toThrow(InvalidOptionError)
     }
     expect(() => idempotencyPolicy(base, { format: 'pdf' } as never)).toThrow(TypeError)
+    expect(() => idempotencyPolicy(undefined as never, { format: 'md' })).toThrow(InvalidOptionError)
   })
 
   it('Markdown and HTML carry the same statements; HTML escapes and links', () => {

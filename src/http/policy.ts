@@ -136,7 +136,9 @@ const POLICY_ONLY: HttpEngine<never> = {
 }
 
 function describePolicy<Tx, Native>(options: IdempotencyOptions<Tx, Native>, paths: readonly string[] | undefined): IdempotencyPolicyDocument {
-  const given = options ?? ({} as IdempotencyOptions<Tx, Native>)
+  // Not an object: the middleware's own refusal, word for word.
+  if (options === null || typeof options !== 'object') resolveOptions(options)
+  const given = options
   const withEngine = given.store === undefined && given.idem === undefined ? { ...given, idem: POLICY_ONLY as HttpEngine<Tx> } : given
   // A missing scope is stated in the page; the start-up warning is for servers, not for docs.
   const o = resolveOptions({ ...withEngine, scope: given.scope ?? (() => SHARED_SCOPE) })
