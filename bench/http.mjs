@@ -4,6 +4,10 @@
 //   unprotected  the route without idem (its INSERT autocommits)
 //   unprotected_tx  the same route without idem, its INSERT in a transaction of its own
 //                (BEGIN, INSERT, COMMIT): for reference, what a transaction costs by itself
+//   hand_written the route's transaction plus a careful engineer's own key row, no
+//                library (bench/hand-written.mjs: the key claimed under an advisory lock,
+//                the response stored in the same transaction, prepared statements, the
+//                same pool, three round trips): the floor for the transactional mode
 //   fresh        the route behind idem, a new key on every request
 //   replay       the route behind idem, retries of keys the fresh runs stored (answered
 //                from the store, the route does not run), sent to the instance that
@@ -18,6 +22,7 @@
 import { existsSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'
 import { keyedVariants, measureVariants, serveParent, startServer } from './autocannon.mjs'
+import { fingerprintOf, handWrittenKeys, handWrittenTable } from './hand-written.mjs'
 import { ratio } from './support.mjs'
 
 const PG_URL = process.env.IDEM_BENCH_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/test'
@@ -50,7 +55,14 @@ async function serve() {
       client.release()
     }
   }
-  const app = { pool, store, insert, inTransaction, scope: (request) => request.headers.get('x-account') ?? 'acct_bench' }
+  const hand = handWrittenKeys({ pool, schema })
+  /** The hand-written route: the same INSERT, in the transaction that stores the key's row. */
+  const handWritten = (scope, key, path, body) =>
+    hand.handle({ scope, key, fingerprint: fingerprintOf('POST', path, body) }, async (client) => {
+      const { rows } = await insert(client, body)
+      return { status: 201, body: JSON.stringify({ id: rows[0].id }) }
+    })
+  const app = { pool, store, insert, inTransaction, handWritten, scope: (request) => request.headers.get('x-account') ?? 'acct_bench' }
   const start = process.env.BENCH_APP === 'express' ? serveExpress : serveHono
   // The second instance: same pool and schema, a store object of its own.
   const port = await start(app)
@@ -58,7 +70,7 @@ async function serve() {
   serveParent({ app: port, elsewhere })
 }
 
-async function serveHono({ pool, store, insert, inTransaction, scope }) {
+async function serveHono({ pool, store, insert, inTransaction, handWritten, scope }) {
   const [{ Hono }, { serve }, { idempotency }] = await Promise.all([import('hono'), import('@hono/node-server'), import('../dist/http/hono.js')])
   const hono = new Hono()
   hono.post('/plain', async (c) => {
@@ -68,6 +80,12 @@ async function serveHono({ pool, store, insert, inTransaction, scope }) {
   hono.post('/plain-tx', async (c) => {
     const { rows } = await inTransaction(await c.req.text())
     return c.json({ id: rows[0].id }, 201)
+  })
+  hono.post('/hand', async (c) => {
+    const key = c.req.header('idempotency-key')
+    if (key === undefined) return c.json({ error: 'Idempotency-Key is required' }, 400)
+    const answer = await handWritten(scope(c.req.raw), key, c.req.path, await c.req.text())
+    return c.body(answer.body, answer.status, { 'content-type': 'application/json' })
   })
   hono.use('/idem', idempotency({ store, scope }))
   hono.post('/idem', async (c) => {
@@ -79,7 +97,7 @@ async function serveHono({ pool, store, insert, inTransaction, scope }) {
   return server.address().port
 }
 
-async function serveExpress({ pool, store, insert, inTransaction, scope }) {
+async function serveExpress({ pool, store, insert, inTransaction, handWritten, scope }) {
   const [{ default: express }, { idempotency }] = await Promise.all([import('express'), import('../dist/http/express.js')])
   const app = express()
   app.set('etag', false)
@@ -92,6 +110,12 @@ async function serveExpress({ pool, store, insert, inTransaction, scope }) {
   app.post('/plain-tx', text, async (req, res) => {
     const { rows } = await inTransaction(req.body)
     res.status(201).json({ id: rows[0].id })
+  })
+  app.post('/hand', text, async (req, res) => {
+    const key = req.get('idempotency-key')
+    if (key === undefined) return void res.status(400).json({ error: 'Idempotency-Key is required' })
+    const answer = await handWritten(req.get('x-account') ?? 'acct_bench', key, req.path, req.body)
+    res.status(answer.status).type('application/json').send(answer.body)
   })
   app.post('/idem', idempotency({ store, scope }), text, async (req, res) => {
     const { rows } = await insert(req.idem.tx, req.body)
@@ -117,6 +141,7 @@ async function drive() {
   try {
     const { postgresStore } = await import('../dist/stores/postgres/index.js')
     await postgresStore({ pool: admin, schema }).migrate()
+    await admin.query(handWrittenTable(schema))
     await admin.query(`CREATE TABLE "${schema}".orders (id bigserial PRIMARY KEY, body jsonb NOT NULL, created_at timestamptz NOT NULL DEFAULT now())`)
     console.log(`bench:http: ${CONNECTIONS} connections, ${ROUNDS} × ${SECONDS} s per variant, one INSERT per request (pool of ${POOL_SIZE})`)
     const results = {}
@@ -138,7 +163,9 @@ async function drive() {
     }
     // The issue's measures last.
     for (const adapter of ['hono', 'express']) {
-      const { unprotected, fresh, replay } = results[adapter]
+      const { unprotected, fresh, replay, hand_written } = results[adapter]
+      // The floor of the transactional mode: the same transaction with a hand-written key row.
+      ratio(`http.${adapter}.fresh_vs_hand_written`, fresh / hand_written)
       ratio(`http.${adapter}.fresh_vs_unprotected`, fresh / unprotected)
       ratio(`http.${adapter}.replay_vs_unprotected`, replay / unprotected)
     }
@@ -151,9 +178,11 @@ async function drive() {
 async function benchAdapter(adapter, url, elsewhere, server) {
   const headers = { 'content-type': 'application/json' }
   const keyed = keyedVariants('/idem', headers, CONNECTIONS, elsewhere)
+  const hand = keyedVariants('/hand', headers, CONNECTIONS)
   const variants = {
     unprotected: { path: '/plain', headers },
     unprotected_tx: { path: '/plain-tx', headers },
+    hand_written: hand.fresh,
     fresh: keyed.fresh,
     replay: keyed.replay,
     replay_elsewhere: keyed.replay_elsewhere,

@@ -1,5 +1,7 @@
 // bench:queue: messages/s through the inbox vs the same consumer without it, on
-// RabbitMQ and Redis Streams. Each consumer handles a message with one Postgres
+// RabbitMQ, Redis Streams and Kafka (librdkafka's mock cluster, run by kcat: no Kafka
+// server can be installed here, so the Kafka row measures the client and idem against an
+// in-memory broker, not a real one's disk and replication). Each consumer handles a message with one Postgres
 // transaction inserting one row; the inbox variant records the message id in that
 // same transaction. Two more measure what any such inbox must pay: the dedupe floor
 // records ids in a narrow table of its own (see dedupeFloor), and the hand-written one
@@ -9,9 +11,12 @@
 // reverse order) and the medians compared.
 import amqplib from 'amqplib'
 import { Redis } from 'ioredis'
+import kafkajs from 'kafkajs'
+import { spawn } from 'node:child_process'
 import { randomUUID } from 'node:crypto'
 import { createInbox, DEFAULT_INBOX_RETENTION_MS, startConsumer } from '../dist/queue/index.js'
 import { rabbitmqSource } from '../dist/queue/rabbitmq/index.js'
+import { kafkaSource } from '../dist/queue/kafka/index.js'
 import { redisStreamSource } from '../dist/queue/redis-streams/index.js'
 import { inboxMarkByHand, queueBenchDatabase } from './queue-database.mjs'
 import { cpuLedger, interleaved, ratio } from './support.mjs'
@@ -126,8 +131,15 @@ async function measure(broker, variant, seconds, machine, name) {
   await pool.query(`TRUNCATE ${schema}.claims, ${schema}.seen, ${schema}.idem_inbox`)
   await checkpoint()
   const consume = async () => {
-    const started = performance.now()
+    let started = performance.now()
     const consumer = await variant(source)
+    // A Kafka consumer's subscribe resolves once it has joined its group (seconds on the mock
+    // cluster, which delays a new group's first rebalance): its clock starts there.
+    let before = 0
+    if (broker.joinsGroup) {
+      started = performance.now()
+      before = Number((await pool.query(`SELECT count(*) AS n FROM ${schema}.claims`)).rows[0].n)
+    }
     const until = started + seconds * 1000
     while (performance.now() < until) {
       await new Promise((resolve) => setTimeout(resolve, 100))
@@ -136,6 +148,7 @@ async function measure(broker, variant, seconds, machine, name) {
     }
     const elapsed = (performance.now() - started) / 1000
     await consumer.stop()
+    done -= before
     return { value: elapsed, operations: done }
   }
   const elapsed = await machine.record(name, consume)
@@ -193,8 +206,67 @@ const redisBroker = {
   },
 }
 
+/**
+ * librdkafka's mock cluster through kcat (up from the Kafka row to the end, bounded by
+ * `timeout`); its bootstrap addresses are in kcat's log line.
+ */
+async function kafkaMock() {
+  const child = spawn('timeout', ['3600', 'kcat', '-q', '-b', '127.0.0.1', '-X', 'test.mock.num.brokers=3', '-C', '-t', 'idem-bench-warmup'], { stdio: ['ignore', 'ignore', 'pipe'] })
+  const brokers = await new Promise((resolve, reject) => {
+    let log = ''
+    const timer = setTimeout(() => reject(new Error(`kcat printed no mock cluster address (apt-get install kcat): ${log.slice(0, 300)}`)), 10_000)
+    child.once('error', reject)
+    child.stderr.on('data', (chunk) => {
+      log += chunk
+      const match = /replaced with (\S+)/.exec(log)
+      if (match) {
+        clearTimeout(timer)
+        resolve(match[1].split(','))
+      }
+    })
+  })
+  return { brokers, stop: () => child.kill('SIGTERM') }
+}
+
+// Started for the Kafka row only, so it does not idle on the cores during the others.
+let mock
+const kafkaBroker = {
+  name: 'kafka',
+  joinsGroup: true,
+  async fresh(run) {
+    mock ??= await kafkaMock()
+    const kafka = new kafkajs.Kafka({ clientId: 'idem-bench', brokers: mock.brokers, logLevel: kafkajs.logLevel.NOTHING })
+    const topic = `idem_bench_${randomUUID()}`
+    const producer = kafka.producer({ createPartitioner: kafkajs.Partitioners.DefaultPartitioner })
+    await producer.connect()
+    return {
+      // 4 partitions (the mock's default) × 4 records each at once = CONCURRENCY in flight, as for the other brokers.
+      source: kafkaSource({
+        kafka,
+        groupId: `bench-${run}`,
+        topics: [topic],
+        idempotent: false,
+        concurrency: CONCURRENCY / 4,
+        partitionsConsumedConcurrently: 4,
+        consumerConfig: { maxWaitTimeInMs: 100 },
+      }),
+      async publishBacklog(n) {
+        for (let start = 0; start < n; start += 1000) {
+          const messages = []
+          for (let i = start; i < Math.min(n, start + 1000); i++) messages.push({ key: `${run}-${i}`, value: JSON.stringify({ amount: i % 100 }), headers: { 'idem-id': `${run}-${i}` } })
+          await producer.send({ topic, messages })
+        }
+      },
+      async cleanup() {
+        // The mock cluster cannot delete topics; it forgets them when the bench ends.
+        await producer.disconnect()
+      },
+    }
+  },
+}
+
 const results = {}
-for (const broker of [rabbit, redisBroker]) {
+for (const broker of [rabbit, redisBroker, kafkaBroker]) {
   const variants = { bare, dedupe_floor: dedupeFloor, hand_written: handWritten, inbox: withInbox }
   // Warm-up, not counted (its ledger is never printed): the JIT, the pool's connections,
   // the store's prepared statements.
@@ -211,12 +283,17 @@ for (const broker of [rabbit, redisBroker]) {
   machine.print('message')
 }
 await database.drop()
+mock?.stop()
 ratio('queue.rabbitmq.dedupe_floor_vs_bare', results.rabbitmq.dedupe_floor / results.rabbitmq.bare)
 ratio('queue.redis.dedupe_floor_vs_bare', results.redis.dedupe_floor / results.redis.bare)
+ratio('queue.kafka.dedupe_floor_vs_bare', results.kafka.dedupe_floor / results.kafka.bare)
 ratio('queue.rabbitmq.hand_written_vs_bare', results.rabbitmq.hand_written / results.rabbitmq.bare)
 ratio('queue.redis.hand_written_vs_bare', results.redis.hand_written / results.redis.bare)
+ratio('queue.kafka.hand_written_vs_bare', results.kafka.hand_written / results.kafka.bare)
 ratio('queue.rabbitmq.inbox_vs_hand_written', results.rabbitmq.inbox / results.rabbitmq.hand_written)
 ratio('queue.redis.inbox_vs_hand_written', results.redis.inbox / results.redis.hand_written)
+ratio('queue.kafka.inbox_vs_hand_written', results.kafka.inbox / results.kafka.hand_written)
 // The issue's measure last.
 ratio('queue.rabbitmq.inbox_vs_bare', results.rabbitmq.inbox / results.rabbitmq.bare)
 ratio('queue.redis.inbox_vs_bare', results.redis.inbox / results.redis.bare)
+ratio('queue.kafka.inbox_vs_bare', results.kafka.inbox / results.kafka.bare)

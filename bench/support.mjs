@@ -51,7 +51,7 @@ export function ratio(name, value, digits = 2) {
 /**
  * CPU time used so far on this machine, by who used it (Linux only; `undefined`
  * elsewhere): `named` maps process ids to labels (the bench's server, its driver);
- * other processes count as `postgres`, `redis`, `rabbitmq`, `nats`, `kernel` (its
+ * other processes count as `postgres`, `redis`, `rabbitmq`, `nats`, `kafka`, `kernel` (its
  * threads) or `other`. Read from each thread's /proc schedstat (nanoseconds on a CPU),
  * so a 2-core machine's throughput can be explained: every process shares the cores.
  * @returns microseconds by label
@@ -83,6 +83,7 @@ function groupOf(command, pid) {
   if (command.startsWith('redis-server')) return 'redis'
   if (command === 'beam.smp' || command.startsWith('erl_')) return 'rabbitmq'
   if (command === 'nats-server') return 'nats'
+  if (command === 'kcat') return 'kafka' // librdkafka's mock cluster, in kcat's process
   // Kernel threads have no command line.
   try {
     if (readFileSync(`/proc/${pid}/cmdline`).length === 0) return 'kernel'

@@ -5,6 +5,8 @@ import { createIdem } from 'idem'
 import { postgresStore } from 'idem/postgres'
 
 const pool = new pg.Pool({ connectionString: process.env.DATABASE_URL, connectionTimeoutMillis: 5_000 })
+// An idle connection the server drops is reported here; without a listener it crashes the process.
+pool.on('error', (error) => console.error('idle Postgres connection failed:', error.message))
 const schema = process.env.IDEM_SCHEMA ?? 'public'
 const store = postgresStore({ pool, schema })
 await store.migrate() // idem_keys + idem_claim(), versioned; safe from many instances

@@ -16,9 +16,14 @@ export {
   type DispatchEvent,
   type EventStream,
   type HttpEvent,
+  type HttpOutcome,
   type IdemEvent,
   type IdemEventListener,
   type InboxEvent,
+  type LeaseEvent,
+  type ReconcileEvent,
+  type StoreEvent,
+  type StoreOperation,
   type WarningEvent,
 } from './core/events.js'
 export { parseIdempotencyKey, assertValidKey, MAX_KEY_LENGTH, type ParseKeyOptions } from './core/key.js'

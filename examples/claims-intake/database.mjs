@@ -17,6 +17,9 @@ export async function openDatabase({ file, url, schema = 'public' }) {
     // search_path is set when each connection starts, so the app's unqualified table
     // names resolve to the example's schema.
     const pool = new pg.Pool({ connectionString: url, max: 10, connectionTimeoutMillis: 5_000, options: `-c search_path="${schema}"` })
+    // An idle connection the server drops (a restart, a failover) is reported here; without
+    // a listener it would crash the service. The next query gets a fresh connection.
+    pool.on('error', (error) => console.error(`claims-intake: idle Postgres connection failed: ${error.message}`))
     await pool.query(`CREATE SCHEMA IF NOT EXISTS "${schema}"`)
     const store = postgresStore({ pool, schema })
     await store.migrate()

@@ -3,6 +3,8 @@
 //   DATABASE_URL=postgres://…      use Postgres (schema CLAIMS_SCHEMA, default claims_intake) instead of SQLite
 //   CLAIMS_DB=.data/claims-intake.db   the SQLite file
 //   FAULT_DROP_AFTER_COMMIT=0.3    drop that share of POST responses after the work committed
+//   FAULT_CRASH_BEFORE_ACK=0.3     "crash" the worker after that share of commits, before the ack: the broker redelivers
+//   RECONCILE_EVERY_MS=10000       how often the worker reconciles the per-intent tables (the duplicate-ratio gauge)
 //   MODE=naive                     run without idem, to compare
 import { serve } from '@hono/node-server'
 import { resolve } from 'node:path'
@@ -12,22 +14,31 @@ import { createService } from './service.mjs'
 const port = Number(process.env.PORT ?? 3000)
 const mode = process.env.MODE === 'naive' ? 'naive' : 'idem'
 const drop = Number(process.env.FAULT_DROP_AFTER_COMMIT ?? 0)
+const crash = Number(process.env.FAULT_CRASH_BEFORE_ACK ?? 0)
+const reconcileEvery = Number(process.env.RECONCILE_EVERY_MS ?? 10_000)
 if (!Number.isInteger(port) || port < 0 || port > 65535) exit(`PORT must be a port number, got ${process.env.PORT}`)
 if (!(drop >= 0 && drop < 1)) exit(`FAULT_DROP_AFTER_COMMIT must be a probability in [0, 1), got ${process.env.FAULT_DROP_AFTER_COMMIT}`)
+if (!(crash >= 0 && crash < 1)) exit(`FAULT_CRASH_BEFORE_ACK must be a probability in [0, 1), got ${process.env.FAULT_CRASH_BEFORE_ACK}`)
+if (!(Number.isInteger(reconcileEvery) && reconcileEvery >= 100)) exit(`RECONCILE_EVERY_MS must be a whole number of milliseconds, at least 100, got ${process.env.RECONCILE_EVERY_MS}`)
 
 const database = await openDatabase(
   process.env.DATABASE_URL
     ? { url: process.env.DATABASE_URL, schema: process.env.CLAIMS_SCHEMA ?? 'claims_intake' }
     : { file: resolve(process.env.CLAIMS_DB ?? '.data/claims-intake.db') },
 )
-const service = createService({ mode, database, dropAfterCommit: drop })
+const service = createService({ mode, database, dropAfterCommit: drop, crashBeforeAck: crash })
 const server = serve({ fetch: service.app.fetch, hostname: process.env.HOST ?? '127.0.0.1', port })
 await new Promise((ready) => server.once('listening', ready))
 
-// The worker: drains the queue, then polls.
+// The worker: drains the queue, then polls; and reconciles now and then, as an operator's job would.
 let stopping = false
+let reconciledAt = 0
 const worker = (async () => {
   while (!stopping) {
+    if (mode === 'idem' && Date.now() - reconciledAt >= reconcileEvery) {
+      reconciledAt = Date.now()
+      await service.reconcileNow().catch((error) => console.error('reconcile:', error.message))
+    }
     if (!(await service.workOnce().catch((error) => (console.error('worker:', error), false)))) await new Promise((r) => setTimeout(r, 100))
   }
 })()

@@ -8,9 +8,10 @@ import { createHash, randomUUID } from 'node:crypto'
 import { readFileSync } from 'node:fs'
 import { Hono } from 'hono'
 import { Registry } from 'prom-client'
-import { contentId, createMemo } from 'idem/data'
+import { createEventStream } from 'idem'
+import { contentId, createMemo, reconcile } from 'idem/data'
 import { idempotency } from 'idem/hono'
-import { prometheusOutcomes } from 'idem/metrics'
+import { prometheusMetrics } from 'idem/prometheus'
 import { createDispatcher, createInbox, createOutbox } from 'idem/queue'
 import { createBroker } from './broker.mjs'
 import { chunk } from './chunker.mjs'
@@ -18,9 +19,14 @@ import { embed } from './fakes/embedder.mjs'
 import { createLlm } from './fakes/llm.mjs'
 import { createMailer } from './fakes/mailer.mjs'
 import { createPaymentProvider } from './fakes/payment-provider.mjs'
-import { createStats } from './stats.mjs'
 
 export const PROMPT_VERSION = 'summary-v3'
+const CONSUMER = 'claims-intake-worker'
+// Rows that must be unique per intent: one summary per claim and prompt, one chunk per position.
+const RECONCILED = [
+  { table: 'summaries', columns: ['claim_id', 'prompt_version'] },
+  { table: 'chunks', columns: ['claim_id', 'n'] },
+]
 const statusPage = readFileSync(new URL('./status-page.html', import.meta.url), 'utf8')
 
 /** The account a request acts for: the bearer token, verbatim (any token is accepted here). */
@@ -40,20 +46,19 @@ export function createService({ mode, database, dropAfterCommit = 0, crashBefore
   const mailer = createMailer()
   const llm = createLlm(random)
   const broker = createBroker()
-  const stats = createStats()
+  // The service's own event stream: every front end below reports to it, and /metrics
+  // (and the status page, which reads /metrics) is its one subscriber.
+  const events = createEventStream()
   const registry = new Registry()
-  const metrics = prometheusOutcomes({ registry })
-  const onOutcome = (event) => {
-    metrics.onOutcome(event)
-    stats.record(event.kind)
-  }
+  prometheusMetrics({ registry, events, stores: [store.name], consumers: [CONSUMER] })
   const idem = mode === 'idem'
   const outbox = idem ? createOutbox({ store }) : undefined
-  const inbox = idem ? createInbox({ store, consumer: 'claims-intake-worker' }) : undefined
-  const memo = idem ? createMemo({ store }) : undefined
+  const inbox = idem ? createInbox({ store, consumer: CONSUMER, events }) : undefined
+  const memo = idem ? createMemo({ store, events }) : undefined
   const dispatcher = idem
     ? createDispatcher({
         store,
+        events,
         deliver: async (row) => {
           if (row.topic === 'intake') broker.publish(row.payload)
           else await mailer.send({ ...row.payload, idempotencyKey: row.dedupeKey })
@@ -74,10 +79,6 @@ export function createService({ mode, database, dropAfterCommit = 0, crashBefore
     await next()
     if (c.req.method === 'POST' && dropAfterCommit > 0 && random() < dropAfterCommit) c.env?.incoming?.socket?.destroy()
   })
-  app.use('/orders', async (c, next) => {
-    if (c.req.method === 'POST') stats.record('request')
-    await next()
-  })
   app.use('*', async (c, next) => {
     if (c.req.method === 'POST' && accountOf(c.req.raw) === undefined) {
       return c.json({ type: 'about:blank', title: 'Authorization: Bearer <account> is required', status: 401 }, 401)
@@ -91,7 +92,7 @@ export function createService({ mode, database, dropAfterCommit = 0, crashBefore
         store,
         scope: (request) => accountOf(request),
         routes: ['/orders', '/claims'],
-        onOutcome,
+        events,
       }),
     )
   }
@@ -150,7 +151,6 @@ export function createService({ mode, database, dropAfterCommit = 0, crashBefore
 
   app.get('/ledger', (c) => c.json(provider.ledger()))
   app.get('/metrics', async (c) => c.text(await registry.metrics(), 200, { 'content-type': registry.contentType }))
-  app.get('/stats', (c) => c.json(stats.snapshot()))
   app.get('/healthz', async (c) => {
     await sql.all('SELECT 1 AS ok')
     return c.json({ ok: true, mode, database: database.kind })
@@ -208,7 +208,16 @@ export function createService({ mode, database, dropAfterCommit = 0, crashBefore
     return true
   }
 
-  return { app, mode, provider, mailer, llm, broker, stats, workOnce, registry }
+  /**
+   * Checks the tables that must hold one row per intent, as the operators' reconcile job
+   * does; the results go to the event stream, so /metrics shows the duplicate ratio.
+   */
+  async function reconcileNow() {
+    const where = database.kind === 'postgres' ? { client: database.connection.pool, schema: database.connection.schema } : { db: database.connection.db }
+    return Promise.all(RECONCILED.map((check) => reconcile({ ...where, ...check, limit: 0, events })))
+  }
+
+  return { app, mode, provider, mailer, llm, broker, workOnce, reconcileNow, registry, events }
 }
 
 function derive(scope, key, step) {

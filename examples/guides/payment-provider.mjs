@@ -16,7 +16,11 @@ import { createLeasedIdem } from 'idem'
 import { idempotency } from 'idem/hono'
 import { leasedPostgresStore } from 'idem/postgres'
 
-const newPool = () => new pg.Pool({ connectionString: process.env.DATABASE_URL, connectionTimeoutMillis: 5_000 })
+function newPool() {
+  const pool = new pg.Pool({ connectionString: process.env.DATABASE_URL, connectionTimeoutMillis: 5_000 })
+  pool.on('error', (error) => console.warn(error)) // an idle connection that dies must not end the process
+  return pool
+}
 
 /** The API process: `node payment-provider.mjs api '<config>'`. */
 async function api({ schema, providerUrl, crash }) {

@@ -6,6 +6,7 @@ import { postgresStore } from 'idem/postgres'
 
 // A pool connects on its first query, so loading this module (as the CLI does) needs no database.
 const pool = new pg.Pool({ connectionString: process.env.DATABASE_URL, connectionTimeoutMillis: 5_000 })
+pool.on('error', (error) => console.warn(error))
 
 export default {
   store: postgresStore({ pool }),

@@ -1,113 +1,97 @@
 #!/usr/bin/env node
 import { realpathSync } from 'node:fs'
+import { createRequire } from 'node:module'
 import { pathToFileURL } from 'node:url'
-import { parseArgs } from 'node:util'
-import { migrations } from '../stores/postgres/migrations.js'
-import { sqliteMigrations } from '../stores/sqlite/migrations.js'
-import { EXIT, type CliIo } from './io.js'
-import { reconcileCommand } from './reconcile.js'
-import { policyCommand } from './policy.js'
-import { parseFlags } from './args.js'
-import { storeTarget, withStore } from './store-target.js'
+import { Command, CommanderError } from 'commander'
+import type { CommandContext } from './context.js'
+import { registerInspect } from './inspect.js'
+import { CliError, consoleIo, EXIT, type CliIo } from './io.js'
+import { registerMigrate } from './migrate.js'
+import { registerPolicy } from './policy.js'
+import { registerPrune } from './prune.js'
+import { registerReconcile } from './reconcile.js'
+import { registerSql } from './sql.js'
+import { registerStats } from './stats.js'
 
-const USAGE = `usage: idem <command> [options]
+const { version } = createRequire(import.meta.url)('../../package.json') as { version: string }
 
-commands:
-  migrate   (--postgres <url> [--schema <name>] | --sqlite <file>)
-            create or upgrade idem's tables (versioned; safe to run from many instances)
-  prune     (--postgres <url> [--schema <name>] | --sqlite <file>) [--batch-size <n>]
-            delete expired keys in bounded batches
-  sql       (postgres [--schema <name>] | sqlite)
-            print every migration's SQL, for DBAs who apply it themselves
-  reconcile (--postgres <url> | --sqlite <file>) --table <name> --columns <a,b,...>
-            report rows that should be unique but are not; exit 1 above --threshold
-  policy    --config <module> [--format md|html|json]
-            print your API's idempotency policy from the middleware options
-
-Exit codes: 0 ok, 1 reconcile threshold exceeded, 2 usage or connection error.`
-
-const STORE_OPTIONS = {
-  postgres: { type: 'string' },
-  sqlite: { type: 'string' },
-  schema: { type: 'string' },
-  'batch-size': { type: 'string' },
-} as const
+/** The `idem` program, writing to `io`. */
+export function program(io: CliIo, exit: (code: number) => void): Command {
+  // io.out and io.err add the line break commander already wrote.
+  const line = (write: (line: string) => void) => (text: string) => write(text.replace(/\n$/, ''))
+  const idem = new Command('idem')
+    .description('Operate idem: migrate, prune, inspect and count its tables, and reconcile your own.')
+    .version(version, '-V, --version', "print idem's version")
+    .helpOption('-h, --help', 'show help for a command')
+    .exitOverride()
+    .configureOutput({ writeOut: line(io.out), writeErr: line(io.err), outputError: (text, write) => write(text.replace(/^error: /, 'idem: ')) })
+    .showSuggestionAfterError(true)
+    .showHelpAfterError('(run idem <command> --help for its options and an example)')
+    .addHelpText(
+      'after',
+      `
+Exit codes: 0 ok; 1 the answer is no (reconcile above its threshold, inspect found no key); 2 a usage, connection or setup error.
+Docs: docs/operating.md`,
+    )
+  const context: CommandContext = { io, exit }
+  registerMigrate(idem, context)
+  registerSql(idem, context)
+  registerPrune(idem, context)
+  registerInspect(idem, context)
+  registerStats(idem, context)
+  registerReconcile(idem, context)
+  registerPolicy(idem, context)
+  for (const command of idem.commands) command.showHelpAfterError(`(run idem ${command.name()} --help for its options and an example)`)
+  return idem
+}
 
 /**
- * The `idem` command.
- * @returns the exit code
- * @example await main(['migrate', '--sqlite', 'app.db'])
+ * The `idem` command: parses `argv` (without `node` and the script), runs the command,
+ * and returns the exit code. Mistakes print their cause and fix, never a stack trace.
+ * @returns 0 ok, 1 the answer is "no", 2 a usage, connection or setup error
+ * @example process.exitCode = await main(['migrate', '--sqlite', 'app.db'])
  */
-export async function main(argv: string[], io: CliIo = { out: console.log, err: console.error }): Promise<number> {
-  const [command, ...rest] = argv
-  switch (command) {
-    case 'migrate':
-    case 'prune':
-      return storeCommand(command, rest, io)
-    case 'sql':
-      return sqlCommand(rest, io)
-    case 'reconcile':
-      return reconcileCommand(rest, io)
-    case 'policy':
-      return policyCommand(rest, io)
-    case undefined:
-    case 'help':
-    case '--help':
-    case '-h':
-      io.out(USAGE)
-      return command === undefined ? EXIT.usage : EXIT.ok
-    default:
-      io.err(`idem: unknown command ${JSON.stringify(command)}\n\n${USAGE}`)
-      return EXIT.usage
-  }
-}
-
-async function storeCommand(command: 'migrate' | 'prune', argv: string[], io: CliIo): Promise<number> {
-  const values = parseFlags(argv, STORE_OPTIONS, USAGE, io)
-  if (typeof values === 'number') return values
-  const target = storeTarget(values, io, USAGE)
-  if (target === undefined) return EXIT.usage
-  const batchSize = values['batch-size'] === undefined ? 1_000 : Number(values['batch-size'])
-  try {
-    await withStore(target, async (store) => {
-      if (command === 'migrate') {
-        const { from, to, applied } = (await store.migrate()) as { from: number; to: number; applied: number[] }
-        io.out(applied.length === 0 ? `idem: schema already at version ${to}` : `idem: migrated from version ${from} to ${to} (applied ${applied.join(', ')})`)
-      } else {
-        io.out(`idem: pruned ${await store.prune({ batchSize })} expired keys`)
-      }
-    })
-  } catch (error) {
-    io.err(`idem ${command}: ${(error as Error).message}`)
+export async function main(argv: string[], io: CliIo = consoleIo()): Promise<number> {
+  let code: number = EXIT.ok
+  const idem = program(io, (exitCode) => (code = exitCode))
+  if (argv.length === 0) {
+    io.err(idem.helpInformation().replace(/\n$/, ''))
     return EXIT.usage
   }
-  return EXIT.ok
+  try {
+    await idem.parseAsync(argv, { from: 'user' })
+    return code
+  } catch (error) {
+    if (error instanceof CommanderError) {
+      // Help and --version are answers; everything else commander refuses, it has printed.
+      return error.code === 'commander.helpDisplayed' || error.code === 'commander.version' || error.code === 'commander.help' ? EXIT.ok : EXIT.usage
+    }
+    const name = argv.find((arg) => !arg.startsWith('-')) ?? ''
+    if (error instanceof CliError) io.err(`idem ${name}: ${error.message}\n  fix: ${error.fix}`)
+    else io.err(`idem ${name}: ${error instanceof Error ? error.message : String(error)}`)
+    return EXIT.usage
+  }
 }
 
-function sqlCommand(argv: string[], io: CliIo): number {
-  const { values, positionals } = parseArgs({ args: argv, options: { schema: { type: 'string' } }, allowPositionals: true, strict: false })
-  const dialect = positionals[0]
-  if (dialect === 'postgres') {
-    const schema = typeof values.schema === 'string' ? values.schema : 'public'
-    for (const migration of migrations) {
-      io.out(`-- version ${migration.version}: ${migration.description}`)
-      for (const statement of migration.up(schema)) io.out(`${statement};\n`)
-    }
-    return EXIT.ok
-  }
-  if (dialect === 'sqlite') {
-    for (const migration of sqliteMigrations) {
-      io.out(`-- version ${migration.version}: ${migration.description}`)
-      for (const statement of migration.up) io.out(`${statement};\n`)
-    }
-    return EXIT.ok
-  }
-  io.err(`idem sql: name a dialect, postgres or sqlite\n\n${USAGE}`)
-  return EXIT.usage
+/**
+ * `idem reconcile`, callable on its own, for jobs that run it in-process.
+ * @returns the exit code (`EXIT`)
+ * @example await reconcileCommand(['--sqlite', 'app.db', '--table', 'summaries', '--columns', 'intake_id,prompt_version'])
+ * @see docs/data.md
+ */
+export function reconcileCommand(argv: string[], io?: CliIo): Promise<number> {
+  return main(['reconcile', ...argv], io)
 }
 
 // Run as a program; importing it (in tests) runs nothing.
-if (isMain()) process.exitCode = await main(process.argv.slice(2))
+if (isMain()) {
+  // `idem sql postgres | head` closes the pipe early: that is not an error of the command.
+  process.stdout.on('error', (error: NodeJS.ErrnoException) => {
+    if (error.code === 'EPIPE') process.exit(process.exitCode ?? 0)
+    throw error
+  })
+  process.exitCode = await main(process.argv.slice(2))
+}
 
 function isMain(): boolean {
   try {

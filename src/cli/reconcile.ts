@@ -1,88 +1,65 @@
-import { parseFlags } from './args.js'
-import { EXIT, type CliIo } from './io.js'
+import type { Command } from 'commander'
 import { DEFAULT_RECONCILE_LIMIT, DEFAULT_RECONCILE_THRESHOLD, reconcile, type ReconcileReport } from '../data/reconcile.js'
+import { printJson, type CommandContext } from './context.js'
+import { CliError, EXIT } from './io.js'
+import { count, identifier, list, rate } from './parse.js'
+import { storeError, targetOf, withPostgres, withSqlite, withTargetOptions } from './target.js'
 
-
-const USAGE = `usage: idem reconcile (--postgres <url> | --sqlite <file>) --table <name> --columns <a,b,...>
-                      [--schema <name>] [--threshold <rate>] [--limit <n>] [--json]
-
-Reports rows of <table> that share the values of <columns> (which should be unique).
-Exits 1 when the duplicate rate is above --threshold (default ${DEFAULT_RECONCILE_THRESHOLD} = 0.01%), 2 on a usage or connection error.`
-
-/**
- * `idem reconcile`: runs `reconcile` against a Postgres URL or a SQLite file and exits
- * non-zero when the duplicate rate is above the threshold, for cron jobs and CI.
- * @returns the exit code (`EXIT`)
- * @example await reconcileCommand(['--sqlite', 'app.db', '--table', 'summaries', '--columns', 'intake_id,prompt_version'])
- * @see docs/data.md
- */
-export async function reconcileCommand(argv: string[], io: CliIo = { out: console.log, err: console.error }): Promise<number> {
-  const values = parseFlags(
-    argv,
-    {
-      postgres: { type: 'string' },
-      sqlite: { type: 'string' },
-      schema: { type: 'string' },
-      table: { type: 'string' },
-      columns: { type: 'string' },
-      threshold: { type: 'string' },
-      limit: { type: 'string' },
-      json: { type: 'boolean', default: false },
-    } as const,
-    USAGE,
-    io,
-  )
-  if (typeof values === 'number') return values
-  if ((values.postgres === undefined) === (values.sqlite === undefined) || values.table === undefined || values.columns === undefined) {
-    io.err(USAGE)
-    return EXIT.usage
-  }
-  const common = {
-    table: values.table,
-    columns: values.columns.split(',').map((c) => c.trim()),
-    threshold: values.threshold === undefined ? DEFAULT_RECONCILE_THRESHOLD : Number(values.threshold),
-    limit: values.limit === undefined ? DEFAULT_RECONCILE_LIMIT : Number(values.limit),
-    ...(values.schema === undefined ? {} : { schema: values.schema }),
-  }
-
-  let report: ReconcileReport
-  try {
-    report = values.postgres !== undefined ? await onPostgres(values.postgres, common) : await onSqlite(values.sqlite!, common)
-  } catch (error) {
-    io.err(`idem reconcile: ${(error as Error).message}`)
-    return EXIT.usage
-  }
-  if (values.json) io.out(JSON.stringify(report))
-  else for (const line of describe(report)) io.out(line)
-  return report.exceeded ? EXIT.exceeded : EXIT.ok
+interface Flags {
+  postgres?: string
+  sqlite?: string
+  schema?: string
+  table: string
+  columns: string[]
+  threshold: number
+  limit: number
+  json?: boolean
 }
 
-type Common = Omit<Parameters<typeof reconcile>[0], 'client' | 'db'>
-
-async function onPostgres(url: string, options: Common): Promise<ReconcileReport> {
-  // Optional peer dependency: loaded only when asked for.
-  const { default: pg } = await import('pg')
-  const client = new pg.Client({ connectionString: url })
-  await client.connect()
-  try {
-    return await reconcile({ ...options, client })
-  } finally {
-    await client.end()
-  }
-}
-
-async function onSqlite(file: string, options: Common): Promise<ReconcileReport> {
-  const { default: Database } = await import('better-sqlite3')
-  const db = new Database(file, { readonly: true, fileMustExist: true })
-  try {
-    return await reconcile({ ...options, db })
-  } finally {
-    db.close()
-  }
+export function registerReconcile(program: Command, { io, exit }: CommandContext): void {
+  const command = program
+    .command('reconcile')
+    .summary('report rows that should be unique but are not; exit 1 above --threshold')
+    .description(
+      'Reports rows of <table> that share the values of <columns> (which should identify a row): the after-the-fact check that retries and redeliveries ' +
+        `were absorbed. Exits 1 when the duplicate rate is above --threshold (default ${DEFAULT_RECONCILE_THRESHOLD} = 0.01%), for cron jobs and CI. ` +
+        'It scans the table: run it on a replica or off-peak.',
+    )
+  withTargetOptions(command, ['postgres', 'sqlite'])
+    .requiredOption('--table <name>', 'the table to check', identifier)
+    .requiredOption('--columns <a,b,...>', 'the columns that should be unique together', list)
+    .option('--threshold <rate>', 'the duplicate rate above which to exit 1 (0.0001, or 0.01%)', rate, DEFAULT_RECONCILE_THRESHOLD)
+    .option('--limit <n>', 'how many offending groups to list', count(0, 10_000), DEFAULT_RECONCILE_LIMIT)
+    .option('--json', 'print the report as JSON')
+    .addHelpText(
+      'after',
+      `
+Examples:
+  $ idem reconcile --sqlite data/app.db --table summaries --columns intake_id,prompt_version
+  $ idem reconcile --postgres postgres://app@replica:5432/app --table orders --columns account,idempotency_key --json`,
+    )
+    .action(async (flags: Flags, self: Command) => {
+      const target = targetOf(flags, ['postgres', 'sqlite'])
+      // Without --schema the connection's search path decides, as in SQL.
+      const schema = self.getOptionValueSource('schema') === 'default' ? undefined : target.kind === 'postgres' ? target.schema : undefined
+      const options = { table: flags.table, columns: flags.columns, threshold: flags.threshold, limit: flags.limit }
+      const report = await (target.kind === 'postgres'
+        ? withPostgres(target, (client) => reconcile({ ...options, ...(schema === undefined ? {} : { schema }), client }))
+        : withSqlite(target, { readonly: true }, (db) => reconcile({ ...options, db }))
+      ).catch((error: unknown) => {
+        if (error instanceof Error && /no such (table|column)|(relation|column) "[^"]+" does not exist/.test(error.message)) {
+          throw new CliError(error.message, `check --table and --columns${target.kind === 'postgres' ? ' (and --schema)' : ''} against the database`, { cause: error })
+        }
+        throw storeError(error, target)
+      })
+      if (flags.json) printJson(io, report)
+      else for (const line of describe(report)) io.out(line)
+      if (report.exceeded) exit(EXIT.exceeded)
+    })
 }
 
 function describe(report: ReconcileReport): string[] {
-  const percent = (rate: number): string => `${(rate * 100).toPrecision(3)}%`
+  const percent = (value: number): string => `${(value * 100).toPrecision(3)}%`
   const lines = [
     `${report.table} (${report.columns.join(', ')}): ${report.duplicateRows} duplicate rows of ${report.totalRows}, ` +
       `${percent(report.duplicateRate)} (threshold ${percent(report.threshold)})${report.exceeded ? ' — EXCEEDED' : ''}`,

@@ -2,7 +2,7 @@ import { FingerprintMismatchError } from './errors/fingerprint-mismatch.js'
 import { InFlightError } from './errors/in-flight.js'
 import { InvalidOptionError } from './errors/invalid-option.js'
 import { callReporter, resolveCall, type CallOptions } from './call.js'
-import { idemEvents, type EventStream, type OutcomeEvent } from './events.js'
+import { idemEvents, timedRoundTrip, type EventStream, type OutcomeEvent } from './events.js'
 import { parseOutcome, serializeOutcome } from './outcome.js'
 import { isDiscarded, type Discarded } from './result.js'
 import type { KeyStore, Session } from './store.js'
@@ -117,7 +117,9 @@ export function createIdem<Tx>(options: IdemOptions<Tx>): Idem<Tx> {
     for (let attempt = 0; ; attempt++) {
       let session: Session<Tx>
       try {
-        session = await store.begin({ scope, key, waitMs: callWait, tx })
+        const request = { scope, key, waitMs: callWait, tx }
+        // Timed only while someone listens: the closure is not made otherwise.
+        session = await (events.listening ? timedRoundTrip(events, store.name, 'begin', () => store.begin(request)) : store.begin(request))
       } catch (error) {
         report('error', scope, started, error)
         throw error
@@ -185,7 +187,8 @@ export function createIdem<Tx>(options: IdemOptions<Tx>): Idem<Tx> {
       return { value: returned.value, replayed: false, stored: false }
     }
     try {
-      await session.commit({ fingerprint: call.fingerprint, outcome, ttlMs: call.ttlMs })
+      const record = { fingerprint: call.fingerprint, outcome, ttlMs: call.ttlMs }
+      await (events.listening ? timedRoundTrip(events, store.name, 'commit', () => session.commit(record)) : session.commit(record))
     } catch (error) {
       report('error', call.scope, call.started, error)
       throw error

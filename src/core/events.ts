@@ -1,6 +1,6 @@
 /**
  * The one event stream: every front end (the engines, the HTTP middleware, the inbox,
- * the outbox dispatcher) reports what happened to it here, so that a metrics exporter
+ * the outbox dispatcher, reconcile) reports what happened to it here, so that a metrics exporter
  * or a logger is one subscriber. Events describe outcomes, never inputs: no bodies, no
  * keys' payloads.
  */
@@ -33,11 +33,38 @@ export interface CallEvent extends OutcomeEvent {
   engine: 'transactional' | 'leased'
 }
 
-/** What the HTTP middleware answered without running the route, or that it let a request through. */
+/**
+ * How the HTTP middleware answered a request it protects:
+ * - `fresh`: the route ran and its answer was stored; `replayed`: a stored answer was sent;
+ * - `not-stored`: the route ran and its answer (a 5xx, a transient 4xx) was rolled back;
+ * - `missing-key`, `invalid-key` (400), `body-too-large` (413), `mismatch` (422),
+ *   `in-flight` (409), `lease-lost` (409), `store-unavailable` (503): answered by idem
+ *   without running the route (or, for `lease-lost`, without storing its answer);
+ * - `error`: idem answered 500 (missing tables, an outcome it cannot store, a
+ *   misconfiguration), or the route threw and the framework answered;
+ * - `unprotected`: no key on a route that does not require one; the route answered.
+ */
+export type HttpOutcome =
+  | 'fresh'
+  | 'replayed'
+  | 'not-stored'
+  | 'missing-key'
+  | 'invalid-key'
+  | 'body-too-large'
+  | 'mismatch'
+  | 'in-flight'
+  | 'lease-lost'
+  | 'store-unavailable'
+  | 'error'
+  | 'unprotected'
+
+/** One request on a route the HTTP middleware covers, and how it was answered. */
 export interface HttpEvent {
   type: 'http'
-  outcome: 'missing-key' | 'invalid-key' | 'body-too-large' | 'unprotected'
+  outcome: HttpOutcome
   method: string
+  /** The status answered, when idem or the route's stored or replayed answer set it. */
+  status?: number
 }
 
 /** One message settled by the inbox. */
@@ -76,6 +103,65 @@ export interface DeadLetterEvent {
   error: string
 }
 
+/** A round trip of an engine to its store, by what it asked for. */
+export type StoreOperation =
+  /** Transactional: open the transaction, take the key's lock and read its record. */
+  | 'begin'
+  /** Transactional: write the record and commit. */
+  | 'commit'
+  /** Leased: claim the key (or find it completed or running). */
+  | 'claim'
+  /** Leased: renew the lease (the heartbeat). */
+  | 'renew'
+  /** Leased: save a step's result. */
+  | 'step'
+  /** Leased: store the outcome. */
+  | 'complete'
+  /** Leased: give the claim back after a failure. */
+  | 'release'
+
+/** One round trip of an engine to its store: the latency operators watch. */
+export interface StoreEvent {
+  type: 'store'
+  store: string
+  operation: StoreOperation
+  durationMs: number
+  /** False when the round trip failed (the store threw). */
+  ok: boolean
+}
+
+/**
+ * Something that happened to a lease (leased engine):
+ * - `takeover`: this call claimed a key another call held without finishing: it resumed
+ *   that call's saved steps (its lease ran out), or it found the key running and then
+ *   claimed it (the holder's lease ran out, or the holder failed and gave the key back
+ *   while this call waited). A holder that crashed before any duplicate arrived leaves
+ *   nothing the engine can tell from a first call;
+ * - `lost`: this call ended without storing its outcome because its lease was lost or
+ *   could no longer be confirmed;
+ * - `fenced`: the store refused a write under this call's token (a renewal, a step or
+ *   the outcome): another call holds the key now.
+ */
+export interface LeaseEvent {
+  type: 'lease'
+  change: 'takeover' | 'lost' | 'fenced'
+  store: string
+  scope: string
+}
+
+/** One run of `reconcile`: how many rows of a table that should be unique are duplicates. */
+export interface ReconcileEvent {
+  type: 'reconcile'
+  table: string
+  columns: readonly string[]
+  totalRows: number
+  duplicateRows: number
+  /** `duplicateRows / totalRows` (0 for an empty table). */
+  duplicateRate: number
+  threshold: number
+  exceeded: boolean
+}
+
 /** Something worth an operator's attention that is not an error of the call at hand. */
 export interface WarningEvent {
   type: 'warning'
@@ -88,9 +174,19 @@ export interface WarningEvent {
 
 /**
  * Everything idem reports, told apart by `type`: `call`, `http`, `inbox`, `dispatch`,
- * `dead-letter`, `warning`.
+ * `dead-letter`, `warning`, `store` (a round trip), `lease` (takeovers, lost leases,
+ * fenced writes), `reconcile`.
  */
-export type IdemEvent = CallEvent | HttpEvent | InboxEvent | DispatchEvent | DeadLetterEvent | WarningEvent
+export type IdemEvent =
+  | CallEvent
+  | HttpEvent
+  | InboxEvent
+  | DispatchEvent
+  | DeadLetterEvent
+  | WarningEvent
+  | StoreEvent
+  | LeaseEvent
+  | ReconcileEvent
 
 /** A subscriber to an `EventStream`; what it throws is ignored. */
 export type IdemEventListener = (event: IdemEvent) => void
@@ -153,4 +249,27 @@ export const idemEvents: EventStream = createEventStream()
 export function warn(events: EventStream, event: Omit<WarningEvent, 'type'>): void {
   if (events.listening) events.emit({ type: 'warning', ...event })
   else console.warn(event.message)
+}
+
+/**
+ * Times one round trip of an engine to its store and reports it (`{ type: 'store' }`);
+ * when nobody listens it only makes the call.
+ * @example const session = await timedRoundTrip(events, store.name, 'begin', () => store.begin(request))
+ */
+export function timedRoundTrip<T>(events: EventStream, store: string, operation: StoreOperation, call: () => Promise<T>): Promise<T> {
+  if (!events.listening) return call()
+  const started = performance.now()
+  const report = (ok: boolean): void => {
+    if (events.listening) events.emit({ type: 'store', store, operation, durationMs: performance.now() - started, ok })
+  }
+  return call().then(
+    (value) => {
+      report(true)
+      return value
+    },
+    (error: unknown) => {
+      report(false)
+      throw error
+    },
+  )
 }

@@ -1,5 +1,6 @@
 import { createIdem, type OutcomeEvent } from '../core/engine.js'
 import { InvalidOptionError } from '../core/errors/invalid-option.js'
+import type { EventStream } from '../core/events.js'
 import { fingerprintValue } from '../core/fingerprint.js'
 import type { Store } from '../core/store.js'
 import { assertDuration } from '../core/validate.js'
@@ -23,6 +24,8 @@ export interface MemoStoreOptions<Tx> {
   waitMs?: number
   /** Called once per memo call: `fresh` (fn ran) or `replayed` (stored output returned). Must not throw. */
   onOutcome?: (event: OutcomeEvent) => void
+  /** Where memo's engine calls are reported (`{ type: 'call' }`). @default the process-wide `idemEvents` */
+  events?: EventStream
 }
 
 /** Per-call options of `memo`: the version of `fn`, and retention and wait for this call. */
@@ -74,13 +77,14 @@ export function createMemo<Tx>({
   ttlMs = DEFAULT_MEMO_TTL_MS,
   waitMs = DEFAULT_MEMO_WAIT_MS,
   onOutcome,
+  events,
 }: MemoStoreOptions<Tx>): Memo {
   if (store === null || typeof store !== 'object' || typeof store.begin !== 'function') {
     throw new InvalidOptionError('createMemo: option "store" must be an idem store (postgresStore, sqliteStore or memoryStore)')
   }
   assertDuration('createMemo: option "ttlMs"', ttlMs, 1)
   assertDuration('createMemo: option "waitMs"', waitMs, 0)
-  const idem = createIdem({ store, ttlMs, waitMs, ...(onOutcome === undefined ? {} : { onOutcome }) })
+  const idem = createIdem({ store, ttlMs, waitMs, ...(onOutcome === undefined ? {} : { onOutcome }), ...(events === undefined ? {} : { events }) })
 
   return async function memo<T>(name: string, input: unknown, fn: () => T | Promise<T>, options: MemoOptions = {}): Promise<T> {
     assertName(name)

@@ -1,4 +1,5 @@
 import { InvalidOptionError } from '../core/errors/invalid-option.js'
+import { idemEvents, type EventStream } from '../core/events.js'
 import { quoteColumns, quoteTable } from './identifier.js'
 import type { PgQueryable, SqliteDatabase } from './sql-clients.js'
 
@@ -18,6 +19,8 @@ interface ReconcileCommon {
   threshold?: number
   /** At most this many offending groups are listed (largest first). @default 20 */
   limit?: number
+  /** Where the result is reported (`{ type: 'reconcile' }`), for the duplicate-ratio gauge. @default the process-wide `idemEvents` */
+  events?: EventStream
 }
 
 /** What `reconcile` checks: a table and the columns that should be unique, on Postgres or SQLite. */
@@ -76,7 +79,10 @@ export interface ReconcileReport {
  */
 export async function reconcile(options: ReconcileOptions): Promise<ReconcileReport> {
   if (options === null || typeof options !== 'object') throw new InvalidOptionError('reconcile: pass { client or db, table, columns }')
-  const { threshold = DEFAULT_RECONCILE_THRESHOLD, limit = DEFAULT_RECONCILE_LIMIT } = options
+  const { threshold = DEFAULT_RECONCILE_THRESHOLD, limit = DEFAULT_RECONCILE_LIMIT, events = idemEvents } = options
+  if (events === null || typeof events !== 'object' || typeof events.emit !== 'function') {
+    throw new InvalidOptionError('reconcile: option "events" must be an event stream (createEventStream())')
+  }
   const table = quoteTable(options.table, options.schema, 'reconcile')
   const columns = quoteColumns(options.columns, 'reconcile: option "columns"')
   if (typeof threshold !== 'number' || !(threshold >= 0 && threshold <= 1)) {
@@ -103,6 +109,10 @@ export async function reconcile(options: ReconcileOptions): Promise<ReconcileRep
   const totalRows = Number(s.total)
   const duplicateRows = Number(s.duplicates)
   const duplicateRate = totalRows === 0 ? 0 : duplicateRows / totalRows
+  const exceeded = duplicateRate > threshold
+  if (events.listening) {
+    events.emit({ type: 'reconcile', table: options.table, columns: [...options.columns], totalRows, duplicateRows, duplicateRate, threshold, exceeded })
+  }
   return {
     table: options.table,
     columns: [...options.columns],
@@ -111,7 +121,7 @@ export async function reconcile(options: ReconcileOptions): Promise<ReconcileRep
     groupCount: Number(s.groups),
     duplicateRate,
     threshold,
-    exceeded: duplicateRate > threshold,
+    exceeded,
     groups: rows.map((row) => {
       const r = row as Record<string, unknown>
       const values: Record<string, unknown> = {}

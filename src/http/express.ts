@@ -1,14 +1,13 @@
 /**
- * `idem/express`: the Idempotency-Key middleware for Express 5. It converts to and
+ * `idem/express`: the Idempotency-Key middleware for Express 4.17+ and 5. It converts to and
  * from the neutral handler (`idem/fetch`), which holds all the behaviour.
  */
-import type { IncomingMessage, ServerResponse } from 'node:http'
-import { Readable, type ReadableOptions } from 'node:stream'
+import type { IncomingMessage } from 'node:http'
 import type { NextFunction, Request as ExpressRequest, RequestHandler, Response as ExpressResponse } from 'express'
 import { InvalidOptionError } from '../core/errors/invalid-option.js'
 import { discard } from '../core/result.js'
 import { protectRequests, type RouteCalls } from './handler.js'
-import { nodeBody, sendWebResponse, webHeaders, webRequest } from './node.js'
+import { captureResponse, declaresBody, isParsedObject, nodeBody, parsedBody, refillRequest, sendWebResponse, webRequest } from './node.js'
 import type { IdempotencyContext, IdempotencyOptions } from './options.js'
 import { problemResponse } from './problem.js'
 import { streamlessResponse } from './stored-response.js'
@@ -30,7 +29,7 @@ const PASSED = Symbol('passed through')
 type Outcome = Response | typeof PASSED
 
 /**
- * Express 5 middleware. Mount it before body parsers (`express.json()` and friends):
+ * Express 4.17+ and 5 middleware. Mount it before body parsers (`express.json()` and friends):
  * it reads the raw body for the fingerprint and puts the same bytes back for them. The
  * route handler finds the key and its transaction on `req.idem`; the response it
  * writes is held until the transaction commits. `scope` receives the Express request,
@@ -63,7 +62,7 @@ export function idempotency<Tx>(options: IdempotencyOptions<Tx, ExpressRequest>)
     const body = parsedEarlier ? undefined : nodeBody(req)
     let request: Request
     try {
-      request = webRequest(req, req.originalUrl, body ?? parsedBody(req))
+      request = webRequest(req, req.originalUrl, body ?? parsedBody(req.body))
       if (parsedEarlier && isParsedObject(req.body)) request.headers.set('content-type', 'application/json')
     } catch (error) {
       next(error)
@@ -91,9 +90,9 @@ export function idempotency<Tx>(options: IdempotencyOptions<Tx, ExpressRequest>)
           clientLeft = true
           return discard(streamlessResponse(499, '', new Headers(), new Uint8Array(0)))
         }
-        if (body !== undefined) refill(req, bytes)
+        if (body !== undefined) refillRequest(req, bytes)
         req.idem = idem
-        const response = capture(res)
+        const response = captureResponse(res)
         next()
         return response
       },
@@ -123,95 +122,3 @@ function clientGone(req: IncomingMessage): boolean {
 const UNREADABLE_BODY =
   'idempotency (express): the request body was read before the middleware and not kept on req.body; ' +
   'mount idempotency() before the middleware that reads it'
-
-function declaresBody(req: IncomingMessage): boolean {
-  const length = req.headers['content-length']
-  return (length !== undefined && length !== '0') || req.headers['transfer-encoding'] !== undefined
-}
-
-function isParsedObject(body: unknown): boolean {
-  return body !== null && typeof body === 'object' && !(body instanceof Uint8Array)
-}
-
-// The body as a parser left it: bytes and text as they are, parsed objects as JSON
-// (compared canonically, so key order still does not count).
-function parsedBody(req: ExpressRequest): string | Uint8Array | null {
-  const parsed: unknown = req.body
-  if (parsed === undefined || parsed === null) return null
-  if (typeof parsed === 'string' || parsed instanceof Uint8Array) return parsed
-  return JSON.stringify(parsed)
-}
-
-/**
- * Makes a request whose body was read readable again, holding the same bytes, so the
- * body parsers mounted after the middleware work as usual. Node offers no public way
- * to rewind an IncomingMessage, so its Readable state is initialised afresh; the
- * request has been read to its end, so its socket is unaffected.
- */
-function refill(req: IncomingMessage, bytes: Uint8Array): void {
-  ;(Readable as unknown as (this: Readable, options?: ReadableOptions) => void).call(req)
-  req.push(Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength))
-  req.push(null)
-}
-
-type WriteCallback = (error?: Error | null) => void
-
-/**
- * Holds what the route writes (status, headers, body) instead of sending it, and
- * resolves with it as a Web Response when the route ends the response. The real
- * methods are put back at that point, so the adapter can send the final answer.
- *
- * A client that goes away changes nothing here: the route's transaction must stay
- * open until the route has finished with it (a rollback while it still writes would
- * let those writes land outside any transaction). It commits as usual, and a retry
- * with the same key gets the stored response.
- */
-function capture(res: ServerResponse): Promise<Response> {
-  const original = { writeHead: res.writeHead, write: res.write, end: res.end, flushHeaders: res.flushHeaders }
-  const chunks: Buffer[] = []
-  return new Promise<Response>((resolve, reject) => {
-    const restore = (): void => {
-      Object.assign(res, original)
-    }
-    const collect = (chunk: unknown, encoding: unknown): void => {
-      if (chunk === undefined || chunk === null || typeof chunk === 'function') return
-      if (typeof chunk === 'string') chunks.push(Buffer.from(chunk, typeof encoding === 'string' ? (encoding as BufferEncoding) : 'utf8'))
-      else if (chunk instanceof Uint8Array) chunks.push(Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength))
-    }
-    res.writeHead = function writeHead(this: ServerResponse, status: number, ...rest: unknown[]) {
-      res.statusCode = status
-      if (typeof rest[0] === 'string') res.statusMessage = rest.shift() as string
-      setHeadersFrom(res, rest[0])
-      return this
-    } as ServerResponse['writeHead']
-    res.flushHeaders = () => {}
-    res.write = function write(chunk: unknown, encoding?: unknown, callback?: unknown) {
-      collect(chunk, encoding)
-      const done = typeof encoding === 'function' ? encoding : callback
-      if (typeof done === 'function') queueMicrotask(() => (done as WriteCallback)())
-      return true
-    } as ServerResponse['write']
-    res.end = function end(this: ServerResponse, chunk?: unknown, encoding?: unknown, callback?: unknown) {
-      collect(chunk, encoding)
-      restore()
-      const done = [chunk, encoding, callback].find((arg) => typeof arg === 'function')
-      try {
-        const bytes = new Uint8Array(Buffer.concat(chunks))
-        resolve(streamlessResponse(res.statusCode, res.statusMessage ?? '', webHeaders(res.getHeaders()), bytes))
-      } catch (error) {
-        reject(error)
-      }
-      if (typeof done === 'function') queueMicrotask(() => (done as WriteCallback)())
-      return this
-    } as ServerResponse['end']
-  })
-}
-
-// writeHead(status, headers) takes an object or a flat [name, value, ...] list.
-function setHeadersFrom(res: ServerResponse, headers: unknown): void {
-  if (Array.isArray(headers)) {
-    for (let i = 0; i + 1 < headers.length; i += 2) res.setHeader(String(headers[i]), headers[i + 1] as string)
-  } else if (headers !== null && typeof headers === 'object') {
-    for (const [name, value] of Object.entries(headers)) if (value !== undefined) res.setHeader(name, value as string | string[])
-  }
-}

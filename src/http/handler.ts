@@ -5,6 +5,7 @@ import { readBody, withRequestBody } from './body.js'
 import { pathOf, queryOf, resolveOptions, type IdempotencyContext, type IdempotencyOptions } from './options.js'
 import { isHttpProblem, problemResponse } from './problem.js'
 import type { IdemError } from '../core/errors/idem-error.js'
+import { warn, type HttpOutcome } from '../core/events.js'
 import { discard, isDiscarded, type Discarded } from '../core/result.js'
 import { bodyBytes, replayResponse, storeResponse, withBody, type StoredResponse } from './stored-response.js'
 
@@ -92,15 +93,38 @@ export interface RequestProtection<Tx, Native> {
   protect(request: Request, native: Native | undefined, route: RouteCalls<Tx>): Promise<Response>
 }
 
+/** How each idem error is counted over HTTP (`HttpEvent`); the rest answer 500 and count as `error`. */
+const HTTP_OUTCOMES: Partial<Record<IdemError['code'], HttpOutcome>> = {
+  'missing-key': 'missing-key',
+  'invalid-key': 'invalid-key',
+  'body-too-large': 'body-too-large',
+  'fingerprint-mismatch': 'mismatch',
+  'in-flight': 'in-flight',
+  'lease-lost': 'lease-lost',
+  'store-unavailable': 'store-unavailable',
+}
+
 /** Makes the middleware behind every front end, with its options validated once, here. */
 export function protectRequests<Tx, Native = unknown>(options: IdempotencyOptions<Tx, Native>): RequestProtection<Tx, Native> {
   const o = resolveOptions(options)
   const covers = (method: string): boolean => o.methods.has(method)
   const answer = (error: IdemError, method: string): Response => {
-    if (o.events.listening && (error.code === 'missing-key' || error.code === 'invalid-key' || error.code === 'body-too-large')) {
-      o.events.emit({ type: 'http', outcome: error.code, method })
-    }
-    return problemResponse(error, o.problemTypes)
+    const response = problemResponse(error, o.problemTypes)
+    if (o.events.listening) o.events.emit({ type: 'http', outcome: HTTP_OUTCOMES[error.code] ?? 'error', method, status: response.status })
+    return response
+  }
+  let omittedBefore = false
+  // Once per middleware: every later replay of such a response has an empty body.
+  const warnOmitted = (bytes: number): void => {
+    if (omittedBefore) return
+    omittedBefore = true
+    warn(o.events, {
+      code: 'stored-body-omitted',
+      source: 'idempotency',
+      message:
+        `idem: a response body of ${bytes} bytes is over maxStoredBodyBytes (${o.maxStoredBodyBytes}), so it was stored without its body ` +
+        'and its replays answer with an empty body and Idempotent-Body-Omitted: true. Raise maxStoredBodyBytes to replay such bodies whole.',
+    })
   }
 
   return { covers, protect }
@@ -144,15 +168,23 @@ export function protectRequests<Tx, Native = unknown>(options: IdempotencyOption
           }
           const bytes = await bodyBytes(answered)
           first = withBody(answered, bytes)
-          const stored = storeResponse(answered, bytes, o.replayHeaders)
           // A 5xx or a transient 4xx rolls back, so its retry runs again.
-          return o.storeStatus(answered.status) ? stored : discard(stored)
+          if (!o.storeStatus(answered.status)) return discard(storeResponse(answered, bytes, o.replayHeaders))
+          const stored = storeResponse(answered, bytes, o.replayHeaders, o.maxStoredBodyBytes)
+          if (stored.omittedBodyBytes !== undefined) warnOmitted(stored.omittedBodyBytes)
+          return stored
         },
       )
       // A fresh answer is the route's own: its stored form is never read back.
-      return result.replayed || first === undefined ? replayResponse(result.value, route.writesBytes === true) : first
+      const response = result.replayed || first === undefined ? replayResponse(result.value, route.writesBytes === true) : first
+      if (o.events.listening) {
+        const outcome = result.replayed ? 'replayed' : result.stored ? 'fresh' : 'not-stored'
+        o.events.emit({ type: 'http', outcome, method: request.method, status: response.status })
+      }
+      return response
     } catch (error) {
       if (isHttpProblem(error)) return answer(error, request.method)
+      if (o.events.listening) o.events.emit({ type: 'http', outcome: 'error', method: request.method })
       throw error
     }
   }

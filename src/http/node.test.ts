@@ -1,7 +1,7 @@
+import fc from 'fast-check'
 import type { IncomingMessage } from 'node:http'
 import { describe, expect, it } from 'vitest'
-import { webRequest } from './node.js'
-
+import { jsonText, webRequest } from './node.js'
 const nodeRequest = (host: string | undefined, extra: string[] = []): IncomingMessage =>
   ({
     method: 'POST',
@@ -27,3 +27,21 @@ describe('webRequest (the Express and Fastify adapters)', () => {
     expect(request.headers.get('idempotency-key')).toBe('"a", "b"')
   })
 })
+
+describe('jsonText (a parsed body, for the fingerprint)', () => {
+  it('is JSON.stringify for whatever a body parser produces', () => {
+    fc.assert(
+      fc.property(fc.jsonValue(), (value) => jsonText(value) === JSON.stringify(value)),
+      { numRuns: 300 },
+    )
+    const odd = { a: undefined, b: [undefined, () => 1], c: new Date(0), d: Buffer.from('hi'), e: -0 }
+    expect(jsonText(odd)).toBe(JSON.stringify(odd))
+  })
+
+  it('serialises nesting deeper than JSON.stringify can', () => {
+    const deep = JSON.parse(`${'['.repeat(60_000)}${']'.repeat(60_000)}`) as unknown
+    expect(() => JSON.stringify(deep)).toThrow(RangeError)
+    expect(jsonText(deep)).toBe(`${'['.repeat(60_000)}${']'.repeat(60_000)}`)
+  })
+})
+

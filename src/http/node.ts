@@ -1,11 +1,11 @@
 /**
  * Conversions between Node's `http` objects and Web-standard Request/Response, shared
- * by the Express and Fastify adapters. Mapping only: no idempotency behaviour here.
+ * by the Express, Fastify and NestJS adapters. Mapping only: no idempotency behaviour here.
  */
 import type { IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:http'
-import type { Readable } from 'node:stream'
+import { Readable, type ReadableOptions } from 'node:stream'
 import { withBodySource, type BodySource } from './body.js'
-import { bodyBytes } from './stored-response.js'
+import { bodyBytes, streamlessResponse } from './stored-response.js'
 
 /** A Node stream as a `BodySource`, and whether reading it was started but not finished. */
 export interface NodeBody {
@@ -159,4 +159,150 @@ export function setWebHeaders(set: (name: string, value: string | string[]) => u
   for (const [name, value] of headers) if (name !== 'set-cookie') set(name, value)
   const cookies = headers.getSetCookie()
   if (cookies.length > 0) set('set-cookie', cookies)
+}
+
+/** True when a Node request says it carries a body (a length above 0, or chunked). */
+export function declaresBody(req: IncomingMessage): boolean {
+  const length = req.headers['content-length']
+  return (length !== undefined && length !== '0') || req.headers['transfer-encoding'] !== undefined
+}
+
+/** True for a body a parser turned into an object (JSON, a form), not text or bytes. */
+export function isParsedObject(body: unknown): boolean {
+  return body !== null && typeof body === 'object' && !(body instanceof Uint8Array)
+}
+
+/**
+ * A body as a parser left it (`req.body`): bytes and text as they are, parsed objects as
+ * JSON (compared canonically, so key order still does not count), nothing as null.
+ */
+export function parsedBody(parsed: unknown): string | Uint8Array | null {
+  if (parsed === undefined || parsed === null) return null
+  if (typeof parsed === 'string' || parsed instanceof Uint8Array) return parsed
+  return jsonText(parsed)
+}
+
+/**
+ * `JSON.stringify` without recursion: a client can nest a parsed body deeper than the
+ * stack goes (`[[[[…]]]]` 60,000 deep parses, and then JSON.stringify throws), and the
+ * fingerprint must still be made from it rather than answer 500. Same text as
+ * JSON.stringify for what a body parser produces (plain objects, arrays, strings,
+ * numbers, booleans, null); `toJSON` (Dates, Buffers) is honoured one level at a time.
+ */
+export function jsonText(value: unknown): string {
+  const out: string[] = []
+  // Work items: a value to write, or literal text (separators, closing brackets).
+  const stack: Array<{ value: unknown; inArray: boolean } | string> = [{ value, inArray: false }]
+  while (stack.length > 0) {
+    const item = stack.pop()!
+    if (typeof item === 'string') {
+      out.push(item)
+      continue
+    }
+    let current = item.value
+    if (current !== null && typeof current === 'object' && typeof (current as { toJSON?: unknown }).toJSON === 'function') {
+      current = (current as { toJSON(): unknown }).toJSON()
+    }
+    if (current === null || typeof current !== 'object') {
+      const text = JSON.stringify(current)
+      // undefined, functions and symbols: null inside an array, as JSON.stringify writes them.
+      out.push(text === undefined ? 'null' : text)
+      continue
+    }
+    const pending: Array<{ value: unknown; inArray: boolean } | string> = []
+    if (Array.isArray(current)) {
+      pending.push('[')
+      current.forEach((element, i) => {
+        if (i > 0) pending.push(',')
+        pending.push({ value: element, inArray: true })
+      })
+      pending.push(']')
+    } else {
+      pending.push('{')
+      let first = true
+      for (const [key, member] of Object.entries(current)) {
+        if (member === undefined || typeof member === 'function' || typeof member === 'symbol') continue
+        pending.push(`${first ? '' : ','}${JSON.stringify(key)}:`)
+        pending.push({ value: member, inArray: false })
+        first = false
+      }
+      pending.push('}')
+    }
+    for (let i = pending.length - 1; i >= 0; i--) stack.push(pending[i]!)
+  }
+  return out.join('')
+}
+
+/**
+ * Makes a request whose body was read readable again, holding the same bytes, so the
+ * body parsers mounted after the middleware work as usual. Node offers no public way
+ * to rewind an IncomingMessage, so its Readable state is initialised afresh; the
+ * request has been read to its end, so its socket is unaffected.
+ */
+export function refillRequest(req: IncomingMessage, bytes: Uint8Array): void {
+  ;(Readable as unknown as (this: Readable, options?: ReadableOptions) => void).call(req)
+  req.push(Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength))
+  req.push(null)
+}
+
+type WriteCallback = (error?: Error | null) => void
+
+/**
+ * Holds what is written to a Node response (status, headers, body) instead of sending
+ * it, and resolves with it as a Web Response when the response is ended. The real
+ * methods are put back at that point, so the adapter can send the final answer.
+ *
+ * A client that goes away changes nothing here: the route's transaction must stay
+ * open until the route has finished with it (a rollback while it still writes would
+ * let those writes land outside any transaction). It commits as usual, and a retry
+ * with the same key gets the stored response.
+ */
+export function captureResponse(res: ServerResponse): Promise<Response> {
+  const original = { writeHead: res.writeHead, write: res.write, end: res.end, flushHeaders: res.flushHeaders }
+  const chunks: Buffer[] = []
+  return new Promise<Response>((resolve, reject) => {
+    const restore = (): void => {
+      Object.assign(res, original)
+    }
+    const collect = (chunk: unknown, encoding: unknown): void => {
+      if (chunk === undefined || chunk === null || typeof chunk === 'function') return
+      if (typeof chunk === 'string') chunks.push(Buffer.from(chunk, typeof encoding === 'string' ? (encoding as BufferEncoding) : 'utf8'))
+      else if (chunk instanceof Uint8Array) chunks.push(Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength))
+    }
+    res.writeHead = function writeHead(this: ServerResponse, status: number, ...rest: unknown[]) {
+      res.statusCode = status
+      if (typeof rest[0] === 'string') res.statusMessage = rest.shift() as string
+      setHeadersFrom(res, rest[0])
+      return this
+    } as ServerResponse['writeHead']
+    res.flushHeaders = () => {}
+    res.write = function write(chunk: unknown, encoding?: unknown, callback?: unknown) {
+      collect(chunk, encoding)
+      const done = typeof encoding === 'function' ? encoding : callback
+      if (typeof done === 'function') queueMicrotask(() => (done as WriteCallback)())
+      return true
+    } as ServerResponse['write']
+    res.end = function end(this: ServerResponse, chunk?: unknown, encoding?: unknown, callback?: unknown) {
+      collect(chunk, encoding)
+      restore()
+      const done = [chunk, encoding, callback].find((arg) => typeof arg === 'function')
+      try {
+        const bytes = new Uint8Array(Buffer.concat(chunks))
+        resolve(streamlessResponse(res.statusCode, res.statusMessage ?? '', webHeaders(res.getHeaders()), bytes))
+      } catch (error) {
+        reject(error)
+      }
+      if (typeof done === 'function') queueMicrotask(() => (done as WriteCallback)())
+      return this
+    } as ServerResponse['end']
+  })
+}
+
+// writeHead(status, headers) takes an object or a flat [name, value, ...] list.
+function setHeadersFrom(res: ServerResponse, headers: unknown): void {
+  if (Array.isArray(headers)) {
+    for (let i = 0; i + 1 < headers.length; i += 2) res.setHeader(String(headers[i]), headers[i + 1] as string)
+  } else if (headers !== null && typeof headers === 'object') {
+    for (const [name, value] of Object.entries(headers)) if (value !== undefined) res.setHeader(name, value as string | string[])
+  }
 }

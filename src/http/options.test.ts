@@ -7,6 +7,7 @@ import { BodyTooLargeError, DEFAULT_PROBLEM_TYPE_BASE as PROBLEM_TYPE_BASE, idem
 import { idempotency as expressIdempotency } from './express.js'
 import { idempotency as fastifyIdempotency } from './fastify.js'
 import { idempotency as honoIdempotency } from './hono.js'
+import { IdempotencyInterceptor, IdempotencyModule } from './nestjs.js'
 import { memoryStore } from '../stores/memory/index.js'
 
 const store = memoryStore()
@@ -31,6 +32,9 @@ describe('options are validated at start-up', () => {
     ['wait', { store, scope, wait: -1 }],
     ['wait', { store, scope, wait: 2 ** 60 }],
     ['maxBodyBytes', { store, scope, maxBodyBytes: Number.NaN }],
+    ['maxStoredBodyBytes', { store, scope, maxStoredBodyBytes: -1 }],
+    ['maxStoredBodyBytes', { store, scope, maxStoredBodyBytes: 1.5 }],
+    ['maxStoredBodyBytes', { store, scope, maxStoredBodyBytes: '1mb' }],
     ['fields', { store, scope, fields: 'amount' }],
     ['fields', { store, scope, fields: [''] }],
     ['storeStatus', { store, scope, storeStatus: [200] }],
@@ -46,8 +50,10 @@ describe('options are validated at start-up', () => {
   }
 
   it('every adapter validates the same way when it is created, not on the first request', () => {
-    for (const make of [honoIdempotency, expressIdempotency, fastifyIdempotency]) {
+    const nest = [(options: never) => new IdempotencyInterceptor(options), (options: never) => IdempotencyModule.forRoot(options)]
+    for (const make of [honoIdempotency, expressIdempotency, fastifyIdempotency, ...nest]) {
       expect(() => make({ store, scope, wait: -1 } as never)).toThrow(/option "wait"/)
+      expect(() => make({ store, scope, maxStoredBodyBytes: -1 } as never)).toThrow(/option "maxStoredBodyBytes"/)
     }
   })
 
@@ -67,6 +73,7 @@ describe('options are validated at start-up', () => {
         replayHeaders: ['Content-Type'],
         waitMs: 100,
         maxBodyBytes: 10,
+        maxStoredBodyBytes: 0,
         onOutcome,
       }),
     ).not.toThrow()

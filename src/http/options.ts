@@ -7,6 +7,7 @@ import type { KeyStore } from '../core/store.js'
 import { assertCount, assertDuration, assertKnownOptions } from '../core/validate.js'
 import { DEFAULT_MAX_BODY_BYTES } from './body.js'
 import type { ProblemTypes } from './problem.js'
+import { DEFAULT_MAX_STORED_BODY_BYTES } from './stored-response.js'
 
 /** Methods that require a key by default: the non-idempotent ones (RFC 9110 §9.2.2). */
 export const DEFAULT_METHODS: readonly string[] = ['POST', 'PATCH']
@@ -122,6 +123,13 @@ export interface IdempotencyOptions<Tx, Native = unknown> {
   wait?: number
   /** The largest body buffered for the fingerprint; larger bodies get 413. @default 1 MiB */
   maxBodyBytes?: number
+  /**
+   * The largest response body stored for replays. A larger response is still sent whole
+   * and stored, with its status and allow-listed headers but without its body (nor the
+   * headers that describe it), so its effect never runs again; its replay has an empty
+   * body and `Idempotent-Body-Omitted: true`. @default 1 MiB
+   */
+  maxStoredBodyBytes?: number
   /** Called once per protected request with the engine's outcome (only with `store`; an engine has its own). */
   onOutcome?: (event: OutcomeEvent) => void
   /**
@@ -150,13 +158,14 @@ export interface ResolvedOptions<Tx, Native> {
   replayHeaders: ReadonlySet<string>
   waitMs: number
   maxBodyBytes: number
+  maxStoredBodyBytes: number
   problemTypes: ProblemTypes | undefined
   events: EventStream
 }
 
 const KNOWN = [
   'store', 'idem', 'scope', 'methods', 'routes', 'required', 'strict', 'ttlMs', 'fields',
-  'storeStatus', 'replayHeaders', 'waitMs', 'wait', 'maxBodyBytes', 'onOutcome', 'events', 'problemTypes',
+  'storeStatus', 'replayHeaders', 'waitMs', 'wait', 'maxBodyBytes', 'maxStoredBodyBytes', 'onOutcome', 'events', 'problemTypes',
 ]
 // RFC 9110 token: what a method or a header name may be made of.
 const TOKEN = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/
@@ -184,6 +193,7 @@ export function resolveOptions<Tx, Native>(options: IdempotencyOptions<Tx, Nativ
     waitMs: explicitWait,
     wait,
     maxBodyBytes = DEFAULT_MAX_BODY_BYTES,
+    maxStoredBodyBytes = DEFAULT_MAX_STORED_BODY_BYTES,
     onOutcome,
     events = idemEvents,
     problemTypes,
@@ -204,6 +214,7 @@ export function resolveOptions<Tx, Native>(options: IdempotencyOptions<Tx, Nativ
   }
   if (events === null || typeof events !== 'object' || typeof events.emit !== 'function') fail('events', 'must be an event stream (createEventStream())')
   assertCount('idempotency: option "maxBodyBytes"', maxBodyBytes, 0, Number.MAX_SAFE_INTEGER)
+  assertCount('idempotency: option "maxStoredBodyBytes"', maxStoredBodyBytes, 0, Number.MAX_SAFE_INTEGER)
   if (fields !== undefined && (!isList(fields) || !fields.every((f) => typeof f === 'string' && f.length > 0))) {
     fail('fields', 'must be a list of body field names (dot paths such as "customer.id")')
   }
@@ -231,6 +242,7 @@ export function resolveOptions<Tx, Native>(options: IdempotencyOptions<Tx, Nativ
     replayHeaders: new Set(replayHeaders.map((h) => h.toLowerCase())),
     waitMs: explicitWait ?? wait ?? engine.settings?.waitMs ?? 0,
     maxBodyBytes,
+    maxStoredBodyBytes,
     problemTypes,
     events,
   }

@@ -174,6 +174,19 @@ describe('a Hono app with the same options does what its policy states', () => {
     expect(runs.count).toBe(2)
   })
 
+  it('a response over the stated stored-body limit replays without its body, with the stated marker', async () => {
+    const options: Options = { store: memoryStore(), scope, maxStoredBodyBytes: 8 }
+    const doc = policy(options)
+    expect(doc.replay.maxStoredBodyBytes).toBe(8)
+    expect(idempotencyPolicy(options, { format: 'md' })).toContain('larger than 8 bytes is stored without its body')
+    const { runs, send } = app(options)
+    expect(await (await send('POST', '"k-large"')).text()).toBe('{"run":1}')
+    const replay = await send('POST', '"k-large"')
+    expect(replay.headers.get(doc.replay.bodyOmittedMarker.name)).toBe(doc.replay.bodyOmittedMarker.value)
+    expect(await replay.text()).toBe('')
+    expect(runs.count).toBe(1)
+  })
+
   it('a stored status replays, a status the policy says is not stored runs again', async () => {
     const options: Options = { store: memoryStore(), scope }
     const doc = policy(options)

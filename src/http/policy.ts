@@ -5,7 +5,7 @@ import { StoreUnavailableError } from '../core/errors/store-unavailable.js'
 import { MAX_KEY_LENGTH } from '../core/key.js'
 import { resolveOptions, SHARED_SCOPE, type HttpEngine, type IdempotencyOptions } from './options.js'
 import { PROBLEMS, problemType, type ProblemCode } from './problem.js'
-import { REPLAYED_HEADER } from './stored-response.js'
+import { BODY_OMITTED_HEADER, REPLAYED_HEADER } from './stored-response.js'
 
 /** How `idempotencyPolicy` renders the page. */
 export interface PolicyFormat {
@@ -86,6 +86,10 @@ export interface IdempotencyPolicyDocument {
     readonly headers: readonly string[]
     /** The header every replay carries. */
     readonly marker: { readonly name: string; readonly value: 'true' }
+    /** Response bodies larger than this are stored without their body. */
+    readonly maxStoredBodyBytes: number
+    /** The header a replay of such a response carries, with an empty body. */
+    readonly bodyOmittedMarker: { readonly name: string; readonly value: 'true' }
   }
   readonly concurrent: {
     /** How long a duplicate waits for the first request before 409, in milliseconds. */
@@ -191,7 +195,12 @@ function describePolicy<Tx, Native>(options: IdempotencyOptions<Tx, Native>, pat
     // Both engines keep DEFAULT_TTL_MS when nobody set a ttlMs; resolveOptions has applied every explicit one.
     retentionMs: o.ttlMs ?? DEFAULT_TTL_MS,
     stored,
-    replay: { headers: [...o.replayHeaders], marker: { name: headerCase(REPLAYED_HEADER), value: 'true' } },
+    replay: {
+      headers: [...o.replayHeaders],
+      marker: { name: headerCase(REPLAYED_HEADER), value: 'true' },
+      maxStoredBodyBytes: o.maxStoredBodyBytes,
+      bodyOmittedMarker: { name: headerCase(BODY_OMITTED_HEADER), value: 'true' },
+    },
     concurrent: {
       waitMs: o.waitMs,
       status: PROBLEMS['in-flight'].status,
@@ -309,6 +318,7 @@ function policyBlocks(doc: IdempotencyPolicyDocument, title: string, level: numb
     items: [
       `Responses with status ${doc.stored.summary} are stored for ${retention}. A retry with the same key within that time gets the stored response back and the request is not processed again: ` +
         `the same status, the same body, ${headers.length === 0 ? 'no headers of the original' : `the headers ${list(headers)}`}, and \`${doc.replay.marker.name}: ${doc.replay.marker.value}\`. Other headers of the first response are not replayed.`,
+      `A response whose body is larger than ${bytes(doc.replay.maxStoredBodyBytes)} is stored without its body: a retry gets its status and headers (not those describing the body), an empty body and \`${doc.replay.bodyOmittedMarker.name}: ${doc.replay.bodyOmittedMarker.value}\`, and the request is not processed again.`,
       `Responses with status ${doc.stored.notStored} are not stored: a retry with the same key is processed again.`,
       `After ${retention} a key is forgotten, and a request with it is processed as a new one: retry an operation within ${retention} of its first attempt.`,
     ],

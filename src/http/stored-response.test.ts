@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { bodyBytes, replayResponse, streamlessResponse, type StoredResponse } from './stored-response.js'
+import { bodyBytes, replayResponse, storeResponse, streamlessResponse, type StoredResponse } from './stored-response.js'
 
 describe('streamless responses (the Express adapter writes its answers with bodyBytes)', () => {
   const stored: StoredResponse = {
@@ -33,5 +33,38 @@ describe('streamless responses (the Express adapter writes its answers with body
     const response = streamlessResponse(204, '', new Headers(), new Uint8Array([1, 2]))
     expect((await bodyBytes(response)).byteLength).toBe(0)
     expect([...(await bodyBytes(streamlessResponse(200, 'OK', new Headers(), new Uint8Array([0, 255]))))]).toEqual([0, 255])
+  })
+})
+
+describe('a body over maxStoredBodyBytes', () => {
+  const allowed = new Set(['content-type', 'location', 'etag'])
+  const response = new Response(null, { status: 201, headers: { 'content-type': 'application/json', location: '/orders/1', etag: '"v1"', 'x-debug': '1' } })
+  const body = new TextEncoder().encode('{"id":1}')
+
+  it('is stored with its status and allow-listed headers, without the body or the headers describing it, and its size', () => {
+    expect(storeResponse(response, body, allowed, 7)).toEqual({
+      status: 201,
+      headers: [
+        ['etag', '"v1"'],
+        ['location', '/orders/1'],
+      ],
+      bodyBase64: '',
+      omittedBodyBytes: 8,
+    })
+    expect(storeResponse(response, body, allowed, 8).omittedBodyBytes).toBeUndefined()
+  })
+
+  it('replays with an empty body and Idempotent-Body-Omitted, streamed or not', async () => {
+    const stored = storeResponse(response, body, allowed, 0)
+    for (const replay of [replayResponse(stored), replayResponse(stored, true)]) {
+      expect(replay.status).toBe(201)
+      expect(replay.headers.get('idempotent-body-omitted')).toBe('true')
+      expect(replay.headers.get('idempotent-replayed')).toBe('true')
+      expect(replay.headers.get('location')).toBe('/orders/1')
+      expect((await bodyBytes(replay)).byteLength).toBe(0)
+    }
+    // A record written before the option existed has no marker: replayed whole, unmarked.
+    const older = replayResponse({ status: 200, headers: [], bodyBase64: Buffer.from('ok').toString('base64') })
+    expect(older.headers.get('idempotent-body-omitted')).toBeNull()
   })
 })

@@ -4,6 +4,15 @@ import { lightweightBody } from './lightweight-response.js'
 export const REPLAYED_HEADER = 'idempotent-replayed'
 
 /**
+ * The header that marks a replay whose body was not stored, being larger than
+ * `maxStoredBodyBytes`: its body is empty, its status and headers are the first answer's.
+ */
+export const BODY_OMITTED_HEADER = 'idempotent-body-omitted'
+
+/** 1 MiB: the default largest response body stored for replays (`maxStoredBodyBytes`). */
+export const DEFAULT_MAX_STORED_BODY_BYTES = 1024 * 1024
+
+/**
  * A response as the engine stores it: plain JSON, so the store needs to know nothing
  * about HTTP. Headers are name/value pairs (lower-case names) so that repeated fields
  * such as `Set-Cookie` survive; the body is base64 so any bytes survive.
@@ -12,16 +21,31 @@ export interface StoredResponse {
   status: number
   headers: Array<[string, string]>
   bodyBase64: string
+  /**
+   * Set when the body was larger than `maxStoredBodyBytes` and was not kept: its size in
+   * bytes. `bodyBase64` is then empty, and the replay says the body was omitted.
+   */
+  omittedBodyBytes?: number
 }
+
+// Headers that describe the body's bytes: on the empty body of a replay whose body was
+// omitted they would describe bytes that are not there (a JSON client would parse "").
+const BODY_HEADERS = new Set(['content-type', 'content-language', 'content-disposition', 'content-encoding', 'content-range'])
 
 // Statuses whose responses have no body; `new Response(body, { status })` rejects one.
 const NULL_BODY_STATUSES = new Set([101, 103, 204, 205, 304])
 
-/** The stored form of a response: its status, the allow-listed headers, every body byte. */
-export function storeResponse(response: Response, body: Uint8Array, allowed: ReadonlySet<string>): StoredResponse {
+/**
+ * The stored form of a response: its status, the allow-listed headers, every body byte.
+ * A body larger than `maxBodyBytes` is left out (with the headers that describe it) and
+ * its size recorded instead, so the outcome is still stored and the effect never runs again.
+ */
+export function storeResponse(response: Response, body: Uint8Array, allowed: ReadonlySet<string>, maxBodyBytes = Infinity): StoredResponse {
+  const omitted = body.byteLength > maxBodyBytes
   const headers: Array<[string, string]> = []
   // Iterating Headers yields each Set-Cookie field on its own and lower-case names.
-  for (const [name, value] of response.headers) if (allowed.has(name)) headers.push([name, value])
+  for (const [name, value] of response.headers) if (allowed.has(name) && !(omitted && BODY_HEADERS.has(name))) headers.push([name, value])
+  if (omitted) return { status: response.status, headers, bodyBase64: '', omittedBodyBytes: body.byteLength }
   return { status: response.status, headers, bodyBase64: Buffer.from(body.buffer, body.byteOffset, body.byteLength).toString('base64') }
 }
 
@@ -44,13 +68,14 @@ export async function bodyBytes(response: Response): Promise<Uint8Array> {
 
 /**
  * The replay of a stored response: same status, stored headers, same body bytes, marked
- * replayed. `streamless` makes it with `streamlessResponse`, for adapters that write it
- * with `bodyBytes`.
+ * replayed (and, for a body that was too large to store, marked omitted, with no body).
+ * `streamless` makes it with `streamlessResponse`, for adapters that write it with `bodyBytes`.
  */
 export function replayResponse(stored: StoredResponse, streamless = false): Response {
   const headers = new Headers()
   for (const [name, value] of stored.headers) headers.append(name, value)
   headers.set(REPLAYED_HEADER, 'true')
+  if (stored.omittedBodyBytes !== undefined) headers.set(BODY_OMITTED_HEADER, 'true')
   const body = Buffer.from(stored.bodyBase64, 'base64')
   return streamless ? streamlessResponse(stored.status, '', headers, body) : makeResponse(stored.status, '', headers, body)
 }

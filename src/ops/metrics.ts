@@ -14,6 +14,11 @@ export interface PrometheusOutcomesOptions {
  * `idem_outcomes_total{kind, store}` (kind: fresh, replayed, not-stored, in-flight,
  * mismatch, lease-lost, error) and `idem_call_duration_seconds{kind, store}`.
  *
+ * Only engine calls, through `onOutcome`. `prometheusMetrics` (`idem/prometheus`) covers
+ * every front end from the event stream, with the names the shipped alerts use; do not
+ * register both on one registry (both define `idem_call_duration_seconds`).
+ * @deprecated use `prometheusMetrics` from `idem/prometheus`
+ *
  * @example
  * const metrics = prometheusOutcomes({ registry })
  * const idem = createIdem({ store, onOutcome: metrics.onOutcome })

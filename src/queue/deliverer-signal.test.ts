@@ -3,6 +3,7 @@
 // in test/queue/*.test.ts.)
 import { describe, expect, it } from 'vitest'
 import type { OutboxRow } from './dispatcher.js'
+import { kafkaDeliverer } from './kafka/index.js'
 import { natsDeliverer } from './nats/index.js'
 import { rabbitmqDeliverer } from './rabbitmq/index.js'
 import { redisStreamDeliverer } from './redis-streams/index.js'
@@ -24,11 +25,19 @@ describe('broker deliverers and the dispatcher signal', () => {
       natsDeliverer({ js: { publish: async () => (sent.push('nats'), { duplicate: false, seq: 1 }) } }),
       redisStreamDeliverer({ redis: { call: async () => void sent.push('redis') } }),
       sqsDeliverer({ client: { send: async () => void sent.push('sqs') }, queueUrl: 'https://sqs.invalid/q' }),
+      kafkaDeliverer({
+        kafka: {
+          consumer: () => {
+            throw new Error('not used')
+          },
+          producer: () => ({ connect: async () => {}, disconnect: async () => {}, send: async () => void sent.push('kafka') }),
+        },
+      }),
     ]
     for (const deliver of deliverers) await expect(deliver(row, { signal: aborted() })).rejects.toMatchObject({ name: 'TimeoutError' })
     expect(sent).toEqual([])
     for (const deliver of deliverers) await deliver(row)
-    expect(sent).toEqual(['rabbitmq', 'nats', 'redis', 'sqs'])
+    expect(sent).toEqual(['rabbitmq', 'nats', 'redis', 'sqs', 'kafka'])
   })
 
   it('sqsDeliverer passes the signal to the SDK as the request abortSignal', async () => {

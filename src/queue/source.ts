@@ -4,11 +4,10 @@
  * `nack` and `deadLetter` to the broker's own operations. Every decision (duplicate,
  * retry, poison) is the inbox's.
  *
- * Kafka fits the same shape: `id` is `topic-partition-offset` (the same on every
- * re-read), `ack` marks the offset done and the adapter commits the highest offset
- * below which every message is done, `nack` seeks the partition back (or republishes
- * to a delay topic), and `deadLetter` produces to a dead-letter topic before acking.
- * See docs/queue.md.
+ * Kafka fits the same shape (`idem/queue/kafka`): `id` is `topic-partition-offset` (the
+ * same on every re-read), `ack` marks the record done and the adapter commits the
+ * offset below which every record is done, `nack` hands the record over again in
+ * process, and `deadLetter` produces to a dead-letter topic first. See docs/queue.md.
  */
 
 /** One received message and the broker operations that settle it. Settle exactly once. */

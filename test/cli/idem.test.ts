@@ -1,56 +1,305 @@
 import Database from 'better-sqlite3'
 import { execFile } from 'node:child_process'
-import { mkdtempSync, rmSync } from 'node:fs'
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { promisify } from 'node:util'
 import { afterAll, describe, expect, it } from 'vitest'
-import { PG_URL, testSchema } from '../support/postgres.js'
+import { main } from '../../src/cli/idem.js'
+import { createIdem } from '../../src/core/engine.js'
+import { createLeasedIdem } from '../../src/core/leased/engine.js'
+import { migrations } from '../../src/stores/postgres/migrations.js'
+import { postgresStore } from '../../src/stores/postgres/store.js'
+import { redisStore } from '../../src/stores/redis/store.js'
+import { sqliteMigrations } from '../../src/stores/sqlite/migrations.js'
+import { REDIS_URL, testRedis } from '../leased/support.js'
+import { PG_URL, testSchema, type TestSchema } from '../support/postgres.js'
 
-const run = promisify(execFile)
-const cli = new URL('../../dist/cli/idem.js', import.meta.url).pathname
+const root = new URL('../..', import.meta.url).pathname
+const cli = join(root, 'dist/cli/idem.js')
+const { version } = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { version: string }
 
-describe('the idem command', () => {
+interface Ran {
+  code: number
+  stdout: string
+  stderr: string
+}
+
+/** Runs the built `idem` as a user would, never throwing: the exit code is part of the answer. */
+function idem(args: string[], options: { cwd?: string; env?: Record<string, string>; node?: string[] } = {}): Promise<Ran> {
+  return new Promise((resolve) => {
+    execFile(process.execPath, [...(options.node ?? []), cli, ...args], { cwd: options.cwd, env: { ...process.env, ...options.env }, timeout: 60_000 }, (error, stdout, stderr) => {
+      resolve({ code: error ? Number((error as { code?: number }).code ?? 1) : 0, stdout, stderr })
+    })
+  })
+}
+
+/** The same in-process, with a terminal's progress line captured. */
+async function inProcess(args: string[], tty = false) {
+  const out: string[] = []
+  const err: string[] = []
+  const progress: (string | undefined)[] = []
+  const code = await main(args, { out: (l) => out.push(l), err: (l) => err.push(l), progress: tty ? (l) => progress.push(l) : undefined })
+  return { code, out, err, progress }
+}
+
+const noStack = (ran: Ran) => expect(ran.stderr, 'no stack trace').not.toMatch(/\n\s+at /)
+
+describe('idem: help, version and typos', () => {
+  it('prints its version and the commands', async () => {
+    expect(await idem(['--version'])).toMatchObject({ code: 0, stdout: `${version}\n` })
+    const help = await idem(['--help'])
+    expect(help.code).toBe(0)
+    for (const command of ['migrate', 'sql', 'prune', 'inspect', 'stats', 'reconcile']) expect(help.stdout).toMatch(new RegExp(`^  ${command} `, 'm'))
+    const bare = await idem([])
+    expect(bare.code).toBe(2)
+    expect(bare.stderr).toContain('Usage: idem')
+  })
+
+  it.each(['migrate', 'sql', 'prune', 'inspect', 'stats', 'reconcile'])('idem %s --help is its own, with an example', async (command) => {
+    const ran = await idem([command, '--help'])
+    expect(ran.code).toBe(0)
+    expect(ran.stdout).toContain(`Usage: idem ${command}`)
+    expect(ran.stdout).toMatch(/Examples?:\n\s+\$ idem /)
+    expect(ran.stdout).toContain('--json')
+    expect((await idem(['help', command])).stdout).toContain(`Usage: idem ${command}`)
+  })
+
+  it('suggests the command or flag meant', async () => {
+    const command = await idem(['migrat'])
+    expect(command).toMatchObject({ code: 2 })
+    expect(command.stderr).toContain("idem: unknown command 'migrat'\n(Did you mean migrate?)")
+    const flag = await idem(['prune', '--sqlite', 'x.db', '--batch-sise', '5'])
+    expect(flag.code).toBe(2)
+    expect(flag.stderr).toContain("idem: unknown option '--batch-sise'\n(Did you mean --batch-size?)")
+    expect(flag.stderr).toContain('(run idem prune --help for its options and an example)')
+  })
+})
+
+describe('idem: every mistake names its cause and fix, exits 2, and leaves nothing behind', () => {
   const dir = mkdtempSync(join(tmpdir(), 'idem-cli-'))
   afterAll(() => rmSync(dir, { recursive: true, force: true }))
 
-  it('migrates a SQLite file once, then reports it is current', async () => {
-    const file = join(dir, 'app.db')
-    const first = await run(process.execPath, [cli, 'migrate', '--sqlite', file])
-    expect(first.stdout).toMatch(/migrated from version 0 to \d+/)
-    const again = await run(process.execPath, [cli, 'migrate', '--sqlite', file])
-    expect(again.stdout).toMatch(/already at version \d+/)
-    const db = new Database(file)
-    expect(db.prepare("SELECT name FROM sqlite_master WHERE name = 'idem_keys'").get()).toEqual({ name: 'idem_keys' })
-    db.close()
+  it.each([
+    ['a Postgres "URL" that is not one', ['migrate', '--postgres', 'not-a-url'], 'idem migrate: --postgres "not-a-url" is not a URL\n  fix: pass a Postgres URL, such as postgres://user@127.0.0.1:5432/app'],
+    ['a URL of another kind', ['prune', '--postgres', 'mysql://db/app'], 'idem prune: --postgres "mysql://db/app" is a mysql URL\n  fix: pass a URL starting with postgres:// or postgresql://'],
+    ['a Redis URL that is not one', ['inspect', 's', 'k', '--redis', 'localhost:6379'], 'idem inspect: --redis "localhost:6379" is a localhost URL'],
+    ['an unreachable Postgres', ['migrate', '--postgres', 'postgres://postgres@127.0.0.1:1/x'], 'idem migrate: cannot connect to Postgres at postgres://postgres@127.0.0.1:1/x: connect ECONNREFUSED 127.0.0.1:1\n  fix: check the URL and that Postgres is running'],
+    ['an unreachable Redis', ['inspect', 's', 'k', '--redis', 'redis://127.0.0.1:1'], 'idem inspect: cannot connect to Redis at redis://127.0.0.1:1'],
+    ['no database', ['stats'], 'idem stats: no database given\n  fix: pass exactly one of --postgres <url> or --sqlite <file>'],
+    ['two databases', ['prune', '--sqlite', 'a.db', '--postgres', 'postgres://h/db'], 'idem prune: --postgres and --sqlite given together'],
+    ['a bad schema name', ['sql', 'postgres', '--schema', 'bad"name'], `idem: option '--schema <name>' argument 'bad"name' is invalid. Expected a plain SQL identifier`],
+    ['a batch size that is not a number', ['prune', '--sqlite', 'x.db', '--batch-size', 'abc'], "idem: option '--batch-size <n>' argument 'abc' is invalid. Expected a whole number from 1 to 1000000."],
+    ['a duration that is not one', ['prune', '--sqlite', 'x.db', '--older-than', 'a week'], "idem: option '--older-than <duration>' argument 'a week' is invalid. Expected a duration such as 90s, 15m, 24h or 14d"],
+    ['a threshold out of range', ['reconcile', '--sqlite', 'x.db', '--table', 't', '--columns', 'a', '--threshold', '5'], "option '--threshold <rate>' argument '5' is invalid. Expected a rate from 0 to 1"],
+    ['a missing required option', ['reconcile', '--sqlite', 'x.db', '--table', 't'], "idem: required option '--columns <a,b,...>' not specified"],
+    ['an unknown dialect', ['sql', 'mysql'], "idem: command-argument value 'mysql' is invalid for argument 'dialect'. Allowed choices are postgres, sqlite."],
+    ['a --metrics that is not an http URL', ['stats', '--sqlite', 'x.db', '--metrics', 'ftp://x'], "option '--metrics <url>' argument 'ftp://x' is invalid"],
+    ['a baseline newer than this idem', ['migrate', '--sqlite', 'new.db', '--baseline', '99'], 'idem migrate: --baseline 99 is newer than this idem\'s schema (version 4)\n  fix: pass a version from 1 to 4'],
+    ['a SQLite file that does not exist', ['prune', '--sqlite', 'typo.db'], 'idem prune: no SQLite database at DIR/typo.db\n  fix: check the path; to create it with idem\'s tables, run: idem migrate --sqlite DIR/typo.db'],
+    ['a directory for a file', ['migrate', '--sqlite', '.'], 'idem migrate: --sqlite DIR is a directory'],
+  ])('%s', async (_, args, message) => {
+    const ran = await idem(args, { cwd: dir })
+    expect(ran.code).toBe(2)
+    expect(ran.stdout).toBe('')
+    expect(ran.stderr).toContain(message.replaceAll('DIR', dir))
+    expect(ran.stderr).not.toContain('ENOTFOUND')
+    expect(ran.stderr).not.toContain('batchSize')
+    noStack(ran)
+    // Nothing left behind: no empty database made by a typo or a failed migrate.
+    for (const file of ['typo.db', 'new.db', 'x.db', 'a.db']) expect(existsSync(join(dir, file)), file).toBe(false)
   })
 
-  it('migrates and prunes a Postgres schema', async () => {
-    const db = await testSchema('idem_cli')
-    if (db === undefined) return
+  it.each([
+    ['better-sqlite3', ['prune', '--sqlite', 'x.db'], 'idem prune: the SQLite driver "better-sqlite3" is not installed\n  fix: npm i better-sqlite3'],
+    ['pg', ['stats', '--postgres', 'postgres://127.0.0.1/x'], 'idem stats: the Postgres driver "pg" is not installed\n  fix: npm i pg'],
+    ['ioredis', ['inspect', 's', 'k', '--redis', 'redis://127.0.0.1'], 'idem inspect: the Redis driver "ioredis" is not installed\n  fix: npm i ioredis'],
+  ])('without %s installed, says which package to install', async (module, args, message) => {
+    const ran = await idem(args, { cwd: dir, node: ['--import', join(root, 'test/cli/fixtures/hide-module.mjs')], env: { IDEM_HIDE_MODULE: module } })
+    expect(ran).toMatchObject({ code: 2, stdout: '' })
+    expect(ran.stderr).toContain(message)
+    noStack(ran)
+  })
+
+  it('answers Redis where pruning means nothing, and exits 0', async () => {
+    const ran = await idem(['prune', '--redis', 'redis://127.0.0.1:1'])
+    expect(ran).toMatchObject({ code: 0, stdout: "idem: Redis expires idem's keys itself (each carries its retention as a TTL): nothing to prune\n" })
+  })
+})
+
+describe('idem migrate and idem sql (SQLite)', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'idem-cli-sqlite-'))
+  afterAll(() => rmSync(dir, { recursive: true, force: true }))
+
+  it('migrates a file once, then reports it is current', async () => {
+    const file = join(dir, 'app.db')
+    expect((await idem(['migrate', '--sqlite', file])).stdout).toBe('idem: migrated from version 0 to 4 (applied 1, 2, 3, 4)\n')
+    expect((await idem(['migrate', '--sqlite', file])).stdout).toBe('idem: schema already at version 4\n')
+    expect(JSON.parse((await idem(['migrate', '--sqlite', file, '--json'])).stdout)).toMatchObject({ from: 4, to: 4, applied: [], dryRun: false })
+  })
+
+  it('--dry-run prints the SQL and applies nothing (and creates no file)', async () => {
+    const file = join(dir, 'dry.db')
+    const dry = await idem(['migrate', '--sqlite', file, '--dry-run'])
+    expect(dry.code).toBe(0)
+    expect(dry.stdout).toContain('-- from version 0 to 4; nothing was applied')
+    expect(dry.stdout).toContain('CREATE TABLE idem_keys')
+    expect(existsSync(file)).toBe(false)
+    const json = JSON.parse((await idem(['migrate', '--sqlite', file, '--dry-run', '--json'])).stdout) as { statements: string[] }
+    expect(json.statements[0]).toBe('BEGIN IMMEDIATE')
+  })
+
+  it('`idem sql sqlite` applied by hand records its version, so a later migrate works', async () => {
+    const file = join(dir, 'by-hand.db')
+    const script = (await idem(['sql', 'sqlite'])).stdout
+    const db = new Database(file)
+    db.exec(script)
+    db.close()
+    expect(await idem(['migrate', '--sqlite', file])).toMatchObject({ code: 0, stdout: 'idem: schema already at version 4\n' })
+    // An upgrade script from an older version applies only what is newer.
+    const upgrade = await idem(['sql', 'sqlite', '--from', '3'])
+    expect(upgrade.stdout).toContain('CREATE TABLE idem_leases')
+    expect(upgrade.stdout).not.toContain('CREATE TABLE idem_keys')
+  })
+
+  it('tables made by hand without versions: migrate says how to baseline them, and --baseline does', async () => {
+    const file = join(dir, 'old-by-hand.db')
+    const db = new Database(file)
+    for (const migration of sqliteMigrations.slice(0, 2)) for (const statement of migration.up) db.exec(statement)
+    db.close()
+    const refused = await idem(['migrate', '--sqlite', file])
+    expect(refused.code).toBe(2)
+    expect(refused.stderr).toContain("idem migrate: idem's tables exist (idem_keys, idem_once) but no schema version is recorded")
+    expect(refused.stderr).toContain(`fix: find the version they are at (compare them with \`idem sql\`), then run: idem migrate --sqlite ${file} --baseline <version>`)
+    expect((await idem(['migrate', '--sqlite', file, '--baseline', '2'])).stdout).toBe('idem: migrated from version 2 to 4 (applied 3, 4)\n')
+  })
+
+  it('names missing tables in a file that is not migrated', async () => {
+    const file = join(dir, 'empty.db')
+    new Database(file).close()
+    const ran = await idem(['stats', '--sqlite', file])
+    expect(ran).toMatchObject({ code: 2, stderr: `idem stats: idem's tables are missing in ${file}, or older than this idem\n  fix: run: idem migrate --sqlite ${file}\n` })
+  })
+
+  it('inspect on a migrated file: exit 1 and says so when nothing is stored; stats counts', async () => {
+    const file = join(dir, 'app.db')
+    const missing = await idem(['inspect', 'acct', 'nope', '--sqlite', file])
+    expect(missing.code).toBe(1)
+    expect(missing.stdout).toContain('nothing stored')
+    const stats = JSON.parse((await idem(['stats', '--sqlite', file, '--json'])).stdout)
+    expect(stats).toMatchObject({ keys: { total: 0, live: 0 }, outbox: { pending: 0 } })
+    expect(stats.keys.bytes).toBeGreaterThan(0)
+  })
+})
+
+const pgDb = await testSchema('idem_cli', 4)
+
+describe.skipIf(pgDb === undefined)('idem on Postgres', () => {
+  const { pool, schema } = pgDb as TestSchema
+  const s = `"${schema}"`
+  afterAll(() => pgDb?.drop())
+
+  it('names missing tables and the migrate that creates them', async () => {
+    const ran = await idem(['prune', '--postgres', PG_URL, '--schema', `${schema}_none`])
+    expect(ran.code).toBe(2)
+    expect(ran.stderr).toBe(`idem prune: idem's tables are missing in schema "${schema}_none", or older than this idem\n  fix: run: idem migrate --postgres ${PG_URL} --schema ${schema}_none\n`)
+    const other = await idem(['migrate', '--postgres', PG_URL.replace(/\/[^/]*$/, '/no_such_db_here')])
+    expect(other.stderr).toContain('database "no_such_db_here" does not exist\n  fix: check the database name in the URL, or create it')
+  })
+
+  it('migrates with --dry-run (applying nothing), then for real', async () => {
+    const dry = await idem(['migrate', '--postgres', PG_URL, '--schema', schema, '--dry-run'])
+    expect(dry.stdout).toContain('-- from version 0 to 5; nothing was applied')
+    expect(dry.stdout).toContain(`CREATE TABLE ${s}.idem_keys`)
+    expect((await pool.query(`SELECT to_regclass('${s}.idem_keys') AS t`)).rows[0].t).toBeNull()
+    expect((await idem(['migrate', '--postgres', PG_URL, '--schema', schema])).stdout).toBe('idem: migrated from version 0 to 5 (applied 1, 2, 3, 4, 5)\n')
+    expect((await idem(['migrate', '--postgres', PG_URL, '--schema', schema, '--dry-run'])).stdout).toBe('-- already at version 5: nothing to apply\n')
+  })
+
+  it('`idem sql postgres` applied by hand (as psql would), then migrate: current, nothing fails', async () => {
+    const other = `${schema}_dba`
+    const script = (await idem(['sql', 'postgres', '--schema', other])).stdout
     try {
-      const migrated = await run(process.execPath, [cli, 'migrate', '--postgres', PG_URL, '--schema', db.schema])
-      expect(migrated.stdout).toMatch(/migrated from version 0/)
-      await db.pool.query(
-        `INSERT INTO "${db.schema}".idem_keys (scope, key, fingerprint, outcome, expires_at) VALUES ('s', 'old', 'f', 'null', now() - interval '1 second')`,
-      )
-      const pruned = await run(process.execPath, [cli, 'prune', '--postgres', PG_URL, '--schema', db.schema])
-      expect(pruned.stdout).toContain('pruned 1 expired keys')
+      await pool.query(script)
+      expect(await idem(['migrate', '--postgres', PG_URL, '--schema', other])).toMatchObject({ code: 0, stdout: 'idem: schema already at version 5\n' })
+      const old = `${schema}_old`
+      // What an older `idem sql` printed: the tables, without their versions.
+      await pool.query(`CREATE SCHEMA "${old}"`)
+      for (const statement of migrations[0]!.up(old)) await pool.query(statement)
+      const refused = await idem(['migrate', '--postgres', PG_URL, '--schema', old])
+      expect(refused.code).toBe(2)
+      expect(refused.stderr).toContain("idem's tables exist (idem_keys) but no schema version is recorded")
+      expect((await idem(['migrate', '--postgres', PG_URL, '--schema', old, '--baseline', '1'])).stdout).toBe('idem: migrated from version 1 to 5 (applied 2, 3, 4, 5)\n')
     } finally {
-      await db.drop()
+      await pool.query(`DROP SCHEMA IF EXISTS "${other}" CASCADE; DROP SCHEMA IF EXISTS "${schema}_old" CASCADE`)
     }
   })
 
-  it('prints the SQL a DBA would apply, per dialect', async () => {
-    const { stdout } = await run(process.execPath, [cli, 'sql', 'postgres', '--schema', 'billing'])
-    expect(stdout).toContain('CREATE TABLE "billing".idem_keys')
-    expect(stdout).toContain('CREATE FUNCTION "billing".idem_claim')
-    expect((await run(process.execPath, [cli, 'sql', 'sqlite'])).stdout).toContain('CREATE TABLE idem_keys')
+  it('prunes only expired keys: a summary line off a terminal, a progress bar on one', async () => {
+    await pool.query(
+      `INSERT INTO ${s}.idem_keys (scope, key, fingerprint, outcome, expires_at)
+       SELECT 's', 'old-' || g, 'f', 'null', now() - interval '1 second' FROM generate_series(1, 250) g
+       UNION ALL SELECT 's', 'live-' || g, 'f', 'null', now() + interval '1 hour' FROM generate_series(1, 10) g`,
+    )
+    const ran = await idem(['prune', '--postgres', PG_URL, '--schema', schema, '--batch-size', '100'])
+    expect(ran.stdout).toMatch(/^idem: pruned 250 expired records in .+ \([\d,]+\/s, \d+ batches\)\n$/)
+    await pool.query(`INSERT INTO ${s}.idem_keys (scope, key, fingerprint, outcome, expires_at) SELECT 's', 'old-' || g, 'f', 'null', now() - interval '1 second' FROM generate_series(1, 120) g`)
+    const tty = await inProcess(['prune', '--postgres', PG_URL, '--schema', schema, '--batch-size', '50', '--json'], true)
+    expect(tty.code).toBe(0)
+    expect(JSON.parse(tty.out[0]!)).toMatchObject({ deleted: 120 })
+    expect(tty.progress.at(-2)).toMatch(/^pruning \[#{30}\] 100% 120\/120 · [\d,]+\/s$/)
+    expect(tty.progress.at(-1)).toBeUndefined()
+    expect((await pool.query(`SELECT count(*)::int AS n FROM ${s}.idem_keys`)).rows[0].n).toBe(10)
   })
 
-  it('refuses mistakes with exit code 2 and the usage', async () => {
-    await expect(run(process.execPath, [cli, 'frobnicate'])).rejects.toMatchObject({ code: 2, stderr: expect.stringContaining('unknown command') })
-    await expect(run(process.execPath, [cli, 'migrate'])).rejects.toMatchObject({ code: 2, stderr: expect.stringContaining('--postgres <url> or --sqlite <file>') })
-    await expect(run(process.execPath, [cli, 'migrate', '--postgres', 'postgres://postgres@127.0.0.1:1/x'])).rejects.toMatchObject({ code: 2 })
+  it('inspects a key: fingerprint, age, expiry, stored status; --json; exit 1 for an unknown key', async () => {
+    const idemEngine = createIdem({ store: postgresStore({ pool, schema }) })
+    await idemEngine.run({ scope: 'acct_1', key: 'order-42', fingerprint: 'fp-42' }, () => ({ status: 201, headers: [], bodyBase64: '' }))
+    const text = await idem(['inspect', 'acct_1', 'order-42', '--postgres', PG_URL, '--schema', schema])
+    expect(text.code).toBe(0)
+    expect(text.stdout).toContain('key "order-42" in scope "acct_1"')
+    expect(text.stdout).toMatch(/fingerprint\s+fp-42/)
+    expect(text.stdout).toMatch(/stored\s+HTTP 201/)
+    expect(text.stdout).toMatch(/expires\s+\S+ \(in 2\d h\)|expires\s+\S+ \(in 1\.\d d\)|expires\s+\S+ \(in 24 h\)/)
+    const json = JSON.parse((await idem(['inspect', 'acct_1', 'order-42', '--postgres', PG_URL, '--schema', schema, '--json'])).stdout)
+    expect(json).toMatchObject({ found: true, record: { fingerprint: 'fp-42', status: 201, expired: false } })
+    expect(await idem(['inspect', 'acct_1', 'nope', '--postgres', PG_URL, '--schema', schema])).toMatchObject({ code: 1 })
+  })
+
+  it('stats: counts by stored status and per day, size on disk', async () => {
+    const stats = JSON.parse((await idem(['stats', '--postgres', PG_URL, '--schema', schema, '--json', '--window', '1h'])).stdout)
+    expect(stats.keys).toMatchObject({ total: 11, live: 11, expired: 0, recent: 11, byStatus: { '201': 1, other: 10 } })
+    expect(stats.keys.byDay.reduce((n: number, d: { rows: number }) => n + d.rows, 0)).toBe(11)
+    expect(stats.keys.rowsPerDay).toBe(11 * 24)
+    expect(stats.keys.bytes).toBeGreaterThan(8192)
+    expect(stats.requests).toBeUndefined()
   })
 })
+
+const redis = await testRedis('cli')
+
+describe.skipIf(redis === undefined)('idem inspect on Redis', () => {
+  afterAll(() => redis?.drop())
+
+  it('shows a held lease: state, fencing token, steps done', async () => {
+    const { client, prefix } = redis!
+    const idemLeased = createLeasedIdem({ store: redisStore({ client, prefix }), leaseMs: 60_000 })
+    let release!: () => void
+    const running = idemLeased.run({ scope: 'acct_1', key: 'job-7', input: 1 }, async (ctx) => {
+      await ctx.step('charge', () => 'ch_1')
+      await new Promise<void>((resolve) => (release = resolve))
+      return 'done'
+    })
+    while (release === undefined) await new Promise((r) => setTimeout(r, 10))
+    await new Promise((r) => setTimeout(r, 50))
+    const json = JSON.parse((await idem(['inspect', 'acct_1', 'job-7', '--redis', REDIS_URL, '--prefix', prefix, '--json'])).stdout)
+    expect(json).toMatchObject({ found: true, lease: { state: 'held', leaseLive: true, steps: [{ name: 'charge' }] } })
+    expect(Number(json.lease.token)).toBeGreaterThan(0)
+    const text = (await idem(['inspect', 'acct_1', 'job-7', '--redis', REDIS_URL, '--prefix', prefix])).stdout
+    expect(text).toMatch(/state\s+held — a holder is running/)
+    expect(text).toMatch(/steps done\s+charge/)
+    release()
+    await running
+    expect(JSON.parse((await idem(['inspect', 'acct_1', 'job-7', '--redis', REDIS_URL, '--prefix', prefix, '--json'])).stdout).lease.state).toBe('completed')
+  })
+})
+

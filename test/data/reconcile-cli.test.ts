@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { EXIT } from '../../src/cli/io.js'
-import { reconcileCommand } from '../../src/cli/reconcile.js'
+import { reconcileCommand } from '../../src/cli/idem.js'
 import { PG_URL, testSchema, type TestSchema } from '../support/postgres.js'
 import { testSqlite } from './sqlite.js'
 
@@ -35,11 +35,12 @@ describe('idem reconcile (CLI)', () => {
   })
 
   it.each([
-    ['no connection', ['--table', 'summaries', '--columns', 'a'], /usage: idem reconcile/],
-    ['both connections', ['--sqlite', 'x', '--postgres', 'y', '--table', 't', '--columns', 'a'], /usage/],
-    ['an unknown flag', ['--sqlite', 'x', '--table', 't', '--columns', 'a', '--nope'], /Unknown option '--nope'/],
-    ['a bad threshold', ['--sqlite', 'FILE', '--table', 'summaries', '--columns', 'intake_id', '--threshold', 'lots'], /option "threshold"/],
-    ['a missing file', ['--sqlite', '/nonexistent/app.db', '--table', 't', '--columns', 'a'], /idem reconcile: .*/],
+    ['no connection', ['--table', 'summaries', '--columns', 'a'], /idem reconcile: no database given\n {2}fix: pass exactly one of --postgres <url> or --sqlite <file>/],
+    ['both connections', ['--sqlite', 'x', '--postgres', 'postgres://h/y', '--table', 't', '--columns', 'a'], /--postgres and --sqlite given together/],
+    ['an unknown flag', ['--sqlite', 'x', '--table', 't', '--columns', 'a', '--nope'], /idem: unknown option '--nope'/],
+    ['a bad threshold', ['--sqlite', 'FILE', '--table', 'summaries', '--columns', 'intake_id', '--threshold', 'lots'], /option '--threshold <rate>' argument 'lots' is invalid/],
+    ['a missing file', ['--sqlite', '/nonexistent/app.db', '--table', 't', '--columns', 'a'], /idem reconcile: no SQLite database at \/nonexistent\/app\.db/],
+    ['a missing table', ['--sqlite', 'FILE', '--table', 'nope', '--columns', 'a'], /idem reconcile: no such table: nope/],
   ])('exits 2 on %s, saying why', async (_, argv, message) => {
     const { io, err } = capture()
     expect(await reconcileCommand(argv.map((a) => (a === 'FILE' ? file : a)), io)).toBe(EXIT.usage)

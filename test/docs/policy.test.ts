@@ -8,7 +8,6 @@ import { join } from 'node:path'
 import { promisify } from 'node:util'
 import { afterAll, describe, expect, it } from 'vitest'
 import { main } from '../../src/cli/idem.js'
-import { policyCommand } from '../../src/cli/policy.js'
 import { idempotencyPolicy } from '../../src/http/fetch/index.js'
 import { expectPageShows, page, root } from './support.js'
 
@@ -50,7 +49,7 @@ describe('idem policy', () => {
     const file = join(dir, 'nested.mjs')
     writeFileSync(file, 'export default { port: 3000, idempotency: { methods: ["PUT"], ttlMs: 3600000, required: false } }\n')
     const json = capture()
-    expect(await policyCommand(['--config', file, '--format', 'json'], json.io)).toBe(0)
+    expect(await main(['policy', '--config', file, '--format', 'json'], json.io)).toBe(0)
     const doc = JSON.parse(json.out.join('\n'))
     expect(doc).toMatchObject({ methods: ['PUT'], retentionMs: 3_600_000, required: false, scope: 'shared' })
     const html = capture()
@@ -67,15 +66,15 @@ describe('idem policy', () => {
     const invalid = join(dir, 'invalid.mjs')
     writeFileSync(invalid, 'export default { ttlMs: -1 }\n')
     const cases: Array<[string[], RegExp]> = [
-      [['--config', join(dir, 'missing.mjs')], /cannot load/],
-      [['--config', noDefault], /must export the middleware options/],
-      [['--config', invalid], /option "ttlMs"/],
-      [['--config', invalid, '--format', 'pdf'], /usage: idem policy/],
-      [['--format', 'md'], /usage: idem policy/],
+      [['--config', join(dir, 'missing.mjs')], /cannot load .*missing\.mjs[\s\S]*fix:/],
+      [['--config', noDefault], /has no options as its default export[\s\S]*fix: end the module with export default/],
+      [['--config', invalid], /option "ttlMs"[\s\S]*fix: fix the option/],
+      [['--config', invalid, '--format', 'pdf'], /'--format <format>' argument 'pdf' is invalid/],
+      [['--format', 'md'], /required option '--config <module>'/],
     ]
     for (const [argv, message] of cases) {
       const { io, err } = capture()
-      expect(await policyCommand(argv, io), argv.join(' ')).toBe(2)
+      expect(await main(['policy', ...argv], io), argv.join(' ')).toBe(2)
       expect(err.join('\n')).toMatch(message)
     }
   })

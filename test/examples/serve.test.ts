@@ -60,8 +60,10 @@ describe.skipIf(db === undefined)('npm run serve on Postgres', () => {
     }
     expect(state).toMatchObject({ chunks: 58, emails: 1, summaries: 1 })
     const metrics = await (await fetch(`${base}/metrics`)).text()
-    expect(metrics).toMatch(/idem_outcomes_total\{kind="fresh",store="postgres"\} \d+/)
-    expect(metrics).toMatch(/idem_outcomes_total\{kind="replayed",store="postgres"\} 1/)
+    expect(metrics).toMatch(/idem_calls_total\{engine="transactional",store="postgres",outcome="fresh"\} \d+/)
+    expect(metrics).toContain('idem_http_requests_total{outcome="replayed"} 1')
+    expect(metrics).toContain('idem_http_requests_total{outcome="mismatch"} 1')
+    expect(metrics).toMatch(/idem_inbox_messages_total\{consumer="claims-intake-worker",status="processed"\} 1/)
     expect((await fetch(`${base}/healthz`)).status).toBe(200)
   })
 })

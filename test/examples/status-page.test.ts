@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { chromium, type Browser } from 'playwright-core'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { promValue } from '../support/metrics.js'
 import { startServe } from '../support/serve.js'
 
 const root = new URL('../..', import.meta.url).pathname
@@ -17,16 +18,34 @@ if (!haveChromium) {
   console.warn(`SKIPPED: no Chromium at ${CHROMIUM}`)
 }
 
+/** What the page derives from /metrics, computed here from the same text. */
+function expectedTotals(text: string) {
+  const http = (outcome: string) => promValue(text, 'idem_http_requests_total', { outcome }) ?? 0
+  const outcomes = ['fresh', 'replayed', 'not-stored', 'missing-key', 'invalid-key', 'body-too-large', 'mismatch', 'in-flight', 'lease-lost', 'store-unavailable', 'error', 'unprotected']
+  const requests = outcomes.reduce((n, o) => n + http(o), 0)
+  return {
+    requests,
+    protected: requests - http('unprotected'),
+    replayed: http('replayed'),
+    conflicts: http('mismatch'),
+    badKeys: http('missing-key') + http('invalid-key'),
+    unavailable: http('store-unavailable'),
+    inboxDuplicates: promValue(text, 'idem_inbox_messages_total', { consumer: 'claims-intake-worker', status: 'duplicate' }) ?? 0,
+    duplicates: Math.max(promValue(text, 'idem_reconcile_duplicate_ratio', { table: 'summaries' }) ?? 0, promValue(text, 'idem_reconcile_duplicate_ratio', { table: 'chunks' }) ?? 0),
+    outboxLag: promValue(text, 'idem_outbox_lag_seconds') ?? 0,
+  }
+}
+
 describe.skipIf(!haveChromium)('the status page in headless Chromium', () => {
   const data = mkdtempSync(join(tmpdir(), 'idem-status-'))
   let child: ChildProcess
   let base: string
   let browser: Browser
   beforeAll(async () => {
-    ;({ child, base } = await startServe({ CLAIMS_DB: join(data, 'status.db'), DATABASE_URL: '' }))
+    ;({ child, base } = await startServe({ CLAIMS_DB: join(data, 'status.db'), DATABASE_URL: '', RECONCILE_EVERY_MS: '500', FAULT_CRASH_BEFORE_ACK: '0.5' }))
     browser = await chromium.launch({
       executablePath: CHROMIUM,
-      args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+      args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-quic', '--no-first-run', '--disable-component-update', '--disable-sync'],
     })
   })
   afterAll(async () => {
@@ -35,35 +54,80 @@ describe.skipIf(!haveChromium)('the status page in headless Chromium', () => {
     rmSync(data, { recursive: true, force: true })
   })
 
-  it('shows live charts that move when traffic arrives, and saves a screenshot', async () => {
-    const page = await browser.newPage({ viewport: { width: 1100, height: 600 } })
+  it('shows the three signals against their alert levels, 400s, 503s, inbox duplicates and outbox lag, as /metrics says at that moment', async () => {
+    const page = await browser.newPage({ viewport: { width: 1200, height: 760 } })
     await page.goto(base)
     await page.waitForFunction(() => Number(document.body.dataset.updates ?? 0) >= 1)
-    expect(await page.textContent('[data-testid=total-requests]')).toBe('0')
+    expect(await page.textContent('[data-testid=requests]')).toBe('0')
 
-    const order = (key: string, amount: number) =>
-      fetch(`${base}/orders`, {
+    const post = (path: string, key: string | undefined, body: unknown) =>
+      fetch(`${base}${path}`, {
         method: 'POST',
-        headers: { authorization: 'Bearer acct_ui', 'idempotency-key': `"${key}"`, 'content-type': 'application/json' },
-        body: JSON.stringify({ amount, currency: 'eur', customer: 'ui' }),
+        headers: { authorization: 'Bearer acct_ui', 'content-type': 'application/json', ...(key === undefined ? {} : { 'idempotency-key': `"${key}"` }) },
+        body: JSON.stringify(body),
       })
-    for (let i = 0; i < 12; i++) expect((await order(`ui-${i}`, 100)).status).toBe(201)
-    for (let i = 0; i < 5; i++) expect((await order(`ui-${i}`, 100)).headers.get('idempotent-replayed')).toBe('true')
-    for (let i = 0; i < 3; i++) expect((await order(`ui-${i}`, 999)).status).toBe(422)
+    const order = (amount: number) => ({ amount, currency: 'eur', customer: 'ui' })
+    for (let i = 0; i < 12; i++) expect((await post('/orders', `ui-${i}`, order(100))).status).toBe(201)
+    for (let i = 0; i < 5; i++) expect((await post('/orders', `ui-${i}`, order(100))).headers.get('idempotent-replayed')).toBe('true')
+    for (let i = 0; i < 3; i++) expect((await post('/orders', `ui-${i}`, order(999))).status).toBe(422)
+    for (let i = 0; i < 2; i++) expect((await post('/orders', undefined, order(100))).status).toBe(400)
+    const document_ = Array.from({ length: 200 }, (_, i) => `w${i}`).join(' ')
+    expect((await post('/claims', 'claim-ui-1', { claimId: 'claim-ui-1', document: document_ })).status).toBe(202)
 
-    await page.waitForFunction(() => document.querySelector('[data-testid=total-requests]')?.textContent === '20', undefined, { timeout: 10_000 })
-    expect(await page.textContent('[data-testid=total-replayed]')).toBe('5')
-    expect(await page.textContent('[data-testid=total-mismatch]')).toBe('3')
-    // The requests chart has drawn a line: some pixels carry its colour.
-    const coloured = await page.evaluate(() => {
-      const canvas = document.getElementById('chart-requests') as HTMLCanvasElement
-      const { data } = canvas.getContext('2d')!.getImageData(0, 0, canvas.width, canvas.height)
-      let n = 0
-      for (let i = 0; i < data.length; i += 4) if (data[i]! < 90 && data[i + 2]! > 180 && data[i + 3]! > 0) n++
-      return n
+    // Wait for the worker to settle and the page to draw what /metrics says, then
+    // screenshot, and check /metrics still says the same: the picture is of that moment.
+    let metrics = ''
+    let settled = false
+    for (let attempt = 0; attempt < 60 && !settled; attempt++) {
+      metrics = await (await fetch(`${base}/metrics`)).text()
+      const want = expectedTotals(metrics)
+      if (want.requests !== 23) {
+        await new Promise((r) => setTimeout(r, 250))
+        continue
+      }
+      try {
+        await page.waitForFunction((w) => document.body.dataset.totals === w, JSON.stringify(want), { timeout: 2_000 })
+      } catch {
+        continue // the page sampled between two changes; sample again
+      }
+      mkdirSync(join(root, 'test-artifacts'), { recursive: true })
+      await page.screenshot({ path: join(root, 'test-artifacts/status-page.png'), fullPage: true })
+      const after = await (await fetch(`${base}/metrics`)).text()
+      settled = JSON.stringify(expectedTotals(after)) === JSON.stringify(want) && (await page.evaluate(() => document.body.dataset.totals)) === JSON.stringify(want)
+    }
+    expect(settled, 'the page showed what /metrics said, and it held while the screenshot was taken').toBe(true)
+    const want = expectedTotals(metrics)
+
+    // The headline numbers are /metrics' own series.
+    expect(await page.textContent('[data-testid=requests]')).toBe(String(want.requests))
+    expect(want).toMatchObject({ requests: 23, replayed: 5, conflicts: 3, badKeys: 2, unavailable: 0 })
+    expect(await page.textContent('[data-testid=replayRate]')).toBe(`${((want.replayed / want.protected) * 100).toFixed(1)} %`)
+    expect(await page.textContent('[data-testid=badKeys]')).toBe('2')
+    expect(await page.textContent('[data-testid=unavailable]')).toBe('0')
+    expect(await page.textContent('[data-testid=inboxDuplicates]')).toBe(String(want.inboxDuplicates))
+    expect(await page.textContent('[data-testid=duplicates]')).toBe('0.0 %')
+    expect(await page.textContent('[data-testid=outboxLag]')).toBe(`${want.outboxLag.toFixed(2)} s`)
+    // Against their levels: 5 replays of 23 is above 2 %, and 422s are above 0; reconcile found no duplicate.
+    expect(await page.getAttribute('[data-card=replayRate]', 'class')).toContain('alert')
+    expect(await page.getAttribute('[data-card=duplicates]', 'class')).not.toContain('alert')
+
+    // The charts drew their lines, the alert levels dashed in red, and a time axis.
+    const pixels = await page.evaluate(() => {
+      const count = (id: string, test: (r: number, g: number, b: number) => boolean) => {
+        const canvas = document.querySelector(`canvas[data-series=${id}]`) as HTMLCanvasElement
+        const { data } = canvas.getContext('2d')!.getImageData(0, 0, canvas.width, canvas.height)
+        let n = 0
+        for (let i = 0; i < data.length; i += 4) if (data[i + 3]! > 0 && test(data[i]!, data[i + 1]!, data[i + 2]!)) n++
+        return n
+      }
+      return {
+        requests: count('requestsRate', (r, _g, b) => r < 90 && b > 180),
+        replayLevel: count('replayRate', (r, g, b) => r > 200 && g < 100 && b < 120),
+        axisText: count('replayRate', (r, g, b) => Math.abs(r - 0x7a) < 30 && Math.abs(g - 0x85) < 30 && Math.abs(b - 0x92) < 30),
+      }
     })
-    expect(coloured).toBeGreaterThan(20)
-    mkdirSync(join(root, 'test-artifacts'), { recursive: true })
-    await page.screenshot({ path: join(root, 'test-artifacts/status-page.png'), fullPage: true })
+    expect(pixels.requests).toBeGreaterThan(20)
+    expect(pixels.replayLevel).toBeGreaterThan(20)
+    expect(pixels.axisText).toBeGreaterThan(20)
   })
 })

@@ -26,6 +26,8 @@ interface App {
   send(call: Call): Promise<Response>
   /** Opens the gate `/slow` waits at. */
   release(): void
+  /** Resolves once a `/slow` request is in the route, holding its key. */
+  entered: Promise<void>
   close(): Promise<void>
 }
 
@@ -37,6 +39,7 @@ function routeBody(path: string): { status: number; body: string } {
 
 const startExpress: Start = async (options) => {
   const gate = latch()
+  const inside = latch()
   const app = express()
   app.use((_req, res, next) => {
     res.setHeader('access-control-allow-origin', ORIGIN)
@@ -45,7 +48,10 @@ const startExpress: Start = async (options) => {
   })
   app.use(expressIdempotency({ store: backend!.store, scope: () => 't', ...options }))
   app.post('/*path', async (req, res) => {
-    if (req.path === '/slow') await gate.promise
+    if (req.path === '/slow') {
+      inside.open()
+      await gate.promise
+    }
     const { status, body } = routeBody(req.path)
     res.status(status).type('application/json').send(body)
   })
@@ -55,12 +61,14 @@ const startExpress: Start = async (options) => {
   return {
     send: (call) => httpCall(port, call),
     release: gate.open,
+    entered: inside.promise,
     close: () => new Promise<void>((resolve) => (server.closeAllConnections(), server.close(() => resolve()))),
   }
 }
 
 const startFastify: Start = async (options) => {
   const gate = latch()
+  const inside = latch()
   const app = Fastify()
   app.addHook('onRequest', async (_request, reply) => {
     reply.header('access-control-allow-origin', ORIGIN)
@@ -69,23 +77,30 @@ const startFastify: Start = async (options) => {
   await app.register(fastifyIdempotency({ store: backend!.store, scope: () => 't', ...options }))
   app.post('/*', async (request, reply) => {
     const path = request.url.split('?')[0]!
-    if (path === '/slow') await gate.promise
+    if (path === '/slow') {
+      inside.open()
+      await gate.promise
+    }
     const { status, body } = routeBody(path)
     return reply.code(status).type('application/json').send(body)
   })
   await app.listen({ host: '127.0.0.1', port: 0 })
   const { port } = app.server.address() as AddressInfo
-  return { send: (call) => httpCall(port, call), release: gate.open, close: () => app.close() }
+  return { send: (call) => httpCall(port, call), release: gate.open, entered: inside.promise, close: () => app.close() }
 }
 
 const startHono: Start = async (options) => {
   const gate = latch()
+  const inside = latch()
   const app = new Hono<{ Variables: IdemVariables<unknown> }>()
   app.use(cors({ origin: ORIGIN }))
   app.use(secureHeaders({ strictTransportSecurity: HSTS }))
   app.use(honoIdempotency({ store: backend!.store, scope: () => 't', ...options }))
   app.post('/*', async (c) => {
-    if (c.req.path === '/slow') await gate.promise
+    if (c.req.path === '/slow') {
+      inside.open()
+      await gate.promise
+    }
     const { status, body } = routeBody(c.req.path)
     return c.body(body, status as 201, { 'content-type': 'application/json' })
   })
@@ -97,6 +112,7 @@ const startHono: Start = async (options) => {
       return app.request(`http://localhost${call.path}`, { method: call.method ?? 'POST', headers, body: call.body ?? null })
     },
     release: gate.open,
+    entered: inside.promise,
     close: async () => {},
   }
 }
@@ -150,12 +166,10 @@ describe.skipIf(backend === undefined)('headers set before idem (Postgres)', () 
 
         const slowCall: Call = { path: '/slow', key: `${key}-slow`, contentType: 'application/json', body: '{}' }
         const slow = app.send(slowCall)
-        let busy = await app.send(slowCall)
-        // Until the first request holds the key; bounded, so a regression fails instead of hanging.
-        for (let tries = 0; busy.status !== 409 && tries < 200; tries++) {
-          await new Promise((resolve) => setTimeout(resolve, 10))
-          busy = await app.send(slowCall)
-        }
+        // Only once the first request holds the key: sent earlier, the duplicate could
+        // claim it first and wait at the gate itself.
+        await app.entered
+        const busy = await app.send(slowCall)
         expect(busy.status).toBe(409)
         expectEarlierHeaders(busy, '409')
         expect(busy.headers.get('retry-after')).toBe('1')

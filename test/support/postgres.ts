@@ -19,6 +19,8 @@ export interface TestSchema {
 export async function testSchema(prefix: string, poolSize = 10): Promise<TestSchema | undefined> {
   const schema = `${prefix}_${randomBytes(4).toString('hex')}`
   const pool = new pg.Pool({ connectionString: PG_URL, max: poolSize, connectionTimeoutMillis: 10_000 })
+  // A test that cuts connections leaves idle clients to fail; their next use reports it.
+  pool.on('error', () => {})
   try {
     await pool.query(`CREATE SCHEMA "${schema}"`)
   } catch (error) {

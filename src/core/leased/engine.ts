@@ -12,9 +12,10 @@ import { assertDuration } from '../validate.js'
 import type { LeaseClaim, LeasedStore } from './store.js'
 import { serializeOutcome } from '../outcome.js'
 import { createStepContext, type StepContext } from './steps.js'
+import { timedLeasedStore } from './timed-store.js'
 
-/** 30 seconds: how long a claim holds without renewal by default. */
-export const DEFAULT_LEASE_MS = 30_000
+/** 5 seconds: how long a claim holds without renewal by default, so a crashed holder blocks its key for no longer. */
+export const DEFAULT_LEASE_MS = 5_000
 
 /**
  * What a failed call (its function threw, or discarded its outcome) does with its claim:
@@ -34,7 +35,7 @@ export type LeasedErrorPolicy = 'release-if-no-steps' | 'keep'
 export interface LeasedIdemOptions {
   /** Where claims, steps and outcomes live (e.g. `redisStore(...)`). */
   store: LeasedStore
-  /** How long a claim holds without renewal; a crashed holder's key is taken over after this. @default 30000 */
+  /** How long a claim holds without renewal; a crashed holder's key is taken over after this. @default 5000 */
   leaseMs?: number
   /** How often the running call renews its lease; less than `leaseMs`. @default leaseMs / 3 */
   heartbeatMs?: number
@@ -134,9 +135,15 @@ export function createLeasedIdem(options: LeasedIdemOptions): LeasedIdem {
   }
 
   const report = callReporter(events, onOutcome, 'leased', store.name)
+  // Every round trip, the heartbeat's and the steps' included, goes through this one.
+  const io = timedLeasedStore(store, events)
+  const leaseChanged = (change: 'takeover' | 'lost' | 'fenced', scope: string): void => {
+    if (events.listening) events.emit({ type: 'lease', change, store: store.name, scope })
+  }
 
 
   function fail(error: Error, kind: OutcomeKind, scope: string, started: number): never {
+    if (kind === 'lease-lost') leaseChanged('lost', scope)
     report(kind, scope, started, error)
     throw error
   }
@@ -146,15 +153,20 @@ export function createLeasedIdem(options: LeasedIdemOptions): LeasedIdem {
     const { scope, key, fingerprint, ttlMs: callTtl, waitMs: callWait } = resolveCall(options, { ttlMs, waitMs })
     const deadline = started + callWait
 
+    // A claim acquired after finding the key running is one whose holder's lease ran out.
+    let sawRunning = false
     for (let pause = FIRST_POLL_MS; ; pause = Math.min(pause * 2, MAX_POLL_MS)) {
       const claimedAt = performance.now()
       let claim: LeaseClaim
       try {
-        claim = await store.claim(scope, key, fingerprint, leaseMs, callTtl)
+        claim = await io.claim(scope, key, fingerprint, leaseMs, callTtl)
       } catch (error) {
         fail(storeFailure(store.name, error), 'error', scope, started)
       }
       if (claim.state === 'acquired') {
+        // Steps are only ever resumed after their holder's lease ran out (a failed holder
+        // with steps keeps its claim), so resuming them is a takeover too.
+        if (sawRunning || claim.steps.size > 0) leaseChanged('takeover', scope)
         return await execute(claim, fn, { scope, key, fingerprint, ttlMs: callTtl, started, claimedAt })
       }
       const theirs = claim.state === 'completed' ? claim.record.fingerprint : claim.fingerprint
@@ -171,6 +183,7 @@ export function createLeasedIdem(options: LeasedIdemOptions): LeasedIdem {
         report('replayed', scope, started)
         return storedResult<T>(claim.record.outcome, true)
       }
+      sawRunning = true
       const left = deadline - performance.now()
       if (left <= 0) {
         fail(
@@ -191,14 +204,14 @@ export function createLeasedIdem(options: LeasedIdemOptions): LeasedIdem {
   ): Promise<RunResult<T>> {
     const { scope, key, started } = call
     const { token } = claim
-    const heartbeat = new Heartbeat({ store, scope, key, token, leaseMs, heartbeatMs, claimedAt: call.claimedAt })
-    const steps = createStepContext({ store, scope, key, token, steps: claim.steps, heartbeat })
+    const heartbeat = new Heartbeat({ store: io, scope, key, token, leaseMs, heartbeatMs, claimedAt: call.claimedAt })
+    const steps = createStepContext({ store: io, scope, key, token, steps: claim.steps, heartbeat })
 
     // A failed call gives its claim back only when a retry may safely start over.
     async function giveUp(): Promise<void> {
       if (onError === 'keep' || heartbeat.fenced || steps.savedCount() > 0) return
       try {
-        await store.release(scope, key, token)
+        await io.release(scope, key, token)
       } catch {
         // The lease runs out on its own; the caller's error matters more.
       }
@@ -212,10 +225,14 @@ export function createLeasedIdem(options: LeasedIdemOptions): LeasedIdem {
     } catch (error) {
       heartbeat.stop()
       await giveUp()
+      if (heartbeat.fenced) leaseChanged('fenced', scope)
       fail(error as Error, error instanceof LeaseLostError ? 'lease-lost' : 'error', scope, started)
     }
     heartbeat.stop()
-    if (heartbeat.fenced) fail(heartbeat.lost!, 'lease-lost', scope, started)
+    if (heartbeat.fenced) {
+      leaseChanged('fenced', scope)
+      fail(heartbeat.lost!, 'lease-lost', scope, started)
+    }
     if (isDiscarded(returned)) {
       await giveUp()
       report('not-stored', scope, started)
@@ -224,11 +241,12 @@ export function createLeasedIdem(options: LeasedIdemOptions): LeasedIdem {
     let completed: boolean
     try {
       // Not released on failure: the outcome may still land, and a retry that waits sees it.
-      completed = await store.complete(scope, key, token, outcome, call.ttlMs)
+      completed = await io.complete(scope, key, token, outcome, call.ttlMs)
     } catch (error) {
       fail(storeFailure(store.name, error), 'error', scope, started)
     }
     if (!completed) {
+      leaseChanged('fenced', scope)
       fail(heartbeat.fence(`The outcome of key ${JSON.stringify(key)} was not stored: another call took the key over`), 'lease-lost', scope, started)
     }
     report('fresh', scope, started)

@@ -2,6 +2,7 @@ import { InvalidOptionError } from '../../core/errors/invalid-option.js'
 import type { LeaseClaim, LeasedStore } from '../../core/leased/store.js'
 import { migratePostgres, type MigrateResult } from './migrate.js'
 import { pruneExpired, queryOnPool } from './pool-query.js'
+import { warnWithoutErrorListener } from './pool-error-listener.js'
 import { warnWithoutConnectTimeout } from './pool-timeout.js'
 import * as sql from './sql/index.js'
 import type { PgPool, PgQueryResult } from './types.js'
@@ -24,7 +25,7 @@ export interface LeasedPostgresStore extends LeasedStore {
    * own short statement, until none are left.
    * @returns how many keys were deleted
    */
-  prune(options?: { batchSize?: number }): Promise<number>
+  prune(options?: { batchSize?: number; onBatch?: (deleted: number) => void }): Promise<number>
 }
 
 /**
@@ -35,7 +36,9 @@ export interface LeasedPostgresStore extends LeasedStore {
  * (claim, complete), a replay one.
  *
  * @example
- * const store = leasedPostgresStore({ pool: new pg.Pool({ connectionTimeoutMillis: 5_000 }) })
+ * const pool = new pg.Pool({ connectionTimeoutMillis: 5_000 })
+ * pool.on('error', (error) => logger.warn(error)) // an idle connection dropped: without a listener, the process crashes
+ * const store = leasedPostgresStore({ pool })
  * await store.migrate()
  * const idem = createLeasedIdem({ store })
  */
@@ -49,6 +52,7 @@ export function leasedPostgresStore({ pool, schema = 'public' }: LeasedPostgresS
     throw new InvalidOptionError(`leasedPostgresStore: option "schema": ${(cause as Error).message}`, { cause })
   }
   warnWithoutConnectTimeout(pool, 'leasedPostgresStore')
+  warnWithoutErrorListener(pool, 'leasedPostgresStore')
 
   const query = (statement: sql.Statement): Promise<PgQueryResult> => queryOnPool(pool, schema, statement)
 

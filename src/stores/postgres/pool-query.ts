@@ -1,3 +1,4 @@
+import { InvalidOptionError } from '../../core/errors/invalid-option.js'
 import { assertCount, assertDuration } from '../../core/validate.js'
 import { classifyPgError } from './errors.js'
 import { checkOut } from './held-client.js'
@@ -30,9 +31,10 @@ export async function pruneExpired(
   pool: PgPool,
   schema: string,
   tables: readonly sql.ExpiringTable[],
-  { batchSize = 1_000, deliveredOutboxOlderThanMs }: PruneOptions = {},
+  { batchSize = 1_000, deliveredOutboxOlderThanMs, onBatch }: PruneOptions = {},
 ): Promise<number> {
   assertCount('prune: option "batchSize"', batchSize, 1)
+  if (onBatch !== undefined && typeof onBatch !== 'function') throw new InvalidOptionError('prune: option "onBatch" must be a function (deleted) => void')
   if (deliveredOutboxOlderThanMs !== undefined) assertDuration('prune: option "deliveredOutboxOlderThanMs"', deliveredOutboxOlderThanMs, 0)
   const statements = tables.map((table) => () => sql.prune(schema, batchSize, table))
   if (deliveredOutboxOlderThanMs !== undefined) statements.push(() => sql.outboxPrune(schema, deliveredOutboxOlderThanMs, batchSize))
@@ -41,6 +43,7 @@ export async function pruneExpired(
     for (;;) {
       const { rowCount } = await queryOnPool(pool, schema, statement())
       deleted += rowCount ?? 0
+      onBatch?.(rowCount ?? 0)
       if ((rowCount ?? 0) < batchSize) break
     }
   }
@@ -56,4 +59,6 @@ export interface PruneOptions {
    * least as long as a producer may repeat an effect. @default kept
    */
   deliveredOutboxOlderThanMs?: number
+  /** Called after each batch with how many rows it deleted: progress for a long prune. */
+  onBatch?: (deleted: number) => void
 }

@@ -11,6 +11,7 @@ import { migratePostgres, type MigrateResult } from './migrate.js'
 import { postgresOnceTable } from './once-table.js'
 import { postgresOutboxTable } from './outbox-table.js'
 import { pruneExpired, type PruneOptions } from './pool-query.js'
+import { warnWithoutErrorListener } from './pool-error-listener.js'
 import { warnWithoutConnectTimeout } from './pool-timeout.js'
 import * as sql from './sql/index.js'
 import type { PgClient, PgExecutor, PgPool } from './types.js'
@@ -68,7 +69,9 @@ export interface PostgresStore
  * (BEGIN with the lookup), its ROLLBACK sent behind the answer.
  *
  * @example
- * const store = postgresStore({ pool: new pg.Pool({ connectionTimeoutMillis: 5_000 }) })
+ * const pool = new pg.Pool({ connectionTimeoutMillis: 5_000 })
+ * pool.on('error', (error) => logger.warn(error)) // an idle connection dropped: without a listener, the process crashes
+ * const store = postgresStore({ pool })
  * await store.migrate()
  * const idem = createIdem({ store })
  */
@@ -91,6 +94,7 @@ export function postgresStore({
   }
   if (typeof preparedStatements !== 'boolean') throw new InvalidOptionError('postgresStore: option "preparedStatements" must be a boolean')
   warnWithoutConnectTimeout(pool, 'postgresStore')
+  warnWithoutErrorListener(pool, 'postgresStore')
   const settings: Settings = { pool, schema, isolation, preparedStatements }
   return {
     name: 'postgres',

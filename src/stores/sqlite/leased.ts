@@ -28,7 +28,7 @@ export interface LeasedSqliteStore extends LeasedStore {
    * Deletes expired leased keys and their steps, `batchSize` keys per transaction.
    * @returns how many keys were deleted
    */
-  prune(options?: { batchSize?: number }): Promise<number>
+  prune(options?: { batchSize?: number; onBatch?: (deleted: number) => void }): Promise<number>
 }
 
 interface LeaseRow {
@@ -113,7 +113,7 @@ export function leasedSqliteStore({ db, busyTimeoutMs = 5_000 }: LeasedSqliteSto
     }, true)
   }
 
-  async function prune({ batchSize = 1_000 }: { batchSize?: number } = {}): Promise<number> {
+  async function prune({ batchSize = 1_000, onBatch }: { batchSize?: number; onBatch?: (deleted: number) => void } = {}): Promise<number> {
     assertCount('prune: option "batchSize"', batchSize, 1)
     let deleted = 0
     for (;;) {
@@ -126,6 +126,7 @@ export function leasedSqliteStore({ db, busyTimeoutMs = 5_000 }: LeasedSqliteSto
         return expired.length
       }, true)
       deleted += removed
+      onBatch?.(removed)
       if (removed < batchSize) return deleted
     }
   }

@@ -69,6 +69,8 @@ export interface PruneOptions {
    * so that adding the same `(topic, dedupeKey)` again stays a no-op. @default kept
    */
   deliveredOutboxOlderThanMs?: number
+  /** Called after each batch with how many records it deleted: progress for a long prune. */
+  onBatch?: (deleted: number) => void
 }
 
 /**
@@ -253,32 +255,37 @@ export function sqliteStore({ db, busyTimeoutMs = 5_000 }: SqliteStoreOptions): 
     })
   }
 
-  async function prune({ batchSize = 1_000, deliveredOutboxOlderThanMs }: PruneOptions = {}): Promise<number> {
+  async function prune({ batchSize = 1_000, deliveredOutboxOlderThanMs, onBatch }: PruneOptions = {}): Promise<number> {
     assertCount('prune: option "batchSize"', batchSize, 1)
+    if (onBatch !== undefined && typeof onBatch !== 'function') throw new InvalidOptionError('prune: option "onBatch" must be a function (deleted) => void')
     if (deliveredOutboxOlderThanMs !== undefined) assertDuration('prune: option "deliveredOutboxOlderThanMs"', deliveredOutboxOlderThanMs, 0)
     let outboxDeleted = 0
     if (deliveredOutboxOlderThanMs !== undefined) {
       for (;;) {
         const removed = await transaction(() => guard(() => db.prepare(sql.outboxPrune).run(Date.now() - deliveredOutboxOlderThanMs, batchSize).changes))
         outboxDeleted += removed
+        onBatch?.(removed)
         if (removed < batchSize) break
       }
     }
-    return outboxDeleted + (await pruneKeys(batchSize))
+    return outboxDeleted + (await pruneKeys(batchSize, onBatch))
   }
 
-  async function pruneKeys(batchSize: number): Promise<number> {
+  async function pruneKeys(batchSize: number, onBatch: ((deleted: number) => void) | undefined): Promise<number> {
     const window = guard(() => db.prepare(sql.pruneWindow))
     const remove = guard(() => db.prepare(sql.pruneRecord))
     let after: [string, string] = ['', '']
     let deleted = 0
     for (;;) {
+      let removed = 0
       const rows = await transaction(() => {
         const now = Date.now()
         const found = window.all(after[0], after[1], batchSize) as { scope: string; key: string; expires_at: number }[]
-        for (const row of found) if (row.expires_at <= now) deleted += remove.run(row.scope, row.key, now).changes
+        for (const row of found) if (row.expires_at <= now) removed += remove.run(row.scope, row.key, now).changes
         return found
       })
+      deleted += removed
+      onBatch?.(removed)
       if (rows.length < batchSize) return deleted
       const last = rows[rows.length - 1]!
       after = [last.scope, last.key]

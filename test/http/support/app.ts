@@ -61,6 +61,8 @@ export interface RouteOutput {
  * - `POST /throw`: writes an effect, then throws.
  * - `POST /slow`: waits for `state.gate`, then behaves like `/orders`.
  * - `POST /json`: 400 for a body that is not JSON, else 200: for the fuzz test.
+ * - `POST /big`: writes an effect, then 201 with Location and a text body of as many
+ *   bytes as the request body says (for `maxStoredBodyBytes`).
  * - `GET /orders`: 200, never protected.
  */
 export async function runRoute<Tx>(backend: Backend<Tx>, state: AppState, input: RouteInput): Promise<RouteOutput> {
@@ -104,6 +106,9 @@ export async function runRoute<Tx>(backend: Backend<Tx>, state: AppState, input:
     case '/throw':
       await effect()
       throw new Error(`boom ${run}`)
+    case '/big':
+      await effect()
+      return { status: 201, headers: [['content-type', 'text/plain; charset=utf-8'], ['location', `${path}/${run}`]], body: 'x'.repeat(Number(body)) }
     case '/json':
       await effect()
       try {

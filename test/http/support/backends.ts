@@ -31,6 +31,7 @@ export async function postgresBackend(prefix: string): Promise<Backend<PgClient>
   await store.migrate()
   await pool.query(`CREATE TABLE "${schema}".effects (id text NOT NULL)`)
   const down = new pg.Pool({ connectionString: 'postgres://postgres@127.0.0.1:1/test', connectionTimeoutMillis: 2_000 })
+  down.on('error', () => {})
   return {
     name: 'postgres',
     store,

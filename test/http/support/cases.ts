@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { expect } from 'vitest'
+import { createEventStream, type IdemEvent } from '../../../src/core/events.js'
 import { DEFAULT_PROBLEM_TYPE_BASE as PROBLEM_TYPE_BASE } from '../../../src/http/problem.js'
 import type { AppState } from './app.js'
 import type { Backend } from './backends.js'
@@ -11,6 +12,8 @@ export interface CaseContext {
   backend: Backend
   state: AppState
   frontEnd: FrontEnd['name']
+  /** Run after the case, pass or fail. */
+  cleanup: Array<() => void>
 }
 
 /** One row of the conformance table: the app's options and what must hold. */
@@ -21,6 +24,8 @@ export interface ConformanceCase {
 }
 
 const fresh = (): string => `k-${randomUUID()}`
+// The maxStoredBodyBytes case's events: the warning goes here instead of the console.
+const omittedEvents = createEventStream()
 const quoted = (key: string): string => `"${key}"`
 const body = async (response: Response): Promise<Record<string, unknown>> => (await response.json()) as Record<string, unknown>
 
@@ -307,6 +312,41 @@ export const conformanceCases: ConformanceCase[] = [
       const atLimit = await t.client.send({ path: '/orders', key: quoted(fresh()), body: 'y'.repeat(1024), stream: true })
       expect(atLimit.status).toBe(201)
       expect(((await body(atLimit)).echo as string).length).toBe(1024)
+    },
+  },
+  {
+    name: 'a response over maxStoredBodyBytes is sent whole and stored without its body: the replay has its status and headers, Idempotent-Body-Omitted and no body; one at the limit replays whole',
+    options: { maxStoredBodyBytes: 1000, events: omittedEvents },
+    async run(t) {
+      const warnings: IdemEvent[] = []
+      const stop = omittedEvents.subscribe((event) => event.type === 'warning' && warnings.push(event))
+      t.cleanup.push(stop)
+      const key = fresh()
+      const over: Call = { path: '/big', key: quoted(key), body: '1001' }
+      const first = await t.client.send(over)
+      expect(first.status).toBe(201)
+      expect(await first.text()).toBe('x'.repeat(1001))
+      expect(first.headers.get('idempotent-body-omitted')).toBeNull()
+      const replay = await t.client.send(over)
+      expect(replay.status).toBe(201)
+      expect(replay.headers.get('idempotent-replayed')).toBe('true')
+      expect(replay.headers.get('idempotent-body-omitted')).toBe('true')
+      expect(replay.headers.get('location')).toBe('/big/1')
+      // The headers that describe the body are left out with it.
+      expect(replay.headers.get('content-type')).toBeNull()
+      expect(await replay.text()).toBe('')
+      expect(t.state.runs['/big']).toBe(1)
+      expect(await t.backend.countEffects(key)).toBe(1)
+      expect(warnings).toEqual([expect.objectContaining({ code: 'stored-body-omitted', source: 'idempotency' })])
+
+      const atLimit: Call = { path: '/big', key: quoted(fresh()), body: '1000' }
+      const whole = await (await t.client.send(atLimit)).text()
+      const again = await t.client.send(atLimit)
+      expect(again.headers.get('idempotent-replayed')).toBe('true')
+      expect(again.headers.get('idempotent-body-omitted')).toBeNull()
+      expect(again.headers.get('content-type')).toBe('text/plain; charset=utf-8')
+      expect(await again.text()).toBe(whole)
+      expect(whole).toHaveLength(1000)
     },
   },
   {

@@ -2,26 +2,29 @@ import { afterAll, describe, it } from 'vitest'
 import { appState } from './app.js'
 import type { Backend } from './backends.js'
 import { conformanceCases } from './cases.js'
-import { frontEnds } from './frontends.js'
+import { frontEnds, type FrontEnd } from './frontends.js'
 
 /**
- * Runs the shared conformance table against each of the four front ends (fetch, hono,
- * express, fastify) over one backend. Each case gets a fresh app with its own options.
+ * Runs the shared conformance table against each front end (by default `frontEnds`:
+ * fetch, hono, express 5 and 4, fastify, NestJS 11 on Express and Fastify) over one
+ * backend. Each case gets a fresh app with its own options.
  */
-export function describeConformance(backendName: string, getBackend: () => Backend | undefined): void {
+export function describeConformance(backendName: string, getBackend: () => Backend | undefined, fronts: readonly FrontEnd[] = frontEnds): void {
   afterAll(async () => {
     await getBackend()?.close()
   })
-  for (const frontEnd of frontEnds) {
+  for (const frontEnd of fronts) {
     describe(`${frontEnd.name} × ${backendName}`, () => {
       for (const { name, options = {}, run } of conformanceCases) {
         it(name, async () => {
           const backend = getBackend()!
           const state = appState()
           const client = await frontEnd.start(backend, options, state)
+          const cleanup: Array<() => void> = []
           try {
-            await run({ client, backend, state, frontEnd: frontEnd.name })
+            await run({ client, backend, state, frontEnd: frontEnd.name, cleanup })
           } finally {
+            for (const undo of cleanup) undo()
             state.gate.open()
             await client.close()
           }

@@ -1,3 +1,7 @@
+import { All, Controller, Inject, Module, Req, Res, UseInterceptors, type DynamicModule, type INestApplication } from '@nestjs/common'
+import { APP_INTERCEPTOR, NestFactory } from '@nestjs/core'
+import { ExpressAdapter, type NestExpressApplication } from '@nestjs/platform-express'
+import { FastifyAdapter, type NestFastifyApplication } from '@nestjs/platform-fastify'
 import express from 'express'
 import express4 from 'express4'
 import Fastify from 'fastify'
@@ -8,7 +12,8 @@ import { idempotency as expressIdempotency } from '../../../src/http/express.js'
 import { idempotency as fastifyIdempotency } from '../../../src/http/fastify.js'
 import { idempotency as fetchIdempotency } from '../../../src/http/fetch/index.js'
 import { idempotency as honoIdempotency, type IdemVariables } from '../../../src/http/hono.js'
-import type { IdempotencyOptions } from '../../../src/http/options.js'
+import { Idem, IdempotencyInterceptor, IdempotencyModule, type NestRequest } from '../../../src/http/nestjs.js'
+import type { IdempotencyContext, IdempotencyOptions } from '../../../src/http/options.js'
 import { makeResponse } from '../../../src/http/stored-response.js'
 import { runRoute, tenantOf, type AppState, type RouteOutput } from './app.js'
 import type { Backend } from './backends.js'
@@ -38,7 +43,7 @@ export interface Client {
 export type AppOptions = Omit<IdempotencyOptions<unknown>, 'store' | 'idem'> & { storeDown?: boolean }
 
 export interface FrontEnd {
-  name: 'fetch' | 'hono' | 'express' | 'express4' | 'fastify'
+  name: 'fetch' | 'hono' | 'express' | 'express4' | 'fastify' | `nest${NestMajor}-${NestPlatform}`
   start(backend: Backend, options: AppOptions, state: AppState): Promise<Client>
 }
 
@@ -197,7 +202,120 @@ export const fastifyFrontEnd: FrontEnd = {
   },
 }
 
-export const frontEnds: readonly FrontEnd[] = [fetchFrontEnd, honoFrontEnd, expressFrontEnd, express4FrontEnd, fastifyFrontEnd]
+type NestMajor = 10 | 11
+type NestPlatform = 'express' | 'fastify'
+
+// What the test controller is given: the backend and the case's state.
+const NEST_APP = 'conformance:app'
+interface NestApp {
+  backend: Backend
+  state: AppState
+}
+// The platform's response, as `@Res({ passthrough: true })` gives it: Express's or Fastify's.
+interface PlatformResponse {
+  status?(code: number): unknown
+  code?(code: number): unknown
+  append?(name: string, value: string): unknown
+  header(name: string, value: string | string[]): unknown
+}
+
+const ROUTES = ['orders', 'other', 'slow', 'fail', 'busy', 'gone', 'throw', 'json', 'big']
+
+/**
+ * The routes of every front end, as a Nest controller: the key and transaction come from
+ * `@Idem()`, the status and headers go on the platform's response (passthrough), and
+ * the returned text is what Nest sends.
+ */
+@Controller()
+class ConformanceController {
+  constructor(@Inject(NEST_APP) private readonly app: NestApp) {}
+
+  @All(ROUTES)
+  async handle(@Req() req: NestRequest, @Res({ passthrough: true }) res: PlatformResponse, @Idem() idem: IdempotencyContext<unknown> | undefined): Promise<string> {
+    const body = req.rawBody?.toString('utf8') ?? (typeof req.body === 'string' ? req.body : '')
+    const path = String(req.originalUrl ?? req.url).split('?')[0]!
+    const out = await runRoute(this.app.backend, this.app.state, { method: req.method, path, body, idem })
+    if (res.status !== undefined) res.status(out.status)
+    else res.code!(out.status)
+    const cookies = out.headers.filter(([name]) => name === 'set-cookie').map(([, value]) => value)
+    for (const [name, value] of out.headers) if (name !== 'set-cookie') res.header(name, value)
+    if (cookies.length > 0) res.header('set-cookie', cookies)
+    return out.body
+  }
+}
+
+/** The same controller with the interceptor bound on it, rather than app-wide. */
+@Controller()
+@UseInterceptors(IdempotencyInterceptor)
+class ProtectedConformanceController extends ConformanceController {}
+
+@Module({})
+class ConformanceModule {
+  /**
+   * The app of one case. On Express the interceptor is bound on the controller
+   * (`@UseInterceptors`), on Fastify app-wide (`APP_INTERCEPTOR`), so both ways are run.
+   */
+  static of(app: NestApp, options: AppOptions, platform: NestPlatform): DynamicModule {
+    const idempotency = IdempotencyModule.forRoot(middlewareOptions<NestRequest>(app.backend, options, app.state, (_request, req) => tenantOf(req.headers.authorization)))
+    return {
+      module: ConformanceModule,
+      imports: [idempotency],
+      controllers: [platform === 'express' ? ProtectedConformanceController : ConformanceController],
+      providers: [{ provide: NEST_APP, useValue: app }, ...(platform === 'fastify' ? [{ provide: APP_INTERCEPTOR, useExisting: IdempotencyInterceptor }] : [])],
+    }
+  }
+}
+
+/**
+ * NestJS on a real listening server, with `rawBody: true` (as docs/nestjs.md advises),
+ * Nest's own JSON and form parsers and, for every other type, a text parser. `major`
+ * names the Nest that `@nestjs/*` resolves to: 11 at the root; the conformance files of
+ * Nest 10 map `@nestjs/*` to test/http/nest10's.
+ */
+export function nestFrontEnd(major: NestMajor, platform: NestPlatform): FrontEnd {
+  return {
+    name: `nest${major}-${platform}`,
+    async start(backend, options, state) {
+      const module = ConformanceModule.of({ backend, state }, options, platform)
+      let app: INestApplication
+      if (platform === 'express') {
+        const nest = await NestFactory.create<NestExpressApplication>(module, new ExpressAdapter(), { rawBody: true, logger: false })
+        nest.useBodyParser('json', { limit: '1mb' })
+        nest.useBodyParser('urlencoded', { limit: '1mb', extended: true })
+        nest.useBodyParser('text', { limit: '1mb', type: () => true })
+        app = nest
+      } else {
+        const nest = await NestFactory.create<NestFastifyApplication>(module, new FastifyAdapter(), { rawBody: true, logger: false })
+        nest.getHttpAdapter().getInstance().addContentTypeParser('*', { parseAs: 'buffer' }, (request, bytes, done) => {
+          ;(request as unknown as { rawBody: Buffer }).rawBody = bytes as Buffer
+          done(null, (bytes as Buffer).toString('utf8'))
+        })
+        app = nest
+      }
+      await app.listen(0, '127.0.0.1')
+      const server = app.getHttpServer() as http.Server
+      const { port } = server.address() as AddressInfo
+      return {
+        port,
+        send: (call) => httpCall(port, call),
+        async close() {
+          server.closeAllConnections()
+          await app.close()
+        },
+      }
+    },
+  }
+}
+
+export const frontEnds: readonly FrontEnd[] = [
+  fetchFrontEnd,
+  honoFrontEnd,
+  expressFrontEnd,
+  express4FrontEnd,
+  fastifyFrontEnd,
+  nestFrontEnd(11, 'express'),
+  nestFrontEnd(11, 'fastify'),
+]
 
 async function listen(server: http.Server): Promise<Client> {
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
@@ -217,8 +335,8 @@ async function listen(server: http.Server): Promise<Client> {
  * One request over a real connection with node:http, which (unlike fetch) can send a
  * header in several fields. The answer is returned as a Web Response.
  */
-export function httpCall(port: number, call: Call): Promise<Response> {
-  const headers: Record<string, string | string[]> = {}
+export function httpCall(port: number, call: Call, extraHeaders: Record<string, string> = {}): Promise<Response> {
+  const headers: Record<string, string | string[]> = { ...extraHeaders }
   if (call.key !== undefined) headers['idempotency-key'] = call.key
   if (call.tenant !== undefined) headers.authorization = `Bearer ${call.tenant}`
   if (call.contentType !== undefined) headers['content-type'] = call.contentType

@@ -1,0 +1,115 @@
+import { existsSync } from 'node:fs'
+import type { Command } from 'commander'
+import { postgresStore } from '../stores/postgres/store.js'
+import {
+  POSTGRES_SCHEMA_VERSION,
+  postgresBaseline,
+  postgresMigrationScript,
+  postgresSchemaVersion,
+  postgresUnrecordedTables,
+} from '../stores/postgres/operations.js'
+import { sqliteStore } from '../stores/sqlite/store.js'
+import { SQLITE_SCHEMA_VERSION, sqliteBaseline, sqliteMigrationScript, sqliteSchemaVersion, sqliteUnrecordedTables } from '../stores/sqlite/operations.js'
+import { printJson, type CommandContext } from './context.js'
+import { CliError } from './io.js'
+import { count } from './parse.js'
+import { storeError, targetFlags, targetOf, withPostgres, withSqlite, withTargetOptions, type Target } from './target.js'
+
+interface Flags {
+  postgres?: string
+  sqlite?: string
+  schema?: string
+  dryRun?: boolean
+  baseline?: number
+  json?: boolean
+}
+
+interface MigrateReport {
+  target: string
+  from: number
+  to: number
+  applied: number[]
+  dryRun: boolean
+  /** The SQL a dry run would apply. */
+  statements?: string[]
+}
+
+export function registerMigrate(program: Command, { io }: CommandContext): void {
+  const command = program
+    .command('migrate')
+    .summary("create or upgrade idem's tables")
+    .description(
+      "Creates or upgrades idem's tables to this version's schema, in one transaction under a lock (safe to run from many instances at once). " +
+        'Each version applied is recorded in idem_migrations.',
+    )
+  withTargetOptions(command, ['postgres', 'sqlite'])
+    .option('--dry-run', 'print the SQL that would be applied, and apply nothing')
+    .option('--baseline <version>', 'record versions up to <version> as applied without running them (tables created by hand)', count(1, 1_000))
+    .option('--json', 'print the result as JSON')
+    .addHelpText(
+      'after',
+      `
+Examples:
+  $ idem migrate --postgres postgres://app@db.internal:5432/app --schema idem
+  $ idem migrate --sqlite data/app.db --dry-run`,
+    )
+    .action(async (flags: Flags) => {
+      const target = targetOf(flags, ['postgres', 'sqlite'])
+      const report = await migrate(target, flags).catch((error: unknown) => {
+        throw storeError(error, target)
+      })
+      if (flags.json) return printJson(io, report)
+      if (report.dryRun) {
+        if (report.statements!.length === 0) io.out(`-- already at version ${report.to}: nothing to apply`)
+        else {
+          io.out(`-- from version ${report.from} to ${report.to}; nothing was applied`)
+          for (const statement of report.statements!) io.out(statement.startsWith('--') ? statement : `${statement};\n`)
+        }
+      } else if (report.applied.length === 0) io.out(`idem: schema already at version ${report.to}`)
+      else io.out(`idem: migrated from version ${report.from} to ${report.to} (applied ${report.applied.join(', ')})`)
+    })
+}
+
+async function migrate(target: Extract<Target, { kind: 'postgres' | 'sqlite' }>, flags: Flags): Promise<MigrateReport> {
+  const where = targetFlags(target)
+  if (target.kind === 'postgres') {
+    return withPostgres(target, async (pool) => {
+      const from = await postgresSchemaVersion(pool, target.schema)
+      if (flags.dryRun) return dryRun(where, from, POSTGRES_SCHEMA_VERSION, from >= POSTGRES_SCHEMA_VERSION ? [] : postgresMigrationScript(target.schema, from))
+      if (flags.baseline !== undefined) {
+        checkBaseline(flags.baseline, POSTGRES_SCHEMA_VERSION)
+        await postgresBaseline(pool, target.schema, flags.baseline)
+      } else if (from === 0) unrecorded(await postgresUnrecordedTables(pool, target.schema), where)
+      const result = await postgresStore({ pool, schema: target.schema }).migrate()
+      return { target: where, from: result.from, to: result.to, applied: result.applied, dryRun: false }
+    })
+  }
+  if (flags.dryRun && !existsSync(target.file)) return dryRun(where, 0, SQLITE_SCHEMA_VERSION, sqliteMigrationScript(0))
+  return withSqlite(target, { create: !flags.dryRun }, async (db) => {
+    const from = sqliteSchemaVersion(db)
+    if (flags.dryRun) return dryRun(where, from, SQLITE_SCHEMA_VERSION, from >= SQLITE_SCHEMA_VERSION ? [] : sqliteMigrationScript(from))
+    if (flags.baseline !== undefined) {
+      checkBaseline(flags.baseline, SQLITE_SCHEMA_VERSION)
+      sqliteBaseline(db, flags.baseline)
+    } else if (from === 0) unrecorded(sqliteUnrecordedTables(db), where)
+    const result = sqliteStore({ db }).migrate()
+    return { target: where, from: result.from, to: result.to, applied: result.applied, dryRun: false }
+  })
+}
+
+function dryRun(target: string, from: number, to: number, statements: string[]): MigrateReport {
+  return { target, from, to, applied: [], dryRun: true, statements }
+}
+
+function checkBaseline(version: number, latest: number): void {
+  if (version > latest) throw new CliError(`--baseline ${version} is newer than this idem's schema (version ${latest})`, `pass a version from 1 to ${latest}, or upgrade idem`)
+}
+
+// Tables without recorded versions would make the first migration fail on "already exists".
+function unrecorded(tables: string[], where: string): void {
+  if (tables.length === 0) return
+  throw new CliError(
+    `idem's tables exist (${tables.join(', ')}) but no schema version is recorded: they were created by hand, from SQL that did not record its version`,
+    `find the version they are at (compare them with \`idem sql\`), then run: idem migrate ${where} --baseline <version>`,
+  )
+}

@@ -1,0 +1,125 @@
+import type { Command } from 'commander'
+import { postgresStats, type TableStats } from '../stores/postgres/operations.js'
+import { sqliteStats } from '../stores/sqlite/operations.js'
+import { HTTP_OUTCOMES } from '../ops/catalog.js'
+import { printJson, type CommandContext } from './context.js'
+import { CliError } from './io.js'
+import { bytes, duration, grouped, httpUrl, human } from './parse.js'
+import { storeError, targetFlags, targetOf, withPostgres, withSqlite, withTargetOptions } from './target.js'
+
+/** The seed's alert levels, shown beside the rates. */
+const REPLAY_ALERT = 0.02
+
+interface Requests {
+  /** Where the counts came from, and since when they count. */
+  source: string
+  since: 'the service started'
+  byOutcome: Record<string, number>
+  /** Requests on protected routes that carried or needed a key (all but `unprotected`). */
+  total: number
+  replayRate: number | null
+  conflictRate: number | null
+  badKeyRate: number | null
+}
+
+export function registerStats(program: Command, { io }: CommandContext): void {
+  const command = program
+    .command('stats')
+    .summary('counts by state and outcome, replay and conflict rates, table size and growth')
+    .description(
+      "Counts idem's records: keys by state and, within --window, by stored HTTP status and per day; leases by state; inbox ids; the outbox's backlog; dead letters; " +
+        "the key table's size on disk and rows per day. The database keeps no record of replays or conflicts (they write nothing), so their rates come from " +
+        "a service's /metrics (--metrics), counted since that service started. It counts whole tables: run it off-peak on large ones.",
+    )
+  withTargetOptions(command, ['postgres', 'sqlite'])
+    .option('--window <duration>', 'how far back the recent counts go', duration, 86_400_000)
+    .option('--metrics <url>', "a service's Prometheus /metrics, for replay and conflict rates", httpUrl)
+    .option('--json', 'print the counts as JSON')
+    .addHelpText(
+      'after',
+      `
+Examples:
+  $ idem stats --postgres postgres://app@db.internal:5432/app --window 7d
+  $ idem stats --sqlite data/app.db --metrics http://127.0.0.1:3000/metrics --json`,
+    )
+    .action(async (flags: { postgres?: string; sqlite?: string; schema?: string; window: number; metrics?: string; json?: boolean }) => {
+      const target = targetOf(flags, ['postgres', 'sqlite'])
+      if (flags.window <= 0) throw new CliError('--window must be longer than 0', 'pass a window such as 1h, 24h or 7d')
+      const tables: TableStats = await (target.kind === 'postgres'
+        ? withPostgres(target, (pool) => postgresStats(pool, target.schema, flags.window))
+        : withSqlite(target, { readonly: true }, async (db) => sqliteStats(db, flags.window))
+      ).catch((error: unknown) => {
+        throw storeError(error, target)
+      })
+      const requests = flags.metrics === undefined ? undefined : await scrape(flags.metrics)
+      const report = { target: targetFlags(target), ...tables, ...(requests === undefined ? {} : { requests }) }
+      if (flags.json) return printJson(io, report)
+      for (const line of describe(report)) io.out(line)
+    })
+}
+
+async function scrape(url: string): Promise<Requests> {
+  let text: string
+  try {
+    const response = await fetch(url, { signal: AbortSignal.timeout(5_000) })
+    if (!response.ok) throw new Error(`HTTP ${response.status}`)
+    text = await response.text()
+  } catch (error) {
+    throw new CliError(`cannot read ${url}: ${(error as Error).message}`, "check the URL of the service's /metrics and that the service is running", { cause: error })
+  }
+  const byOutcome: Record<string, number> = Object.fromEntries(HTTP_OUTCOMES.map((outcome) => [outcome, 0]))
+  let seen = false
+  for (const line of text.split('\n')) {
+    const match = /^idem_http_requests_total\{(.*)\} (\S+)$/.exec(line)
+    if (!match) continue
+    const outcome = /(?:^|,)outcome="([^"]*)"/.exec(match[1]!)?.[1]
+    if (outcome === undefined) continue
+    seen = true
+    byOutcome[outcome] = (byOutcome[outcome] ?? 0) + Number(match[2])
+  }
+  if (!seen) {
+    throw new CliError(`${url} exports no idem_http_requests_total`, "serve idem's metrics there: prometheusMetrics() from idem/prometheus, and its registry's metrics() as /metrics")
+  }
+  const total = Object.entries(byOutcome).reduce((sum, [outcome, n]) => (outcome === 'unprotected' ? sum : sum + n), 0)
+  const share = (n: number): number | null => (total === 0 ? null : n / total)
+  return {
+    source: url,
+    since: 'the service started',
+    byOutcome,
+    total,
+    replayRate: share(byOutcome.replayed ?? 0),
+    conflictRate: share(byOutcome.mismatch ?? 0),
+    badKeyRate: share((byOutcome['missing-key'] ?? 0) + (byOutcome['invalid-key'] ?? 0)),
+  }
+}
+
+function describe(report: TableStats & { target: string; requests?: Requests }): string[] {
+  const { keys, leases, inbox, outbox, deadLetters } = report
+  const pct = (rate: number | null): string => (rate === null ? 'n/a (no requests yet)' : `${(rate * 100).toPrecision(3)}%`)
+  const lines = [
+    `idem stats for ${report.target}, window ${human(report.windowMs)}`,
+    `keys        ${grouped(keys.total)} (${grouped(keys.live)} live, ${grouped(keys.expired)} expired awaiting prune); ${bytes(keys.bytes)} on disk`,
+    `  in window ${grouped(keys.recent)} new, ${grouped(keys.rowsPerDay)} rows/day; by stored status: ${
+      Object.entries(keys.byStatus)
+        .map(([status, n]) => `${status} ${grouped(n)}`)
+        .join(', ') || 'none'
+    }`,
+  ]
+  for (const day of keys.byDay) lines.push(`    ${day.day}  ${grouped(day.rows)}`)
+  lines.push(
+    `leases      held ${grouped(leases.byState.held ?? 0)}, free ${grouped(leases.byState.free ?? 0)}, completed ${grouped(leases.byState.completed ?? 0)}; ${grouped(leases.expired)} expired; ${bytes(leases.bytes)} on disk`,
+    `inbox       ${grouped(inbox.live)} ids kept, ${grouped(inbox.expired)} expired`,
+    `outbox      ${grouped(outbox.pending)} pending${outbox.oldestPendingAgeMs === null ? '' : ` (oldest waiting ${human(outbox.oldestPendingAgeMs)})`}, ${grouped(outbox.delivered)} delivered kept`,
+    `dead letters ${grouped(deadLetters.total)} (${grouped(deadLetters.recent)} in window)`,
+  )
+  const r = report.requests
+  if (r === undefined) lines.push('requests    replay and conflict rates: pass --metrics <url of /metrics> (the database records no replays)')
+  else {
+    lines.push(`requests    ${grouped(r.total)} since the service started (${r.source})`)
+    lines.push(`  replay rate   ${pct(r.replayRate)} (alert above ${REPLAY_ALERT * 100}%)`)
+    lines.push(`  conflict rate ${pct(r.conflictRate)} (422s; alert on any sustained rate)`)
+    lines.push(`  bad keys      ${pct(r.badKeyRate)} (400s)`)
+    lines.push(`  by outcome    ${Object.entries(r.byOutcome).map(([outcome, n]) => `${outcome} ${grouped(n)}`).join(', ')}`)
+  }
+  return lines
+}

@@ -1,0 +1,207 @@
+import { existsSync, rmSync, statSync } from 'node:fs'
+import { resolve } from 'node:path'
+import type BetterSqlite3 from 'better-sqlite3'
+import type { Command } from 'commander'
+import type { Redis } from 'ioredis'
+import type pg from 'pg'
+import { IdemError } from '../core/errors/idem-error.js'
+import { CliError } from './io.js'
+import { identifier } from './parse.js'
+
+/** Where a command acts. */
+export type Target =
+  | { kind: 'postgres'; url: string; schema: string }
+  | { kind: 'sqlite'; file: string }
+  | { kind: 'redis'; url: string; prefix: string }
+
+export type TargetKind = Target['kind']
+
+const FLAG: Record<TargetKind, string> = { postgres: '--postgres <url>', sqlite: '--sqlite <file>', redis: '--redis <url>' }
+
+/** Adds the connection flags a command accepts. */
+export function withTargetOptions(command: Command, kinds: readonly TargetKind[]): Command {
+  if (kinds.includes('postgres')) {
+    command.option('--postgres <url>', 'Postgres URL (postgres://user[:password]@host[:port]/database)')
+    command.option('--schema <name>', "Postgres schema holding idem's tables", identifier, 'public')
+  }
+  if (kinds.includes('sqlite')) command.option('--sqlite <file>', 'SQLite database file')
+  if (kinds.includes('redis')) {
+    command.option('--redis <url>', 'Redis URL (redis://[user:password@]host[:port][/db])')
+    command.option('--prefix <prefix>', "prefix of idem's Redis keys", 'idem:')
+  }
+  return command
+}
+
+/**
+ * The one target the flags name, checked before anything connects: a URL that is not
+ * one fails here, not as a DNS error about a host it made up.
+ * @throws CliError when none or several are given, or a URL is malformed
+ */
+export function targetOf<K extends TargetKind>(
+  flags: { postgres?: string; sqlite?: string; redis?: string; schema?: string; prefix?: string },
+  kinds: readonly K[],
+): Extract<Target, { kind: K }> {
+  return checkedTarget(flags, kinds) as Extract<Target, { kind: K }>
+}
+
+function checkedTarget(flags: { postgres?: string; sqlite?: string; redis?: string; schema?: string; prefix?: string }, kinds: readonly TargetKind[]): Target {
+  const given = kinds.filter((kind) => flags[kind] !== undefined)
+  if (given.length !== 1) {
+    const choices = kinds.map((kind) => FLAG[kind]).join(' or ')
+    throw new CliError(given.length === 0 ? 'no database given' : `${given.map((k) => `--${k}`).join(' and ')} given together`, `pass exactly one of ${choices}`)
+  }
+  const kind = given[0]!
+  if (kind === 'sqlite') {
+    if (flags.sqlite!.trim() === '') throw new CliError('--sqlite needs a file name', 'pass --sqlite path/to/app.db')
+    return { kind, file: resolve(flags.sqlite!) }
+  }
+  const value = flags[kind]!
+  const protocols = kind === 'postgres' ? ['postgres:', 'postgresql:'] : ['redis:', 'rediss:']
+  const example = kind === 'postgres' ? 'postgres://user@127.0.0.1:5432/app' : 'redis://127.0.0.1:6379'
+  let url: URL
+  try {
+    url = new URL(value)
+  } catch {
+    throw new CliError(`--${kind} ${JSON.stringify(value)} is not a URL`, `pass a ${kind === 'postgres' ? 'Postgres' : 'Redis'} URL, such as ${example}`)
+  }
+  if (!protocols.includes(url.protocol)) {
+    throw new CliError(`--${kind} ${JSON.stringify(redact(value))} is a ${url.protocol.slice(0, -1)} URL`, `pass a URL starting with ${protocols.map((p) => `${p}//`).join(' or ')}, such as ${example}`)
+  }
+  if (url.hostname === '' && !(kind === 'postgres' && url.searchParams.has('host'))) {
+    throw new CliError(`--${kind} ${JSON.stringify(redact(value))} names no host`, `pass a URL with a host, such as ${example}`)
+  }
+  return kind === 'postgres' ? { kind, url: value, schema: flags.schema ?? 'public' } : { kind, url: value, prefix: flags.prefix ?? 'idem:' }
+}
+
+/** A URL without its password, for messages. */
+export function redact(url: string): string {
+  try {
+    const parsed = new URL(url)
+    if (parsed.password !== '') parsed.password = '***'
+    return parsed.href
+  } catch {
+    return url
+  }
+}
+
+/** Loads an optional peer dependency, or says which one to install. */
+async function driver<T>(name: string, what: string, load: () => Promise<T>): Promise<T> {
+  try {
+    return await load()
+  } catch (error) {
+    const code = (error as { code?: string }).code
+    if ((code === 'ERR_MODULE_NOT_FOUND' || code === 'MODULE_NOT_FOUND') && String((error as Error).message).includes(name)) {
+      throw new CliError(`the ${what} driver "${name}" is not installed`, `npm i ${name}`, { cause: error })
+    }
+    throw error
+  }
+}
+
+const loadPg = () => driver('pg', 'Postgres', async () => (await import('pg')).default)
+const loadSqlite = () => driver('better-sqlite3', 'SQLite', async () => (await import('better-sqlite3')).default)
+const loadRedis = () => driver('ioredis', 'Redis', async () => (await import('ioredis')).Redis)
+
+type Pool = pg.Pool
+type Database = BetterSqlite3.Database
+
+/** Opens a small pool on the target, runs `work`, and ends the pool. */
+export async function withPostgres<T>(target: Extract<Target, { kind: 'postgres' }>, work: (pool: Pool) => Promise<T>): Promise<T> {
+  const pg = await loadPg()
+  const pool = new pg.Pool({ connectionString: target.url, max: 2, connectionTimeoutMillis: 10_000 })
+  // An idle client's connection dying must not end the command with an unhandled 'error'.
+  pool.on('error', () => {})
+  try {
+    await pool.query('SELECT 1').catch((error: unknown) => {
+      throw connectionError('Postgres', target.url, error)
+    })
+    return await work(pool)
+  } finally {
+    await pool.end()
+  }
+}
+
+/**
+ * Opens the SQLite file, runs `work`, and closes it. Only `create` (migrate) may make a
+ * new file, and a new file that `work` failed on is removed again: a typo must leave
+ * no empty database behind.
+ */
+export async function withSqlite<T>(
+  target: Extract<Target, { kind: 'sqlite' }>,
+  { create = false, readonly = false }: { create?: boolean; readonly?: boolean },
+  work: (db: Database) => Promise<T>,
+): Promise<T> {
+  const Sqlite = await loadSqlite()
+  const existed = existsSync(target.file)
+  if (existed && statSync(target.file).isDirectory()) throw new CliError(`--sqlite ${target.file} is a directory`, 'pass the path of a database file')
+  if (!existed && !create) {
+    throw new CliError(`no SQLite database at ${target.file}`, `check the path; to create it with idem's tables, run: idem migrate --sqlite ${target.file}`)
+  }
+  let db: Database
+  try {
+    db = new Sqlite(target.file, { fileMustExist: !create, readonly })
+  } catch (error) {
+    throw new CliError(`cannot open ${target.file}: ${(error as Error).message}`, 'check the path and its permissions', { cause: error })
+  }
+  let failed = false
+  try {
+    if (!existed) db.pragma('journal_mode = WAL')
+    return await work(db)
+  } catch (error) {
+    failed = true
+    throw error
+  } finally {
+    db.close()
+    if (failed && !existed) for (const suffix of ['', '-wal', '-shm', '-journal']) rmSync(`${target.file}${suffix}`, { force: true })
+  }
+}
+
+/** Connects to Redis (no retries: a command should fail at once and say why), runs `work`, and quits. */
+export async function withRedis<T>(target: Extract<Target, { kind: 'redis' }>, work: (client: Redis) => Promise<T>): Promise<T> {
+  const RedisClient = await loadRedis()
+  const client = new RedisClient(target.url, { lazyConnect: true, maxRetriesPerRequest: 0, connectTimeout: 5_000, enableOfflineQueue: false, retryStrategy: () => null })
+  // ioredis rejects connect() with "Connection is closed"; the socket's own error says why.
+  let cause: unknown
+  client.on('error', (error: unknown) => (cause ??= error))
+  try {
+    await client.connect().catch((error: unknown) => {
+      throw connectionError('Redis', target.url, cause ?? error)
+    })
+    return await work(client)
+  } finally {
+    client.disconnect()
+  }
+}
+
+/** A failure to connect, as cause and fix. */
+export function connectionError(what: string, url: string, error: unknown): CliError {
+  const message = error instanceof Error ? error.message : String(error)
+  const code = (error as { code?: string }).code
+  const fix =
+    code === '28P01' || code === '28000'
+      ? 'check the user and password in the URL'
+      : code === '3D000'
+        ? 'check the database name in the URL, or create it'
+        : `check the URL and that ${what} is running and accepts connections from here`
+  return new CliError(`cannot connect to ${what} at ${redact(url)}: ${message}`, fix, { cause: error })
+}
+
+/** An idem error from a store (unavailable, tables missing), as cause and fix. */
+export function storeError(error: unknown, target: Target): unknown {
+  const where = target.kind === 'postgres' ? `schema "${target.schema}"` : target.kind === 'sqlite' ? target.file : target.url
+  const missing = (cause: unknown) =>
+    new CliError(`idem's tables are missing in ${where}, or older than this idem`, `run: idem migrate ${targetFlags(target)}`, { cause })
+  if (error instanceof IdemError) {
+    if (error.code === 'migration-required') return missing(error)
+    if (error.code === 'store-unavailable') return new CliError(error.message, 'check that the database is running and reachable, then run the command again', { cause: error })
+    return error
+  }
+  if (error instanceof Error && /no such table: idem_|relation "[^"]*idem_\w+" does not exist/.test(error.message)) return missing(error)
+  return error
+}
+
+/** The flags that name `target`, for a suggested command line. */
+export function targetFlags(target: Target): string {
+  if (target.kind === 'sqlite') return `--sqlite ${target.file}`
+  if (target.kind === 'postgres') return `--postgres ${redact(target.url)}${target.schema === 'public' ? '' : ` --schema ${target.schema}`}`
+  return `--redis ${redact(target.url)}`
+}

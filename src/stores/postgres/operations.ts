@@ -1,0 +1,282 @@
+import { classifyPgError } from './errors.js'
+import { migrations, SCHEMA_VERSION } from './migrations.js'
+import { quoteSchema } from './sql/index.js'
+import type { PgExecutor } from './types.js'
+
+/** A pool (or client) to read through: `pg.Pool` fits. */
+type PgPool = PgExecutor
+
+/**
+ * What an operator (the `idem` command) asks of a Postgres schema beyond the ports:
+ * its schema version, the migration SQL to apply by hand, one key's records, counts and
+ * sizes. Kept here because this folder is the only code that knows idem's Postgres SQL.
+ */
+
+const literal = (text: string): string => `'${text.replace(/'/g, "''")}'`
+
+/**
+ * Every statement that brings `schema` from version `from` to `SCHEMA_VERSION`, in one
+ * transaction, recording each version in `idem_migrations` as `migrate()` does, so a
+ * `migrate()` after the script has been applied by hand finds the schema current.
+ * @throws TypeError when `schema` is not a plain identifier
+ */
+export function postgresMigrationScript(schema: string, from = 0): string[] {
+  const s = quoteSchema(schema)
+  const statements = [
+    'BEGIN',
+    `SELECT pg_advisory_xact_lock(hashtextextended(${literal(`idem:migrate:${schema}`)}, 0))`,
+    `CREATE SCHEMA IF NOT EXISTS ${s}`,
+    `CREATE TABLE IF NOT EXISTS ${s}.idem_migrations (version integer PRIMARY KEY, description text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())`,
+  ]
+  for (const migration of migrations) {
+    if (migration.version <= from) continue
+    statements.push(`-- version ${migration.version}: ${migration.description}`)
+    statements.push(...migration.up(schema))
+    statements.push(`INSERT INTO ${s}.idem_migrations (version, description) VALUES (${migration.version}, ${literal(migration.description)})`)
+  }
+  statements.push('COMMIT')
+  return statements
+}
+
+/** The version `migrate()` brought `schema` to: 0 when idem was never migrated there. */
+export async function postgresSchemaVersion(pool: PgPool, schema: string): Promise<number> {
+  const s = quoteSchema(schema)
+  try {
+    const { rows } = await pool.query(`SELECT to_regclass(${literal(`${s}.idem_migrations`)}) IS NOT NULL AS present`)
+    if (!(rows[0] as { present: boolean }).present) return 0
+    const current = await pool.query(`SELECT coalesce(max(version), 0) AS version FROM ${s}.idem_migrations`)
+    return Number((current.rows[0] as { version: number }).version)
+  } catch (error) {
+    throw classifyPgError(error, schema)
+  }
+}
+
+/** idem's tables in `schema` that exist although no version is recorded: SQL applied by hand without its version rows. */
+export async function postgresUnrecordedTables(pool: PgPool, schema: string): Promise<string[]> {
+  const { rows } = await pool.query(
+    `SELECT table_name AS name FROM information_schema.tables WHERE table_schema = $1 AND table_name LIKE 'idem\\_%' AND table_name <> 'idem_migrations' ORDER BY 1`,
+    [schema],
+  )
+  return (rows as { name: string }[]).map((row) => row.name)
+}
+
+export { SCHEMA_VERSION as POSTGRES_SCHEMA_VERSION }
+
+/** Expired rows a prune would delete now (keys, inbox ids, leases). */
+export async function postgresExpiredCount(pool: PgPool, schema: string): Promise<number> {
+  const s = quoteSchema(schema)
+  try {
+    const { rows } = await pool.query(
+      `SELECT (SELECT count(*) FROM ${s}.idem_keys WHERE expires_at <= now()) + (SELECT count(*) FROM ${s}.idem_inbox WHERE expires_at <= now()) + ` +
+        `(SELECT count(*) FROM ${s}.idem_leases WHERE expires_at <= now()) AS n`,
+    )
+    return Number((rows[0] as { n: string }).n)
+  } catch (error) {
+    throw classifyPgError(error, schema)
+  }
+}
+
+/** One key as the stores keep it, in either mode, read without taking any lock. */
+export interface KeyInspection {
+  scope: string
+  key: string
+  /** Now, by the store's clock (ISO 8601). */
+  now: string
+  /** The transactional record (`idem_keys`), if any. */
+  record?: {
+    fingerprint: string
+    createdAt: string
+    expiresAt: string
+    expired: boolean
+    /** The stored HTTP status, for outcomes the HTTP middleware stored. */
+    status: number | null
+    outcomeBytes: number
+  }
+  /** The leased claim (`idem_leases`), if any. */
+  lease?: {
+    state: 'held' | 'free' | 'completed'
+    fingerprint: string
+    /** The fencing token of the current (or last) holder. */
+    token: string
+    leaseUntil: string | null
+    /** True while a holder's lease runs. */
+    leaseLive: boolean
+    expiresAt: string
+    expired: boolean
+    status: number | null
+    steps: { name: string; savedAt: string; token: string }[]
+  }
+}
+
+/** The stored status of an HTTP outcome (`{"status":201,…}`), read from its first bytes. */
+export function statusOf(outcome: string | null | undefined): number | null {
+  const match = outcome == null ? null : /^\{"status":(\d{3})[,}]/.exec(outcome)
+  return match ? Number(match[1]) : null
+}
+
+/** Reads `(scope, key)` from the key table and the leased tables. */
+export async function postgresInspect(pool: PgPool, schema: string, scope: string, key: string): Promise<KeyInspection> {
+  const s = quoteSchema(schema)
+  const iso = (value: Date | null): string | null => (value === null ? null : value.toISOString())
+  try {
+    const [now, keys, leases, steps] = await Promise.all([
+      pool.query('SELECT now() AS now'),
+      pool.query(
+        `SELECT fingerprint, created_at, expires_at, expires_at <= now() AS expired, left(outcome, 20) AS head, octet_length(outcome) AS bytes
+         FROM ${s}.idem_keys WHERE scope = $1 AND key = $2`,
+        [scope, key],
+      ),
+      pool.query(
+        `SELECT fingerprint, state, token::text AS token, lease_until, coalesce(lease_until > clock_timestamp(), false) AS lease_live,
+                expires_at, expires_at <= now() AS expired, left(outcome, 20) AS head
+         FROM ${s}.idem_leases WHERE scope = $1 AND key = $2`,
+        [scope, key],
+      ),
+      pool.query(`SELECT name, created_at, token::text AS token FROM ${s}.idem_steps WHERE scope = $1 AND key = $2 ORDER BY created_at, name`, [scope, key]),
+    ])
+    const report: KeyInspection = { scope, key, now: (now.rows[0] as { now: Date }).now.toISOString() }
+    const k = keys.rows[0] as { fingerprint: string; created_at: Date; expires_at: Date; expired: boolean; head: string; bytes: number } | undefined
+    if (k !== undefined) {
+      report.record = {
+        fingerprint: k.fingerprint,
+        createdAt: k.created_at.toISOString(),
+        expiresAt: k.expires_at.toISOString(),
+        expired: k.expired,
+        status: statusOf(k.head),
+        outcomeBytes: Number(k.bytes),
+      }
+    }
+    const l = leases.rows[0] as
+      | { fingerprint: string; state: 'held'; token: string; lease_until: Date | null; lease_live: boolean; expires_at: Date; expired: boolean; head: string | null }
+      | undefined
+    if (l !== undefined) {
+      report.lease = {
+        state: l.state,
+        fingerprint: l.fingerprint,
+        token: l.token,
+        leaseUntil: iso(l.lease_until),
+        leaseLive: l.state === 'held' && l.lease_live,
+        expiresAt: l.expires_at.toISOString(),
+        expired: l.expired,
+        status: statusOf(l.head),
+        steps: (steps.rows as { name: string; created_at: Date; token: string }[]).map((row) => ({ name: row.name, savedAt: row.created_at.toISOString(), token: row.token })),
+      }
+    }
+    return report
+  } catch (error) {
+    throw classifyPgError(error, schema)
+  }
+}
+
+/** Counts and sizes of idem's tables, for `idem stats`. */
+export interface TableStats {
+  /** The window the `recent` counts cover, in milliseconds back from now. */
+  windowMs: number
+  keys: {
+    total: number
+    live: number
+    /** Expired, waiting for a prune. */
+    expired: number
+    /** Created within the window. */
+    recent: number
+    /** Keys created within the window, by stored HTTP status (`other` for non-HTTP outcomes). */
+    byStatus: Record<string, number>
+    /** Keys created within the window, per calendar day (UTC). */
+    byDay: { day: string; rows: number }[]
+    /** `recent` per day of the window. */
+    rowsPerDay: number
+    /** The key table's size on disk, indexes included; null where the store cannot tell. */
+    bytes: number | null
+  }
+  leases: { byState: Record<string, number>; expired: number; bytes: number | null }
+  inbox: { live: number; expired: number }
+  outbox: { pending: number; delivered: number; oldestPendingAgeMs: number | null }
+  deadLetters: { total: number; recent: number }
+}
+
+/** Reads `TableStats` from a Postgres schema. It counts whole tables: run it off-peak on a large one. */
+export async function postgresStats(pool: PgPool, schema: string, windowMs: number): Promise<TableStats> {
+  const s = quoteSchema(schema)
+  const window = `now() - $1 * interval '1 millisecond'`
+  const num = (value: unknown): number => Number(value)
+  try {
+    const [keys, byStatus, byDay, leases, inbox, outbox, dead] = await Promise.all([
+      pool.query(
+        `SELECT count(*) AS total, count(*) FILTER (WHERE expires_at > now()) AS live, count(*) FILTER (WHERE created_at > ${window}) AS recent,
+                pg_total_relation_size(${literal(`${s}.idem_keys`)}) AS bytes,
+                pg_total_relation_size(${literal(`${s}.idem_leases`)}) + pg_total_relation_size(${literal(`${s}.idem_steps`)}) AS lease_bytes
+         FROM ${s}.idem_keys`,
+        [windowMs],
+      ),
+      pool.query(
+        `SELECT coalesce(substring(left(outcome, 20) from '^\\{"status":(\\d{3})[,}]'), 'other') AS status, count(*) AS n
+         FROM ${s}.idem_keys WHERE created_at > ${window} GROUP BY 1 ORDER BY 1`,
+        [windowMs],
+      ),
+      pool.query(
+        `SELECT to_char(date_trunc('day', created_at AT TIME ZONE 'UTC'), 'YYYY-MM-DD') AS day, count(*) AS n
+         FROM ${s}.idem_keys WHERE created_at > ${window} GROUP BY 1 ORDER BY 1`,
+        [windowMs],
+      ),
+      pool.query(`SELECT state, count(*) AS n, count(*) FILTER (WHERE expires_at <= now()) AS expired FROM ${s}.idem_leases GROUP BY state`),
+      pool.query(`SELECT count(*) FILTER (WHERE expires_at > now()) AS live, count(*) FILTER (WHERE expires_at <= now()) AS expired FROM ${s}.idem_inbox`),
+      pool.query(
+        `SELECT count(*) FILTER (WHERE delivered_at IS NULL) AS pending, count(*) FILTER (WHERE delivered_at IS NOT NULL) AS delivered,
+                extract(epoch FROM now() - min(created_at) FILTER (WHERE delivered_at IS NULL)) * 1000 AS oldest
+         FROM ${s}.idem_outbox`,
+      ),
+      pool.query(`SELECT count(*) AS total, count(*) FILTER (WHERE dead_at > ${window}) AS recent FROM ${s}.idem_dead_letters`, [windowMs]),
+    ])
+    const k = keys.rows[0] as Record<string, unknown>
+    const byState: Record<string, number> = { held: 0, free: 0, completed: 0 }
+    let leasesExpired = 0
+    for (const row of leases.rows as { state: string; n: string; expired: string }[]) {
+      byState[row.state] = num(row.n)
+      leasesExpired += num(row.expired)
+    }
+    const o = outbox.rows[0] as Record<string, unknown>
+    const i = inbox.rows[0] as Record<string, unknown>
+    const d = dead.rows[0] as Record<string, unknown>
+    const recent = num(k.recent)
+    return {
+      windowMs,
+      keys: {
+        total: num(k.total),
+        live: num(k.live),
+        expired: num(k.total) - num(k.live),
+        recent,
+        byStatus: Object.fromEntries((byStatus.rows as { status: string; n: string }[]).map((row) => [row.status, num(row.n)])),
+        byDay: (byDay.rows as { day: string; n: string }[]).map((row) => ({ day: row.day, rows: num(row.n) })),
+        rowsPerDay: recent / (windowMs / 86_400_000),
+        bytes: num(k.bytes),
+      },
+      leases: { byState, expired: leasesExpired, bytes: num(k.lease_bytes) },
+      inbox: { live: num(i.live), expired: num(i.expired) },
+      outbox: { pending: num(o.pending), delivered: num(o.delivered), oldestPendingAgeMs: o.oldest === null ? null : Math.round(num(o.oldest)) },
+      deadLetters: { total: num(d.total), recent: num(d.recent) },
+    }
+  } catch (error) {
+    throw classifyPgError(error, schema)
+  }
+}
+
+/**
+ * Records versions 1 to `version` as applied without running them, for tables created
+ * by hand (from an older `idem sql`, which did not record versions), so `migrate()`
+ * applies only what comes after.
+ */
+export async function postgresBaseline(pool: PgPool, schema: string, version: number): Promise<void> {
+  const s = quoteSchema(schema)
+  const statements = [
+    `CREATE TABLE IF NOT EXISTS ${s}.idem_migrations (version integer PRIMARY KEY, description text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())`,
+    ...migrations
+      .filter((m) => m.version <= version)
+      .map((m) => `INSERT INTO ${s}.idem_migrations (version, description) VALUES (${m.version}, ${literal(m.description)}) ON CONFLICT (version) DO NOTHING`),
+  ]
+  try {
+    // Several statements in one simple query run as one implicit transaction: all or none.
+    await pool.query(statements.join(';\n'))
+  } catch (error) {
+    throw classifyPgError(error, schema)
+  }
+}

@@ -1,0 +1,54 @@
+import { redisKeys } from './keys.js'
+
+/** The commands `redisInspect` reads with: an ioredis client fits. */
+interface ReadingClient {
+  hgetall(key: string): Promise<Record<string, string>>
+  hkeys(key: string): Promise<string[]>
+  pttl(key: string): Promise<number>
+  time(): Promise<[string, string] | (string | number)[]>
+}
+
+/**
+ * One leased key as the Redis store keeps it (the shape of the Postgres store's
+ * `KeyInspection.lease`), read without changing anything, by the server's clock.
+ */
+export async function redisInspect(client: ReadingClient, prefix: string, scope: string, key: string) {
+  const keys = redisKeys(prefix, scope, key)
+  const [claim, stepNames, ttl, time] = await Promise.all([client.hgetall(keys.claim), client.hkeys(keys.steps), client.pttl(keys.claim), client.time()])
+  const now = Number(time[0]) * 1000 + Math.floor(Number(time[1]) / 1000)
+  const report: {
+    scope: string
+    key: string
+    now: string
+    keys: { claim: string; steps: string }
+    lease?: {
+      state: 'held' | 'free' | 'completed'
+      fingerprint: string
+      token: string
+      leaseUntil: string | null
+      leaseLive: boolean
+      expiresAt: string | null
+      expired: boolean
+      status: number | null
+      steps: { name: string; savedAt: null; token: null }[]
+    }
+  } = { scope, key, now: new Date(now).toISOString(), keys }
+  if (claim.state !== undefined) {
+    const leaseUntil = claim.lease_until === undefined ? null : Number(claim.lease_until)
+    const status = claim.outcome === undefined ? null : /^\{"status":(\d{3})[,}]/.exec(claim.outcome)
+    report.lease = {
+      state: claim.state as 'held',
+      fingerprint: claim.fingerprint ?? '',
+      token: claim.token ?? '',
+      leaseUntil: leaseUntil === null ? null : new Date(leaseUntil).toISOString(),
+      leaseLive: claim.state === 'held' && leaseUntil !== null && leaseUntil > now,
+      // Redis drops the key when its retention ends: a key that is there has not expired.
+      expiresAt: ttl > 0 ? new Date(now + ttl).toISOString() : null,
+      expired: false,
+      status: status ? Number(status[1]) : null,
+      // Redis keeps no time per step.
+      steps: stepNames.sort().map((name) => ({ name, savedAt: null, token: null })),
+    }
+  }
+  return report
+}

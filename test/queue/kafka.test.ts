@@ -1,0 +1,382 @@
+/**
+ * The Kafka adapter against librdkafka's mock cluster (3 brokers, run by kcat), not a real
+ * broker: it speaks the Kafka protocol over TCP, keeps consumer groups with session
+ * timeouts and rebalances, and serves committed offsets, so a record whose offset was not
+ * committed is read again by the next owner of its partition. It cannot serve kafkajs's
+ * idempotent producer (see docs/queue.md), so producers here run with `idempotent: false`.
+ */
+import { spawn } from 'node:child_process'
+import net from 'node:net'
+import { fileURLToPath } from 'node:url'
+import kafkajs, { type Admin, type Producer } from 'kafkajs'
+import { afterAll, describe, expect, it } from 'vitest'
+import { createMemo } from '../../src/data/index.js'
+import { createInbox, startConsumer, type ConsumeResult } from '../../src/queue/index.js'
+import { kafkaDeliverer, kafkaSource, type KafkaDeliverer } from '../../src/queue/kafka/index.js'
+import { postgresStore } from '../../src/stores/postgres/index.js'
+import type { PgClient } from '../../src/stores/postgres/types.js'
+import { startKafkaMock, type KafkaMock } from '../support/kafka-mock.js'
+import { testSchema, type TestSchema } from '../support/postgres.js'
+import { chaosScenario, delivererScenario, eventually, poisonScenario, reach, seedScenario, unique, type BrokerHarness } from './support.js'
+
+const { Kafka, logLevel, Partitioners } = kafkajs
+
+const mock = await reach<KafkaMock>('librdkafka mock cluster (kcat)', 'kcat -X test.mock.num.brokers=3', () => startKafkaMock())
+const db = mock ? await testSchema('idem_q_kafka') : undefined
+
+// Short session and heartbeat so a killed member is noticed in seconds; kafkajs heartbeats
+// from its fetch loop, so a fetch may not wait longer than the session either.
+const CONSUMER_CONFIG = { sessionTimeout: 3_000, rebalanceTimeout: 3_000, heartbeatInterval: 300, maxWaitTimeInMs: 200 }
+const PRODUCER_CONFIG = { createPartitioner: Partitioners.DefaultPartitioner }
+const client = (extra: object = {}) =>
+  new Kafka({ clientId: 'idem-test', brokers: mock!.brokers, logLevel: logLevel.NOTHING, retry: { retries: 5, initialRetryTime: 100, maxRetryTime: 1_000 }, ...extra })
+
+const admin: Admin | undefined = mock ? client().admin() : undefined
+const producer: Producer | undefined = mock ? client().producer({ ...PRODUCER_CONFIG, idempotent: false }) : undefined
+if (mock) await Promise.all([admin!.connect(), producer!.connect()])
+const deliverers: KafkaDeliverer[] = []
+const cleanups: (() => Promise<unknown>)[] = []
+
+afterAll(async () => {
+  // A crashed worker's client goes on retrying its refused connections for a while; it is not waited for.
+  const bounded = (work: Promise<unknown>) => Promise.race([work, new Promise((resolve) => setTimeout(resolve, 3_000).unref())])
+  await Promise.allSettled([...cleanups.map((cleanup) => bounded(cleanup())), ...deliverers.map((deliverer) => bounded(deliverer.close()))])
+  await producer?.disconnect().catch(() => {})
+  await admin?.disconnect().catch(() => {})
+  await db?.drop()
+  await mock?.stop()
+})
+
+/**
+ * A client whose connections can all be cut at once, as when its process dies: `crash()`
+ * destroys every socket and refuses new ones, so nothing more reaches the brokers (no
+ * commit, no LeaveGroup) and the group coordinator notices only when the session expires.
+ */
+function crashableClient() {
+  const sockets = new Set<net.Socket>()
+  let crashed = false
+  const kafka = client({
+    socketFactory: ({ host, port, onConnect }: { host: string; port: number; onConnect: () => void }) => {
+      if (crashed) {
+        const refused = new net.Socket()
+        process.nextTick(() => refused.destroy(new Error('the worker crashed')))
+        return refused
+      }
+      const socket = net.connect({ host, port }, onConnect)
+      sockets.add(socket)
+      socket.once('close', () => sockets.delete(socket))
+      return socket
+    },
+  })
+  return {
+    kafka,
+    crash() {
+      crashed = true
+      for (const socket of sockets) socket.destroy()
+    },
+  }
+}
+
+/** Records on the topic not yet committed by the group. */
+async function uncommitted(topic: string, groupId: string): Promise<number> {
+  const [ends, [committed]] = await Promise.all([admin!.fetchTopicOffsets(topic), admin!.fetchOffsets({ groupId, topics: [topic] })])
+  let waiting = 0
+  for (const { partition, high, low } of ends) {
+    const offset = Number(committed!.partitions.find((p) => p.partition === partition)?.offset ?? -1)
+    waiting += Number(high) - (offset < 0 ? Number(low) : offset)
+  }
+  return waiting
+}
+
+async function recordsIn(topic: string): Promise<number> {
+  try {
+    const ends = await admin!.fetchTopicOffsets(topic)
+    return ends.reduce((sum, { high, low }) => sum + Number(high) - Number(low), 0)
+  } catch {
+    return 0 // not created yet: nothing was produced to it
+  }
+}
+
+function harness(): BrokerHarness {
+  const topic = unique('idem-test')
+  const groupId = unique('workers')
+  return {
+    copiesOfRepeat: 2,
+    async publish(id, body) {
+      await producer!.send({ topic, messages: [{ key: id, value: JSON.stringify(body), headers: { 'idem-id': id } }] })
+    },
+    async open() {
+      const { kafka, crash } = crashableClient()
+      const source = kafkaSource({ kafka, groupId, topics: [topic], idempotent: false, partitionsConsumedConcurrently: 4, consumerConfig: CONSUMER_CONFIG, producerConfig: PRODUCER_CONFIG })
+      // A crashed worker's client keeps failing to reach the brokers until it gives up; stop it at the end.
+      cleanups.push(() => source.consumer.disconnect())
+      return { source, crash: async () => crash(), close: async () => {} }
+    },
+    deliverer() {
+      const deliver = kafkaDeliverer({ kafka: client(), topic: () => topic, idempotent: false, producerConfig: PRODUCER_CONFIG })
+      deliverers.push(deliver)
+      return deliver
+    },
+    brokerDeadLetters: () => recordsIn(`${topic}.dead`),
+    outstanding: () => uncommitted(topic, groupId),
+  }
+}
+
+/** Waits until the group has settled into members that hold disjoint partitions covering all `count`. */
+async function balanced(assignments: (() => number[] | undefined)[], count: number): Promise<void> {
+  await eventually(
+    () => {
+      const held = assignments.map((get) => get() ?? [])
+      const all = held.flat()
+      return held.every((partitions) => partitions.length > 0) && all.length === count && new Set(all).size === count
+    },
+    // The mock holds a new group's first join for about 3 s, and a loaded machine may need
+    // a rejoin or two more.
+    60_000,
+    'a balanced group',
+  )
+}
+
+describe.skipIf(db === undefined)("Kafka adapter (kafkajs against librdkafka's mock cluster)", () => {
+  const schemaDb = db as TestSchema
+
+  it('the seed incident: a consumer killed after writing, before its offset commit; after the rebalance the other consumer gets the same records, and each intake has one summary, the first LLM answer', async () => {
+    const { pool, schema } = schemaDb
+    const store = postgresStore(schemaDb)
+    await store.migrate()
+    const summaries = `"${schema}".summaries`
+    const llmCalls = `"${schema}".llm_calls`
+    await pool.query(`CREATE TABLE ${summaries} (id bigserial PRIMARY KEY, intake_id text NOT NULL, prompt_version text NOT NULL, summary text NOT NULL, UNIQUE (intake_id, prompt_version))`)
+    await pool.query(`CREATE TABLE ${llmCalls} (intake_id text NOT NULL, answer text NOT NULL, by text NOT NULL)`)
+    const topic = unique('intakes')
+    const groupId = unique('summariser')
+    const consumerName = unique('summariser')
+    const partitions = 4
+
+    // Consumer A: another process, killed with SIGKILL.
+    const fixture = fileURLToPath(new URL('../fixtures/kafka-intake-worker.mjs', import.meta.url))
+    const child = spawn(process.execPath, [fixture, JSON.stringify({ brokers: mock!.brokers, topic, groupId, consumer: consumerName, schema, consumerConfig: CONSUMER_CONFIG })], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+      env: { ...process.env, KAFKAJS_NO_PARTITIONER_WARNING: '1' },
+    })
+    cleanups.push(async () => child.kill('SIGKILL'))
+    let stderr = ''
+    child.stderr.on('data', (chunk) => (stderr += chunk))
+    const exited = new Promise<string | number | null>((resolve) => child.on('exit', (code, signal) => resolve(signal ?? code)))
+    const fromA = { assignment: undefined as number[] | undefined, wrote: new Map<string, string>(), memoised: new Map<string, string>() }
+    let lines = ''
+    child.stdout.on('data', (chunk) => {
+      lines += chunk
+      let end: number
+      while ((end = lines.indexOf('\n')) >= 0) {
+        const event = JSON.parse(lines.slice(0, end))
+        lines = lines.slice(end + 1)
+        if (event.type === 'assigned') fromA.assignment = event.partitions
+        if (event.type === 'wrote') fromA.wrote.set(event.intakeId, event.summary)
+        if (event.type === 'memoised') fromA.memoised.set(event.intakeId, event.summary)
+      }
+    })
+
+    // Consumer B: this process, the same inbox and handler (less the fixture's stops).
+    const inbox = createInbox<PgClient, Intake>({ store, consumer: consumerName })
+    const memo = createMemo({ store })
+    const source = kafkaSource({ kafka: client(), groupId, topics: [topic], idempotent: false, concurrency: 2, partitionsConsumedConcurrently: partitions, consumerConfig: CONSUMER_CONFIG })
+    let assignmentOfB: number[] | undefined
+    source.consumer.on(source.consumer.events.GROUP_JOIN, (event) => (assignmentOfB = event.payload.memberAssignment[topic] ?? []))
+    const settledByB = new Map<string, Status[]>()
+    const consumerB = await startConsumer<PgClient, Intake>({
+      inbox,
+      source,
+      handler: async (tx, message) => {
+        const { intakeId, text } = message.body
+        const summary = await memo('summarise-intake', { intakeId, text }, async () => {
+          const answer = `Summary of ${intakeId} by B: ${text} (${Math.random().toString(36).slice(2)})`
+          await pool.query(`INSERT INTO ${llmCalls} VALUES ($1, $2, 'B')`, [intakeId, answer])
+          return answer
+        }, { version: PROMPT_VERSION })
+        await tx.query(`INSERT INTO ${summaries} (intake_id, prompt_version, summary) VALUES ($1, $2, $3)`, [intakeId, PROMPT_VERSION, summary])
+      },
+      onSettled: (result, delivery) => {
+        const intakeId = JSON.parse(Buffer.from(delivery.data).toString('utf8')).intakeId as string
+        settledByB.set(intakeId, [...(settledByB.get(intakeId) ?? []), result.status])
+      },
+    })
+    cleanups.push(() => consumerB.stop())
+    await balanced([() => fromA.assignment, () => assignmentOfB], partitions)
+
+    // Three intakes per partition, each partition's in one record batch.
+    const intakes: Intake[] = []
+    for (let partition = 0; partition < partitions; partition++) {
+      for (let n = 1; n <= 3; n++) intakes.push({ intakeId: `intake-${partition}-${n}`, text: `patient ${partition}.${n}: chest pain since Monday`, partition })
+    }
+    await producer!.send({ topic, messages: intakes.map((intake) => ({ key: intake.intakeId, value: JSON.stringify(intake), partition: intake.partition })) })
+
+    // A takes the first intake of each of its partitions through the whole handler and the
+    // inbox's commit, and stops before the offset commit; it gets the second's LLM answer
+    // memoised and stops before writing. Then it is killed.
+    const ofA = intakes.filter((intake) => fromA.assignment!.includes(intake.partition))
+    const firstOfA = ofA.filter((intake) => intake.intakeId.endsWith('-1')).map((intake) => intake.intakeId)
+    const secondOfA = ofA.filter((intake) => intake.intakeId.endsWith('-2')).map((intake) => intake.intakeId)
+    await eventually(() => firstOfA.every((id) => fromA.wrote.has(id)) && secondOfA.every((id) => fromA.memoised.has(id)), 20_000, 'consumer A to write and memoise')
+    const committedByA = (await pool.query(`SELECT intake_id, summary FROM ${summaries} WHERE intake_id = ANY($1)`, [firstOfA])).rows
+    expect(committedByA).toHaveLength(firstOfA.length)
+    child.kill('SIGKILL')
+    expect(await exited).toBe('SIGKILL')
+
+    // The group notices A is gone (its session expires), rebalances, and B reads A's partitions from their last commit: none.
+    await eventually(() => intakes.every((intake) => (settledByB.get(intake.intakeId) ?? []).some((s) => s === 'processed' || s === 'duplicate')), 40_000, 'B to settle every intake')
+    await eventually(async () => (await uncommitted(topic, groupId)) === 0, 10_000, 'every offset committed')
+    await consumerB.stop()
+
+    expect(assignmentOfB).toHaveLength(partitions)
+    // A record B handled reaches B again if a later rebalance refused its commit: then it is a duplicate.
+    for (const id of firstOfA) expect(new Set(settledByB.get(id))).toEqual(new Set(['duplicate']))
+    for (const id of secondOfA) expect(settledByB.get(id)!.filter((s) => s !== 'duplicate' && s !== 'in-flight')).toEqual(['processed'])
+    const { rows } = await pool.query(`SELECT intake_id, prompt_version, summary FROM ${summaries} ORDER BY intake_id`)
+    expect(rows.map((row) => row.intake_id)).toEqual(intakes.map((intake) => intake.intakeId).sort())
+    const calls = (await pool.query(`SELECT intake_id, answer, by FROM ${llmCalls}`)).rows
+    // One LLM call per intake, and its answer is the summary, byte for byte.
+    expect(calls).toHaveLength(intakes.length)
+    for (const row of rows) {
+      expect(row.prompt_version).toBe(PROMPT_VERSION)
+      const call = calls.find((c) => c.intake_id === row.intake_id)!
+      expect(Buffer.from(row.summary, 'utf8').equals(Buffer.from(call.answer, 'utf8'))).toBe(true)
+    }
+    for (const id of firstOfA) expect(rows.find((row) => row.intake_id === id)!.summary).toBe(fromA.wrote.get(id))
+    // A's memoised answer, not a second one, is what B wrote for the intake A never finished.
+    for (const id of secondOfA) {
+      expect(rows.find((row) => row.intake_id === id)!.summary).toBe(fromA.memoised.get(id))
+      expect(calls.find((c) => c.intake_id === id)!.by).toBe('A')
+    }
+    expect(stderr).toBe('')
+  }, 120_000)
+
+  it('a rebalance mid-batch: a member joins while the first is half way through its batches; each record is applied once, none is lost', async () => {
+    const { pool, schema } = schemaDb
+    const store = postgresStore(schemaDb)
+    await store.migrate()
+    const ledger = `"${schema}".rebalance_ledger`
+    await pool.query(`CREATE TABLE ${ledger} (message_id text NOT NULL, by text NOT NULL)`)
+    const topic = unique('rebalance')
+    const groupId = unique('ledger')
+    const inbox = createInbox<PgClient, { n: number }>({ store, consumer: unique('ledger') })
+    const total = 400
+    const handledBy = { A: 0, B: 0 }
+    const start = async (name: 'A' | 'B', delayMs: number) => {
+      const source = kafkaSource({ kafka: client(), groupId, topics: [topic], idempotent: false, partitionsConsumedConcurrently: 4, consumerConfig: CONSUMER_CONFIG })
+      let rebalances = 0
+      source.consumer.on(source.consumer.events.REBALANCING, () => rebalances++)
+      const consumer = await startConsumer<PgClient, { n: number }>({
+        inbox,
+        source,
+        handler: async (tx, message) => {
+          await new Promise((resolve) => setTimeout(resolve, delayMs))
+          await tx.query(`INSERT INTO ${ledger} VALUES ($1, $2)`, [message.id, name])
+          handledBy[name]++
+        },
+      })
+      cleanups.push(() => consumer.stop())
+      return { consumer, rebalances: () => rebalances }
+    }
+    await producer!.send({ topic, messages: Array.from({ length: total }, (_, n) => ({ key: `k${n}`, value: JSON.stringify({ n }), partition: n % 4 })) })
+    const a = await start('A', 20)
+    await eventually(() => handledBy.A >= 20, 20_000, 'A to be under way')
+    const b = await start('B', 0)
+    await eventually(async () => Number((await pool.query(`SELECT count(DISTINCT message_id)::int AS n FROM ${ledger}`)).rows[0].n) === total, 60_000, 'every record applied')
+    await eventually(async () => (await uncommitted(topic, groupId)) === 0, 10_000, 'every offset committed')
+    await a.consumer.stop()
+    await b.consumer.stop()
+
+    // A heard of the rebalance inside its batches (it started with all 400 records fetched) and gave partitions up.
+    expect(a.rebalances()).toBeGreaterThan(0)
+    expect(handledBy.A).toBeLessThan(total)
+    expect(handledBy.B).toBeGreaterThan(0)
+    const { rows } = await pool.query(`SELECT count(*)::int AS rows, count(DISTINCT message_id)::int AS messages FROM ${ledger}`)
+    expect(rows[0]).toEqual({ rows: total, messages: total })
+  }, 120_000)
+
+  it('a record that keeps failing holds back its partition\'s commit, though the records after it are done; after a crash the next member gets it again', async () => {
+    const { pool, schema } = schemaDb
+    const store = postgresStore(schemaDb)
+    await store.migrate()
+    const ledger = `"${schema}".held_ledger`
+    await pool.query(`CREATE TABLE ${ledger} (message_id text NOT NULL, by text NOT NULL)`)
+    const topic = unique('held')
+    const groupId = unique('held')
+    const inbox = createInbox<PgClient, { n: number }>({ store, consumer: unique('held'), maxAttempts: 1_000 })
+    await producer!.send({ topic, messages: Array.from({ length: 10 }, (_, n) => ({ value: JSON.stringify({ n }), partition: 0 })) })
+    const start = async (name: string, kafka: InstanceType<typeof Kafka>) => {
+      const statuses = new Map<number, Status[]>()
+      // Out of order (four at a time) and a commit after every record: only the run before the failing one may be committed.
+      const source = kafkaSource({ kafka, groupId, topics: [topic], idempotent: false, concurrency: 4, commitIntervalMs: 0, consumerConfig: CONSUMER_CONFIG })
+      const consumer = await startConsumer<PgClient, { n: number }>({
+        inbox,
+        source,
+        retry: { baseMs: 20, maxMs: 20 },
+        handler: async (tx, message) => {
+          if (name === 'A' && message.body.n === 0) throw new Error('the claims service is down')
+          await tx.query(`INSERT INTO ${ledger} VALUES ($1, $2)`, [message.id, name])
+        },
+        onSettled: (result, delivery) => {
+          const n = JSON.parse(Buffer.from(delivery.data).toString('utf8')).n as number
+          statuses.set(n, [...(statuses.get(n) ?? []), result.status])
+        },
+      })
+      cleanups.push(() => consumer.stop())
+      return { consumer, statuses }
+    }
+    const crashable = crashableClient()
+    const a = await start('A', crashable.kafka)
+    await eventually(() => [1, 2, 3, 4, 5, 6, 7, 8, 9].every((n) => a.statuses.get(n)?.includes('processed')) && (a.statuses.get(0)?.length ?? 0) >= 5, 20_000, 'A to finish 1–9 and fail 0 repeatedly')
+    // Nine done records after the failing one, and every one of them offered a commit: none went out.
+    expect(await uncommitted(topic, groupId)).toBe(10)
+    crashable.crash()
+    void a.consumer.stop().catch(() => {})
+    const b = await start('B', client())
+    await eventually(() => b.statuses.get(0)?.includes('processed') === true, 30_000, 'B to apply record 0')
+    await eventually(async () => (await uncommitted(topic, groupId)) === 0, 10_000, 'every offset committed')
+    await b.consumer.stop()
+    for (let n = 1; n < 10; n++) expect(new Set(b.statuses.get(n))).toEqual(new Set(['duplicate']))
+    const { rows } = await pool.query(`SELECT count(*)::int AS rows, count(DISTINCT message_id)::int AS messages FROM ${ledger}`)
+    expect(rows[0]).toEqual({ rows: 10, messages: 10 })
+  }, 90_000)
+
+  it('seed scenario: commit, crash before the offset commit, the next member reads it again → 58 chunk rows and one email', async () => {
+    await postgresStore(schemaDb).migrate()
+    await seedScenario(harness(), schemaDb)
+  }, 60_000)
+
+  it('a poison message is dead-lettered after 3 attempts (table and <topic>.dead); the consumer goes on', async () => {
+    await poisonScenario(harness(), schemaDb)
+  }, 60_000)
+
+  it('the outbox deliverer keys each record and puts the dedupe key in the idem-id header; a repeated send is consumed once', async () => {
+    await delivererScenario(harness(), schemaDb)
+  }, 60_000)
+
+  it('10,000 messages, 20% published twice, workers crashing mid-transaction and before offset commits: each applied exactly once, none lost', async () => {
+    await chaosScenario(harness(), schemaDb)
+  }, 300_000)
+
+  it('a producer-set idem-id header is the id; without one the id is topic-partition-offset', async () => {
+    const topic = unique('ids')
+    await producer!.send({ topic, messages: [{ value: '{}', partition: 1, headers: { 'idem-id': 'order-42' } }, { value: '{}', partition: 1 }] })
+    const source = kafkaSource({ kafka: client(), groupId: unique('ids'), topics: [topic], deadLetterTopic: null, consumerConfig: CONSUMER_CONFIG })
+    const ids: string[] = []
+    const subscription = await source.subscribe(async (delivery) => {
+      ids.push(delivery.id!)
+      await delivery.ack()
+    })
+    await eventually(() => ids.length === 2, 20_000, 'both records')
+    await subscription.close()
+    expect(ids).toEqual(['order-42', `${topic}-1-1`])
+  }, 60_000)
+})
+
+const PROMPT_VERSION = 'summary-prompt-v7'
+type Status = ConsumeResult['status'] | 'error'
+interface Intake {
+  intakeId: string
+  text: string
+  partition: number
+}
