@@ -11,5 +11,7 @@ export default defineConfig({
     exclude: ['test/install/**', '**/node_modules/**'],
     testTimeout: 60_000,
     hookTimeout: 60_000,
+    // The chaos table (test/chaos/): printed once at the end when a chaos scenario ran.
+    reporters: ['default', './test/chaos/reporter.ts'],
   },
 })

@@ -57,13 +57,26 @@ export function ratio(name, value, digits = 2) {
  * @returns microseconds by label
  */
 export function machineCpu(named = {}) {
+  const byPid = cpuByPid(named)
+  if (byPid === undefined) return undefined
+  const used = {}
+  for (const { label, micros } of byPid.values()) used[label] = (used[label] ?? 0) + micros
+  return used
+}
+
+/**
+ * CPU time used so far by each process (Linux only): pid → `{ label, micros }`, labelled
+ * as `machineCpu` labels them. Differences of two of these count only processes alive
+ * at the end, so a process that ended meanwhile cannot make a difference negative.
+ */
+export function cpuByPid(named = {}) {
   let pids
   try {
     pids = readdirSync('/proc').filter((name) => /^\d+$/.test(name))
   } catch {
     return undefined
   }
-  const used = {}
+  const used = new Map()
   for (const pid of pids) {
     let label = named[pid]
     let nanos = 0
@@ -73,7 +86,7 @@ export function machineCpu(named = {}) {
     } catch {
       continue // the process ended meanwhile
     }
-    used[label] = (used[label] ?? 0) + nanos / 1000
+    used.set(pid, { label, micros: nanos / 1000 })
   }
   return used
 }
@@ -84,6 +97,8 @@ function groupOf(command, pid) {
   if (command === 'beam.smp' || command.startsWith('erl_')) return 'rabbitmq'
   if (command === 'nats-server') return 'nats'
   if (command === 'kcat') return 'kafka' // librdkafka's mock cluster, in kcat's process
+  // DynamoDB Local is a Java process.
+  if (command === 'java') return 'dynamodb-local'
   // Kernel threads have no command line.
   try {
     if (readFileSync(`/proc/${pid}/cmdline`).length === 0) return 'kernel'
@@ -103,15 +118,21 @@ export function cpuLedger(named) {
   return {
     /** Runs `measure` (which resolves with `{ value, operations }`) and records the CPU it used under `name`. */
     async record(name, measure) {
-      const before = machineCpu(named)
+      const before = cpuByPid(named)
       const result = await measure()
-      const after = machineCpu(named)
+      const after = cpuByPid(named)
       if (before !== undefined && after !== undefined) {
         const entry = (totals[name] ??= { operations: 0, micros: {} })
         entry.operations += result.operations
-        for (const [label, micros] of Object.entries(after)) entry.micros[label] = (entry.micros[label] ?? 0) + micros - (before[label] ?? 0)
+        // Per process: one that started meanwhile counts from zero, one that ended is left out.
+        for (const [pid, { label, micros }] of after) entry.micros[label] = (entry.micros[label] ?? 0) + micros - (before.get(pid)?.micros ?? 0)
       }
       return result.value
+    },
+    /** µs of CPU per operation that `label` spent in variant `name` (undefined when not measured). */
+    micros(name, label) {
+      const entry = totals[name]
+      return entry === undefined || entry.operations === 0 ? undefined : (entry.micros[label] ?? 0) / entry.operations
     },
     /** Prints one line per variant: µs of CPU per operation, by process group, and their sum. */
     print(unit) {

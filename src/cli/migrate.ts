@@ -13,7 +13,7 @@ import { SQLITE_SCHEMA_VERSION, sqliteBaseline, sqliteMigrationScript, sqliteSch
 import { printJson, type CommandContext } from './context.js'
 import { CliError } from './io.js'
 import { count } from './parse.js'
-import { storeError, targetFlags, targetOf, withPostgres, withSqlite, withTargetOptions, type Target } from './target.js'
+import { keyLayoutOf, storeError, targetFlags, targetOf, withKeyLayoutOption, withPostgres, withSqlite, withTargetOptions, type KeyLayout, type Target } from './target.js'
 
 interface Flags {
   postgres?: string
@@ -21,6 +21,7 @@ interface Flags {
   schema?: string
   dryRun?: boolean
   baseline?: number
+  keyLayout?: KeyLayout
   json?: boolean
 }
 
@@ -42,7 +43,7 @@ export function registerMigrate(program: Command, { io }: CommandContext): void 
       "Creates or upgrades idem's tables to this version's schema, in one transaction under a lock (safe to run from many instances at once). " +
         'Each version applied is recorded in idem_migrations.',
     )
-  withTargetOptions(command, ['postgres', 'sqlite'])
+  withKeyLayoutOption(withTargetOptions(command, ['postgres', 'sqlite']))
     .option('--dry-run', 'print the SQL that would be applied, and apply nothing')
     .option('--baseline <version>', 'record versions up to <version> as applied without running them (tables created by hand)', count(1, 1_000))
     .option('--json', 'print the result as JSON')
@@ -51,10 +52,12 @@ export function registerMigrate(program: Command, { io }: CommandContext): void 
       `
 Examples:
   $ idem migrate --postgres postgres://app@db.internal:5432/app --schema idem
-  $ idem migrate --sqlite data/app.db --dry-run`,
+  $ idem migrate --sqlite data/app.db --dry-run
+  $ idem migrate --postgres postgres://app@db.internal:5432/app --key-layout daily-partitions`,
     )
     .action(async (flags: Flags) => {
       const target = targetOf(flags, ['postgres', 'sqlite'])
+      keyLayoutOf(flags, target)
       const report = await migrate(target, flags).catch((error: unknown) => {
         throw storeError(error, target)
       })
@@ -80,7 +83,7 @@ async function migrate(target: Extract<Target, { kind: 'postgres' | 'sqlite' }>,
         checkBaseline(flags.baseline, POSTGRES_SCHEMA_VERSION)
         await postgresBaseline(pool, target.schema, flags.baseline)
       } else if (from === 0) unrecorded(await postgresUnrecordedTables(pool, target.schema), where)
-      const result = await postgresStore({ pool, schema: target.schema }).migrate()
+      const result = await postgresStore({ pool, schema: target.schema, ...keyLayoutOf(flags, target) }).migrate()
       return { target: where, from: result.from, to: result.to, applied: result.applied, dryRun: false }
     })
   }

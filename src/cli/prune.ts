@@ -8,7 +8,7 @@ import { sqliteStore } from '../stores/sqlite/store.js'
 import { printJson, type CommandContext } from './context.js'
 import type { CliIo } from './io.js'
 import { count, duration, grouped, human } from './parse.js'
-import { storeError, targetFlags, targetOf, withPostgres, withSqlite, withTargetOptions } from './target.js'
+import { keyLayoutOf, storeError, targetFlags, targetOf, withKeyLayoutOption, withPostgres, withSqlite, withTargetOptions, type KeyLayout } from './target.js'
 
 interface Flags {
   postgres?: string
@@ -17,6 +17,7 @@ interface Flags {
   schema?: string
   batchSize: number
   olderThan?: number
+  keyLayout?: KeyLayout
   json?: boolean
 }
 
@@ -37,7 +38,7 @@ export function registerPrune(program: Command, { io }: CommandContext): void {
         'statement that skips rows a running call holds, so inserts go on meanwhile. A live key is never deleted. ' +
         'On a terminal it shows a progress bar; otherwise it prints one summary line.',
     )
-  withTargetOptions(command, ['postgres', 'sqlite', 'redis'])
+  withKeyLayoutOption(withTargetOptions(command, ['postgres', 'sqlite', 'redis']))
     .option('--batch-size <n>', 'rows deleted per statement', count(1), 1_000)
     .option('--older-than <duration>', 'also delete outbox rows delivered longer ago than this (e.g. 14d); they are kept otherwise, so adding the same effect again stays a no-op', duration)
     .option('--json', 'print { deleted, seconds, perSecond, batches } as JSON')
@@ -50,6 +51,7 @@ Examples:
     )
     .action(async (flags: Flags) => {
       const target = targetOf(flags, ['postgres', 'sqlite', 'redis'])
+      const layout = keyLayoutOf(flags, target)
       if (target.kind === 'redis') {
         const note = "Redis expires idem's keys itself (each carries its retention as a TTL): nothing to prune"
         return flags.json ? printJson(io, { target: targetFlags(target), deleted: 0, note }) : io.out(`idem: ${note}`)
@@ -58,7 +60,7 @@ Examples:
       const options = { batchSize: flags.batchSize, ...(flags.olderThan === undefined ? {} : { deliveredOutboxOlderThanMs: flags.olderThan }) }
       const report = await (target.kind === 'postgres'
         ? withPostgres(target, async (pool) => {
-            const keys = postgresStore({ pool, schema: target.schema })
+            const keys = postgresStore({ pool, schema: target.schema, ...layout })
             const leases = leasedPostgresStore({ pool, schema: target.schema })
             return pruned(where, io, () => postgresExpiredCount(pool, target.schema), async (onBatch) => {
               return (await keys.prune({ ...options, onBatch })) + (await leases.prune({ batchSize: flags.batchSize, onBatch }))

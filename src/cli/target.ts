@@ -1,7 +1,7 @@
 import { existsSync, rmSync, statSync } from 'node:fs'
 import { resolve } from 'node:path'
 import type BetterSqlite3 from 'better-sqlite3'
-import type { Command } from 'commander'
+import { Option, type Command } from 'commander'
 import type { Redis } from 'ioredis'
 import type pg from 'pg'
 import { IdemError } from '../core/errors/idem-error.js'
@@ -30,6 +30,24 @@ export function withTargetOptions(command: Command, kinds: readonly TargetKind[]
     command.option('--prefix <prefix>', "prefix of idem's Redis keys", 'idem:')
   }
   return command
+}
+
+/** How the Postgres key table is laid out (`postgresStore`'s `keyLayout`). */
+export type KeyLayout = 'table' | 'daily-partitions'
+
+/** Adds `--key-layout`, for the commands that create or prune the key table. */
+export function withKeyLayoutOption(command: Command): Command {
+  return command.addOption(
+    new Option('--key-layout <layout>', "Postgres only: the key table's layout; daily-partitions makes prune drop past days and create days ahead")
+      .choices(['table', 'daily-partitions']),
+  )
+}
+
+/** `postgresStore`'s `keyLayout` option from the flags, refused for a target that has none. */
+export function keyLayoutOf(flags: { keyLayout?: KeyLayout }, target: Target): { keyLayout?: KeyLayout } {
+  if (flags.keyLayout === undefined) return {}
+  if (target.kind !== 'postgres') throw new CliError('--key-layout applies to Postgres only', `drop --key-layout, or pass --postgres <url>`)
+  return { keyLayout: flags.keyLayout }
 }
 
 /**

@@ -136,8 +136,15 @@ export function createIdem<Tx>(options: IdemOptions<Tx>): Idem<Tx> {
           report('mismatch', scope, started, error)
           throw error
         }
+        let replay: RunResult<T>
+        try {
+          replay = replayedResult<T>(claim.record.outcome)
+        } catch (error) {
+          report('error', scope, started, error)
+          throw error
+        }
         report('replayed', scope, started)
-        return storedResult<T>(claim.record.outcome, true)
+        return replay
       }
       if (claim.state === 'stale' && !session.joined && attempt === 0) {
         await session.rollback()
@@ -198,6 +205,16 @@ export function createIdem<Tx>(options: IdemOptions<Tx>): Idem<Tx> {
   }
 
   return { run, store, settings }
+}
+
+/**
+ * A replay's result, its stored outcome parsed at once: a row that cannot be read
+ * fails the call with `OutcomeUnreadableError` rather than surfacing later as whatever
+ * reading a broken value throws.
+ */
+export function replayedResult<T>(outcome: string): RunResult<T> {
+  const value = parseOutcome<T>(outcome)
+  return { value, replayed: true, stored: true }
 }
 
 /**

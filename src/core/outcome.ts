@@ -1,4 +1,5 @@
 import { OutcomeNotSerializableError } from './errors/outcome-not-serializable.js'
+import { OutcomeUnreadableError } from './errors/outcome-unreadable.js'
 
 /**
  * Serialises a function's result for storage. Only values with an exact JSON form are
@@ -27,9 +28,18 @@ export function serializeOutcome(value: unknown): string {
   return text ?? 'null'
 }
 
-/** Parses a stored outcome. */
+/**
+ * Parses a stored outcome or step result.
+ * @throws OutcomeUnreadableError when the stored text is not JSON (a corrupted or
+ *   truncated row): a replay must return what was stored or nothing at all
+ */
 export function parseOutcome<T>(text: string): T {
-  return JSON.parse(text) as T
+  if (typeof text !== 'string') throw new OutcomeUnreadableError(`The stored outcome is not text (got ${text === null ? 'null' : typeof text})`)
+  try {
+    return JSON.parse(text) as T
+  } catch (cause) {
+    throw new OutcomeUnreadableError(`The stored outcome is not valid JSON (${text.length} characters): the row is corrupted or truncated`, { cause })
+  }
 }
 
 function describeUnstorable(v: unknown): string | undefined {

@@ -43,7 +43,7 @@ export function createOnce<Tx, Marked extends boolean | Promise<boolean>>({ stor
 function onceTableOf<Tx, Marked extends boolean | Promise<boolean>>(store: WithOnceTable<Tx, Marked> | undefined): OnceTable<Tx, Marked> {
   const table = (store as Partial<WithOnceTable<Tx, Marked>> | null | undefined)?.once
   if (table === null || typeof table !== 'object' || typeof table.mark !== 'function') {
-    throw new InvalidOptionError('createOnce: option "store" must be a store with a once table (postgresStore, sqliteStore)')
+    throw new InvalidOptionError('createOnce: option "store" must be a store with a once table (postgresStore, sqliteStore, dynamodbStore)')
   }
   return table
 }

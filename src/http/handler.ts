@@ -176,7 +176,7 @@ export function protectRequests<Tx, Native = unknown>(options: IdempotencyOption
         },
       )
       // A fresh answer is the route's own: its stored form is never read back.
-      const response = result.replayed || first === undefined ? replayResponse(result.value, route.writesBytes === true) : first
+      const response = result.replayed || first === undefined ? replayResponse(result.value, route.writesBytes === true, o.replayHeaders) : first
       if (o.events.listening) {
         const outcome = result.replayed ? 'replayed' : result.stored ? 'fresh' : 'not-stored'
         o.events.emit({ type: 'http', outcome, method: request.method, status: response.status })

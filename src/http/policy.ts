@@ -179,6 +179,11 @@ function describePolicy<Tx, Native>(options: IdempotencyOptions<Tx, Native>, pat
     'wait `Retry-After` seconds, then retry with the same key',
     retryAfter(new StoreUnavailableError('')),
   )
+  add(
+    'outcome-unreadable',
+    'the response stored for this key cannot be read back; nothing was replayed or processed again',
+    "report it: retrying with the same key does not help until the server's operator repairs the stored response",
+  )
   add('migration-required', 'the server is not set up for idempotency; nothing was processed', 'retry later with the same key')
   add('invalid-option', 'the server is misconfigured; nothing was processed', 'retry later with the same key')
 
@@ -345,7 +350,7 @@ function policyBlocks(doc: IdempotencyPolicyDocument, title: string, level: numb
   blocks.push({
     kind: 'paragraph',
     text:
-      'Errors are `application/problem+json` (RFC 9457) with a stable `type` URI and `code`. A request refused with one of them was not processed and nothing was stored for its key.',
+      'Errors are `application/problem+json` (RFC 9457) with a stable `type` URI and `code`. None of them means that a request took effect twice: do what the last column says.',
   })
   blocks.push({
     kind: 'table',

@@ -45,6 +45,11 @@ export const PROBLEMS: Readonly<Record<ProblemCode, ProblemSpec>> = {
     title: 'Outcome cannot be stored',
     detail: 'The outcome could not be stored, so it was rolled back; a retry runs again.',
   },
+  'outcome-unreadable': {
+    status: 500,
+    title: 'Stored outcome cannot be read',
+    detail: 'The stored outcome of this Idempotency-Key cannot be read back, so nothing was replayed and nothing was run again.',
+  },
   'invalid-option': { status: 500, title: 'Invalid idem configuration', detail: 'The idempotency middleware on this server is misconfigured.' },
   'method-not-allowed': { status: 405, title: 'Method not allowed' },
   'invalid-signature': { status: 401, title: 'Webhook signature does not verify' },

@@ -1,3 +1,4 @@
+import { OutcomeUnreadableError } from '../core/errors/outcome-unreadable.js'
 import { lightweightBody } from './lightweight-response.js'
 
 /** The header that marks a response as the stored outcome of an earlier request. */
@@ -66,18 +67,52 @@ export async function bodyBytes(response: Response): Promise<Uint8Array> {
   return light
 }
 
+const BASE64 = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/
+
 /**
  * The replay of a stored response: same status, stored headers, same body bytes, marked
  * replayed (and, for a body that was too large to store, marked omitted, with no body).
- * `streamless` makes it with `streamlessResponse`, for adapters that write it with `bodyBytes`.
+ * `streamless` makes it with `streamlessResponse`, for adapters that write it with
+ * `bodyBytes`. Only headers in `allowed` are replayed, whatever the row holds: a
+ * row written under a wider allow-list, or by hand, never sends a `Set-Cookie` the
+ * current one leaves out.
+ * @throws OutcomeUnreadableError when the stored value is not a stored response (a
+ *   corrupted row that still parsed as JSON): no guess is ever replayed
  */
-export function replayResponse(stored: StoredResponse, streamless = false): Response {
+export function replayResponse(stored: unknown, streamless = false, allowed?: ReadonlySet<string>): Response {
+  const { status, headers: pairs, bodyBase64, omittedBodyBytes } = checkStored(stored)
   const headers = new Headers()
-  for (const [name, value] of stored.headers) headers.append(name, value)
+  try {
+    for (const [name, value] of pairs) if (allowed === undefined || allowed.has(name)) headers.append(name, value)
+  } catch (cause) {
+    throw new OutcomeUnreadableError('The stored response holds a header that is not a valid HTTP field: the row is corrupted', { cause })
+  }
   headers.set(REPLAYED_HEADER, 'true')
-  if (stored.omittedBodyBytes !== undefined) headers.set(BODY_OMITTED_HEADER, 'true')
-  const body = Buffer.from(stored.bodyBase64, 'base64')
-  return streamless ? streamlessResponse(stored.status, '', headers, body) : makeResponse(stored.status, '', headers, body)
+  if (omittedBodyBytes !== undefined) headers.set(BODY_OMITTED_HEADER, 'true')
+  const body = Buffer.from(bodyBase64, 'base64')
+  return streamless ? streamlessResponse(status, '', headers, body) : makeResponse(status, '', headers, body)
+}
+
+// Strict, since Buffer.from(text, 'base64') skips what it cannot decode and would
+// replay other bytes than were stored.
+function checkStored(stored: unknown): StoredResponse {
+  const unreadable = (what: string): never => {
+    throw new OutcomeUnreadableError(`The stored response is unreadable (${what}): the row is corrupted or was not written by the HTTP middleware`)
+  }
+  if (stored === null || typeof stored !== 'object' || Array.isArray(stored)) return unreadable('not an object')
+  const { status, headers, bodyBase64 } = stored as Partial<Record<keyof StoredResponse, unknown>>
+  if (typeof status !== 'number' || !Number.isInteger(status) || status < 200 || status > 599) return unreadable('no valid status')
+  if (!Array.isArray(headers)) return unreadable('no header list')
+  for (const pair of headers) {
+    if (!Array.isArray(pair) || pair.length !== 2 || typeof pair[0] !== 'string' || typeof pair[1] !== 'string') return unreadable('a malformed header')
+  }
+  if (typeof bodyBase64 !== 'string' || !BASE64.test(bodyBase64)) return unreadable('a body that is not base64')
+  const { omittedBodyBytes } = stored as { omittedBodyBytes?: unknown }
+  if (omittedBodyBytes === undefined) return { status, headers: headers as Array<[string, string]>, bodyBase64 }
+  if (typeof omittedBodyBytes !== 'number' || !Number.isSafeInteger(omittedBodyBytes) || omittedBodyBytes < 0 || bodyBase64 !== '') {
+    return unreadable('a malformed omitted-body size')
+  }
+  return { status, headers: headers as Array<[string, string]>, bodyBase64, omittedBodyBytes }
 }
 
 /**

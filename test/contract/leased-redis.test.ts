@@ -1,13 +1,13 @@
 import { Redis } from 'ioredis'
 import { afterAll, describe } from 'vitest'
-import { redisStore } from '../../src/stores/redis/index.js'
-import { leasedStoreContract } from '../../src/testing/index.js'
+import { redisInboxKey, redisStore, type RedisTx } from '../../src/stores/redis/index.js'
+import { inboxTableContract, leasedStoreContract } from '../../src/testing/index.js'
 import { itFulfils } from '../support/contract.js'
 import { testRedis, type TestRedis } from '../leased/support.js'
 
 const redis = await testRedis('contract')
 
-describe.skipIf(redis === undefined)('redis leased store contract', () => {
+describe.skipIf(redis === undefined)('redis store contracts (one server)', () => {
   const { client, prefix } = redis as TestRedis
   const store = redisStore({ client, prefix })
   const closed: Redis[] = []
@@ -15,14 +15,22 @@ describe.skipIf(redis === undefined)('redis leased store contract', () => {
     for (const c of closed) c.disconnect()
     await redis?.drop()
   })
+  const unavailableStore = () => {
+    // Nothing listens on port 1: every connection attempt is refused.
+    const down = new Redis(1, '127.0.0.1', { lazyConnect: true })
+    down.on('error', () => {})
+    closed.push(down)
+    return redisStore({ client: down, prefix, timeoutMs: 300 })
+  }
 
-  itFulfils(leasedStoreContract(() => ({
-    store,
-    unavailableStore: () => {
-      // Nothing listens on port 1: every connection attempt is refused.
-      const down = new Redis(1, '127.0.0.1', { lazyConnect: true })
-      closed.push(down)
-      return redisStore({ client: down, prefix, timeoutMs: 300 })
-    },
-  })))
+  describe('leased (LeasedStore)', () => itFulfils(leasedStoreContract(() => ({ store, unavailableStore }))))
+  describe('inbox (InboxTable, commands staged in the message slot)', () =>
+    itFulfils(
+      inboxTableContract(() => ({
+        store,
+        writeEffect: (tx: RedisTx, id: string) => tx.call('INCR', tx.key(`${prefix}effect:`)),
+        countEffects: async (id: string) => Number((await client.get(redisInboxKey(`${prefix}effect:`, id))) ?? 0),
+        unavailableStore,
+      })),
+    ))
 })

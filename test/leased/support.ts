@@ -57,9 +57,9 @@ export interface Fixture {
 }
 
 /** Starts `test/fixtures/<name>` with Node, passing `config` as one JSON argument. */
-export function startFixture(name: string, config: unknown): Fixture {
+export function startFixture(name: string, config: unknown, { nodeArgs = [] as string[], env = {} as Record<string, string> } = {}): Fixture {
   const script = fileURLToPath(new URL(`../fixtures/${name}`, import.meta.url))
-  const child = spawn(process.execPath, [script, JSON.stringify(config)], { stdio: ['pipe', 'pipe', 'pipe'] })
+  const child = spawn(process.execPath, [...nodeArgs, script, JSON.stringify(config)], { stdio: ['pipe', 'pipe', 'pipe'], env: { ...process.env, ...env } })
   let out = ''
   let err = ''
   const waiters: Array<() => void> = []

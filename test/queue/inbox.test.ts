@@ -61,7 +61,7 @@ describe.skipIf(db === undefined)('inbox on Postgres', () => {
     // Not yet migrated: the inbox says so, and runs nothing.
     const early = createInbox<PgClient>({ store: upgraded, consumer: 'billing' })
     await expect(early.consume({ id: 'done-1', body: 1, redelivered: true }, () => expect.fail('ran before the migration'))).rejects.toThrow(MigrationRequiredError)
-    expect(await upgraded.migrate()).toMatchObject({ from: 4, applied: [5] })
+    expect(await upgraded.migrate()).toMatchObject({ from: 4, applied: expect.arrayContaining([5]) })
     const moved = await pool.query(`SELECT consumer, message_key, expires_at > now() + interval '13 days' AS kept FROM "${old}".idem_inbox`)
     expect(moved.rows).toEqual([{ consumer: 'billing', message_key: 'done-1', kept: true }])
     const left = await pool.query(`SELECT scope, key FROM "${old}".idem_keys ORDER BY scope`)

@@ -12,6 +12,7 @@ export type IdemErrorCode =
   | 'store-unavailable'
   | 'migration-required'
   | 'outcome-not-serializable'
+  | 'outcome-unreadable'
   | 'invalid-option'
   | 'body-too-large'
   | 'lease-lost'

@@ -1,4 +1,4 @@
-import { DEFAULT_TTL_MS, DEFAULT_WAIT_MS, storedResult, type EngineSettings, type RunResult } from '../engine.js'
+import { DEFAULT_TTL_MS, DEFAULT_WAIT_MS, replayedResult, storedResult, type EngineSettings, type RunResult } from '../engine.js'
 import { idemEvents, type EventStream, type OutcomeEvent, type OutcomeKind } from '../events.js'
 import { isDiscarded, type Discarded } from '../result.js'
 import { FingerprintMismatchError } from '../errors/fingerprint-mismatch.js'
@@ -180,8 +180,14 @@ export function createLeasedIdem(options: LeasedIdemOptions): LeasedIdem {
         )
       }
       if (claim.state === 'completed') {
+        let replay: RunResult<T>
+        try {
+          replay = replayedResult<T>(claim.record.outcome)
+        } catch (error) {
+          fail(error as Error, 'error', scope, started)
+        }
         report('replayed', scope, started)
-        return storedResult<T>(claim.record.outcome, true)
+        return replay
       }
       sawRunning = true
       const left = deadline - performance.now()

@@ -30,6 +30,14 @@ export function classifyPgError(error: unknown, schema: string): unknown {
       { cause: error },
     )
   }
+  // A key expiring on a day whose partition nobody created (keyLayout 'daily-partitions').
+  if (code === '23514' && error.message.includes('no partition of relation')) {
+    return new MigrationRequiredError(
+      `idem's key table in schema "${schema}" has no partition for this key's expiry day (${error.message}). ` +
+        'Partitions are created ahead by `store.prune()` and `store.migrate()` (`npx idem prune --key-layout daily-partitions`): run prune at least weekly',
+      { cause: error },
+    )
+  }
   if (
     (typeof code === 'string' && (code.startsWith('08') || UNAVAILABLE_STATES.has(code) || UNAVAILABLE_ERRNO.has(code))) ||
     UNAVAILABLE_MESSAGES.some((m) => error.message.includes(m))

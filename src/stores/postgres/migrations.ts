@@ -9,7 +9,7 @@ export interface Migration {
 }
 
 /** The schema version this build of idem expects. */
-export const SCHEMA_VERSION = 5
+export const SCHEMA_VERSION = 6
 
 /**
  * The versioned Postgres migrations, oldest first: what `migratePostgres` applies and
@@ -317,6 +317,85 @@ $fn$`,
   SELECT substr(k.scope, 7), k.key, k.expires_at FROM ${s}.idem_keys AS k
   WHERE k.scope LIKE 'inbox:%' AND k.expires_at > now()`,
         `DELETE FROM ${s}.idem_keys WHERE scope LIKE 'inbox:%'`,
+      ]
+    },
+  },
+  {
+    version: 6,
+    description: 'idem_keys_by_day and idem_claim_by_day(): the key table partitioned by expiry day, for keyLayout "daily-partitions"',
+    up: (schema) => {
+      const s = quoteSchema(schema)
+      return [
+        // idem_keys, partitioned by expires_at: a day of expired keys goes with one DROP
+        // of its partition instead of millions of deletes (and the vacuum after them).
+        // The day partitions are made ahead by migrate() and prune() (see
+        // sql/partitions.ts). A unique index must contain the partition key, so
+        // (scope, key) is not unique here: the key's advisory lock, which every writer
+        // takes (idem_claim_by_day), keeps one row per key instead.
+        `CREATE TABLE ${s}.idem_keys_by_day (
+  scope text NOT NULL,
+  key text NOT NULL,
+  fingerprint text NOT NULL,
+  outcome text NOT NULL,
+  created_at timestamptz NOT NULL DEFAULT now(),
+  expires_at timestamptz NOT NULL
+) PARTITION BY RANGE (expires_at)`,
+        `CREATE INDEX idem_keys_by_day_key ON ${s}.idem_keys_by_day (scope, key)`,
+        // Keys expiring past the days made ahead land here (correct, only not dropped by
+        // day: prune deletes its expired rows in batches, as for idem_keys).
+        `CREATE TABLE ${s}.idem_keys_by_day_later PARTITION OF ${s}.idem_keys_by_day DEFAULT`,
+        // idem_claim (version 1) over idem_keys_by_day: the same decision, under a lock of
+        // its own (seed 1), so that during a move between the two tables (a dual-read
+        // window) a claim in one is not mistaken for a holder in the other.
+        `CREATE FUNCTION ${s}.idem_claim_by_day(p_scope text, p_key text, p_wait_ms integer,
+  OUT state text, OUT fingerprint text, OUT outcome text)
+LANGUAGE plpgsql VOLATILE AS $fn$
+DECLARE
+  lock_id bigint := hashtextextended(length(p_scope)::text || ':' || p_scope || p_key, 1);
+  previous_timeout text;
+  live boolean;
+BEGIN
+  IF NOT pg_try_advisory_xact_lock(lock_id) THEN
+    SELECT k.fingerprint, k.outcome INTO fingerprint, outcome FROM ${s}.idem_keys_by_day AS k
+      WHERE k.scope = p_scope AND k.key = p_key AND k.expires_at > now();
+    IF FOUND THEN
+      state := 'found';
+      RETURN;
+    END IF;
+    IF p_wait_ms <= 0 THEN
+      state := 'locked';
+      RETURN;
+    END IF;
+    previous_timeout := current_setting('lock_timeout');
+    BEGIN
+      PERFORM set_config('lock_timeout', p_wait_ms || 'ms', true);
+      PERFORM pg_advisory_xact_lock(lock_id);
+      PERFORM set_config('lock_timeout', previous_timeout, true);
+    EXCEPTION WHEN lock_not_available THEN
+      state := 'locked';
+      RETURN;
+    END;
+    IF current_setting('transaction_isolation') <> 'read committed' THEN
+      state := 'stale';
+      RETURN;
+    END IF;
+  END IF;
+  SELECT k.fingerprint, k.outcome, k.expires_at > now() INTO fingerprint, outcome, live FROM ${s}.idem_keys_by_day AS k
+    WHERE k.scope = p_scope AND k.key = p_key
+    ORDER BY k.expires_at DESC LIMIT 1;
+  IF FOUND AND live THEN
+    state := 'found';
+    RETURN;
+  END IF;
+  IF FOUND THEN
+    -- An expired record whose partition is not dropped yet: a new key, as in idem_claim.
+    DELETE FROM ${s}.idem_keys_by_day AS k WHERE k.scope = p_scope AND k.key = p_key;
+    fingerprint := NULL;
+    outcome := NULL;
+  END IF;
+  state := 'new';
+END
+$fn$`,
       ]
     },
   },

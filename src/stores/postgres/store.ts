@@ -1,4 +1,7 @@
 import { InvalidOptionError } from '../../core/errors/invalid-option.js'
+import { assertCount } from '../../core/validate.js'
+import { DEFAULT_PARTITION_DAYS_AHEAD, maintainDayPartitions } from './day-partitions.js'
+import type { KeyPeek } from '../../core/dual-read.js'
 import type { KeyStore } from '../../core/store.js'
 import type { WithOnceTable } from '../../data/once-table.js'
 import type { WithDeadLetterTable } from '../../queue/dead-letter-table.js'
@@ -10,6 +13,7 @@ import { keySessions, type Settings } from './key-sessions.js'
 import { migratePostgres, type MigrateResult } from './migrate.js'
 import { postgresOnceTable } from './once-table.js'
 import { postgresOutboxTable } from './outbox-table.js'
+import { postgresPeek } from './peek.js'
 import { pruneExpired, type PruneOptions } from './pool-query.js'
 import { warnWithoutErrorListener } from './pool-error-listener.js'
 import { warnWithoutConnectTimeout } from './pool-timeout.js'
@@ -36,6 +40,24 @@ export interface PostgresStoreOptions {
    * connection without the statements pays an extra round trip. @default true
    */
   preparedStatements?: boolean
+  /**
+   * How the engine's keys are kept. `'table'`: one table, `idem_keys`, whose expired
+   * rows `prune()` deletes in batches. `'daily-partitions'`: `idem_keys_by_day`,
+   * partitioned by the UTC day a key expires, so expiry is one `DROP` of a day's
+   * partition (no deletes, no vacuum after them); `migrate()` and `prune()` create the
+   * partitions `partitionDaysAhead` days ahead, so run `prune()` (or `idem prune`)
+   * daily. A key expiring beyond them lands in a DEFAULT partition, whose expired rows
+   * prune deletes as it does `idem_keys`'. Calls and their statements are the same. Switching a running service
+   * from one to the other is a move between key tables: see docs/scaling.md
+   * (`dualReadStore`). @default 'table'
+   */
+  keyLayout?: 'table' | 'daily-partitions'
+  /**
+   * With `keyLayout: 'daily-partitions'`: how many days of partitions to keep ready
+   * beyond today. Cover your longest `ttlMs` plus the days between prunes; every
+   * partition costs each claim an index probe, so do not keep many more. @default 3
+   */
+  partitionDaysAhead?: number
 }
 
 /**
@@ -48,15 +70,18 @@ export interface PostgresStore
     WithInboxTable<PgClient>,
     WithOutboxTable<PgExecutor>,
     WithDeadLetterTable,
-    WithOnceTable<PgExecutor> {
+    WithOnceTable<PgExecutor>,
+    KeyPeek {
   readonly schema: string
-  /** Creates or upgrades idem's tables in `schema`. Safe to run from several instances at once. */
+  readonly keyLayout: 'table' | 'daily-partitions'
+  /** Creates or upgrades idem's tables in `schema` (and, with daily partitions, the days ahead). Safe to run from several instances at once. */
   migrate(): Promise<MigrateResult>
   /**
    * Deletes expired records (keys and inbox ids), and with `deliveredOutboxOlderThanMs`
    * old delivered outbox rows, in batches of `batchSize`, each its own short statement
-   * (rows locked by a running call are skipped), until none are left.
-   * @returns how many records were deleted
+   * (rows locked by a running call are skipped), until none are left. With daily
+   * partitions it also drops the partitions whose day is over and creates the days ahead.
+   * @returns how many records were deleted (for dropped partitions, Postgres's estimate of their rows)
    */
   prune(options?: PruneOptions): Promise<number>
 }
@@ -75,12 +100,16 @@ export interface PostgresStore
  * await store.migrate()
  * const idem = createIdem({ store })
  */
-export function postgresStore({
-  pool,
-  schema = 'public',
-  isolation = 'read committed',
-  preparedStatements = true,
-}: PostgresStoreOptions): PostgresStore {
+export function postgresStore(options: PostgresStoreOptions): PostgresStore {
+  if (options === null || typeof options !== 'object') throw new InvalidOptionError('postgresStore: pass { pool }')
+  const {
+    pool,
+    schema = 'public',
+    isolation = 'read committed',
+    preparedStatements = true,
+    keyLayout = 'table',
+    partitionDaysAhead = DEFAULT_PARTITION_DAYS_AHEAD,
+  } = options
   if (pool === null || typeof pool !== 'object' || typeof pool.connect !== 'function') {
     throw new InvalidOptionError('postgresStore: option "pool" must be a pg.Pool')
   }
@@ -93,18 +122,36 @@ export function postgresStore({
     throw new InvalidOptionError('postgresStore: option "isolation" must be "read committed", "repeatable read" or "serializable"')
   }
   if (typeof preparedStatements !== 'boolean') throw new InvalidOptionError('postgresStore: option "preparedStatements" must be a boolean')
+  if (keyLayout !== 'table' && keyLayout !== 'daily-partitions') {
+    throw new InvalidOptionError(`postgresStore: option "keyLayout" must be "table" or "daily-partitions", got ${JSON.stringify(keyLayout)}`)
+  }
+  assertCount('postgresStore: option "partitionDaysAhead"', partitionDaysAhead, 1, 366)
   warnWithoutConnectTimeout(pool, 'postgresStore')
   warnWithoutErrorListener(pool, 'postgresStore')
   const settings: Settings = { pool, schema, isolation, preparedStatements }
+  const partitioned = keyLayout === 'daily-partitions'
+  const keyTable = partitioned ? sql.keysByDayTable(schema) : sql.keysTable(schema)
   return {
     name: 'postgres',
     schema,
-    begin: keySessions(settings, sql.keysTable(schema)).begin,
+    keyLayout,
+    begin: keySessions(settings, keyTable).begin,
+    peek: postgresPeek(pool, schema, keyTable),
     inbox: postgresInboxTable(settings),
     outbox: postgresOutboxTable(pool, schema),
     deadLetters: postgresDeadLetterTable(pool, schema),
     once: postgresOnceTable(schema),
-    migrate: () => migratePostgres(pool, { schema }),
-    prune: (options) => pruneExpired(pool, schema, ['idem_keys', 'idem_inbox'], options),
+    async migrate() {
+      const result = await migratePostgres(pool, { schema })
+      if (partitioned) await maintainDayPartitions(pool, schema, { daysAhead: partitionDaysAhead, drop: false })
+      return result
+    },
+    async prune(options) {
+      // Expired rows of idem_keys too: after a switch of layout it still holds the old keys.
+      const deleted = await pruneExpired(pool, schema, partitioned ? ['idem_keys', 'idem_inbox', 'idem_keys_by_day_later'] : ['idem_keys', 'idem_inbox'], options)
+      if (!partitioned) return deleted
+      const { droppedRows } = await maintainDayPartitions(pool, schema, { daysAhead: partitionDaysAhead, drop: true })
+      return deleted + droppedRows
+    },
   }
 }

@@ -90,6 +90,19 @@ redis.call('HDEL', KEYS[1], 'lease_until')
 return 1
 `
 
+/**
+ * What a key holds, without claiming it (for a dual-read window, see core/dual-read.ts).
+ * Returns `{'completed', fingerprint, outcome}`, `{'held'}` (a live lease, or steps left
+ * to resume) or `{'absent'}`.
+ */
+export const PEEK = `${PRELUDE}
+local c = redis.call('HMGET', KEYS[1], 'state', 'fingerprint', 'outcome', 'lease_until')
+if c[1] == 'completed' then return {'completed', c[2], c[3]} end
+if c[1] == 'held' and tonumber(c[4]) > now then return {'held'} end
+if c[1] and redis.call('EXISTS', KEYS[2]) == 1 then return {'held'} end
+return {'absent'}
+`
+
 /** The scripts by the command name they are defined under on the client (versioned, so two idem versions can share a client). */
 export const SCRIPTS = {
   idemLeaseClaimV1: CLAIM,
@@ -97,6 +110,7 @@ export const SCRIPTS = {
   idemLeaseSaveStepV1: SAVE_STEP,
   idemLeaseCompleteV1: COMPLETE,
   idemLeaseReleaseV1: RELEASE,
+  idemLeasePeekV1: PEEK,
 } as const
 
 /** The command name one of the scripts is defined under. */

@@ -1,7 +1,11 @@
 import { InvalidOptionError } from '../../core/errors/invalid-option.js'
 import { StoreUnavailableError } from '../../core/errors/store-unavailable.js'
 import { assertDuration } from '../../core/validate.js'
+import type { KeyPeek, PeekResult } from '../../core/dual-read.js'
 import type { LeaseClaim, LeasedStore } from '../../core/leased/store.js'
+import type { WithInboxTable } from '../../queue/inbox-table.js'
+import { INBOX_SCRIPTS, type InboxScriptName } from './inbox-scripts.js'
+import { redisInboxTable, type RedisTx } from './inbox-table.js'
 import { redisKeys, type RedisKeys } from './keys.js'
 import { SCRIPTS, type ScriptName } from './scripts.js'
 import type { RedisClient } from './types.js'
@@ -10,6 +14,8 @@ import type { RedisClient } from './types.js'
 export const DEFAULT_REDIS_PREFIX = 'idem:'
 /** How long one store call may take before `StoreUnavailableError`, by default. */
 export const DEFAULT_REDIS_TIMEOUT_MS = 1_000
+/** How long an inbox delivery's claim on its message id holds without renewal, by default. */
+export const DEFAULT_REDIS_HOLD_MS = 30_000
 
 /** What `redisStore` takes: the client, the key prefix and the per-command timeout. */
 export interface RedisStoreOptions {
@@ -25,13 +31,20 @@ export interface RedisStoreOptions {
    * `StoreUnavailableError`, whatever the client's own retry settings. @default 1000
    */
   timeoutMs?: number
+  /**
+   * How long an inbox delivery's claim on its message id holds without renewal. An open
+   * delivery renews it every third of this; a consumer that crashed mid-message keeps
+   * the id from other deliveries this long. @default 30000
+   */
+  holdMs?: number
 }
 
 /**
  * The leased-engine store on Redis: one script per step, so a claim, a renewal or a
- * commit is one round trip.
+ * commit is one round trip; also the inbox's id table (a handler's commands staged and
+ * committed with the id by one script).
  */
-export interface RedisStore extends LeasedStore {
+export interface RedisStore extends LeasedStore, WithInboxTable<RedisTx>, KeyPeek {
   readonly prefix: string
   /** The keys holding `(scope, key)`, for inspection and tests. */
   keysOf(scope: string, key: string): RedisKeys
@@ -44,7 +57,9 @@ type ScriptCall = (...args: Array<string | number>) => Promise<Reply>
  * The leased store on Redis. Each transition is one Lua script, so it is atomic; a
  * fresh call costs two round trips (claim, complete), a replay one, and a call that
  * runs longer than `heartbeatMs` one renewal per beat. A key's claim and steps share a
- * Cluster hash tag, so the store works on Redis Cluster too.
+ * Cluster hash tag, so the store works on Redis Cluster too. It also serves the inbox
+ * (`inbox`: message ids, with handlers that stage Redis commands in the message's slot,
+ * committed by one script with the id; see `RedisTx`).
  *
  * Durability is Redis's: with no persistence a restart forgets every key (and the
  * next call for a key runs again); use AOF (`appendfsync everysec` or `always`) where
@@ -55,7 +70,9 @@ type ScriptCall = (...args: Array<string | number>) => Promise<Reply>
  * const store = redisStore({ client: new Redis(process.env.REDIS_URL), prefix: 'myapp:idem:' })
  * const idem = createLeasedIdem({ store })
  */
-export function redisStore({ client, prefix = DEFAULT_REDIS_PREFIX, timeoutMs = DEFAULT_REDIS_TIMEOUT_MS }: RedisStoreOptions): RedisStore {
+export function redisStore(options: RedisStoreOptions): RedisStore {
+  if (options === null || typeof options !== 'object') throw new InvalidOptionError('redisStore: pass { client }')
+  const { client, prefix = DEFAULT_REDIS_PREFIX, timeoutMs = DEFAULT_REDIS_TIMEOUT_MS, holdMs = DEFAULT_REDIS_HOLD_MS } = options
   if (client === null || typeof client !== 'object' || typeof client.defineCommand !== 'function') {
     throw new InvalidOptionError('redisStore: option "client" must be an ioredis Redis or Cluster client')
   }
@@ -63,8 +80,11 @@ export function redisStore({ client, prefix = DEFAULT_REDIS_PREFIX, timeoutMs = 
     throw new InvalidOptionError('redisStore: option "prefix" must be a string without "{" or "}" (they would break the Cluster hash tag)')
   }
   assertDuration('redisStore: option "timeoutMs"', timeoutMs, 1)
+  assertDuration('redisStore: option "holdMs"', holdMs, 3)
   for (const [name, lua] of Object.entries(SCRIPTS)) client.defineCommand(name, { lua, numberOfKeys: 2 })
-  const commands = client as unknown as Record<ScriptName, ScriptCall>
+  // The inbox's scripts take their number of keys first: a commit names the handler's keys too.
+  for (const [name, lua] of Object.entries(INBOX_SCRIPTS)) client.defineCommand(name, { lua })
+  const commands = client as unknown as Record<ScriptName | InboxScriptName, ScriptCall>
 
   /**
    * Runs one script with a deadline. A reply that comes after the deadline is handed
@@ -72,8 +92,8 @@ export function redisStore({ client, prefix = DEFAULT_REDIS_PREFIX, timeoutMs = 
    */
   function send<T>(
     operation: string,
-    script: ScriptName,
-    keys: RedisKeys,
+    script: ScriptName | InboxScriptName,
+    keys: RedisKeys | string[],
     args: Array<string | number>,
     decode: (reply: Reply) => T,
     late?: (value: T) => void,
@@ -92,7 +112,7 @@ export function redisStore({ client, prefix = DEFAULT_REDIS_PREFIX, timeoutMs = 
       }
       let reply: Promise<Reply>
       try {
-        reply = commands[script](keys.claim, keys.steps, ...args)
+        reply = Array.isArray(keys) ? commands[script](keys.length, ...keys, ...args) : commands[script](keys.claim, keys.steps, ...args)
       } catch (error) {
         fail(error)
         return
@@ -122,6 +142,7 @@ export function redisStore({ client, prefix = DEFAULT_REDIS_PREFIX, timeoutMs = 
     name: 'redis',
     prefix,
     keysOf,
+    inbox: redisInboxTable(send, prefix, holdMs),
     claim(scope, key, fingerprint, leaseMs, ttlMs) {
       return send('claim', 'idemLeaseClaimV1', keysOf(scope, key), [fingerprint, leaseMs, ttlMs], toClaim, (claim) => {
         // The caller gave up on this claim, so nobody will run under it: hand it back
@@ -140,6 +161,9 @@ export function redisStore({ client, prefix = DEFAULT_REDIS_PREFIX, timeoutMs = 
     },
     release(scope, key, token) {
       return send('release', 'idemLeaseReleaseV1', keysOf(scope, key), [String(token)], toBoolean)
+    },
+    peek(scope, key) {
+      return send('peek', 'idemLeasePeekV1', keysOf(scope, key), [], toPeek)
     },
   }
   return store
@@ -165,14 +189,24 @@ function toClaim(reply: Reply): LeaseClaim {
   }
 }
 
+function toPeek(reply: Reply): PeekResult {
+  const [state, fingerprint, outcome] = reply as [string, string?, string?]
+  if (state === 'completed') return { state, record: { fingerprint: fingerprint!, outcome: outcome! } }
+  if (state === 'held' || state === 'absent') return { state }
+  throw new Error(`The peek script returned an unexpected reply: ${JSON.stringify(reply)}`)
+}
+
 function toBoolean(reply: Reply): boolean {
   return reply === 1
 }
 
 // Every failure of a Redis call (refused, reset, closed, timed out, READONLY after a
 // failover, OOM) means the store cannot answer now: 503, and the request is retried.
-function unavailable(error: unknown): StoreUnavailableError {
+// Except a command an inbox handler staged that Redis refuses as such (a key outside
+// the message's slot, a wrong type, a bad command): retrying would never help.
+function unavailable(error: unknown): unknown {
   if (error instanceof StoreUnavailableError) return error
   const message = error instanceof Error ? error.message : String(error)
+  if (/^(CROSSSLOT|WRONGTYPE|ERR (unknown command|wrong number of arguments|syntax error|value is not))/.test(message)) return error
   return new StoreUnavailableError(`Redis is unavailable: ${message}`, { cause: error })
 }

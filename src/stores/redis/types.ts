@@ -7,5 +7,5 @@
  */
 export interface RedisClient {
   /** Registers `lua` as a command method named `name` on the client. */
-  defineCommand(name: string, definition: { lua: string; numberOfKeys: number }): void
+  defineCommand(name: string, definition: { lua: string; numberOfKeys?: number }): void
 }

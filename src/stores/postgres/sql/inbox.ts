@@ -23,6 +23,10 @@ export function inboxTable(schema: string): KeyTable {
       `ON CONFLICT DO NOTHING`,
     values: [consumer, key, ttlMs],
   })
+  const tryLock = (consumer: string, key: string): Statement => ({
+    text: `SELECT pg_try_advisory_xact_lock(${inboxLockId('$1', '$2')}) AS free`,
+    values: [consumer, key],
+  })
   const lookup = (consumer: string, key: string): Statement => ({
     text: `SELECT 'found' AS state FROM ${s}.idem_inbox WHERE consumer = $1 AND message_key = $2 AND expires_at > now()`,
     values: [consumer, key],
@@ -33,6 +37,7 @@ export function inboxTable(schema: string): KeyTable {
   })
   return {
     keepsOutcomes: false,
+    tryLock,
     claim,
     mark,
     lookup,

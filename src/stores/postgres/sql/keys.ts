@@ -63,6 +63,19 @@ export function mark(schema: string, scope: string, key: string, fingerprint: st
 
 
 /**
+ * Tries the key's advisory lock (the one `idem_claim` takes) without waiting, in the
+ * peek's own transaction: false means a call holds the key right now. The peek reads
+ * the record in the next statement, so in a snapshot taken after this one: a holder
+ * that committed and let go before the try is seen.
+ */
+export function tryKeyLock(scope: string, key: string, seed: 0 | 1): Statement {
+  return {
+    text: `SELECT pg_try_advisory_xact_lock(hashtextextended(length($1)::text || ':' || $1 || $2, ${seed})) AS free`,
+    values: [scope, key],
+  }
+}
+
+/**
  * A table the transactional store keeps keys in, as the statements it runs on it:
  * `idem_keys` (every call: fingerprint and outcome) or `idem_inbox` (the inbox's
  * message ids: only that a message was processed, until when). Each statement has the
@@ -71,6 +84,8 @@ export function mark(schema: string, scope: string, key: string, fingerprint: st
 export interface KeyTable {
   /** False for a table that records only that a key ran: calls on it store no outcome. */
   readonly keepsOutcomes: boolean
+  /** Tries the key's advisory lock without waiting (`free`: nobody held it), for a peek. */
+  tryLock(scope: string, key: string): Statement
   claim(scope: string, key: string, waitMs: number): Statement
   mark(scope: string, key: string, fingerprint: string, ttlMs: number): Statement
   lookup(scope: string, key: string): Statement
@@ -82,6 +97,7 @@ export interface KeyTable {
 export function keysTable(schema: string): KeyTable {
   return {
     keepsOutcomes: true,
+    tryLock: (scope, key) => tryKeyLock(scope, key, 0),
     claim: (scope, key, waitMs) => claim(schema, scope, key, waitMs),
     mark: (scope, key, fingerprint, ttlMs) => mark(schema, scope, key, fingerprint, ttlMs),
     lookup: (scope, key) => lookup(schema, scope, key),
@@ -111,3 +127,36 @@ export function savePrepared(schema: string): PreparedStatement {
   return prepared('save', ['text', 'text', 'text', 'text', 'bigint'], save(schema, '', '', '', '', 0).text)
 }
 
+
+// ---- idem_keys_by_day (migration 6): the same records, partitioned by expiry day ----
+
+/**
+ * `idem_keys_by_day`: the key table of `keyLayout: 'daily-partitions'`, with the same
+ * statements as `idem_keys` (the claim through `idem_claim_by_day`). Its `mark` never
+ * claims (a unique index across partitions cannot exist, so the one-statement claim
+ * has nothing to conflict on): calls take the claim path, which is right on any table.
+ * The engine's keys never use `mark` anyway (only calls that store no outcome do).
+ */
+export function keysByDayTable(schema: string): KeyTable {
+  const s = quoteSchema(schema)
+  const claimText = `SELECT state, fingerprint, outcome FROM ${s}.idem_claim_by_day($1, $2, $3)`
+  const saveText =
+    `INSERT INTO ${s}.idem_keys_by_day (scope, key, fingerprint, outcome, created_at, expires_at) ` +
+    `VALUES ($1, $2, $3, $4, now(), now() + $5 * interval '1 millisecond')`
+  const lookupText = `SELECT fingerprint, outcome FROM ${s}.idem_keys_by_day WHERE scope = $1 AND key = $2 AND expires_at > now()`
+  const markText = `SELECT $1::text, $2::text, $3::text, $4::bigint WHERE false`
+  return {
+    keepsOutcomes: true,
+    tryLock: (scope, key) => tryKeyLock(scope, key, 1),
+    claim: (scope, key, waitMs) => ({ text: claimText, values: [scope, key, waitMs] }),
+    mark: (scope, key, fingerprint, ttlMs) => ({ text: markText, values: [scope, key, fingerprint, ttlMs] }),
+    lookup: (scope, key) => ({ text: lookupText, values: [scope, key] }),
+    save: (scope, key, fingerprint, outcome, ttlMs) => ({ text: saveText, values: [scope, key, fingerprint, outcome, ttlMs] }),
+    prepared: {
+      claim: prepared('claim_by_day', ['text', 'text', 'integer'], claimText),
+      mark: prepared('mark_by_day', ['text', 'text', 'text', 'bigint'], markText),
+      lookup: prepared('lookup_by_day', ['text', 'text'], lookupText),
+      save: prepared('save_by_day', ['text', 'text', 'text', 'text', 'bigint'], saveText),
+    },
+  }
+}

@@ -1,7 +1,7 @@
 import { quoteSchema, type Statement } from './statement.js'
 
 /** The tables whose rows expire. */
-export type ExpiringTable = 'idem_keys' | 'idem_inbox' | 'idem_leases'
+export type ExpiringTable = 'idem_keys' | 'idem_inbox' | 'idem_leases' | 'idem_keys_by_day_later'
 
 /**
  * Removes expired rows of one of idem's tables (`idem_keys`, `idem_inbox`, or

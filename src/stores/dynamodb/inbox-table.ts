@@ -1,0 +1,149 @@
+import { GetItemCommand, PutItemCommand, UpdateItemCommand, DeleteItemCommand } from '@aws-sdk/client-dynamodb'
+import type { InboxSession, InboxTable, PriorFailures } from '../../queue/inbox-table.js'
+import { MAX_DURATION_MS } from '../../core/validate.js'
+import { conditionFailed } from './errors.js'
+import { expression } from './expressions.js'
+import { ATTEMPTS_SK, HEAD_SK, N, S, deadPk, inboxPk, num, str, ttlOf, type Item } from './items.js'
+import type { Wire } from './wire.js'
+import { WriteSet, holdToken, type DynamoTx } from './write-set.js'
+import { createHash } from 'node:crypto'
+
+// A failure count lives from a message's first failure to its success or dead letter;
+// one that is never finished is collected after the longest retention there can be.
+const ATTEMPTS_HORIZON_MS = 2 * MAX_DURATION_MS
+
+/**
+ * The inbox's table on DynamoDB. Per `(consumer, key)`, under `pk = inbox#<hash>`: the
+ * id item (`sk = '#'`), `held` by one delivery (a token and an expiry `holdMs` ahead,
+ * renewed while the delivery runs) or `processed` until its retention ends, and the
+ * failure count (`sk = 'attempts'`). A delivery claims the id with a conditional put
+ * (absent or expired); its commit is one `TransactWriteItems`: the id turned
+ * `processed` on condition of its own token, the failure count's removal, a dead
+ * letter, and every write the handler staged. A delivery that lost its claim (it ran
+ * past `holdMs` without renewing and another took over) commits nothing.
+ */
+export function dynamoInboxTable(wire: Wire, holdMs: number, now: () => number = Date.now): InboxTable<DynamoTx> {
+  const TableName = wire.table
+
+  function ended(state: 'processed' | 'in-flight', tx: WriteSet): InboxSession<DynamoTx> {
+    return {
+      state,
+      tx,
+      takeFailures: async () => undefined,
+      deadLetter: async () => {},
+      commit: async () => {},
+      rollback: async () => {},
+    }
+  }
+
+  return {
+    async begin({ consumer, key, waitMs, retentionMs }) {
+      const pk = inboxPk(consumer, key)
+      const deadline = Date.now() + Math.max(0, waitMs)
+      let delay = 10
+      for (;;) {
+        const t = now()
+        const token = holdToken()
+        const expiresAt = t + holdMs
+        const tx = new WriteSet(wire, holdMs)
+        try {
+          await wire.send(
+            'begin',
+            new PutItemCommand({
+              TableName,
+              Item: { pk: S(pk), sk: S(HEAD_SK), consumer: S(consumer), key: S(key), state: S('held'), token: S(token), expiresAt: N(expiresAt), ttl: ttlOf(expiresAt) },
+              ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
+              ...expression({ condition: 'attribute_not_exists(#pk) OR #expiresAt <= :now' }, { ':now': N(t) }),
+            }),
+            // The caller gave up on this claim: hand it back rather than hold it for holdMs.
+            () => void release(pk, token),
+          )
+        } catch (error) {
+          if (!conditionFailed(error)) throw error
+          const old = (error as { Item?: Item }).Item
+          if (str(old, 'state') === 'processed') return ended('processed', tx)
+          const left = deadline - Date.now()
+          if (left <= 0) return ended('in-flight', tx)
+          await new Promise((resolve) => setTimeout(resolve, Math.min(delay, left) * (0.5 + Math.random() / 2)))
+          delay = Math.min(delay * 2, 250)
+          continue
+        }
+        tx.hold({
+          pk,
+          token,
+          final: () => {
+            const until = now() + retentionMs
+            return {
+              Put: {
+                TableName,
+                Item: { pk: S(pk), sk: S(HEAD_SK), consumer: S(consumer), key: S(key), state: S('processed'), expiresAt: N(until), ttl: ttlOf(until) },
+                ...expression({ condition: '#token = :token' }, { ':token': S(token) }),
+              },
+            }
+          },
+        })
+        let tookFailures = false
+        return {
+          state: 'new',
+          tx,
+          async takeFailures(): Promise<PriorFailures | undefined> {
+            const { Item } = await wire.send<{ Item?: Item }>('takeFailures', new GetItemCommand({ TableName, Key: { pk: S(pk), sk: S(ATTEMPTS_SK) }, ConsistentRead: true }))
+            if (Item === undefined) return undefined
+            if (!tookFailures) tx.own({ Delete: { TableName, Key: { pk: S(pk), sk: S(ATTEMPTS_SK) } } })
+            tookFailures = true
+            return { attempts: num(Item, 'attempts') ?? 0, lastError: str(Item, 'lastError') ?? '', firstFailedAt: new Date(num(Item, 'firstFailedAt') ?? 0) }
+          },
+          async deadLetter(letter) {
+            const deadAt = now()
+            const id = `${new Date(deadAt).toISOString()}#${createHash('sha256').update(pk).digest('base64url').slice(0, 16)}`
+            tx.own({
+              Put: {
+                TableName,
+                Item: {
+                  pk: S(deadPk('inbox')),
+                  sk: S(id),
+                  name: S(consumer),
+                  messageKey: S(key),
+                  payload: S(letter.payload),
+                  attempts: N(letter.attempts),
+                  lastError: S(letter.error),
+                  firstSeenAt: N((letter.firstSeenAt ?? new Date(deadAt)).getTime()),
+                  deadAt: N(deadAt),
+                },
+              },
+            })
+          },
+          commit: () => tx.commit(),
+          rollback: () => tx.rollback(),
+        }
+      }
+    },
+
+    async recordFailure(consumer, key, error) {
+      const pk = inboxPk(consumer, key)
+      const t = now()
+      const { Attributes } = await wire.send<{ Attributes?: Item }>(
+        'recordFailure',
+        new UpdateItemCommand({
+          TableName,
+          Key: { pk: S(pk), sk: S(ATTEMPTS_SK) },
+          ReturnValues: 'UPDATED_NEW',
+          ...expression(
+            {
+              update:
+                'ADD #attempts :one SET #lastError = :error, #firstFailedAt = if_not_exists(#firstFailedAt, :now), #lastFailedAt = :now, #consumer = :consumer, #key = :key, #ttl = :ttl',
+            },
+            { ':one': N(1), ':error': S(error), ':now': N(t), ':consumer': S(consumer), ':key': S(key), ':ttl': ttlOf(t + ATTEMPTS_HORIZON_MS) },
+          ),
+        }),
+      )
+      return num(Attributes, 'attempts') ?? 1
+    },
+  }
+
+  async function release(pk: string, token: string): Promise<void> {
+    await wire
+      .send('rollback', new DeleteItemCommand({ TableName, Key: { pk: S(pk), sk: S(HEAD_SK) }, ...expression({ condition: '#token = :token' }, { ':token': S(token) }) }))
+      .catch(() => {})
+  }
+}

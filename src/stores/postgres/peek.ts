@@ -1,0 +1,33 @@
+import type { KeyPeek } from '../../core/dual-read.js'
+import type { KeyRecord } from '../../core/store.js'
+import { classifyPgError } from './errors.js'
+import { checkOut } from './held-client.js'
+import * as sql from './sql/index.js'
+import type { PgPool, PgQueryResult } from './types.js'
+import { inlined } from './wire.js'
+
+/**
+ * What the transactional store holds for a key, without claiming it, in one round trip:
+ * BEGIN, a try of the key's lock, the record (read after the try, in a snapshot of its
+ * own), COMMIT. For a dual-read window (core/dual-read.ts) with this store as `previous`.
+ */
+export function postgresPeek(pool: PgPool, schema: string, table: sql.KeyTable): KeyPeek['peek'] {
+  return async (scope, key) => {
+    const client = await checkOut(pool, schema)
+    let failure: unknown
+    try {
+      const results = (await client.query(
+        `BEGIN; ${inlined(client, table.tryLock(scope, key))}; ${inlined(client, table.lookup(scope, key))}; COMMIT`,
+      )) as unknown as PgQueryResult[]
+      const free = (results[1]!.rows[0] as { free: boolean }).free
+      const record = results[2]!.rows[0] as KeyRecord | undefined
+      if (record !== undefined) return { state: 'completed', record: { fingerprint: record.fingerprint, outcome: record.outcome } }
+      return free ? { state: 'absent' } : { state: 'held' }
+    } catch (error) {
+      failure = client.lost ?? (await client.query('ROLLBACK').then(() => undefined, (e: unknown) => e))
+      throw classifyPgError(error, schema)
+    } finally {
+      client.release(failure)
+    }
+  }
+}
