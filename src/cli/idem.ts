@@ -7,6 +7,7 @@ import type { CommandContext } from './context.js'
 import { registerInspect } from './inspect.js'
 import { CliError, consoleIo, EXIT, type CliIo } from './io.js'
 import { registerMigrate } from './migrate.js'
+import { registerPolicy } from './policy.js'
 import { registerPrune } from './prune.js'
 import { registerReconcile } from './reconcile.js'
 import { registerSql } from './sql.js'
@@ -39,6 +40,7 @@ Docs: docs/operating.md`,
   registerInspect(idem, context)
   registerStats(idem, context)
   registerReconcile(idem, context)
+  registerPolicy(idem, context)
   for (const command of idem.commands) command.showHelpAfterError(`(run idem ${command.name()} --help for its options and an example)`)
   return idem
 }

@@ -17,6 +17,7 @@ import type { BeginRequest, KeyRecord, KeyStore, Session } from './store.js'
  */
 export interface KeyPeek {
   readonly name: string
+  /** What the store holds for `(scope, key)` right now, read without claiming it (see above). */
   peek(scope: string, key: string): Promise<PeekResult>
 }
 

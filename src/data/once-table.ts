@@ -9,6 +9,7 @@
  * - Marks are kept until deleted.
  */
 export interface OnceTable<Tx, Marked extends boolean | Promise<boolean> = Promise<boolean>> {
+  /** Records `(kind, subject)` in `tx` unless it is there; true when this call recorded it. */
   mark(tx: Tx, kind: string, subject: string): Marked
 }
 

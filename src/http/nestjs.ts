@@ -243,6 +243,7 @@ export function idempotencyContext<Tx = unknown>(request: object): IdempotencyCo
 
 /** `IdempotencyModule.forRootAsync`: options made by a factory with injected providers (a ConfigService, the app's pool). */
 export interface IdempotencyModuleAsyncOptions<Tx = unknown> extends Pick<ModuleMetadata, 'imports'> {
+  /** Makes the options from the providers named in `inject`, in that order. */
   useFactory: (...args: never[]) => NestIdempotencyOptions<Tx> | Promise<NestIdempotencyOptions<Tx>>
   inject?: Array<InjectionToken | OptionalFactoryDependency>
 }

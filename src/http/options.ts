@@ -62,6 +62,7 @@ export interface IdempotencyContext<Tx> {
  * engine (`createLeasedIdem`, e.g. on Redis) it is the step context (`step`, `derive`).
  */
 export interface HttpEngine<Tx> {
+  /** Runs `fn` at most once per `(scope, key)` and returns its stored outcome (see `Idem.run`, `LeasedIdem.run`). */
   run<T>(options: CallOptions, fn: (tx: Tx) => T | Discarded<T> | Promise<T | Discarded<T>>): Promise<RunResult<T>>
   /** What the engine was given explicitly; the middleware keeps it where it sets nothing itself. */
   readonly settings?: EngineSettings

@@ -39,6 +39,7 @@ export function prometheusOutcomes({ registry, prefix = 'idem_' }: PrometheusOut
     ...(registers && { registers }),
   })
   return {
+    /** Counts one call's outcome and its duration: pass it as the engine's `onOutcome`. */
     onOutcome(event: OutcomeEvent): void {
       outcomes.inc({ kind: event.kind, store: event.store })
       duration.observe({ kind: event.kind, store: event.store }, event.durationMs / 1000)

@@ -26,6 +26,7 @@ export interface StoreHarness<Tx> {
  */
 export interface ContractCase {
   name: string
+  /** Runs the case; rejects when the store breaks the contract. */
   run(): Promise<void>
 }
 

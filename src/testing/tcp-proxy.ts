@@ -37,7 +37,7 @@ export interface TcpFaultProxy {
    * does: the client sees its connection end (or, with `reset`, ECONNRESET) and the
    * server sees its client vanish and rolls back whatever transaction was open.
    * New connections are relayed as before (see `refuse`).
-   * @param reset send RST instead of closing (FIN): the client gets a socket error rather than an end
+   * @param options.reset send RST instead of closing (FIN): the client gets a socket error rather than an end
    * @returns how many connections were cut
    */
   cut(options?: { reset?: boolean }): number

@@ -33,3 +33,4 @@ export {
 export { webhookReceiver, type WebhookEvent, type WebhookEventId, type WebhookReceiverOptions } from '../webhook.js'
 export { REPLAYED_HEADER, type StoredResponse } from '../stored-response.js'
 export { putResponse, deleteResponse, type PutResult } from '../natural-idempotency.js'
+export { idempotencyPolicy, type IdempotencyPolicyDocument, type PolicyError, type PolicyFormat } from '../policy.js'

@@ -41,19 +41,29 @@ export interface KafkaRecord {
 /** The parts of kafkajs's `eachBatch` payload the adapter uses. */
 export interface KafkaBatchPayload {
   batch: { readonly topic: string; readonly partition: number; readonly messages: readonly KafkaRecord[] }
+  /** Marks the records up to `offset` processed, so a commit may include them. */
   resolveOffset(offset: string): void
+  /** Tells the group this member is alive (and learns of a rebalance). */
   heartbeat(): Promise<void>
+  /** Commits the given offsets (or the resolved ones) if the commit settings call for it. */
   commitOffsetsIfNecessary(offsets?: { topics: { topic: string; partitions: { partition: number; offset: string }[] }[] }): Promise<void>
+  /** False once the consumer is stopping. */
   isRunning(): boolean
+  /** True when the batch is stale: a seek or a rebalance has moved the partition on. */
   isStale(): boolean
 }
 
 /** The parts of a kafkajs `Consumer` the adapter uses. */
 export interface KafkaConsumer {
+  /** Connects to the cluster. */
   connect(): Promise<void>
+  /** Leaves the group and closes the connections. */
   disconnect(): Promise<void>
+  /** Stops consuming. */
   stop(): Promise<void>
+  /** Subscribes to the topics, before `run`. */
   subscribe(subscription: { topics: string[]; fromBeginning?: boolean }): Promise<void>
+  /** Starts consuming: `eachBatch` is called with each fetched batch. */
   run(config: {
     autoCommit: boolean
     eachBatchAutoResolve: boolean
@@ -71,8 +81,11 @@ export interface KafkaOutgoing {
 
 /** The parts of a kafkajs `Producer` the adapter uses. */
 export interface KafkaProducer {
+  /** Connects to the cluster. */
   connect(): Promise<void>
+  /** Closes the connections. */
   disconnect(): Promise<void>
+  /** Produces the records and resolves once the cluster acknowledges them (`acks`). */
   send(record: { topic: string; messages: KafkaOutgoing[]; acks?: number }): Promise<unknown>
 }
 
@@ -95,7 +108,9 @@ export interface KafkaProducerConfig {
 
 /** A kafkajs `Kafka` client (`new Kafka({ clientId, brokers })`), typed by the two factories the adapter calls. */
 export interface KafkaClient {
+  /** A consumer in group `groupId`. */
   consumer(config: KafkaConsumerConfig & { groupId: string }): KafkaConsumer
+  /** A producer. */
   producer(config?: KafkaProducerConfig): KafkaProducer
 }
 
@@ -436,6 +451,7 @@ export interface KafkaDelivererOptions {
 /** An outbox deliverer with the producer it made; `close()` disconnects that producer. */
 export interface KafkaDeliverer {
   (row: OutboxRow, context?: DeliveryContext): Promise<void>
+  /** Disconnects the producer the deliverer made. */
   close(): Promise<void>
 }
 

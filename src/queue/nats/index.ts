@@ -18,24 +18,37 @@ export interface JetStreamMessage {
   readonly seq: number
   readonly redelivered: boolean
   readonly info: { readonly stream: string; readonly deliveryCount: number }
-  readonly headers: { get(name: string): string; keys(): string[] } | undefined
+  readonly headers:
+    | {
+        /** The header's value ('' when absent). */
+        get(name: string): string
+        /** Every header name. */
+        keys(): string[]
+      }
+    | undefined
+  /** Acknowledges and waits for the server to confirm it. */
   ackAck(options?: { timeout: number }): Promise<boolean>
+  /** Asks for a redelivery after `millis`. */
   nak(millis?: number): void
+  /** Stops redelivering the message (dead letter). */
   term(reason?: string): void
 }
 
 /** What `consumer.consume()` returns: an async iterable of messages that can be closed. */
 export interface JetStreamMessages extends AsyncIterable<JetStreamMessage> {
+  /** Stops the consumption; messages not yet handed out are redelivered. */
   close(): Promise<void | Error>
 }
 
 /** The parts of a JetStream `Consumer` (from `js.consumers.get(stream, durable)`) the adapter uses. */
 export interface JetStreamConsumer {
+  /** Starts pulling messages, at most `max_messages` outstanding. */
   consume(options?: { max_messages?: number }): Promise<JetStreamMessages>
 }
 
 /** The parts of a `JetStreamClient` the deliverer uses. */
 export interface JetStreamPublisher {
+  /** Publishes and waits for the stream's ack; `duplicate` when `msgID` was seen within the duplicate window. */
   publish(subject: string, payload?: Uint8Array, options?: { msgID?: string; timeout?: number }): Promise<{ duplicate: boolean; seq: number }>
 }
 

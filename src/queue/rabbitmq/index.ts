@@ -23,15 +23,21 @@ export interface AmqpMessage {
 
 /** The parts of an amqplib `Channel` the source uses. */
 export interface AmqpChannel {
+  /** Starts a consumer on `queue`; `onMessage` gets null when the broker cancels it. */
   consume(queue: string, onMessage: (message: AmqpMessage | null) => void, options?: { noAck?: boolean }): Promise<{ consumerTag: string }>
+  /** Stops the consumer; unacknowledged messages stay with it until settled. */
   cancel(consumerTag: string): Promise<unknown>
+  /** Acknowledges a message: the broker forgets it. */
   ack(message: AmqpMessage): void
+  /** Rejects a message: requeued, or (without `requeue`) dead-lettered through the queue's dead-letter exchange. */
   nack(message: AmqpMessage, allUpTo?: boolean, requeue?: boolean): void
+  /** Limits how many unacknowledged messages the channel holds at once. */
   prefetch(count: number): Promise<unknown>
 }
 
 /** The parts of an amqplib `ConfirmChannel` the deliverer uses. */
 export interface AmqpConfirmChannel {
+  /** Publishes a message; `callback` runs once the broker confirms or refuses it. */
   publish(
     exchange: string,
     routingKey: string,

@@ -17,12 +17,17 @@ import type { Delivery, MessageSource, Subscription } from '../source.js'
 
 /** The one method the adapter needs: ioredis's `call`. */
 export interface RedisCaller {
+  /** Sends one command with its arguments and resolves with Redis's reply. */
   call(command: string, ...args: (string | number)[]): Promise<unknown>
 }
 
 /** A client that can open a second connection for blocking reads (ioredis's `duplicate`). */
 export interface RedisClient extends RedisCaller {
-  duplicate(): RedisCaller & { disconnect(): void }
+  /** A second connection with the same settings. */
+  duplicate(): RedisCaller & {
+    /** Closes that connection. */
+    disconnect(): void
+  }
 }
 
 /**

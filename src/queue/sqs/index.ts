@@ -25,6 +25,7 @@ import type { Delivery, MessageSource, Subscription } from '../source.js'
 
 /** An `SQSClient`, typed by its one method. */
 export interface SqsSender {
+  /** Sends one SQS command (the SDK v3 `client.send`); `abortSignal` cancels it. */
   send(command: any, options?: { abortSignal?: AbortSignal }): Promise<any>
 }
 

@@ -7,6 +7,7 @@ import { classifyDynamoError } from './errors.js'
  */
 export interface DynamoClient {
   // The SDK's own signature is generic over every command; the store sends only its own.
+  /** Sends one DynamoDB command (the SDK v3 `client.send`); `abortSignal` cancels it. */
   send(command: any, options?: { abortSignal?: AbortSignal }): Promise<any>
 }
 

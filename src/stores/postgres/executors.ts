@@ -38,6 +38,7 @@ export function fromPg<C extends PgClient>(client: C): C {
  * Kysely's own fit, and no import of kysely is needed.
  */
 export interface KyselyExecutor {
+  /** Runs one compiled query on the transaction's connection. */
   executeQuery(query: KyselyCompiledQuery): Promise<{ rows: unknown[]; numAffectedRows?: bigint }>
   /** The same connection without the app's plugins, which may rewrite rows (`ParseJSONResultsPlugin` would parse stored outcomes). */
   withoutPlugins?(): KyselyExecutor
@@ -100,13 +101,17 @@ function compiledQuery(text: string, values: readonly unknown[]): KyselyCompiled
 
 /** What `fromDrizzle` needs of a Drizzle node-postgres transaction (or database): `execute`. */
 export interface DrizzleExecutor {
+  /** Runs one drizzle `sql` query on the transaction's connection. */
   execute(query: unknown): PromiseLike<{ rows: unknown[]; rowCount: number | null }>
 }
 
 /** What `fromDrizzle` needs of drizzle's `sql` tag (`import { sql } from 'drizzle-orm'`). */
 export interface DrizzleSql {
+  /** SQL text, as it is. */
   raw(text: string): unknown
+  /** A bound parameter. */
   param(value: unknown): unknown
+  /** One query of text and parameters, in order. */
   join(chunks: unknown[]): unknown
 }
 

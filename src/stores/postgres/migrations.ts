@@ -4,6 +4,7 @@ import { inboxLockId, quoteSchema } from './sql/index.js'
 export interface Migration {
   version: number
   description: string
+  /** The statements that apply it, for the schema given. */
   up: (schema: string) => string[]
 }
 

@@ -14,6 +14,7 @@ export interface PgQueryResult {
  * `fromDrizzle` (executors.ts) make one of an ORM's open transaction.
  */
 export interface PgExecutor {
+  /** Runs one statement with `$n` placeholders bound to `values`. */
   query(text: string, values?: unknown[]): Promise<{ rows: unknown[]; rowCount: number | null }>
 }
 
@@ -24,6 +25,7 @@ export interface PgExecutor {
  * or an ORM's transaction made one by `fromKysely` or `fromDrizzle`.
  */
 export interface PgClient extends PgExecutor {
+  /** Quotes `value` as a SQL string literal, as pg's `escapeLiteral` does. */
   escapeLiteral(value: string): string
 }
 
@@ -31,14 +33,19 @@ export interface PgClient extends PgExecutor {
 export interface PgPoolClient extends PgClient {
   // idem's own sessions send several statements in one text (no values): pg then resolves
   // to one result per statement, which only a real pg client does.
+  /** Runs a statement (or, without values, several in one text: one result each). */
   query(text: string, values?: unknown[]): Promise<PgQueryResult>
+  /** Returns the client to the pool; with an error (or true) the pool destroys it instead. */
   release(destroy?: boolean | Error): void
   // A pg client is an EventEmitter; the store listens for its 'error' while it holds it (held-client.ts).
+  /** Listens for the client's `error` event while idem holds it. */
   on?(event: 'error', listener: (error: Error) => void): unknown
+  /** Stops listening for `error` once idem hands the client back. */
   removeListener?(event: 'error', listener: (error: Error) => void): unknown
 }
 
 /** The pool the store checks clients out of: a `pg.Pool` fits. */
 export interface PgPool {
+  /** Checks a client out of the pool. */
   connect(): Promise<PgPoolClient>
 }

@@ -2,4 +2,5 @@ export { redisStore, DEFAULT_REDIS_HOLD_MS, DEFAULT_REDIS_PREFIX, DEFAULT_REDIS_
 export { redisInboxKey, redisInboxKeys, redisKeys, type RedisInboxKeys, type RedisKeys } from './keys.js'
 export type { RedisTx } from './inbox-table.js'
 export type { RedisClient } from './types.js'
+/** Every Lua script the Redis store runs, one per transition, by the command name it is defined under. */
 export * as redisScripts from './scripts.js'

@@ -113,4 +113,5 @@ export const SCRIPTS = {
   idemLeasePeekV1: PEEK,
 } as const
 
+/** The command name one of the scripts is defined under. */
 export type ScriptName = keyof typeof SCRIPTS

@@ -6,5 +6,6 @@
  * persistence, `SCRIPT FLUSH`, a failover).
  */
 export interface RedisClient {
+  /** Registers `lua` as a command method named `name` on the client. */
   defineCommand(name: string, definition: { lua: string; numberOfKeys?: number }): void
 }

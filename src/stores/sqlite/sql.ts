@@ -3,6 +3,7 @@
 export const lookup =
   'SELECT fingerprint, outcome FROM idem_keys WHERE scope = ? AND key = ? AND expires_at > ?'
 
+/** Writes a key's record with its effects, replacing an expired record of the same key. */
 export const save =
   'INSERT INTO idem_keys (scope, key, fingerprint, outcome, created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?) ' +
   'ON CONFLICT (scope, key) DO UPDATE SET fingerprint = excluded.fingerprint, outcome = excluded.outcome, ' +
@@ -16,6 +17,7 @@ export const save =
 export const pruneWindow =
   'SELECT scope, key, expires_at FROM idem_keys WHERE (scope, key) > (?, ?) ORDER BY scope, key LIMIT ?'
 
+/** Deletes one record found by a pruning window, if it is still expired. */
 export const pruneRecord = 'DELETE FROM idem_keys WHERE scope = ? AND key = ? AND expires_at <= ?'
 
 /** Records `(kind, subject, created_at)` unless already there: one change means the first time. */
@@ -64,6 +66,7 @@ export const outboxDeadLetterCopy =
 /** Parameters: id, claimId. */
 export const outboxDeadLetterDelete = 'DELETE FROM idem_outbox WHERE id = ? AND locked_by = ?'
 
+/** How many outbox rows are not delivered yet. */
 export const outboxPending = 'SELECT count(*) AS n FROM idem_outbox WHERE delivered_at IS NULL'
 
 /** Parameters: deliveredBefore, limit. */
@@ -93,13 +96,17 @@ export const deadLetterList =
 // Named parameters (@scope, @key, @token, @now, …). The writes after a claim are
 // compare-and-set on (state 'held', token): a stale token matches no row.
 
+/** A leased key's claim record. */
 export const leaseRead =
   'SELECT fingerprint, state, token, lease_until, outcome, expires_at FROM idem_leases WHERE scope = @scope AND key = @key'
 
+/** A leased key's saved steps, name and result. */
 export const leaseSteps = 'SELECT name, result FROM idem_steps WHERE scope = @scope AND key = @key'
 
+/** Whether a leased key has any saved step (which binds it to its request). */
 export const leaseHasSteps = 'SELECT 1 AS found FROM idem_steps WHERE scope = @scope AND key = @key LIMIT 1'
 
+/** Drops a leased key's steps: once it completed, or when its expired record is replaced. */
 export const leaseDropSteps = 'DELETE FROM idem_steps WHERE scope = @scope AND key = @key'
 
 /** Writes a claim: a new row, or a takeover of an existing one. */
@@ -130,4 +137,5 @@ export const leaseRelease = `UPDATE idem_leases SET state = 'free', lease_until 
 /** One pruning batch of expired leased keys. */
 export const leasePruneBatch = 'SELECT scope, key FROM idem_leases WHERE expires_at <= @now LIMIT @limit'
 
+/** Deletes one leased key of a pruning batch, if it is still expired. */
 export const leasePruneKey = 'DELETE FROM idem_leases WHERE scope = @scope AND key = @key AND expires_at <= @now'

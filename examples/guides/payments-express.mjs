@@ -1,0 +1,57 @@
+// The same payments API on Express 5 and Postgres: the payment row is written in the
+// transaction that records the Idempotency-Key.
+// DATABASE_URL=postgres://postgres@127.0.0.1:5432/test node examples/guides/payments-express.mjs
+import { randomBytes } from 'node:crypto'
+import express from 'express'
+import pg from 'pg'
+import { idempotency } from 'idem/express'
+import { postgresStore } from 'idem/postgres'
+
+const pool = new pg.Pool({ connectionString: process.env.DATABASE_URL, connectionTimeoutMillis: 5_000 })
+pool.on('error', (error) => console.warn(error))
+const schema = `guide_pay_express_${randomBytes(4).toString('hex')}`
+await pool.query(`CREATE SCHEMA ${schema}`)
+const store = postgresStore({ pool, schema })
+await store.migrate()
+await pool.query(`CREATE TABLE ${schema}.payments (id bigserial PRIMARY KEY, account text NOT NULL, amount int NOT NULL)`)
+
+let ledgerDown = true // the first attempt fails after its INSERT, as a crash there would
+
+const app = express()
+app.post(
+  '/payments',
+  // Before express.json(): the middleware fingerprints the raw body and hands the same bytes on.
+  idempotency({ store, scope: (request) => request.headers.get('authorization') ?? 'anonymous' }),
+  express.json(),
+  async (req, res) => {
+    const { tx, scope } = req.idem
+    const { rows } = await tx.query(`INSERT INTO ${schema}.payments (account, amount) VALUES ($1, $2) RETURNING id`, [scope, req.body.amount])
+    if (ledgerDown) {
+      ledgerDown = false
+      throw new Error('the ledger went away')
+    }
+    res.status(201).json({ paymentId: rows[0].id, amount: req.body.amount })
+  },
+)
+// A 5xx from the error handler is the route's answer: it rolls back and is not stored.
+app.use((error, req, res, next) => res.status(500).json({ error: error.message }))
+
+const server = app.listen(0, '127.0.0.1')
+await new Promise((ready) => server.once('listening', ready))
+try {
+  for (const [key, amount] of [['pay-1', 1500], ['pay-1', 1500], ['pay-1', 1500], ['pay-1', 9999]]) {
+    const response = await fetch(`http://127.0.0.1:${server.address().port}/payments`, {
+      method: 'POST',
+      headers: { authorization: 'Bearer acct_42', 'idempotency-key': `"${key}"`, 'content-type': 'application/json' },
+      body: JSON.stringify({ amount }),
+    })
+    const replayed = response.headers.get('idempotent-replayed') === 'true' ? ' (replayed)' : ''
+    console.log(`${response.status}${replayed} ${await response.text()}`)
+  }
+  const { rows } = await pool.query(`SELECT count(*)::int AS n FROM ${schema}.payments`)
+  console.log(`payments in the table: ${rows[0].n}`)
+} finally {
+  server.close()
+  await pool.query(`DROP SCHEMA ${schema} CASCADE`)
+  await pool.end()
+}

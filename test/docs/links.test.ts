@@ -1,0 +1,65 @@
+// Every relative link of the docs (README.md, CONTRIBUTING.md, docs/**/*.md) points at a
+// file that exists and, with a #fragment, at a heading of that page (GitHub's anchors),
+// so moving or renaming a page or a section cannot leave readers at a dead end.
+import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs'
+import { dirname, join, relative } from 'node:path'
+import { describe, expect, it } from 'vitest'
+import { root } from './support.js'
+
+function markdownFiles(dir: string): string[] {
+  return readdirSync(dir, { withFileTypes: true }).flatMap((entry) => {
+    const path = join(dir, entry.name)
+    if (entry.isDirectory()) return relative(root, path) === join('docs', 'api') ? [] : markdownFiles(path)
+    return entry.name.endsWith('.md') ? [path] : []
+  })
+}
+
+/** GitHub's anchor of a heading: lower case, punctuation dropped, spaces as hyphens. */
+function anchor(heading: string): string {
+  return heading
+    .trim()
+    .toLowerCase()
+    .replace(/[^\p{L}\p{N}\s_-]/gu, '')
+    .replace(/\s/g, '-')
+}
+
+/** The page without its fenced code blocks, where link-like text is code, not a link. */
+function prose(text: string): string {
+  return text.replace(/^(```|~~~)[^\n]*\n[\s\S]*?^\1[^\n]*$/gm, '')
+}
+
+function anchorsOf(file: string): Set<string> {
+  const seen = new Map<string, number>()
+  const anchors = new Set<string>()
+  for (const match of prose(readFileSync(file, 'utf8')).matchAll(/^#{1,6} (.+)$/gm)) {
+    const base = anchor(match[1]!)
+    const n = seen.get(base) ?? 0
+    seen.set(base, n + 1)
+    anchors.add(n === 0 ? base : `${base}-${n}`)
+  }
+  return anchors
+}
+
+const pages = [join(root, 'README.md'), join(root, 'CONTRIBUTING.md'), ...markdownFiles(join(root, 'docs'))]
+
+describe('links in the docs', () => {
+  for (const page of pages) {
+    it(`${relative(root, page)}: every relative link and anchor resolves`, () => {
+      const broken: string[] = []
+      const text = prose(readFileSync(page, 'utf8')).replace(/`[^`\n]*`/g, '')
+      for (const [, target] of text.matchAll(/\]\(([^)\s]+)\)/g)) {
+        if (/^[a-z]+:/i.test(target!)) continue
+        const [path, fragment] = target!.split('#') as [string, string | undefined]
+        const file = path === '' ? page : join(dirname(page), path)
+        if (!existsSync(file)) {
+          broken.push(`${target}: no such file`)
+          continue
+        }
+        if (fragment !== undefined && statSync(file).isFile() && file.endsWith('.md') && !anchorsOf(file).has(fragment)) {
+          broken.push(`${target}: no heading with that anchor in ${relative(root, file)}`)
+        }
+      }
+      expect(broken).toEqual([])
+    })
+  }
+})
