@@ -157,6 +157,11 @@ describe.skipIf(db === undefined)("Kafka adapter (kafkajs against librdkafka's m
     const groupId = unique('summariser')
     const consumerName = unique('summariser')
     const partitions = 4
+    // The topic exists before anyone joins (a metadata request makes the mock create it, with
+    // its 4 partitions): a group formed around a topic that does not exist yet was seen to
+    // settle with every partition on one member and none on the other.
+    const created = await admin!.fetchTopicMetadata({ topics: [topic] })
+    expect(created.topics[0]!.partitions).toHaveLength(partitions)
 
     // Consumer A: another process, killed with SIGKILL.
     const fixture = fileURLToPath(new URL('../fixtures/kafka-intake-worker.mjs', import.meta.url))
