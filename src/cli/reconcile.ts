@@ -60,11 +60,12 @@ Examples:
 
 function describe(report: ReconcileReport): string[] {
   const percent = (value: number): string => `${(value * 100).toPrecision(3)}%`
+  const plural = (n: number, word: string): string => `${n} ${word}${n === 1 ? '' : 's'}`
   const lines = [
-    `${report.table} (${report.columns.join(', ')}): ${report.duplicateRows} duplicate rows of ${report.totalRows}, ` +
+    `${report.table} (${report.columns.join(', ')}): ${plural(report.duplicateRows, 'duplicate row')} of ${report.totalRows}, ` +
       `${percent(report.duplicateRate)} (threshold ${percent(report.threshold)})${report.exceeded ? ' — EXCEEDED' : ''}`,
   ]
   for (const group of report.groups) lines.push(`  ${group.rows} rows: ${JSON.stringify(group.values)}`)
-  if (report.groupCount > report.groups.length) lines.push(`  … and ${report.groupCount - report.groups.length} more groups`)
+  if (report.groupCount > report.groups.length) lines.push(`  … and ${plural(report.groupCount - report.groups.length, 'more group')}`)
   return lines
 }

@@ -22,8 +22,17 @@ describe('idem reconcile (CLI)', () => {
   it('exits 1 above the threshold and prints the offending groups', async () => {
     const { io, out } = capture()
     expect(await reconcileCommand(['--sqlite', file, '--table', 'summaries', '--columns', 'intake_id,prompt_version'], io)).toBe(EXIT.exceeded)
-    expect(out[0]).toBe('summaries (intake_id, prompt_version): 1 duplicate rows of 3, 33.3% (threshold 0.0100%) — EXCEEDED')
+    expect(out[0]).toBe('summaries (intake_id, prompt_version): 1 duplicate row of 3, 33.3% (threshold 0.0100%) — EXCEEDED')
     expect(out[1]).toBe('  2 rows: {"intake_id":"i1","prompt_version":"v7"}')
+  })
+
+  it('counts in words that agree with the number: "1 duplicate row", "2 duplicate rows", "1 more group"', async () => {
+    const two = capture()
+    expect(await reconcileCommand(['--sqlite', file, '--table', 'summaries', '--columns', 'prompt_version', '--limit', '0'], two.io)).toBe(EXIT.exceeded)
+    expect(two.out).toEqual(['summaries (prompt_version): 2 duplicate rows of 3, 66.7% (threshold 0.0100%) — EXCEEDED', '  … and 1 more group'])
+    const none = capture()
+    expect(await reconcileCommand(['--sqlite', file, '--table', 'clean', '--columns', 'intake_id'], none.io)).toBe(EXIT.ok)
+    expect(none.out).toEqual(['clean (intake_id): 0 duplicate rows of 2, 0.00% (threshold 0.0100%)'])
   })
 
   it('exits 0 at or below the threshold, and prints JSON with --json', async () => {
