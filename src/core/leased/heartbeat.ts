@@ -33,8 +33,11 @@ export class Heartbeat {
   // is a measurable part of a fresh call's cost.
   #controller: AbortController | undefined
   #lost: LeaseLostError | undefined
-  readonly #interval: NodeJS.Timeout
-  #deadline: NodeJS.Timeout
+  // One timer for both jobs: the next renewal, or the end of the confirmed lease if that
+  // comes first. Most calls end before the first beat, and then this is the only timer
+  // they ever made.
+  #timer: NodeJS.Timeout
+  #nextBeat: number
   #confirmedUntil: number
   #renewing = false
   #fenced = false
@@ -43,10 +46,8 @@ export class Heartbeat {
   constructor(lease: HeldLease) {
     this.#lease = lease
     this.#confirmedUntil = lease.claimedAt + lease.leaseMs
-    this.#deadline = this.#armDeadline()
-    this.#interval = setInterval(() => this.#renew(), lease.heartbeatMs)
-    // Timers must not keep a process alive on their own; the running function does.
-    this.#interval.unref()
+    this.#nextBeat = performance.now() + lease.heartbeatMs
+    this.#timer = this.#arm()
   }
 
   /**
@@ -103,13 +104,33 @@ export class Heartbeat {
   /** Stops renewing; the lease then runs out unless the call completes or releases it. */
   stop(): void {
     this.#stopped = true
-    clearInterval(this.#interval)
-    clearTimeout(this.#deadline)
+    clearTimeout(this.#timer)
+  }
+
+  #arm(): NodeJS.Timeout {
+    const timer = setTimeout(() => this.#tick(), Math.max(0, Math.min(this.#nextBeat, this.#confirmedUntil) - performance.now()))
+    // Timers must not keep a process alive on their own; the running function does.
+    timer.unref()
+    return timer
+  }
+
+  #tick(): void {
+    if (this.#stopped) return
+    const now = performance.now()
+    if (now >= this.#confirmedUntil) {
+      this.#lose(this.#unconfirmed())
+      return
+    }
+    if (now >= this.#nextBeat) {
+      this.#nextBeat = now + this.#lease.heartbeatMs
+      this.#renew()
+    }
+    this.#timer = this.#arm()
   }
 
   #renew(): void {
     // One renewal at a time: a slow store must not pile up requests.
-    if (this.#stopped || this.#renewing) return
+    if (this.#renewing) return
     this.#renewing = true
     const { store, scope, key, token, leaseMs } = this.#lease
     const sentAt = performance.now()
@@ -121,21 +142,14 @@ export class Heartbeat {
           this.fence(`The lease on key ${JSON.stringify(key)} was taken over by another call (token ${token} is stale)`)
           return
         }
+        // The timer is armed for the next beat, which comes before the new end of the lease.
         this.#confirmedUntil = Math.max(this.#confirmedUntil, sentAt + leaseMs)
-        clearTimeout(this.#deadline)
-        this.#deadline = this.#armDeadline()
       },
       () => {
         // A failed renewal is retried at the next beat; the deadline decides when to give up.
         this.#renewing = false
       },
     )
-  }
-
-  #armDeadline(): NodeJS.Timeout {
-    const timer = setTimeout(() => this.#lose(this.#unconfirmed()), Math.max(0, this.#confirmedUntil - performance.now()))
-    timer.unref()
-    return timer
   }
 
   #unconfirmed(): LeaseLostError {

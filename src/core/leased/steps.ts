@@ -69,7 +69,8 @@ export interface StepTracker {
 
 /** The step context of one held lease. */
 export function createStepContext({ store, scope, key, token, steps, heartbeat }: StepContextInit): StepTracker {
-  const saved = new Map(steps)
+  // Copied only when there is something to copy: most calls resume nothing.
+  const saved = steps.size === 0 ? new Map<string, string>() : new Map(steps)
   // Concurrent calls of one step share its single run.
   const running = new Map<string, Promise<unknown>>()
 

@@ -34,7 +34,8 @@ export async function redisInspect(client: ReadingClient, prefix: string, scope:
     }
   } = { scope, key, now: new Date(now).toISOString(), keys }
   if (claim.state !== undefined) {
-    const leaseUntil = claim.lease_until === undefined ? null : Number(claim.lease_until)
+    // A completed key keeps its last lease_until, which means nothing once it is completed.
+    const leaseUntil = claim.state !== 'held' || claim.lease_until === undefined ? null : Number(claim.lease_until)
     const status = claim.outcome === undefined ? null : /^\{"status":(\d{3})[,}]/.exec(claim.outcome)
     report.lease = {
       state: claim.state as 'held',

@@ -74,10 +74,12 @@ if ttl > 0 then redis.call('PEXPIRE', KEYS[2], ttl) end
 return 1
 `
 
-/** ARGV: token, outcome, ttlMs. Returns 1, or 0 when fenced. A completed key needs no steps. */
+/**
+ * ARGV: token, outcome, ttlMs. Returns 1, or 0 when fenced. A completed key needs no
+ * steps. Its `lease_until` stays, unread: every script looks at `state` first.
+ */
 export const COMPLETE = `${FENCE}
 redis.call('HSET', KEYS[1], 'state', 'completed', 'outcome', ARGV[2])
-redis.call('HDEL', KEYS[1], 'lease_until')
 redis.call('PEXPIRE', KEYS[1], ARGV[3])
 redis.call('DEL', KEYS[2])
 return 1
