@@ -28,6 +28,8 @@ const POWERTOOLS_LEASE_MS = Number(process.env.PEERS_POWERTOOLS_LEASE_MS ?? 5_00
 // Connections close after 2 s idle: every variant has its own process and pool, more
 // than Postgres's max_connections if all stayed open, and only one variant runs at a time.
 const pool = new pg.Pool({ connectionString: pgUrl, max: POOL_SIZE, idleTimeoutMillis: 2_000, connectionTimeoutMillis: 10_000 })
+// An idle connection Postgres drops must not end the server (and idem warns about a pool without this).
+pool.on('error', (error) => console.error(`${framework}.${variant}: idle Postgres connection failed: ${error.message}`))
 const INSERT = `INSERT INTO "${schema}".orders (body) VALUES ($1) RETURNING id`
 // The effect as the leased docs prescribe: keyed by an id derived from the idempotency key, upserted.
 const UPSERT =
