@@ -277,6 +277,22 @@ describe.skipIf(pgDb === undefined)('idem on Postgres', () => {
     expect(stats.keys.bytes).toBeGreaterThan(8192)
     expect(stats.requests).toBeUndefined()
   })
+
+  it('stats and inspect see the keys of the daily-partitions layout too', async () => {
+    const before = JSON.parse((await idem(['stats', '--postgres', PG_URL, '--schema', schema, '--json', '--window', '1h'])).stdout).keys
+    const partitioned = postgresStore({ pool, schema, keyLayout: 'daily-partitions' })
+    await partitioned.migrate()
+    const engine = createIdem({ store: partitioned })
+    for (const key of ['day-1', 'day-2', 'day-3']) {
+      await engine.run({ scope: 'acct_day', key, fingerprint: `fp-${key}` }, () => ({ status: 202, headers: [], bodyBase64: '' }))
+    }
+    expect((await pool.query(`SELECT count(*)::int AS n FROM ${s}.idem_keys_by_day WHERE scope = 'acct_day'`)).rows[0].n).toBe(3)
+    const stats = JSON.parse((await idem(['stats', '--postgres', PG_URL, '--schema', schema, '--json', '--window', '1h'])).stdout).keys
+    expect(stats).toMatchObject({ total: before.total + 3, live: before.live + 3, byStatus: { ...before.byStatus, '202': 3 } })
+    expect(stats.bytes).toBeGreaterThan(before.bytes)
+    const json = JSON.parse((await idem(['inspect', 'acct_day', 'day-2', '--postgres', PG_URL, '--schema', schema, '--json'])).stdout)
+    expect(json).toMatchObject({ found: true, record: { fingerprint: 'fp-day-2', status: 202, expired: false } })
+  })
 })
 
 const redis = await testRedis('cli')

@@ -62,12 +62,32 @@ export async function postgresUnrecordedTables(pool: PgPool, schema: string): Pr
 
 export { SCHEMA_VERSION as POSTGRES_SCHEMA_VERSION }
 
+/**
+ * The key rows of both layouts: `idem_keys` and, from migration 6 on, the daily
+ * partitions of `idem_keys_by_day` (`keyLayout: 'daily-partitions'`), so the commands
+ * below see every key whichever layout the store writes. A schema from before
+ * migration 6 has only the first.
+ */
+async function keyRows(pool: PgPool, schema: string): Promise<{ from: string; bytes: string }> {
+  const s = quoteSchema(schema)
+  const { rows } = await pool.query('SELECT to_regclass($1) IS NOT NULL AS partitioned', [`${s}.idem_keys_by_day`])
+  const columns = 'scope, key, fingerprint, outcome, created_at, expires_at'
+  if (!(rows[0] as { partitioned: boolean }).partitioned) return { from: `${s}.idem_keys`, bytes: `pg_total_relation_size(${literal(`${s}.idem_keys`)})` }
+  return {
+    from: `(SELECT ${columns} FROM ${s}.idem_keys UNION ALL SELECT ${columns} FROM ${s}.idem_keys_by_day) AS keys`,
+    bytes:
+      `pg_total_relation_size(${literal(`${s}.idem_keys`)}) + ` +
+      `(SELECT coalesce(sum(pg_total_relation_size(relid)), 0) FROM pg_partition_tree(${literal(`${s}.idem_keys_by_day`)}))`,
+  }
+}
+
 /** Expired rows a prune would delete now (keys, inbox ids, leases). */
 export async function postgresExpiredCount(pool: PgPool, schema: string): Promise<number> {
   const s = quoteSchema(schema)
   try {
+    const keys = await keyRows(pool, schema)
     const { rows } = await pool.query(
-      `SELECT (SELECT count(*) FROM ${s}.idem_keys WHERE expires_at <= now()) + (SELECT count(*) FROM ${s}.idem_inbox WHERE expires_at <= now()) + ` +
+      `SELECT (SELECT count(*) FROM ${keys.from} WHERE expires_at <= now()) + (SELECT count(*) FROM ${s}.idem_inbox WHERE expires_at <= now()) + ` +
         `(SELECT count(*) FROM ${s}.idem_leases WHERE expires_at <= now()) AS n`,
     )
     return Number((rows[0] as { n: string }).n)
@@ -119,11 +139,12 @@ export async function postgresInspect(pool: PgPool, schema: string, scope: strin
   const s = quoteSchema(schema)
   const iso = (value: Date | null): string | null => (value === null ? null : value.toISOString())
   try {
+    const rows = await keyRows(pool, schema)
     const [now, keys, leases, steps] = await Promise.all([
       pool.query('SELECT now() AS now'),
       pool.query(
         `SELECT fingerprint, created_at, expires_at, expires_at <= now() AS expired, left(outcome, 20) AS head, octet_length(outcome) AS bytes
-         FROM ${s}.idem_keys WHERE scope = $1 AND key = $2`,
+         FROM ${rows.from} WHERE scope = $1 AND key = $2 ORDER BY expires_at DESC LIMIT 1`,
         [scope, key],
       ),
       pool.query(
@@ -200,22 +221,23 @@ export async function postgresStats(pool: PgPool, schema: string, windowMs: numb
   const window = `now() - $1 * interval '1 millisecond'`
   const num = (value: unknown): number => Number(value)
   try {
+    const rows = await keyRows(pool, schema)
     const [keys, byStatus, byDay, leases, inbox, outbox, dead] = await Promise.all([
       pool.query(
         `SELECT count(*) AS total, count(*) FILTER (WHERE expires_at > now()) AS live, count(*) FILTER (WHERE created_at > ${window}) AS recent,
-                pg_total_relation_size(${literal(`${s}.idem_keys`)}) AS bytes,
+                ${rows.bytes} AS bytes,
                 pg_total_relation_size(${literal(`${s}.idem_leases`)}) + pg_total_relation_size(${literal(`${s}.idem_steps`)}) AS lease_bytes
-         FROM ${s}.idem_keys`,
+         FROM ${rows.from}`,
         [windowMs],
       ),
       pool.query(
         `SELECT coalesce(substring(left(outcome, 20) from '^\\{"status":(\\d{3})[,}]'), 'other') AS status, count(*) AS n
-         FROM ${s}.idem_keys WHERE created_at > ${window} GROUP BY 1 ORDER BY 1`,
+         FROM ${rows.from} WHERE created_at > ${window} GROUP BY 1 ORDER BY 1`,
         [windowMs],
       ),
       pool.query(
         `SELECT to_char(date_trunc('day', created_at AT TIME ZONE 'UTC'), 'YYYY-MM-DD') AS day, count(*) AS n
-         FROM ${s}.idem_keys WHERE created_at > ${window} GROUP BY 1 ORDER BY 1`,
+         FROM ${rows.from} WHERE created_at > ${window} GROUP BY 1 ORDER BY 1`,
         [windowMs],
       ),
       pool.query(`SELECT state, count(*) AS n, count(*) FILTER (WHERE expires_at <= now()) AS expired FROM ${s}.idem_leases GROUP BY state`),
