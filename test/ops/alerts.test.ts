@@ -88,7 +88,7 @@ const dashboardExprs = dashboard.panels.flatMap((panel) => panel.targets.map((ta
 describe('the shipped alert rules, their tests and the dashboard', () => {
   it('ship the seed\'s three alerts at its levels, and the store and dead-letter alerts', () => {
     const byName = Object.fromEntries(alerts.map((rule) => [rule.alert, rule]))
-    expect(Object.keys(byName).sort()).toEqual(['IdemDeadLetters', 'IdemKeyConflicts', 'IdemReconcileDuplicates', 'IdemReplayRateHigh', 'IdemStoreUnavailable'])
+    expect(Object.keys(byName).sort()).toEqual(['IdemDeadLetters', 'IdemKeyConflicts', 'IdemReconcileDuplicates', 'IdemReconcileStale', 'IdemReplayRateHigh', 'IdemStoreUnavailable'])
     expect(byName.IdemReplayRateHigh!.expr).toMatch(/> 0\.02\s*$/)
     expect(byName.IdemKeyConflicts!.expr).toMatch(/outcome="mismatch".*> 0$/)
     expect(byName.IdemKeyConflicts!.for).toBe('15m') // "sustained"
@@ -98,7 +98,7 @@ describe('the shipped alert rules, their tests and the dashboard', () => {
   it('use only metric names, labels and label values the exporter emits (rules, test series, dashboard)', async () => {
     const names = await emitted()
     expect(new Set(selectors(ruleExprs.join('\n')).map((s) => s.name))).toEqual(
-      new Set(['idem_http_requests_total', 'idem_reconcile_duplicate_ratio', 'idem_store_errors_total', 'idem_inbox_messages_total', 'idem_dead_letters_total']),
+      new Set(['idem_http_requests_total', 'idem_reconcile_duplicate_ratio', 'idem_reconcile_last_run_timestamp_seconds', 'idem_store_errors_total', 'idem_inbox_messages_total', 'idem_dead_letters_total']),
     )
     expect(unknownNames(ruleExprs, names)).toEqual([])
     expect(unknownNames(seriesExprs, names)).toEqual([])
@@ -150,7 +150,7 @@ describe.skipIf(promtool === undefined)('promtool', () => {
   afterAll(() => rmSync(dir, { recursive: true, force: true }))
 
   it('checks the rules and evaluates every alert on the recorded series: all cases pass', () => {
-    expect(execFileSync('promtool', ['check', 'rules', rulesPath], { encoding: 'utf8' })).toContain('SUCCESS: 5 rules found')
+    expect(execFileSync('promtool', ['check', 'rules', rulesPath], { encoding: 'utf8' })).toContain('SUCCESS: 6 rules found')
     expect(execFileSync('promtool', ['test', 'rules', rulesTestPath], { encoding: 'utf8' })).toContain('SUCCESS')
   })
 
