@@ -42,6 +42,8 @@ async function serve() {
   const { postgresStore } = await import('../dist/stores/postgres/index.js')
   const schema = process.env.BENCH_SCHEMA
   const pool = new pg.Pool({ connectionString: PG_URL, max: POOL_SIZE, connectionTimeoutMillis: 10_000 })
+  // As the docs ask of every app: an idle connection Postgres drops must not end the bench.
+  pool.on('error', (error) => console.error(`idle Postgres connection failed: ${error.message}`))
   const store = postgresStore({ pool, schema })
   const insert = (client, body) => client.query(`INSERT INTO "${schema}".orders (body) VALUES ($1) RETURNING id`, [body])
   const inTransaction = async (body) => {

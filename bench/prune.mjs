@@ -24,6 +24,8 @@ const run = promisify(execFile)
 const given = process.env.PRUNE_SCHEMA
 const schema = given ?? `idem_bench_prune_${process.pid}`
 const pool = new pg.Pool({ connectionString: PG_URL, max: INSERTERS + 2, connectionTimeoutMillis: 10_000 })
+// As the docs ask of every app: an idle connection Postgres drops must not end the bench.
+pool.on('error', (error) => console.error(`idle Postgres connection failed: ${error.message}`))
 const count = async (where) => Number((await pool.query(`SELECT count(*) AS n FROM "${schema}".idem_keys WHERE ${where}`)).rows[0].n)
 
 try {

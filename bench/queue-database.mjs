@@ -13,6 +13,8 @@ export async function queueBenchDatabase(prefix, poolSize) {
   const url = process.env.IDEM_BENCH_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/test'
   const schema = `${prefix}_${process.pid}`
   const pool = new pg.Pool({ connectionString: url, max: poolSize, connectionTimeoutMillis: 10_000 })
+  // As the docs ask of every app: an idle connection Postgres drops must not end the bench.
+  pool.on('error', (error) => console.error(`idle Postgres connection failed: ${error.message}`))
   await pool.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE; CREATE SCHEMA ${schema}`)
   const store = postgresStore({ pool, schema })
   await store.migrate()

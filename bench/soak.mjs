@@ -43,6 +43,8 @@ async function serve() {
     const { default: pg } = await import('pg')
     const { postgresStore } = await import('../dist/stores/postgres/index.js')
     const pool = new pg.Pool({ connectionString: PG_URL, max: 16, connectionTimeoutMillis: 10_000 })
+    // As the docs ask of every app: an idle connection Postgres drops must not end the bench.
+    pool.on('error', (error) => console.error(`idle Postgres connection failed: ${error.message}`))
     closers.push(() => pool.end())
     app.use('/orders', idempotency({ store: postgresStore({ pool, schema }), scope: () => 'acct_soak' }))
     app.post('/orders', async (c) => {
