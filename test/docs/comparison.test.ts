@@ -9,11 +9,11 @@ const linked = /\]\(\.\.\/(bench\/results\/peers-(\d{4}-\d{2}-\d{2})\.txt)\)/.ex
 describe('docs/comparison.md', () => {
   it('links the saved output of the run it quotes, and is dated as that run', () => {
     expect(linked).not.toBeNull()
-    expect(page).toContain(`- **When and where**: ${linked![2]},`)
+    expect(page).toContain(`- **When and where**: ${linked![2]!},`)
   })
 
   it('quotes only figures that run printed: requests per second, ratios and CPU per request', () => {
-    const run = readFileSync(linked![1], 'utf8')
+    const run = readFileSync(linked![1]!, 'utf8')
     const rates = [...page.matchAll(/\b(\d{1,2}),(\d{3})\b/g)].map((m) => m[1]! + m[2]!)
     const cpu = [...page.matchAll(/\| (\d{3}) µs \|/g)].map((m) => m[1]!)
     const ratios = [...page.matchAll(/\| \**(\d\.\d{2})\** \|/g)].map((m) => m[1]!)
