@@ -1,4 +1,5 @@
 import type { Command } from 'commander'
+import type { KeyInspection } from '../stores/inspection.js'
 import { postgresInspect } from '../stores/postgres/operations.js'
 import { redisInspect } from '../stores/redis/operations.js'
 import { sqliteInspect } from '../stores/sqlite/operations.js'
@@ -6,25 +7,6 @@ import { printJson, type CommandContext } from './context.js'
 import { EXIT } from './io.js'
 import { human } from './parse.js'
 import { storeError, targetFlags, targetOf, withPostgres, withRedis, withSqlite, withTargetOptions } from './target.js'
-
-interface Lease {
-  state: string
-  fingerprint: string
-  token: string
-  leaseUntil: string | null
-  leaseLive: boolean
-  expiresAt: string | null
-  expired: boolean
-  status: number | null
-  steps: { name: string; savedAt: string | null }[]
-}
-interface Inspection {
-  scope: string
-  key: string
-  now: string
-  record?: { fingerprint: string; createdAt: string; expiresAt: string; expired: boolean; status: number | null; outcomeBytes: number }
-  lease?: Lease
-}
 
 export function registerInspect(program: Command, { io, exit }: CommandContext): void {
   const command = program
@@ -48,7 +30,7 @@ Examples:
     )
     .action(async (scope: string, key: string, flags: { postgres?: string; sqlite?: string; redis?: string; schema?: string; prefix?: string; json?: boolean }) => {
       const target = targetOf(flags, ['postgres', 'sqlite', 'redis'])
-      const report: Inspection = await (target.kind === 'postgres'
+      const report: KeyInspection = await (target.kind === 'postgres'
         ? withPostgres(target, (pool) => postgresInspect(pool, target.schema, scope, key))
         : target.kind === 'sqlite'
           ? withSqlite(target, { readonly: true }, async (db) => sqliteInspect(db, scope, key))
@@ -63,7 +45,7 @@ Examples:
     })
 }
 
-function describe(report: Inspection, where: string): string[] {
+function describe(report: KeyInspection, where: string): string[] {
   const now = Date.parse(report.now)
   const when = (iso: string | null): string => {
     if (iso === null) return 'unknown'

@@ -1,3 +1,4 @@
+import { statusOf, type KeyInspection } from '../inspection.js'
 import { classifyPgError } from './errors.js'
 import { migrations, SCHEMA_VERSION } from './migrations.js'
 import { quoteSchema } from './sql/index.js'
@@ -94,44 +95,6 @@ export async function postgresExpiredCount(pool: PgPool, schema: string): Promis
   } catch (error) {
     throw classifyPgError(error, schema)
   }
-}
-
-/** One key as the stores keep it, in either mode, read without taking any lock. */
-export interface KeyInspection {
-  scope: string
-  key: string
-  /** Now, by the store's clock (ISO 8601). */
-  now: string
-  /** The transactional record (`idem_keys`), if any. */
-  record?: {
-    fingerprint: string
-    createdAt: string
-    expiresAt: string
-    expired: boolean
-    /** The stored HTTP status, for outcomes the HTTP middleware stored. */
-    status: number | null
-    outcomeBytes: number
-  }
-  /** The leased claim (`idem_leases`), if any. */
-  lease?: {
-    state: 'held' | 'free' | 'completed'
-    fingerprint: string
-    /** The fencing token of the current (or last) holder. */
-    token: string
-    leaseUntil: string | null
-    /** True while a holder's lease runs. */
-    leaseLive: boolean
-    expiresAt: string
-    expired: boolean
-    status: number | null
-    steps: { name: string; savedAt: string; token: string }[]
-  }
-}
-
-/** The stored status of an HTTP outcome (`{"status":201,…}`), read from its first bytes. */
-export function statusOf(outcome: string | null | undefined): number | null {
-  const match = outcome == null ? null : /^\{"status":(\d{3})[,}]/.exec(outcome)
-  return match ? Number(match[1]) : null
 }
 
 /** Reads `(scope, key)` from the key table and the leased tables. */

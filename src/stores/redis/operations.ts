@@ -1,4 +1,5 @@
-import { redisKeys } from './keys.js'
+import { statusOf, type KeyInspection } from '../inspection.js'
+import { redisKeys, type RedisKeys } from './keys.js'
 
 /** The commands `redisInspect` reads with: an ioredis client fits. */
 interface ReadingClient {
@@ -9,36 +10,19 @@ interface ReadingClient {
 }
 
 /**
- * One leased key as the Redis store keeps it (the shape of the Postgres store's
- * `KeyInspection.lease`), read without changing anything, by the server's clock.
+ * One leased key as the Redis store keeps it, read without changing anything, by the
+ * server's clock.
  */
-export async function redisInspect(client: ReadingClient, prefix: string, scope: string, key: string) {
+export async function redisInspect(client: ReadingClient, prefix: string, scope: string, key: string): Promise<KeyInspection & { keys: RedisKeys }> {
   const keys = redisKeys(prefix, scope, key)
   const [claim, stepNames, ttl, time] = await Promise.all([client.hgetall(keys.claim), client.hkeys(keys.steps), client.pttl(keys.claim), client.time()])
   const now = Number(time[0]) * 1000 + Math.floor(Number(time[1]) / 1000)
-  const report: {
-    scope: string
-    key: string
-    now: string
-    keys: { claim: string; steps: string }
-    lease?: {
-      state: 'held' | 'free' | 'completed'
-      fingerprint: string
-      token: string
-      leaseUntil: string | null
-      leaseLive: boolean
-      expiresAt: string | null
-      expired: boolean
-      status: number | null
-      steps: { name: string; savedAt: null; token: null }[]
-    }
-  } = { scope, key, now: new Date(now).toISOString(), keys }
+  const report: KeyInspection & { keys: RedisKeys } = { scope, key, now: new Date(now).toISOString(), keys }
   if (claim.state !== undefined) {
     // A completed key keeps its last lease_until, which means nothing once it is completed.
     const leaseUntil = claim.state !== 'held' || claim.lease_until === undefined ? null : Number(claim.lease_until)
-    const status = claim.outcome === undefined ? null : /^\{"status":(\d{3})[,}]/.exec(claim.outcome)
     report.lease = {
-      state: claim.state as 'held',
+      state: claim.state as 'held' | 'free' | 'completed',
       fingerprint: claim.fingerprint ?? '',
       token: claim.token ?? '',
       leaseUntil: leaseUntil === null ? null : new Date(leaseUntil).toISOString(),
@@ -46,7 +30,7 @@ export async function redisInspect(client: ReadingClient, prefix: string, scope:
       // Redis drops the key when its retention ends: a key that is there has not expired.
       expiresAt: ttl > 0 ? new Date(now + ttl).toISOString() : null,
       expired: false,
-      status: status ? Number(status[1]) : null,
+      status: statusOf(claim.outcome),
       // Redis keeps no time per step.
       steps: stepNames.sort().map((name) => ({ name, savedAt: null, token: null })),
     }

@@ -1,3 +1,4 @@
+import { statusOf, type KeyInspection } from '../inspection.js'
 import { sqliteMigrations, SQLITE_SCHEMA_VERSION } from './migrations.js'
 import type { SqliteDatabase } from './types.js'
 
@@ -59,31 +60,10 @@ export function sqliteExpiredCount(db: SqliteDatabase): number {
 
 const iso = (ms: number | null): string | null => (ms === null ? null : new Date(ms).toISOString())
 
-const statusOf = (head: string | null | undefined): number | null => {
-  const match = head == null ? null : /^\{"status":(\d{3})[,}]/.exec(head)
-  return match ? Number(match[1]) : null
-}
-
-/** Reads `(scope, key)` from the key table and the leased tables (see the Postgres `KeyInspection`). */
-export function sqliteInspect(db: SqliteDatabase, scope: string, key: string) {
+/** Reads `(scope, key)` from the key table and the leased tables. */
+export function sqliteInspect(db: SqliteDatabase, scope: string, key: string): KeyInspection {
   const now = Date.now()
-  const report: {
-    scope: string
-    key: string
-    now: string
-    record?: { fingerprint: string; createdAt: string; expiresAt: string; expired: boolean; status: number | null; outcomeBytes: number }
-    lease?: {
-      state: 'held' | 'free' | 'completed'
-      fingerprint: string
-      token: string
-      leaseUntil: string | null
-      leaseLive: boolean
-      expiresAt: string
-      expired: boolean
-      status: number | null
-      steps: { name: string; savedAt: string; token: string }[]
-    }
-  } = { scope, key, now: new Date(now).toISOString() }
+  const report: KeyInspection = { scope, key, now: new Date(now).toISOString() }
   const k = db
     .prepare('SELECT fingerprint, created_at, expires_at, substr(outcome, 1, 20) AS head, length(CAST(outcome AS BLOB)) AS bytes FROM idem_keys WHERE scope = ? AND key = ?')
     .get(scope, key) as { fingerprint: string; created_at: number; expires_at: number; head: string; bytes: number } | undefined
