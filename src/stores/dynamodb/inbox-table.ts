@@ -7,6 +7,7 @@ import { ATTEMPTS_SK, HEAD_SK, N, S, deadPk, inboxPk, num, str, ttlOf, type Item
 import type { Wire } from './wire.js'
 import { WriteSet, holdToken, type DynamoTx } from './write-set.js'
 import { createHash } from 'node:crypto'
+import { settledInboxSession } from '../settled-inbox-session.js'
 
 // A failure count lives from a message's first failure to its success or dead letter;
 // one that is never finished is collected after the longest retention there can be.
@@ -24,17 +25,6 @@ const ATTEMPTS_HORIZON_MS = 2 * MAX_DURATION_MS
  */
 export function dynamoInboxTable(wire: Wire, holdMs: number, now: () => number = Date.now): InboxTable<DynamoTx> {
   const TableName = wire.table
-
-  function ended(state: 'processed' | 'in-flight', tx: WriteSet): InboxSession<DynamoTx> {
-    return {
-      state,
-      tx,
-      takeFailures: async () => undefined,
-      deadLetter: async () => {},
-      commit: async () => {},
-      rollback: async () => {},
-    }
-  }
 
   return {
     async begin({ consumer, key, waitMs, retentionMs }) {
@@ -61,9 +51,9 @@ export function dynamoInboxTable(wire: Wire, holdMs: number, now: () => number =
         } catch (error) {
           if (!conditionFailed(error)) throw error
           const old = (error as { Item?: Item }).Item
-          if (str(old, 'state') === 'processed') return ended('processed', tx)
+          if (str(old, 'state') === 'processed') return settledInboxSession<DynamoTx>('processed', tx)
           const left = deadline - Date.now()
-          if (left <= 0) return ended('in-flight', tx)
+          if (left <= 0) return settledInboxSession<DynamoTx>('in-flight', tx)
           await new Promise((resolve) => setTimeout(resolve, Math.min(delay, left) * (0.5 + Math.random() / 2)))
           delay = Math.min(delay * 2, 250)
           continue

@@ -4,6 +4,7 @@ import { LeaseLostError } from '../../core/errors/lease-lost.js'
 import { randomUUID } from 'node:crypto'
 import type { InboxScriptName } from './inbox-scripts.js'
 import { redisInboxKey, redisInboxKeys } from './keys.js'
+import { settledInboxSession } from '../settled-inbox-session.js'
 
 /**
  * The Redis store's transaction, as an inbox handler sees it: commands staged with
@@ -51,17 +52,6 @@ const ATTEMPTS_HORIZON_MS = 2 * MAX_DURATION_MS
  * a failure count and a dead letter, all in the message's slot (see `redisInboxKeys`).
  */
 export function redisInboxTable(send: InboxSend, prefix: string, holdMs: number): InboxTable<RedisTx> {
-  function ended(state: 'processed' | 'in-flight', messageKey: string): InboxSession<RedisTx> {
-    return {
-      state,
-      tx: new Staged(messageKey),
-      takeFailures: async () => undefined,
-      deadLetter: async () => {},
-      commit: async () => {},
-      rollback: async () => {},
-    }
-  }
-
   return {
     async begin({ consumer, key, waitMs, retentionMs }) {
       const keys = redisInboxKeys(prefix, consumer, key)
@@ -75,9 +65,9 @@ export function redisInboxTable(send: InboxSend, prefix: string, holdMs: number)
           if (late === 'new') send('rollback', 'idemInboxReleaseV1', [keys.id], [mine], String).catch(() => {})
         })
         if (state === 'new') break
-        if (state === 'processed') return ended('processed', key)
+        if (state === 'processed') return settledInboxSession('processed', new Staged(key))
         const left = deadline - Date.now()
-        if (left <= 0) return ended('in-flight', key)
+        if (left <= 0) return settledInboxSession('in-flight', new Staged(key))
         await new Promise((resolve) => setTimeout(resolve, Math.min(delay, left) * (0.5 + Math.random() / 2)))
         delay = Math.min(delay * 2, 250)
         token = randomUUID()
