@@ -19,7 +19,7 @@ import { Redis } from 'ioredis'
 import { existsSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'
 import { keyedVariants, measureVariants, serveParent, startServer } from './autocannon.mjs'
-import { cpuLedger, interleaved, ratio } from './support.mjs'
+import { cpuLedger, dropRedisKeys, interleaved, ratio } from './support.mjs'
 
 const REDIS_URL = process.env.IDEM_BENCH_REDIS_URL ?? 'redis://127.0.0.1:6379'
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 2.5)
@@ -228,11 +228,6 @@ async function scriptCost(prefix) {
 
 async function dropKeys(prefix) {
   const client = new Redis(REDIS_URL)
-  let cursor = '0'
-  do {
-    const [next, keys] = await client.scan(cursor, 'MATCH', `${prefix}*`, 'COUNT', 1000)
-    if (keys.length > 0) await client.unlink(...keys)
-    cursor = next
-  } while (cursor !== '0')
+  await dropRedisKeys(client, prefix)
   client.disconnect()
 }

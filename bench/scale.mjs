@@ -18,7 +18,7 @@ import { cpus, tmpdir } from 'node:os'
 import { dirname, join } from 'node:path'
 import pg from 'pg'
 import { Cluster, Redis } from 'ioredis'
-import { cpuByPid, cpuLedger, ratio } from './support.mjs'
+import { cpuByPid, cpuLedger, dropRedisKeys, ratio } from './support.mjs'
 
 const PG_URL = process.env.IDEM_BENCH_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/test'
 const REDIS_URL = process.env.IDEM_BENCH_REDIS_URL ?? 'redis://127.0.0.1:6379'
@@ -175,7 +175,7 @@ async function redisBackend() {
   return {
     call: (key) => idem.run({ scope: 'bench', key, input: key }, async () => body),
     close: async () => {
-      await dropKeys(client, prefix)
+      await dropRedisKeys(client, prefix)
       client.disconnect()
     },
   }
@@ -338,15 +338,6 @@ async function until(what, check, ms = 30_000) {
     if (Date.now() > deadline) throw new Error(`${what}: not within ${ms} ms`)
     await new Promise((resolve) => setTimeout(resolve, 100))
   }
-}
-
-async function dropKeys(client, prefix) {
-  let cursor = '0'
-  do {
-    const [next, keys] = await client.scan(cursor, 'MATCH', `${prefix}*`, 'COUNT', 1000)
-    if (keys.length > 0) await client.unlink(...keys)
-    cursor = next
-  } while (cursor !== '0')
 }
 
 async function dynamoAnswers(sdk, endpoint) {

@@ -15,7 +15,7 @@ import autocannon from 'autocannon'
 import { fork } from 'node:child_process'
 import { existsSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'
-import { ratio } from './support.mjs'
+import { dropRedisKeys, ratio } from './support.mjs'
 
 const REQUESTS = Number(process.env.SOAK_REQUESTS ?? 1_000_000)
 const WARM_UP = Number(process.env.SOAK_WARM_UP ?? Math.min(50_000, Math.max(1_000, Math.round(REQUESTS / 10))))
@@ -199,12 +199,7 @@ async function setUp(store, schema) {
   return async (prefix) => {
     const { Redis } = await import('ioredis')
     const client = new Redis(REDIS_URL)
-    let cursor = '0'
-    do {
-      const [next, keys] = await client.scan(cursor, 'MATCH', `${prefix}*`, 'COUNT', 1000)
-      if (keys.length > 0) await client.unlink(...keys)
-      cursor = next
-    } while (cursor !== '0')
+    await dropRedisKeys(client, prefix)
     client.disconnect()
   }
 }

@@ -147,3 +147,13 @@ export function cpuLedger(named) {
     },
   }
 }
+
+/** Deletes every Redis key under `prefix` (a bench's own), a page of SCAN at a time. */
+export async function dropRedisKeys(client, prefix) {
+  let cursor = '0'
+  do {
+    const [next, keys] = await client.scan(cursor, 'MATCH', `${prefix}*`, 'COUNT', 1000)
+    if (keys.length > 0) await client.unlink(...keys)
+    cursor = next
+  } while (cursor !== '0')
+}

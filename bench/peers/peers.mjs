@@ -27,7 +27,7 @@ import { fileURLToPath } from 'node:url'
 import { Redis } from 'ioredis'
 import pg from 'pg'
 import { handWrittenTable } from '../hand-written.mjs'
-import { cpuLedger, median, ratio } from '../support.mjs'
+import { cpuLedger, dropRedisKeys, median, ratio } from '../support.mjs'
 
 const env = process.env
 const QUICK = env.PEERS_QUICK === '1'
@@ -99,7 +99,7 @@ async function main() {
     await Promise.allSettled(servers.map((server) => server.process?.stop()))
     await admin.query(`DROP SCHEMA IF EXISTS "${SCHEMA}" CASCADE`).catch((error) => console.error(`could not drop ${SCHEMA}: ${error.message}`))
     await admin.end()
-    await dropKeys(redis, PREFIX).catch((error) => console.error(`could not delete the Redis keys ${PREFIX}*: ${error.message}`))
+    await dropRedisKeys(redis, PREFIX).catch((error) => console.error(`could not delete the Redis keys ${PREFIX}*: ${error.message}`))
     redis.disconnect()
   }
   process.once('SIGINT', () => void cleanUp().finally(() => process.exit(130)))
@@ -550,15 +550,6 @@ function printRatios(servers) {
   if (vsPeer.idem_redis_prescribed.length > 0) ratio('peers.idem_redis_prescribed_vs_best_peer', Math.min(...vsPeer.idem_redis_prescribed))
   if (vsPeer.idem_redis.length > 0) ratio('peers.idem_redis_vs_best_peer', Math.min(...vsPeer.idem_redis))
   if (vsHand.length > 0) ratio('peers.idem_pg_vs_hand_written', Math.min(...vsHand))
-}
-
-async function dropKeys(client, prefix) {
-  let cursor = '0'
-  do {
-    const [next, keys] = await client.scan(cursor, 'MATCH', `${prefix}*`, 'COUNT', 1000)
-    if (keys.length > 0) await client.unlink(...keys)
-    cursor = next
-  } while (cursor !== '0')
 }
 
 await main()
