@@ -15,7 +15,8 @@ import { postgresStore } from '../../src/stores/postgres/index.js'
 import type { PgClient } from '../../src/stores/postgres/types.js'
 import { testSchema, type TestSchema } from '../support/postgres.js'
 import { eventually, unique } from '../queue/support.js'
-import { freePort, sleep } from './support/service.js'
+import { freePort } from '../support/free-port.js'
+import { sleep } from './support/service.js'
 import { report, scale } from './support/table.js'
 
 const MESSAGES = scale(500, 5_000)

@@ -12,7 +12,8 @@ import { startTcpFaultProxy } from '../../src/testing/index.js'
 import { PG_URL, testSchema, type TestSchema } from '../support/postgres.js'
 import { privateRedis, type PrivateRedis } from '../leased/support.js'
 import { loadWithFault, type LoadResult } from './support/load.js'
-import { freePort, prepareSchema, sleep, startService, type Mode, type Service, type ServiceConfig } from './support/service.js'
+import { freePort } from '../support/free-port.js'
+import { prepareSchema, sleep, startService, type Mode, type Service, type ServiceConfig } from './support/service.js'
 import { report, scale, type ChaosRow } from './support/table.js'
 
 const INTENTS = scale(300, 2_000)

@@ -1,8 +1,8 @@
 import { spawn, spawnSync, type ChildProcessWithoutNullStreams } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
-import { createServer } from 'node:net'
 import { fileURLToPath } from 'node:url'
 import { Redis } from 'ioredis'
+import { freePort } from '../support/free-port.js'
 
 /** The Redis the tests use (override with IDEM_TEST_REDIS_URL). */
 export const REDIS_URL = process.env.IDEM_TEST_REDIS_URL ?? 'redis://127.0.0.1:6379'
@@ -143,17 +143,6 @@ export async function privateRedis(): Promise<PrivateRedis | undefined> {
   }
   await self.start()
   return self
-}
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const probe = createServer()
-    probe.once('error', reject)
-    probe.listen(0, '127.0.0.1', () => {
-      const { port } = probe.address() as { port: number }
-      probe.close(() => resolve(port))
-    })
-  })
 }
 
 export function sleep(ms: number): Promise<void> {

@@ -2,10 +2,10 @@ import { spawn, spawnSync, type ChildProcess } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
 import { existsSync } from 'node:fs'
 import { createRequire } from 'node:module'
-import { createServer } from 'node:net'
 import { dirname, join } from 'node:path'
 import { DeleteTableCommand, DynamoDBClient, ListTablesCommand } from '@aws-sdk/client-dynamodb'
 import { dynamodbStore, type DynamoStore } from '../../src/stores/dynamodb/index.js'
+import { freePort } from './free-port.js'
 
 /** The DynamoDB Local the tests use (override with IDEM_TEST_DYNAMODB_URL); `.ci/run` starts one here. */
 export const DYNAMODB_URL = process.env.IDEM_TEST_DYNAMODB_URL ?? 'http://127.0.0.1:8000'
@@ -123,15 +123,4 @@ export async function startDynamoLocal(): Promise<LocalDynamo> {
     await new Promise((resolve) => setTimeout(resolve, 200))
   }
   return { endpoint, port, child, stop }
-}
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const probe = createServer()
-    probe.once('error', reject)
-    probe.listen(0, '127.0.0.1', () => {
-      const { port } = probe.address() as { port: number }
-      probe.close(() => resolve(port))
-    })
-  })
 }

@@ -1,9 +1,9 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process'
 import { mkdtempSync, rmSync } from 'node:fs'
-import { createServer } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { Cluster, Redis } from 'ioredis'
+import { freePort } from './free-port.js'
 
 /** One `redis-server --cluster-enabled yes` of a test's own cluster. */
 export interface ClusterNode {
@@ -130,15 +130,4 @@ async function until(what: string, timeoutMs: number, check: () => Promise<boole
     if (Date.now() > deadline) throw new Error(`${what}: not within ${timeoutMs} ms`)
     await new Promise((resolve) => setTimeout(resolve, 100))
   }
-}
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const probe = createServer()
-    probe.once('error', reject)
-    probe.listen(0, '127.0.0.1', () => {
-      const { port } = probe.address() as { port: number }
-      probe.close(() => resolve(port))
-    })
-  })
 }

@@ -1,5 +1,4 @@
 import Database from 'better-sqlite3'
-import { createServer } from 'node:net'
 import { fileURLToPath } from 'node:url'
 import type pg from 'pg'
 import { postgresStore, leasedPostgresStore } from '../../../src/stores/postgres/index.js'
@@ -85,17 +84,6 @@ export function postOrder(url: string, key: string, intent: string, amount: numb
     headers: { 'content-type': 'application/json', 'idempotency-key': `"${key}"`, 'x-account': account, 'x-hold-ms': String(holdMs) },
     body: JSON.stringify({ intent, amount }),
     signal: AbortSignal.timeout(20_000),
-  })
-}
-
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const probe = createServer()
-    probe.once('error', reject)
-    probe.listen(0, '127.0.0.1', () => {
-      const { port } = probe.address() as { port: number }
-      probe.close(() => resolve(port))
-    })
   })
 }
 
