@@ -136,8 +136,7 @@ export class IdempotencyInterceptor<Tx = unknown> implements NestInterceptor {
         const found = requestBody(request, req)
         if (found === undefined) {
           // Something read the body and kept nothing: the fingerprint would miss the payload.
-          void writeAnswer(res, problemResponse(new InvalidOptionError(UNREADABLE_BODY)), earlier).catch(() => res.destroy())
-          return finishUnrouted(subscriber, handled)
+          return answerInstead(subscriber, res, problemResponse(new InvalidOptionError(UNREADABLE_BODY)), earlier, handled)
         }
         body = found
         web = webRequest(req, req.originalUrl ?? req.url ?? '/', body)
@@ -189,10 +188,7 @@ export class IdempotencyInterceptor<Tx = unknown> implements NestInterceptor {
         (outcome: Response | typeof PASSED) => {
           if (outcome === PASSED) return undefined
           if (routeStarted) return sendWebResponse(res, outcome, false)
-          // idem answers for the route (a replay, a problem): in place of what Nest writes.
-          if (handled) void writeAnswer(res, outcome, earlier).catch(() => res.destroy())
-          else void captureResponse(res).then(() => writeAnswer(res, outcome, earlier)).catch(() => res.destroy())
-          return finishUnrouted(subscriber, handled)
+          return answerInstead(subscriber, res, outcome, earlier, handled)
         },
         (error: unknown) => {
           // Before the route: Nest's exception filters answer. After it, what Nest wrote
@@ -336,9 +332,18 @@ function sendsOwnResponse(context: ExecutionContext): boolean {
   return result
 }
 
-/** Ends the interceptor's part for a request idem answered itself: Nest then writes something, which is dropped. */
-function finishUnrouted(subscriber: { next(value: unknown): void; complete(): void }, handled: boolean): void {
-  if (!handled) subscriber.next(undefined)
+/**
+ * Sends idem's own answer for a request whose route does not run (a replay, a problem)
+ * in place of what Nest writes, and ends the interceptor's part with one value: Nest
+ * takes the last value of every route's Observable, a route that sends its own response
+ * (`handled`) included, and answers 500 when there is none. For such a route Nest then
+ * writes nothing, so the answer goes at once; for any other Nest writes the value, which
+ * is held and dropped, and the answer goes in its place.
+ */
+function answerInstead(subscriber: { next(value: unknown): void; complete(): void }, res: ServerResponse, answer: Response, earlier: Headers, handled: boolean): void {
+  const written = handled ? writeAnswer(res, answer, earlier) : captureResponse(res).then(() => writeAnswer(res, answer, earlier))
+  void written.catch(() => res.destroy())
+  subscriber.next(undefined)
   subscriber.complete()
 }
 

@@ -1,22 +1,37 @@
 // What only the NestJS adapter does (the conformance table covers the rest, on Nest 10
-// and 11): an exception thrown by the route rolls back and its filter's answer goes out
-// unstored; a handler that sends its own response (@Res()) replays; headers set before
-// the route stay on replays; without rawBody the parsed body is fingerprinted, however
-// deep; forRootAsync and a standalone interceptor work; other contexts pass through.
+// and 11, for routes that return their value and routes that answer through @Res()): an
+// exception thrown by the route rolls back and its filter's answer goes out unstored;
+// every way a route can answer (a value, a promise, an Observable, @Res() with
+// passthrough, @Res() written at once or later) gets idem's problems and replays; headers
+// set before the route stay on replays; without rawBody the parsed body is fingerprinted,
+// however deep; forRootAsync and a standalone interceptor work; other contexts pass through.
 import { Body, Controller, Header, Inject, Module, NotFoundException, Post, Res, UseInterceptors, type DynamicModule, type INestApplication } from '@nestjs/common'
 import { NestFactory } from '@nestjs/core'
 import { ExpressAdapter } from '@nestjs/platform-express'
 import { FastifyAdapter } from '@nestjs/platform-fastify'
 import type { AddressInfo } from 'node:net'
-import { of } from 'rxjs'
+import { delay, of } from 'rxjs'
 import { afterEach, describe, expect, it } from 'vitest'
+import { idempotency } from '../../src/http/handler.js'
 import { Idem, IdempotencyInterceptor, IdempotencyModule, type IdempotencyContext } from '../../src/http/nestjs.js'
 import { memoryStore } from '../../src/stores/memory/index.js'
+import { expectProblem } from './support/cases.js'
 import { httpCall, type Call } from './support/frontends.js'
 
 const RUNS = 'runs'
 type Runs = Record<string, number>
 const scope = () => 'acct'
+
+// Express's response or Fastify's reply, as `@Res()` gives it.
+type Reply = { status?(code: number): unknown; code?(code: number): unknown; send(body: unknown): unknown }
+function status(res: Reply, code: number): void {
+  if (typeof res.code === 'function') res.code(code)
+  else res.status!(code)
+}
+function send(res: Reply, code: number, body: unknown): void {
+  status(res, code)
+  res.send(body)
+}
 
 @Controller()
 class TestController {
@@ -40,6 +55,30 @@ class TestController {
     const reply = res as unknown as { code?(c: number): { send(b: unknown): void }; status(c: number): { json(b: unknown): void } }
     if (typeof reply.code === 'function') reply.code(202).send({ run })
     else reply.status(202).json({ run })
+  }
+
+  // Answers after the handler has returned: Nest has nothing to wait for.
+  @Post('later')
+  later(@Res() res: Reply) {
+    const run = this.count('later')
+    setImmediate(() => send(res, 202, { run }))
+  }
+
+  @Post('passthrough')
+  passthrough(@Res({ passthrough: true }) res: Reply) {
+    status(res, 202)
+    return { run: this.count('passthrough') }
+  }
+
+  @Post('promise')
+  async promise() {
+    await Promise.resolve()
+    return { run: this.count('promise') }
+  }
+
+  @Post('observable')
+  observable() {
+    return of({ run: this.count('observable') }).pipe(delay(1))
   }
 
   @Post('count')
@@ -75,15 +114,34 @@ afterEach(async () => {
   for (const app of apps.splice(0)) await app.close()
 })
 
-async function start(platform: 'express' | 'fastify', module: DynamicModule, rawBody = true): Promise<(call: Call) => Promise<Response>> {
+async function start(platform: 'express' | 'fastify', module: DynamicModule, rawBody = true, before?: (app: INestApplication) => void): Promise<(call: Call) => Promise<Response>> {
   const app = await NestFactory.create(module, platform === 'express' ? new ExpressAdapter() : new FastifyAdapter(), { rawBody, logger: false })
   apps.push(app)
+  before?.(app)
   await app.listen(0, '127.0.0.1')
   const { port } = (app.getHttpServer() as { address(): AddressInfo }).address()
   return (call) => httpCall(port, call)
 }
 
 const forRoot = () => IdempotencyModule.forRoot({ store: memoryStore(), scope })
+
+// A body read to its end before the interceptor, with nothing of it kept (no rawBody, no body).
+const DRAINED = 'application/x-drained'
+function drainBodies(platform: 'express' | 'fastify'): (app: INestApplication) => void {
+  return (app) => {
+    if (platform === 'express') {
+      app.use((req: NodeJS.ReadableStream & { headers: Record<string, unknown> }, _res: unknown, next: () => void) => {
+        if (req.headers['content-type'] !== DRAINED) return next()
+        req.on('end', next).resume()
+      })
+    } else {
+      const fastify = app.getHttpAdapter().getInstance() as { addContentTypeParser(type: string, parse: (request: unknown, payload: NodeJS.ReadableStream, done: (error: null, body: undefined) => void) => void): void }
+      fastify.addContentTypeParser(DRAINED, (_request, payload, done) => {
+        payload.on('end', () => done(null, undefined)).resume()
+      })
+    }
+  }
+}
 
 for (const platform of ['express', 'fastify'] as const) {
   describe(`NestJS 11 on ${platform}`, () => {
@@ -110,6 +168,48 @@ for (const platform of ['express', 'fastify'] as const) {
       expect(replay.headers.get('idempotent-replayed')).toBe('true')
       expect(await replay.json()).toEqual({ run: 1 })
       expect(runs.own).toBe(1)
+    })
+
+    it('every way a route answers (value, promise, Observable, @Res() passthrough, @Res() at once or later) gets the problems of every adapter and replays', async () => {
+      const runs: Runs = {}
+      const send = await start(platform, TestModule.with(runs, forRoot(), ProtectedController))
+      // What idem/fetch answers, without Nest: the same problems, byte for byte.
+      const fetch = idempotency({ store: memoryStore(), scope })
+      const bare = async (key: string | undefined, body: string): Promise<string> => {
+        const headers = new Headers({ 'content-type': 'application/json' })
+        if (key !== undefined) headers.set('idempotency-key', key)
+        const answer = await fetch(new Request('http://localhost/x', { method: 'POST', headers, body }), async () => new Response('{}', { status: 201 }))
+        return answer.text()
+      }
+      const missing = await bare(undefined, '{}')
+      for (const [route, status] of [['count', 201], ['promise', 201], ['observable', 201], ['passthrough', 202], ['own', 202], ['later', 202]] as const) {
+        const call: Call = { path: `/${route}`, key: `"${route}"`, contentType: 'application/json', body: '{"a":1}' }
+        const without = await send({ ...call, key: undefined })
+        await expectProblem(without.clone(), 400, 'missing-key')
+        expect(await without.text(), route).toBe(missing)
+        const first = await send(call)
+        expect(first.status, route).toBe(status)
+        const replay = await send(call)
+        expect(replay.status, route).toBe(status)
+        expect(replay.headers.get('idempotent-replayed'), route).toBe('true')
+        expect(await replay.text(), route).toBe(await first.text())
+        const reused = await send({ ...call, body: '{"a":2}' })
+        await expectProblem(reused.clone(), 422, 'fingerprint-mismatch')
+        await bare(call.key as string, '{"a":1}')
+        expect(await reused.text(), route).toBe(await bare(call.key as string, '{"a":2}'))
+        expect(runs[route], route).toBe(1)
+      }
+    })
+
+    it('a body read before the interceptor and kept nowhere is a 500 invalid-option problem on every kind of route, and nothing runs', async () => {
+      const runs: Runs = {}
+      const send = await start(platform, TestModule.with(runs, forRoot(), ProtectedController), false, drainBodies(platform))
+      for (const route of ['count', 'own']) {
+        const answer = await send({ path: `/${route}`, key: `"d-${route}"`, contentType: DRAINED, body: 'bytes' })
+        const problem = await expectProblem(answer, 500, 'invalid-option')
+        expect(problem.detail, route).toBe('The idempotency middleware on this server is misconfigured.')
+        expect(runs[route], route).toBeUndefined()
+      }
     })
 
     it('headers set before the route (@Header) stay on the replay and on problems; nothing Nest wrote for the replay leaks', async () => {

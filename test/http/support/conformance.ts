@@ -6,7 +6,8 @@ import { frontEnds, type FrontEnd } from './frontends.js'
 
 /**
  * Runs the shared conformance table against each front end (by default `frontEnds`:
- * fetch, hono, express 5 and 4, fastify, NestJS 11 on Express and Fastify) over one
+ * fetch, hono, express 5 and 4, fastify, NestJS 11 on Express and Fastify with routes
+ * that return their value and routes that answer through `@Res()`) over one
  * backend. Each case gets a fresh app with its own options.
  */
 export function describeConformance(backendName: string, getBackend: () => Backend | undefined, fronts: readonly FrontEnd[] = frontEnds): void {

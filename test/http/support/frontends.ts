@@ -43,7 +43,7 @@ export interface Client {
 export type AppOptions = Omit<IdempotencyOptions<unknown>, 'store' | 'idem'> & { storeDown?: boolean }
 
 export interface FrontEnd {
-  name: 'fetch' | 'hono' | 'express' | 'express4' | 'fastify' | `nest${NestMajor}-${NestPlatform}`
+  name: 'fetch' | 'hono' | 'express' | 'express4' | 'fastify' | `nest${NestMajor}-${NestPlatform}` | `nest${NestMajor}-${NestPlatform}-res`
   start(backend: Backend, options: AppOptions, state: AppState): Promise<Client>
 }
 
@@ -204,6 +204,12 @@ export const fastifyFrontEnd: FrontEnd = {
 
 type NestMajor = 10 | 11
 type NestPlatform = 'express' | 'fastify'
+/**
+ * How the route answers: `returned`, the value it returns (status and headers set on
+ * `@Res({ passthrough: true })`), or `res`, writing through `@Res()` itself, so that Nest
+ * writes nothing after it.
+ */
+type NestStyle = 'returned' | 'res'
 
 // What the test controller is given: the backend and the case's state.
 const NEST_APP = 'conformance:app'
@@ -211,15 +217,28 @@ interface NestApp {
   backend: Backend
   state: AppState
 }
-// The platform's response, as `@Res({ passthrough: true })` gives it: Express's or Fastify's.
+// The platform's response, as `@Res()` gives it: Express's or Fastify's.
 interface PlatformResponse {
   status?(code: number): unknown
   code?(code: number): unknown
-  append?(name: string, value: string): unknown
   header(name: string, value: string | string[]): unknown
+  send(body: string): unknown
 }
 
 const ROUTES = ['orders', 'other', 'slow', 'fail', 'busy', 'gone', 'throw', 'json', 'big']
+
+/** Runs the shared route for a Nest request and puts its status and headers on the platform's response; returns the body. */
+async function nestRoute(app: NestApp, req: NestRequest, res: PlatformResponse, idem: IdempotencyContext<unknown> | undefined): Promise<string> {
+  const body = req.rawBody?.toString('utf8') ?? (typeof req.body === 'string' ? req.body : '')
+  const path = String(req.originalUrl ?? req.url).split('?')[0]!
+  const out = await runRoute(app.backend, app.state, { method: req.method, path, body, idem })
+  if (res.status !== undefined) res.status(out.status)
+  else res.code!(out.status)
+  const cookies = out.headers.filter(([name]) => name === 'set-cookie').map(([, value]) => value)
+  for (const [name, value] of out.headers) if (name !== 'set-cookie') res.header(name, value)
+  if (cookies.length > 0) res.header('set-cookie', cookies)
+  return out.body
+}
 
 /**
  * The routes of every front end, as a Nest controller: the key and transaction come from
@@ -231,23 +250,34 @@ class ConformanceController {
   constructor(@Inject(NEST_APP) private readonly app: NestApp) {}
 
   @All(ROUTES)
-  async handle(@Req() req: NestRequest, @Res({ passthrough: true }) res: PlatformResponse, @Idem() idem: IdempotencyContext<unknown> | undefined): Promise<string> {
-    const body = req.rawBody?.toString('utf8') ?? (typeof req.body === 'string' ? req.body : '')
-    const path = String(req.originalUrl ?? req.url).split('?')[0]!
-    const out = await runRoute(this.app.backend, this.app.state, { method: req.method, path, body, idem })
-    if (res.status !== undefined) res.status(out.status)
-    else res.code!(out.status)
-    const cookies = out.headers.filter(([name]) => name === 'set-cookie').map(([, value]) => value)
-    for (const [name, value] of out.headers) if (name !== 'set-cookie') res.header(name, value)
-    if (cookies.length > 0) res.header('set-cookie', cookies)
-    return out.body
+  handle(@Req() req: NestRequest, @Res({ passthrough: true }) res: PlatformResponse, @Idem() idem: IdempotencyContext<unknown> | undefined): Promise<string> {
+    return nestRoute(this.app, req, res, idem)
   }
 }
 
-/** The same controller with the interceptor bound on it, rather than app-wide. */
+/** The same routes answering through `@Res()`: the handler sends the response itself. */
+@Controller()
+class OwnResponseConformanceController {
+  constructor(@Inject(NEST_APP) private readonly app: NestApp) {}
+
+  @All(ROUTES)
+  async handle(@Req() req: NestRequest, @Res() res: PlatformResponse, @Idem() idem: IdempotencyContext<unknown> | undefined): Promise<void> {
+    res.send(await nestRoute(this.app, req, res, idem))
+  }
+}
+
+/** The controllers with the interceptor bound on them, rather than app-wide. */
 @Controller()
 @UseInterceptors(IdempotencyInterceptor)
 class ProtectedConformanceController extends ConformanceController {}
+@Controller()
+@UseInterceptors(IdempotencyInterceptor)
+class ProtectedOwnResponseConformanceController extends OwnResponseConformanceController {}
+
+const CONTROLLERS = {
+  returned: { bound: ProtectedConformanceController, appWide: ConformanceController },
+  res: { bound: ProtectedOwnResponseConformanceController, appWide: OwnResponseConformanceController },
+}
 
 @Module({})
 class ConformanceModule {
@@ -255,12 +285,12 @@ class ConformanceModule {
    * The app of one case. On Express the interceptor is bound on the controller
    * (`@UseInterceptors`), on Fastify app-wide (`APP_INTERCEPTOR`), so both ways are run.
    */
-  static of(app: NestApp, options: AppOptions, platform: NestPlatform): DynamicModule {
+  static of(app: NestApp, options: AppOptions, platform: NestPlatform, style: NestStyle): DynamicModule {
     const idempotency = IdempotencyModule.forRoot(middlewareOptions<NestRequest>(app.backend, options, app.state, (_request, req) => tenantOf(req.headers.authorization)))
     return {
       module: ConformanceModule,
       imports: [idempotency],
-      controllers: [platform === 'express' ? ProtectedConformanceController : ConformanceController],
+      controllers: [platform === 'express' ? CONTROLLERS[style].bound : CONTROLLERS[style].appWide],
       providers: [{ provide: NEST_APP, useValue: app }, ...(platform === 'fastify' ? [{ provide: APP_INTERCEPTOR, useExisting: IdempotencyInterceptor }] : [])],
     }
   }
@@ -270,13 +300,13 @@ class ConformanceModule {
  * NestJS on a real listening server, with `rawBody: true` (as docs/nestjs.md advises),
  * Nest's own JSON and form parsers and, for every other type, a text parser. `major`
  * names the Nest that `@nestjs/*` resolves to: 11 at the root; the conformance files of
- * Nest 10 map `@nestjs/*` to test/http/nest10's.
+ * Nest 10 map `@nestjs/*` to test/http/nest10's. `style` is how the routes answer.
  */
-export function nestFrontEnd(major: NestMajor, platform: NestPlatform): FrontEnd {
+export function nestFrontEnd(major: NestMajor, platform: NestPlatform, style: NestStyle = 'returned'): FrontEnd {
   return {
-    name: `nest${major}-${platform}`,
+    name: `nest${major}-${platform}${style === 'res' ? '-res' : ''}`,
     async start(backend, options, state) {
-      const module = ConformanceModule.of({ backend, state }, options, platform)
+      const module = ConformanceModule.of({ backend, state }, options, platform, style)
       let app: INestApplication
       if (platform === 'express') {
         const nest = await NestFactory.create<NestExpressApplication>(module, new ExpressAdapter(), { rawBody: true, logger: false })
@@ -315,6 +345,8 @@ export const frontEnds: readonly FrontEnd[] = [
   fastifyFrontEnd,
   nestFrontEnd(11, 'express'),
   nestFrontEnd(11, 'fastify'),
+  nestFrontEnd(11, 'express', 'res'),
+  nestFrontEnd(11, 'fastify', 'res'),
 ]
 
 async function listen(server: http.Server): Promise<Client> {

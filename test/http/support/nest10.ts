@@ -12,8 +12,16 @@ import { nestFrontEnd, type FrontEnd } from './frontends.js'
  */
 export const nest10Require = createRequire(new URL('../nest10/package.json', import.meta.url))
 
-/** The front ends of NestJS 10, on Express (4, Nest 10's) and on Fastify (4, Nest 10's). */
-export const nest10FrontEnds: readonly FrontEnd[] = [nestFrontEnd(10, 'express'), nestFrontEnd(10, 'fastify')]
+/**
+ * The front ends of NestJS 10, on Express (4, Nest 10's) and on Fastify (4, Nest 10's),
+ * each with routes that return their value and routes that answer through `@Res()`.
+ */
+export const nest10FrontEnds: readonly FrontEnd[] = [
+  nestFrontEnd(10, 'express'),
+  nestFrontEnd(10, 'fastify'),
+  nestFrontEnd(10, 'express', 'res'),
+  nestFrontEnd(10, 'fastify', 'res'),
+]
 
 /** A test that the app really runs on NestJS 10: the `@nestjs/core` the test app got is Nest 10's. */
 export function itRunsOnNest10(): void {
