@@ -4,6 +4,10 @@ import { OutcomeUnreadableError } from '../core/errors/outcome-unreadable.js'
 import type { KeyPeek, PeekResult } from '../core/dual-read.js'
 import type { LeaseClaim, LeasedStore } from '../core/leased/store.js'
 import type { KeyRecord, KeyStore, NewRecord, Session } from '../core/store.js'
+import type { WithOnceTable } from '../data/once-table.js'
+import type { WithDeadLetterTable } from '../queue/dead-letter-table.js'
+import type { WithInboxTable } from '../queue/inbox-table.js'
+import type { WithOutboxTable } from '../queue/outbox-table.js'
 
 /** Options of `encryptedStore`. */
 export interface EncryptionOptions {
@@ -29,8 +33,13 @@ const KEY_ID = /^[A-Za-z0-9._-]{1,64}$/
 const IV_BYTES = 12
 const TAG_BYTES = 16
 
-/** The ports that hold no outcome: `encryptedStore` forwards each, by name, as it is. */
-const UNENCRYPTED_PORTS = ['inbox', 'outbox', 'deadLetters', 'once'] as const
+/** The ports that hold no outcome (the last four of `EncryptedStore`): forwarded by name, as they are; the type makes each one listed. */
+const UNENCRYPTED_PORTS: Record<Exclude<keyof (WithInboxTable<unknown> & WithOutboxTable<unknown> & WithDeadLetterTable & WithOnceTable<unknown>), 'name'>, true> = {
+  inbox: true,
+  outbox: true,
+  deadLetters: true,
+  once: true,
+}
 
 /**
  * What `encryptedStore` returns: the store's outcome ports (`KeyStore`, `LeasedStore`,
@@ -40,7 +49,19 @@ const UNENCRYPTED_PORTS = ['inbox', 'outbox', 'deadLetters', 'once'] as const
  * `prune` or `createTable` on the store you wrapped), so a method added to a store
  * never reaches its outcomes around the wrapper.
  */
-export type EncryptedStore<S> = Pick<S, Extract<keyof S, keyof KeyStore<unknown> | keyof LeasedStore | keyof KeyPeek | (typeof UNENCRYPTED_PORTS)[number]>>
+export type EncryptedStore<S> = Pick<
+  S,
+  Extract<
+    keyof S,
+    | keyof KeyStore<unknown>
+    | keyof LeasedStore
+    | keyof KeyPeek
+    | keyof WithInboxTable<unknown>
+    | keyof WithOutboxTable<unknown>
+    | keyof WithDeadLetterTable
+    | keyof WithOnceTable<unknown>
+  >
+>
 
 /**
  * Wraps a store so that the outcomes it keeps (and, for a leased store, the step results)
@@ -80,12 +101,12 @@ export function encryptedStore<S extends KeyStore<unknown> | LeasedStore>(store:
     ...(leased && encryptLeasedStore(store, cipher)),
     ...(hasMethods<KeyPeek>(store, ['peek']) && encryptPeek(store, cipher)),
   }
-  for (const port of UNENCRYPTED_PORTS) if (port in store) encrypted[port] = Reflect.get(store, port)
+  for (const port of Object.keys(UNENCRYPTED_PORTS)) if (port in store) encrypted[port] = Reflect.get(store, port)
   return encrypted as EncryptedStore<S>
 }
 
 function hasMethods<T>(store: unknown, methods: ReadonlyArray<keyof T & string>): store is T {
-  return store !== null && typeof store === 'object' && methods.every((method) => typeof (store as Record<string, unknown>)[method] === 'function')
+  return store !== null && typeof store === 'object' && methods.every((method) => typeof Reflect.get(store, method) === 'function')
 }
 
 interface OutcomeCipher {
@@ -115,7 +136,9 @@ function recordCipher(cipher: OutcomeCipher): RecordCipher {
   }
 }
 
-function encryptKeyStore<Tx>(store: KeyStore<Tx>, cipher: RecordCipher): Pick<KeyStore<Tx>, 'begin'> {
+// Each of these returns every member of its port but `name`: a member added to a port
+// does not compile here until the wrapper says what it does with it.
+function encryptKeyStore<Tx>(store: KeyStore<Tx>, cipher: RecordCipher): Omit<KeyStore<Tx>, 'name'> {
   return {
     async begin(request) {
       const session = await store.begin(request)
@@ -163,7 +186,7 @@ function encryptLeasedStore(store: LeasedStore, cipher: RecordCipher): Omit<Leas
   }
 }
 
-function encryptPeek(store: KeyPeek, cipher: RecordCipher): Pick<KeyPeek, 'peek'> {
+function encryptPeek(store: KeyPeek, cipher: RecordCipher): Omit<KeyPeek, 'name'> {
   return {
     async peek(scope, key): Promise<PeekResult> {
       const seen = await store.peek(scope, key)
