@@ -2,7 +2,8 @@
 // (core/dual-read.ts). Keys recorded in Postgres keep replaying during and after a
 // switch to Redis or DynamoDB, until they expire; new keys go to the new store; a fleet
 // half switched (some instances still on Postgres, others already on the new store)
-// runs no key twice; and the same window moves keys from idem_keys to daily partitions.
+// runs no key twice; the same window moves keys from idem_keys to daily partitions; and
+// with encrypted stores (in the window, or the window encrypted) keys replay decrypted.
 import { randomBytes, randomUUID } from 'node:crypto'
 import pg from 'pg'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
