@@ -1,8 +1,13 @@
 import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto'
 import { InvalidOptionError } from '../core/errors/invalid-option.js'
 import { OutcomeUnreadableError } from '../core/errors/outcome-unreadable.js'
+import type { KeyPeek, PeekResult } from '../core/dual-read.js'
 import type { LeaseClaim, LeasedStore } from '../core/leased/store.js'
-import type { KeyStore, NewRecord, Session } from '../core/store.js'
+import type { KeyRecord, KeyStore, NewRecord, Session } from '../core/store.js'
+import type { WithOnceTable } from '../data/once-table.js'
+import type { WithDeadLetterTable } from '../queue/dead-letter-table.js'
+import type { WithInboxTable } from '../queue/inbox-table.js'
+import type { WithOutboxTable } from '../queue/outbox-table.js'
 
 /** Options of `encryptedStore`. */
 export interface EncryptionOptions {
@@ -28,10 +33,41 @@ const KEY_ID = /^[A-Za-z0-9._-]{1,64}$/
 const IV_BYTES = 12
 const TAG_BYTES = 16
 
+/** The ports that hold no outcome (the last four of `EncryptedStore`): forwarded by name, as they are; the type makes each one listed. */
+const UNENCRYPTED_PORTS: Record<Exclude<keyof (WithInboxTable<unknown> & WithOutboxTable<unknown> & WithDeadLetterTable & WithOnceTable<unknown>), 'name'>, true> = {
+  inbox: true,
+  outbox: true,
+  deadLetters: true,
+  once: true,
+}
+
+/**
+ * What `encryptedStore` returns: the store's outcome ports (`KeyStore`, `LeasedStore`,
+ * `KeyPeek`), each method its own, encrypting what it writes and decrypting what it
+ * reads, and the store's ports that hold no outcome (`inbox`, `outbox`, `deadLetters`,
+ * `once`) forwarded as they are. Nothing else of the store is kept (run `migrate`,
+ * `prune` or `createTable` on the store you wrapped), so a method added to a store
+ * never reaches its outcomes around the wrapper.
+ */
+export type EncryptedStore<S> = Pick<
+  S,
+  Extract<
+    keyof S,
+    | keyof KeyStore<unknown>
+    | keyof LeasedStore
+    | keyof KeyPeek
+    | keyof WithInboxTable<unknown>
+    | keyof WithOutboxTable<unknown>
+    | keyof WithDeadLetterTable
+    | keyof WithOnceTable<unknown>
+  >
+>
+
 /**
  * Wraps a store so that the outcomes it keeps (and, for a leased store, the step results)
  * are encrypted at rest with AES-256-GCM. Fingerprints stay as they are (they are
- * hashes); nothing else changes, so the wrapped store is used exactly like the store.
+ * hashes); the engines, the front ends and a dual-read window use the wrapped store
+ * exactly like the store.
  *
  * Each row holds `idem:enc:v1:<key id>:<base64 of IV, ciphertext, tag>` as a JSON
  * string, so it fits any column that holds the outcome's JSON. The scope, the key (and
@@ -42,20 +78,35 @@ const TAG_BYTES = 16
  * without `acceptPlaintext`) fails its call with `OutcomeUnreadableError` and runs
  * nothing again.
  *
- * The store's other ports (the inbox's ids, the outbox's payloads, dead letters) are
- * passed through unencrypted.
+ * Every read of a stored outcome (`begin`'s found record, `claim`'s completed record,
+ * `peek`'s) goes through one decryption, and every method of the `KeyStore`,
+ * `LeasedStore` and `KeyPeek` ports is the wrapper's own. The store's other ports (the
+ * inbox's ids, the outbox's payloads, dead letters, `once` marks) are forwarded
+ * unencrypted; its maintenance methods are not kept (see `EncryptedStore`).
  * @example
- * const store = encryptedStore(postgresStore({ pool }), { keys: { k2: process.env.IDEM_KEY_2!, k1: process.env.IDEM_KEY_1! }, current: 'k2' })
+ * const plain = postgresStore({ pool })
+ * await plain.migrate()
+ * const store = encryptedStore(plain, { keys: { k2: process.env.IDEM_KEY_2!, k1: process.env.IDEM_KEY_1! }, current: 'k2' })
  */
-export function encryptedStore<S extends KeyStore<unknown> | LeasedStore>(store: S, options: EncryptionOptions): S {
-  const cipher = outcomeCipher(options)
-  if (store !== null && typeof store === 'object' && typeof (store as KeyStore<unknown>).begin === 'function') {
-    return encryptKeyStore(store as KeyStore<unknown>, cipher) as S
+export function encryptedStore<S extends KeyStore<unknown> | LeasedStore>(store: S, options: EncryptionOptions): EncryptedStore<S> {
+  const cipher = recordCipher(outcomeCipher(options))
+  const keyStore = hasMethods<KeyStore<unknown>>(store, ['begin'])
+  const leased = hasMethods<LeasedStore>(store, ['claim', 'renew', 'saveStep', 'complete', 'release'])
+  if (!keyStore && !leased) {
+    throw new InvalidOptionError('encryptedStore: the first argument must be a key store (postgresStore(...)) or a leased store (redisStore(...))')
   }
-  if (store !== null && typeof store === 'object' && typeof (store as LeasedStore).claim === 'function') {
-    return encryptLeasedStore(store as LeasedStore, cipher) as S
+  const encrypted: Record<string, unknown> = {
+    name: store.name,
+    ...(keyStore && encryptKeyStore(store, cipher)),
+    ...(leased && encryptLeasedStore(store, cipher)),
+    ...(hasMethods<KeyPeek>(store, ['peek']) && encryptPeek(store, cipher)),
   }
-  throw new InvalidOptionError('encryptedStore: the first argument must be a key store (postgresStore(...)) or a leased store (redisStore(...))')
+  for (const port of Object.keys(UNENCRYPTED_PORTS)) if (port in store) encrypted[port] = Reflect.get(store, port)
+  return encrypted as EncryptedStore<S>
+}
+
+function hasMethods<T>(store: unknown, methods: ReadonlyArray<keyof T & string>): store is T {
+  return store !== null && typeof store === 'object' && methods.every((method) => typeof Reflect.get(store, method) === 'function')
 }
 
 interface OutcomeCipher {
@@ -63,16 +114,39 @@ interface OutcomeCipher {
   open(stored: string, ...context: string[]): string
 }
 
-function encryptKeyStore<Tx>(store: KeyStore<Tx>, cipher: OutcomeCipher): KeyStore<Tx> {
+/** Outcomes and step results sealed to their key: the one place every port method seals and opens them. */
+interface RecordCipher {
+  sealOutcome(outcome: string, scope: string, key: string): string
+  /** The read path of every stored record: `begin`'s found, `claim`'s completed, `peek`'s completed. */
+  openRecord(record: KeyRecord, scope: string, key: string): KeyRecord
+  sealStep(result: string, scope: string, key: string, name: string): string
+  openSteps(steps: ReadonlyMap<string, string>, scope: string, key: string): ReadonlyMap<string, string>
+}
+
+function recordCipher(cipher: OutcomeCipher): RecordCipher {
   return {
-    ...store,
+    sealOutcome: (outcome, scope, key) => cipher.seal(outcome, 'outcome', scope, key),
+    openRecord: (record, scope, key) => ({ fingerprint: record.fingerprint, outcome: cipher.open(record.outcome, 'outcome', scope, key) }),
+    sealStep: (result, scope, key, name) => cipher.seal(result, 'step', scope, key, name),
+    openSteps(steps, scope, key) {
+      const opened = new Map<string, string>()
+      for (const [name, result] of steps) opened.set(name, cipher.open(result, 'step', scope, key, name))
+      return opened
+    },
+  }
+}
+
+// Each of these returns every member of its port but `name`: a member added to a port
+// does not compile here until the wrapper says what it does with it.
+function encryptKeyStore<Tx>(store: KeyStore<Tx>, cipher: RecordCipher): Omit<KeyStore<Tx>, 'name'> {
+  return {
     async begin(request) {
       const session = await store.begin(request)
       const { scope, key } = request
       let claim = session.claim
       if (claim.state === 'found') {
         try {
-          claim = { state: 'found', record: { fingerprint: claim.record.fingerprint, outcome: cipher.open(claim.record.outcome, 'outcome', scope, key) } }
+          claim = { state: 'found', record: cipher.openRecord(claim.record, scope, key) }
         } catch (error) {
           await session.rollback()
           throw error
@@ -82,7 +156,7 @@ function encryptKeyStore<Tx>(store: KeyStore<Tx>, cipher: OutcomeCipher): KeySto
         tx: session.tx,
         claim,
         joined: session.joined,
-        commit: (record: NewRecord) => session.commit({ ...record, outcome: cipher.seal(record.outcome, 'outcome', scope, key) }),
+        commit: ({ fingerprint, outcome, ttlMs }: NewRecord) => session.commit({ fingerprint, outcome: cipher.sealOutcome(outcome, scope, key), ttlMs }),
         rollback: () => session.rollback(),
       }
       if (session.lost !== undefined) sealed.lost = () => session.lost!()
@@ -91,27 +165,33 @@ function encryptKeyStore<Tx>(store: KeyStore<Tx>, cipher: OutcomeCipher): KeySto
   }
 }
 
-function encryptLeasedStore(store: LeasedStore, cipher: OutcomeCipher): LeasedStore {
+function encryptLeasedStore(store: LeasedStore, cipher: RecordCipher): Omit<LeasedStore, 'name'> {
   return {
-    ...store,
     async claim(scope, key, fingerprint, leaseMs, ttlMs) {
       const claim: LeaseClaim = await store.claim(scope, key, fingerprint, leaseMs, ttlMs)
-      if (claim.state === 'completed') {
-        return { state: 'completed', record: { fingerprint: claim.record.fingerprint, outcome: cipher.open(claim.record.outcome, 'outcome', scope, key) } }
-      }
+      if (claim.state === 'completed') return { state: 'completed', record: cipher.openRecord(claim.record, scope, key) }
       if (claim.state !== 'acquired' || claim.steps.size === 0) return claim
       try {
-        const steps = new Map<string, string>()
-        for (const [name, result] of claim.steps) steps.set(name, cipher.open(result, 'step', scope, key, name))
-        return { state: 'acquired', token: claim.token, steps }
+        return { state: 'acquired', token: claim.token, steps: cipher.openSteps(claim.steps, scope, key) }
       } catch (error) {
         // The steps stay, bound to the request; the key need not wait out a lease nobody runs.
         await store.release(scope, key, claim.token).catch(() => false)
         throw error
       }
     },
-    saveStep: (scope, key, token, name, result) => store.saveStep(scope, key, token, name, cipher.seal(result, 'step', scope, key, name)),
-    complete: (scope, key, token, outcome, ttlMs) => store.complete(scope, key, token, cipher.seal(outcome, 'outcome', scope, key), ttlMs),
+    renew: (scope, key, token, leaseMs) => store.renew(scope, key, token, leaseMs),
+    saveStep: (scope, key, token, name, result) => store.saveStep(scope, key, token, name, cipher.sealStep(result, scope, key, name)),
+    complete: (scope, key, token, outcome, ttlMs) => store.complete(scope, key, token, cipher.sealOutcome(outcome, scope, key), ttlMs),
+    release: (scope, key, token) => store.release(scope, key, token),
+  }
+}
+
+function encryptPeek(store: KeyPeek, cipher: RecordCipher): Omit<KeyPeek, 'name'> {
+  return {
+    async peek(scope, key): Promise<PeekResult> {
+      const seen = await store.peek(scope, key)
+      return seen.state === 'completed' ? { state: 'completed', record: cipher.openRecord(seen.record, scope, key) } : seen
+    },
   }
 }
 

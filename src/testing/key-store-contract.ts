@@ -7,6 +7,7 @@ import { OutcomeNotSerializableError } from '../core/errors/outcome-not-serializ
 import { StoreUnavailableError } from '../core/errors/store-unavailable.js'
 import { discard } from '../core/result.js'
 import type { KeyStore } from '../core/store.js'
+import { peekOf } from './key-peek.js'
 
 /** What a store author supplies to run the contract against their store. */
 export interface StoreHarness<Tx> {
@@ -302,6 +303,29 @@ export function keyStoreContract<Tx>(getHarness: () => StoreHarness<Tx>): Contra
             assert.equal(again.replayed, true)
           }
         }
+      },
+    },
+    {
+      name: 'a record reads back exactly as committed through every read path: the claim, and peek where the store has it (KeyPeek)',
+      async run() {
+        const { store } = harness
+        const peek = peekOf(store)
+        const key = fresh('read-back')
+        const record = { fingerprint: 'fp-read-back', outcome: JSON.stringify({ text: 'ω "quoted" \\', lines: [1, 2] }) }
+        if (peek) assert.deepEqual(await peek('acct', key), { state: 'absent' })
+        const session = await store.begin({ scope: 'acct', key, waitMs: 0 })
+        assert.equal(session.claim.state, 'new')
+        try {
+          if (peek) assert.deepEqual(await peek('acct', key), { state: 'held' })
+        } catch (error) {
+          await session.rollback()
+          throw error
+        }
+        await session.commit({ ...record, ttlMs: 60_000 })
+        const again = await store.begin({ scope: 'acct', key, waitMs: 0 })
+        await again.rollback()
+        assert.deepEqual(again.claim, { state: 'found', record })
+        if (peek) assert.deepEqual(await peek('acct', key), { state: 'completed', record })
       },
     },
     {

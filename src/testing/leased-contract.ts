@@ -5,6 +5,7 @@ import { fingerprintValue } from '../core/fingerprint.js'
 import { createLeasedIdem } from '../core/leased/engine.js'
 import type { LeaseClaim, LeasedStore } from '../core/leased/store.js'
 import type { ContractCase } from './key-store-contract.js'
+import { peekOf } from './key-peek.js'
 
 /** What a leased-store author supplies to run the contract against their store. */
 export interface LeasedStoreHarness {
@@ -132,6 +133,29 @@ export function leasedStoreContract(getHarness: () => LeasedStoreHarness): Contr
         const steps = await stepsOf('acct', key, 'fp-1')
         assert.deepEqual(steps, results)
         assert.ok(Object.hasOwn(steps, '__proto__'))
+      },
+    },
+    {
+      name: 'an outcome and a step read back exactly as written through every read path: the claim, and peek where the store has it (KeyPeek)',
+      async run() {
+        const peek = peekOf(store)
+        const key = fresh('read-back')
+        const step = JSON.stringify({ id: 'ch_1', note: 'ω "quoted" \\' })
+        const outcome = JSON.stringify({ text: 'ω "quoted" \\', lines: [1, 2] })
+        if (peek) assert.deepEqual(await peek('acct', key), { state: 'absent' })
+        const first = await acquire('acct', key, 'fp-1', 10_000)
+        if (peek) assert.deepEqual(await peek('acct', key), { state: 'held' }, 'a live lease')
+        assert.equal(await store.saveStep('acct', key, first, 'charge', step), true)
+        assert.equal(await store.release('acct', key, first), true)
+        if (peek) assert.deepEqual(await peek('acct', key), { state: 'held' }, 'released with steps to resume')
+        const claim = await store.claim('acct', key, 'fp-1', 10_000, TTL_MS)
+        assert.equal(claim.state, 'acquired')
+        const { token, steps } = claim as Extract<LeaseClaim, { state: 'acquired' }>
+        assert.deepEqual(Object.fromEntries(steps), { charge: step })
+        assert.equal(await store.complete('acct', key, token, outcome, TTL_MS), true)
+        const record = { fingerprint: 'fp-1', outcome }
+        assert.deepEqual(await store.claim('acct', key, 'fp-2', LEASE_MS, TTL_MS), { state: 'completed', record })
+        if (peek) assert.deepEqual(await peek('acct', key), { state: 'completed', record })
       },
     },
     {

@@ -2,8 +2,9 @@
 // (core/dual-read.ts). Keys recorded in Postgres keep replaying during and after a
 // switch to Redis or DynamoDB, until they expire; new keys go to the new store; a fleet
 // half switched (some instances still on Postgres, others already on the new store)
-// runs no key twice; and the same window moves keys from idem_keys to daily partitions.
-import { randomUUID } from 'node:crypto'
+// runs no key twice; the same window moves keys from idem_keys to daily partitions; and
+// with encrypted stores (in the window, or the window encrypted) keys replay decrypted.
+import { randomBytes, randomUUID } from 'node:crypto'
 import pg from 'pg'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { createIdem } from '../../src/core/engine.js'
@@ -11,6 +12,8 @@ import { dualReadKeyStore, dualReadStore, type KeyPeek } from '../../src/core/du
 import { InvalidOptionError } from '../../src/core/errors/index.js'
 import { createLeasedIdem } from '../../src/core/leased/engine.js'
 import type { LeasedStore } from '../../src/core/leased/store.js'
+import type { KeyStore } from '../../src/core/store.js'
+import { encryptedStore } from '../../src/stores/encrypted.js'
 import { postgresStore, type PgClient, type PostgresStore } from '../../src/stores/postgres/index.js'
 import { redisStore } from '../../src/stores/redis/index.js'
 import { testDynamo } from '../support/dynamodb.js'
@@ -120,6 +123,52 @@ describe.skipIf(db === undefined)('the dual-read window', () => {
         expect(values).toHaveLength(6)
         for (const value of values) expect(value).toEqual(values[0])
       }
+    })
+  })
+
+  describe('with encrypted stores: a key recorded in previous replays decrypted, in both orders of wrapping', () => {
+    const sealing = { keys: { k1: randomBytes(32) }, current: 'k1' }
+    const sealed = <S extends Parameters<typeof encryptedStore>[0]>(store: S) => encryptedStore(store, sealing)
+    const recorded = (key: string) => ({ secret: key })
+    // Where keys were recorded before the switch (encrypted, through that store's own engine).
+    const previousStores: Array<[string, (KeyStore<PgClient> | LeasedStore) & KeyPeek | undefined]> = [
+      ['Postgres', postgresStore({ pool, schema })],
+      ['Redis', redis === undefined ? undefined : redisStore({ client: redis.client, prefix: `${redis.prefix}previous:` })],
+      ['DynamoDB', dynamo?.store],
+    ]
+    const record = async (store: KeyStore<PgClient> | LeasedStore, key: string): Promise<void> => {
+      const engine = 'begin' in store ? createIdem({ store: sealed(store) }) : createLeasedIdem({ store: sealed(store) })
+      await engine.run({ scope: 'enc', key, input: 1 }, async () => recorded(key))
+    }
+    const orders = ['encrypted stores in a window', 'a window of plain stores, encrypted'] as const
+
+    describe.each(previousStores)('previous: %s', (_name, previous) => {
+      it.skipIf(previous === undefined).each(orders)('dualReadKeyStore (current: Postgres daily partitions): %s', async (order) => {
+        const current = postgresStore({ pool, schema, keyLayout: 'daily-partitions', partitionDaysAhead: 2 })
+        await current.migrate()
+        const key = randomUUID()
+        await record(previous!, key)
+        const row = await previous!.peek('enc', key)
+        expect(row.state === 'completed' && row.record.outcome).toMatch(/^"idem:enc:v1:k1:/)
+        const store =
+          order === 'encrypted stores in a window'
+            ? dualReadKeyStore({ current: sealed(current), previous: sealed(previous!) })
+            : sealed(dualReadKeyStore({ current, previous: previous! }))
+        const retry = await createIdem({ store }).run({ scope: 'enc', key, input: 1 }, async () => 'ran again')
+        expect(retry).toEqual({ value: recorded(key), replayed: true, stored: true })
+      })
+
+      it.skipIf(previous === undefined || redis === undefined).each(orders)('dualReadStore (current: Redis): %s', async (order) => {
+        const current = redisStore({ client: redis!.client, prefix: `${redis!.prefix}current:` })
+        const key = randomUUID()
+        await record(previous!, key)
+        const store =
+          order === 'encrypted stores in a window'
+            ? dualReadStore({ current: sealed(current), previous: sealed(previous!) })
+            : sealed(dualReadStore({ current, previous: previous! }))
+        const retry = await createLeasedIdem({ store }).run({ scope: 'enc', key, input: 1 }, async () => 'ran again')
+        expect(retry).toEqual({ value: recorded(key), replayed: true, stored: true })
+      })
     })
   })
 
