@@ -230,6 +230,20 @@ export const conformanceCases: ConformanceCase[] = [
     },
   },
   {
+    name: 'query and form values whose escapes are not UTF-8 are compared as sent: %E9 and %E8 are two requests',
+    async run(t) {
+      const key = quoted(fresh())
+      const form = 'application/x-www-form-urlencoded'
+      expect((await t.client.send({ path: '/orders?name=Ren%E9', key, contentType: form, body: 'city=K%F6ln' })).status).toBe(201)
+      const again = await t.client.send({ path: '/orders?name=Ren%E9', key, contentType: form, body: 'city=K%F6ln' })
+      expect(again.headers.get('idempotent-replayed')).toBe('true')
+      // Decoded as UTF-8, each of these escapes is U+FFFD: as text they would be one request.
+      await expectProblem(await t.client.send({ path: '/orders?name=Ren%E8', key, contentType: form, body: 'city=K%F6ln' }), 422, 'fingerprint-mismatch')
+      await expectProblem(await t.client.send({ path: '/orders?name=Ren%E9', key, contentType: form, body: 'city=K%F5ln' }), 422, 'fingerprint-mismatch')
+      expect(t.state.runs['/orders']).toBe(1)
+    },
+  },
+  {
     name: 'a multipart FormData sent again (a fresh boundary) replays; the same key with a changed part is 422',
     async run(t) {
       const key = fresh()
