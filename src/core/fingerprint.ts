@@ -58,11 +58,12 @@ const VERSION = 'idem-fingerprint-v1'
 export function fingerprintRequest(input: FingerprintInput): string {
   const body = normaliseBody(input)
   const method = input.method.toUpperCase()
-  const query = input.query ? canonicalPairs(input.query, undefined) : '[]'
+  const query = input.query ?? ''
+  const pairs = query === '' ? '[]' : canonicalPairs(query, undefined)
   // 'query' and 'query-text' are never a body kind, so the shapes of the list never collide.
-  if (query === '[]') return sha256Hex([VERSION, method, input.route, ...body])
-  if (query === undefined) return sha256Hex([VERSION, method, input.route, 'query-text', input.query!, ...body])
-  return sha256Hex([VERSION, method, input.route, 'query', query, ...body])
+  if (pairs === '[]') return sha256Hex([VERSION, method, input.route, ...body])
+  if (pairs === undefined) return sha256Hex([VERSION, method, input.route, 'query-text', query, ...body])
+  return sha256Hex([VERSION, method, input.route, 'query', pairs, ...body])
 }
 
 /**
@@ -118,7 +119,7 @@ function normaliseBody({ body, contentType, fields }: FingerprintInput): Normali
   const isJson = media === 'application/json' || media.endsWith('+json')
   const isForm = media === 'application/x-www-form-urlencoded'
   if (!isJson && !isForm) {
-    if (media.startsWith('multipart/')) return multipartParts(body, contentType!) ?? ['bytes', body]
+    if (media.startsWith('multipart/')) return multipartParts(body, contentType ?? '') ?? ['bytes', body]
     return ['bytes', body]
   }
   let text: string
