@@ -1,4 +1,5 @@
 import { hash } from 'node:crypto'
+import { MIMEType } from 'node:util'
 import canonicalize from 'canonicalize'
 
 /** What a request's fingerprint is computed from. */
@@ -8,14 +9,19 @@ export interface FingerprintInput {
   /** The route pattern (`/orders/:id`) or path the request was sent to. */
   route: string
   /**
-   * The query string, without `?`. Its parameters count like a form body's, as sorted
-   * pairs; an empty one counts as none (so a request without one fingerprints as before
-   * queries were counted).
+   * The query string, without `?`. Its parameters count like a form body's: as pairs
+   * sorted by name, the values of a repeated name kept in their order; an empty one
+   * counts as none (so a request without one fingerprints as before queries were
+   * counted).
    */
   query?: string | undefined
   /** The raw body bytes (or text), if any. */
   body?: Uint8Array | string | undefined
-  /** The body's media type; decides how the body is normalised. */
+  /**
+   * The body's media type; decides how the body is normalised. Its parameters are
+   * ignored (`charset` too: JSON and forms are read as UTF-8), except a multipart body's
+   * `boundary`, which says where its parts are.
+   */
   contentType?: string | null | undefined
   /**
    * Compare only these body fields (dot paths such as `customer.id`), for JSON and
@@ -24,16 +30,24 @@ export interface FingerprintInput {
   fields?: readonly string[] | undefined
 }
 
-// Bumped if the encoding below ever changes, so old and new fingerprints never collide.
+// Bumped if the encoding below ever changes the meaning of a fingerprint already
+// stored, so old and new fingerprints never collide. Each body kind and the query are
+// tagged (`json`, `form`, `multipart`, `query`, …): a new kind needs no bump.
 const VERSION = 'idem-fingerprint-v1'
 
 /**
- * SHA-256 over method, route, query parameters (as sorted pairs, when there are any:
- * `?dry_run=true` is another request) and body, hex encoded. JSON bodies are canonicalised
- * (RFC 8785), so key order and whitespace do not count as a different payload; form
- * bodies are compared as sorted name/value pairs; anything else (including JSON that
- * does not parse, and JSON the canonicaliser refuses) as bytes. It never throws for
- * any body.
+ * SHA-256 over method, route, query parameters (when there are any: `?dry_run=true` is
+ * another request) and body, hex encoded. JSON bodies are canonicalised (RFC 8785), so
+ * key order and whitespace do not count as a different payload. Query parameters and
+ * form bodies count as name/value pairs sorted by name only, so the names may come in
+ * any order but the values of a repeated name keep theirs (`?tier=gold&tier=basic` is
+ * not `?tier=basic&tier=gold`: frameworks read the first, or an array in order).
+ * Multipart bodies count by their parts (each part's header lines and bytes, in order),
+ * not by the boundary that separates them, which a client picks anew on every send.
+ * Anything else is compared as bytes: other media types, JSON that does not parse or
+ * that the canonicaliser refuses, a form or query whose escapes do not decode as UTF-8
+ * (decoded, `%E9` and `%E8` would both be U+FFFD), a multipart body without a boundary
+ * or without one delimiter. It never throws for any body.
  *
  * Known limit: JSON numbers are compared as IEEE doubles, so two integers beyond 2^53
  * that round to the same double (e.g. 9007199254740993 and 9007199254740992) count
@@ -42,12 +56,14 @@ const VERSION = 'idem-fingerprint-v1'
  * @example fingerprintRequest({ method: 'POST', route: '/orders', body: '{"a":1}', contentType: 'application/json' })
  */
 export function fingerprintRequest(input: FingerprintInput): string {
-  const [kind, body] = normaliseBody(input)
+  const body = normaliseBody(input)
   const method = input.method.toUpperCase()
-  const query = input.query ? canonicalForm(input.query, undefined) : '[]'
-  // 'query' can never be a body kind, so the two shapes of the list never collide.
-  if (query === '[]') return sha256Hex([VERSION, method, input.route, kind, body])
-  return sha256Hex([VERSION, method, input.route, 'query', query, kind, body])
+  const query = input.query ?? ''
+  const pairs = query === '' ? '[]' : canonicalPairs(query, undefined)
+  // 'query' and 'query-text' are never a body kind, so the shapes of the list never collide.
+  if (pairs === '[]') return sha256Hex([VERSION, method, input.route, ...body])
+  if (pairs === undefined) return sha256Hex([VERSION, method, input.route, 'query-text', query, ...body])
+  return sha256Hex([VERSION, method, input.route, 'query', pairs, ...body])
 }
 
 /**
@@ -63,25 +79,37 @@ export function fingerprintValue(value: unknown): string {
   return sha256Hex([VERSION, 'value', text])
 }
 
+type Part = string | Uint8Array
+
 /**
  * SHA-256 of the parts, each prefixed with its byte length, so the encoding is
  * unambiguous: ("a|b","c") ≠ ("a","b|c"). The parts are joined first and hashed in one
  * call (crypto.hash), which costs a third of feeding a Hash object part by part.
  */
-function sha256Hex(parts: ReadonlyArray<string | Uint8Array>): string {
+function sha256Hex(parts: readonly Part[]): string {
   let text = ''
   for (let i = 0; i < parts.length; i++) {
     const part = parts[i]!
-    if (typeof part !== 'string') {
-      // Raw bytes (a body that is not text) end the list: join as bytes.
-      return hash('sha256', Buffer.concat([Buffer.from(`${text}${part.byteLength}:`, 'utf8'), part]), 'hex')
-    }
+    // Raw bytes (a body that is not text, multipart parts): join the rest as bytes.
+    if (typeof part !== 'string') return sha256HexOfBytes(text, parts, i)
     text += `${Buffer.byteLength(part, 'utf8')}:${part}`
   }
   return hash('sha256', text, 'hex')
 }
 
-type Normalised = ['none' | 'json' | 'form' | 'bytes', string | Uint8Array]
+// The same encoding as sha256Hex, for a list that holds bytes from `from` on.
+function sha256HexOfBytes(text: string, parts: readonly Part[], from: number): string {
+  const chunks: Uint8Array[] = [Buffer.from(text, 'utf8')]
+  for (let i = from; i < parts.length; i++) {
+    const part = parts[i]!
+    const bytes = typeof part === 'string' ? Buffer.from(part, 'utf8') : part
+    chunks.push(Buffer.from(`${bytes.byteLength}:`, 'latin1'), bytes)
+  }
+  return hash('sha256', Buffer.concat(chunks), 'hex')
+}
+
+// The body as the list it is hashed as: its kind, then what counts of it.
+type Normalised = readonly ['none' | 'json' | 'form' | 'bytes', Part] | readonly ['multipart', string, ...Uint8Array[]]
 
 const utf8 = new TextDecoder('utf-8', { fatal: true })
 
@@ -90,14 +118,20 @@ function normaliseBody({ body, contentType, fields }: FingerprintInput): Normali
   const media = (contentType ?? '').split(';', 1)[0]!.trim().toLowerCase()
   const isJson = media === 'application/json' || media.endsWith('+json')
   const isForm = media === 'application/x-www-form-urlencoded'
-  if (!isJson && !isForm) return ['bytes', body]
+  if (!isJson && !isForm) {
+    if (media.startsWith('multipart/')) return multipartParts(body, contentType ?? '') ?? ['bytes', body]
+    return ['bytes', body]
+  }
   let text: string
   try {
     text = typeof body === 'string' ? body : utf8.decode(body)
   } catch {
     return ['bytes', body]
   }
-  if (isForm) return ['form', canonicalForm(text, fields)]
+  if (isForm) {
+    const pairs = canonicalPairs(text, fields)
+    return pairs === undefined ? ['bytes', body] : ['form', pairs]
+  }
   let parsed: unknown
   try {
     parsed = JSON.parse(text)
@@ -115,12 +149,65 @@ function normaliseBody({ body, contentType, fields }: FingerprintInput): Normali
   }
 }
 
-function canonicalForm(text: string, fields: readonly string[] | undefined): string {
+/**
+ * The pairs of a query or form, sorted by name only: the sort is stable, so the values
+ * of a repeated name keep their order (the first wins, or they make an array in order,
+ * depending on the framework). With unique names this is the encoding of the first
+ * release, so its stored fingerprints still match. Undefined when a name or value
+ * decodes to U+FFFD: its escape may not have been UTF-8 (`%E9`, `%E8`), and two
+ * different requests would decode alike, so the caller compares the text as sent.
+ */
+function canonicalPairs(text: string, fields: readonly string[] | undefined): string | undefined {
   let pairs = [...new URLSearchParams(text)]
   if (fields !== undefined) pairs = pairs.filter(([name]) => fields.includes(name))
-  pairs.sort(([an, av], [bn, bv]) => compare(an, bn) || compare(av, bv))
+  for (const [name, value] of pairs) {
+    if (name.includes('\uFFFD') || value.includes('\uFFFD')) return undefined
+  }
+  pairs.sort(([a], [b]) => compare(a, b))
   // JSON of the pair list keeps names and values unambiguous whatever they contain.
   return JSON.stringify(pairs)
+}
+
+/**
+ * A multipart body as its media type and the pieces between its delimiters (RFC 2046
+ * §5.1.1: the preamble, each part's header lines and bytes, and what follows the close
+ * delimiter), so that only the boundary, which a client picks anew on every send, does
+ * not count. Nothing is decoded: the pieces are the bytes as sent. Undefined (compare
+ * the bytes) when the media type does not parse, names no boundary, or the body holds
+ * no delimiter.
+ */
+function multipartParts(body: Uint8Array | string, contentType: string): Normalised | undefined {
+  let essence: string
+  let boundary: string | null
+  try {
+    const type = new MIMEType(contentType)
+    essence = type.essence
+    boundary = type.params.get('boundary')
+  } catch {
+    return undefined
+  }
+  if (!boundary) return undefined
+  const bytes = typeof body === 'string' ? Buffer.from(body, 'utf8') : Buffer.from(body.buffer, body.byteOffset, body.byteLength)
+  // Header values are byte strings: latin1 gives the boundary's bytes back.
+  const delimiter = Buffer.from(`\r\n--${boundary}`, 'latin1')
+  const pieces: Uint8Array[] = []
+  let start: number
+  // The first delimiter may open the body without the CRLF before it.
+  if (bytes.subarray(0, delimiter.length - 2).equals(delimiter.subarray(2))) {
+    pieces.push(bytes.subarray(0, 0))
+    start = delimiter.length - 2
+  } else {
+    const first = bytes.indexOf(delimiter)
+    if (first === -1) return undefined
+    pieces.push(bytes.subarray(0, first))
+    start = first + delimiter.length
+  }
+  for (let at = bytes.indexOf(delimiter, start); at !== -1; at = bytes.indexOf(delimiter, start)) {
+    pieces.push(bytes.subarray(start, at))
+    start = at + delimiter.length
+  }
+  pieces.push(bytes.subarray(start))
+  return ['multipart', essence, ...pieces]
 }
 
 function compare(a: string, b: string): number {

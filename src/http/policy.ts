@@ -308,9 +308,9 @@ function policyBlocks(doc: IdempotencyPolicyDocument, title: string, level: numb
   blocks.push({
     kind: 'paragraph',
     text:
-      'The first request sent with a key is remembered with a fingerprint of its method, its path, its query parameters (in any order) and ' +
+      'The first request sent with a key is remembered with a fingerprint of its method, its path, its query parameters (in any order, though the values of a repeated parameter keep theirs) and ' +
       (doc.fingerprint.body === 'whole'
-        ? 'its body. JSON bodies are compared canonically, so key order and whitespace do not matter; form bodies as sorted fields; other bodies byte for byte.'
+        ? 'its body. JSON bodies are compared canonically, so key order and whitespace do not matter; form bodies as fields in any order (the values of a repeated field in theirs); multipart bodies by their parts, whatever boundary separates them; other bodies byte for byte.'
         : `these fields of its JSON or form body: ${list(doc.fingerprint.body.map(code))}. Other fields do not count.`) +
       ` A retry must send the same request: the same key with a different request is refused with ${ref(mismatch)}. ` +
       `Bodies larger than ${bytes(doc.fingerprint.maxBodyBytes)} are refused with ${ref(tooLarge)}.`,

@@ -206,6 +206,74 @@ export const conformanceCases: ConformanceCase[] = [
     },
   },
   {
+    name: 'repeated query parameters in another order are 422 (the order of values counts); the same order replays',
+    async run(t) {
+      const key = quoted(fresh())
+      expect((await t.client.send({ path: '/orders?tier=gold&tier=basic&region=eu', key, body: 'same' })).status).toBe(201)
+      // Names may move; the values of one name keep their order.
+      const moved = await t.client.send({ path: '/orders?region=eu&tier=gold&tier=basic', key, body: 'same' })
+      expect(moved.headers.get('idempotent-replayed')).toBe('true')
+      await expectProblem(await t.client.send({ path: '/orders?tier=basic&tier=gold&region=eu', key, body: 'same' }), 422, 'fingerprint-mismatch')
+      expect(t.state.runs['/orders']).toBe(1)
+    },
+  },
+  {
+    name: 'repeated form fields in another order are 422 (the order of values counts); the same order replays',
+    async run(t) {
+      const key = quoted(fresh())
+      const form = 'application/x-www-form-urlencoded'
+      expect((await t.client.send({ path: '/orders', key, contentType: form, body: 'tier=gold&tier=basic&region=eu' })).status).toBe(201)
+      const moved = await t.client.send({ path: '/orders', key, contentType: form, body: 'region=eu&tier=gold&tier=basic' })
+      expect(moved.headers.get('idempotent-replayed')).toBe('true')
+      await expectProblem(await t.client.send({ path: '/orders', key, contentType: form, body: 'tier=basic&tier=gold&region=eu' }), 422, 'fingerprint-mismatch')
+      expect(t.state.runs['/orders']).toBe(1)
+    },
+  },
+  {
+    name: 'query and form values whose escapes are not UTF-8 are compared as sent: %E9 and %E8 are two requests',
+    async run(t) {
+      const key = quoted(fresh())
+      const form = 'application/x-www-form-urlencoded'
+      expect((await t.client.send({ path: '/orders?name=Ren%E9', key, contentType: form, body: 'city=K%F6ln' })).status).toBe(201)
+      const again = await t.client.send({ path: '/orders?name=Ren%E9', key, contentType: form, body: 'city=K%F6ln' })
+      expect(again.headers.get('idempotent-replayed')).toBe('true')
+      // Decoded as UTF-8, each of these escapes is U+FFFD: as text they would be one request.
+      await expectProblem(await t.client.send({ path: '/orders?name=Ren%E8', key, contentType: form, body: 'city=K%F6ln' }), 422, 'fingerprint-mismatch')
+      await expectProblem(await t.client.send({ path: '/orders?name=Ren%E9', key, contentType: form, body: 'city=K%F5ln' }), 422, 'fingerprint-mismatch')
+      expect(t.state.runs['/orders']).toBe(1)
+    },
+  },
+  {
+    name: 'a multipart FormData sent again (a fresh boundary) replays; the same key with a changed part is 422',
+    async run(t) {
+      const key = fresh()
+      const upload = (bytes: number[], filename = 'scan.pdf'): FormData => {
+        const form = new FormData()
+        form.append('claim', 'C-1')
+        form.append('document', new Blob([new Uint8Array(bytes)], { type: 'application/pdf' }), filename)
+        return form
+      }
+      const form = upload([0x25, 0x50, 0x44, 0x46, 0xff, 0x00, 0xfe])
+      // Each send encodes the form afresh: the boundary is another one every time.
+      const boundary = () => new Response(form).headers.get('content-type')
+      expect(boundary()).toMatch(/^multipart\/form-data; boundary=/)
+      expect(boundary()).not.toBe(boundary())
+
+      const first = await t.client.send({ path: '/orders', key: quoted(key), body: form })
+      expect(first.status).toBe(201)
+      const firstBytes = new Uint8Array(await first.arrayBuffer())
+      const again = await t.client.send({ path: '/orders', key: quoted(key), body: form })
+      expect(again.status).toBe(201)
+      expect(again.headers.get('idempotent-replayed')).toBe('true')
+      expect(new Uint8Array(await again.arrayBuffer())).toEqual(firstBytes)
+
+      await expectProblem(await t.client.send({ path: '/orders', key: quoted(key), body: upload([0x25, 0x50, 0x44, 0x46, 0xff, 0x00, 0xfd]) }), 422, 'fingerprint-mismatch')
+      await expectProblem(await t.client.send({ path: '/orders', key: quoted(key), body: upload([0x25, 0x50, 0x44, 0x46, 0xff, 0x00, 0xfe], 'other.pdf') }), 422, 'fingerprint-mismatch')
+      expect(t.state.runs['/orders']).toBe(1)
+      expect(await t.backend.countEffects(key)).toBe(1)
+    },
+  },
+  {
     name: 'the same key with another method is 422',
     async run(t) {
       const key = quoted(fresh())

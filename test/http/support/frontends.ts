@@ -27,8 +27,12 @@ export interface Call {
   /** Sent as `Authorization: Bearer <tenant>`; the scope is derived from it. */
   tenant?: string
   contentType?: string
-  body?: string
-  /** Send the body as a stream (chunked, no Content-Length). */
+  /**
+   * A `FormData` is encoded as fetch encodes it, afresh on every send: a new multipart
+   * boundary each time, as a client that sends the same form again does.
+   */
+  body?: string | FormData
+  /** Send the (text) body as a stream (chunked, no Content-Length). */
   stream?: boolean
 }
 
@@ -77,10 +81,10 @@ function toWebRequest(call: Call): Request {
   if (call.contentType !== undefined) headers.set('content-type', call.contentType)
   const method = call.method ?? 'POST'
   const init: RequestInit & { duplex?: 'half' } = { method, headers }
-  if (call.body !== undefined) {
-    init.body = call.stream ? streamOf(call.body) : call.body
-    if (call.stream) init.duplex = 'half'
-  }
+  if (typeof call.body === 'string' && call.stream) {
+    init.body = streamOf(call.body)
+    init.duplex = 'half'
+  } else if (call.body !== undefined) init.body = call.body
   return new Request(`http://test.local${call.path}`, init)
 }
 
@@ -367,10 +371,17 @@ async function listen(server: http.Server): Promise<Client> {
  * One request over a real connection with node:http, which (unlike fetch) can send a
  * header in several fields. The answer is returned as a Web Response.
  */
-export function httpCall(port: number, call: Call, extraHeaders: Record<string, string> = {}): Promise<Response> {
+export async function httpCall(port: number, call: Call, extraHeaders: Record<string, string> = {}): Promise<Response> {
   const headers: Record<string, string | string[]> = { ...extraHeaders }
   if (call.key !== undefined) headers['idempotency-key'] = call.key
   if (call.tenant !== undefined) headers.authorization = `Bearer ${call.tenant}`
+  let body: string | Buffer | undefined
+  if (call.body instanceof FormData) {
+    // fetch's own encoder, so the boundary is a fresh one on every send.
+    const encoded = new Request('http://encode.test/', { method: 'POST', body: call.body })
+    headers['content-type'] = encoded.headers.get('content-type')!
+    body = Buffer.from(await encoded.arrayBuffer())
+  } else body = call.body
   if (call.contentType !== undefined) headers['content-type'] = call.contentType
   return new Promise<Response>((resolve, reject) => {
     const request = http.request({ host: '127.0.0.1', port, method: call.method ?? 'POST', path: call.path, headers }, (response) => {
@@ -380,13 +391,13 @@ export function httpCall(port: number, call: Call, extraHeaders: Record<string, 
       response.on('error', reject)
     })
     request.on('error', reject)
-    if (call.body === undefined) request.end()
+    if (body === undefined) request.end()
     else if (call.stream) {
-      const bytes = Buffer.from(call.body)
+      const bytes = Buffer.from(body)
       const half = Math.floor(bytes.length / 2)
       request.write(bytes.subarray(0, half))
       request.end(bytes.subarray(half))
-    } else request.end(call.body)
+    } else request.end(body)
   })
 }
 
