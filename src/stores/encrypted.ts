@@ -61,11 +61,14 @@ export function encryptedStore<S extends KeyStore<unknown> | LeasedStore>(store:
 interface OutcomeCipher {
   seal(text: string, ...context: string[]): string
   open(stored: string, ...context: string[]): string
+  /** The largest text (UTF-8 bytes) whose sealed form is at most `sealedBytes`: what the wrapped store holds of `maxOutcomeBytes`. */
+  capacity(sealedBytes: number): number
 }
 
 function encryptKeyStore<Tx>(store: KeyStore<Tx>, cipher: OutcomeCipher): KeyStore<Tx> {
   return {
     ...store,
+    maxOutcomeBytes: cipher.capacity(store.maxOutcomeBytes),
     async begin(request) {
       const session = await store.begin(request)
       const { scope, key } = request
@@ -94,6 +97,7 @@ function encryptKeyStore<Tx>(store: KeyStore<Tx>, cipher: OutcomeCipher): KeySto
 function encryptLeasedStore(store: LeasedStore, cipher: OutcomeCipher): LeasedStore {
   return {
     ...store,
+    maxOutcomeBytes: cipher.capacity(store.maxOutcomeBytes),
     async claim(scope, key, fingerprint, leaseMs, ttlMs) {
       const claim: LeaseClaim = await store.claim(scope, key, fingerprint, leaseMs, ttlMs)
       if (claim.state === 'completed') {
@@ -137,7 +141,12 @@ function outcomeCipher({ keys, current, acceptPlaintext = false, ...rest }: Encr
   // Length-prefixed, so no two (scope, key, name) triples authenticate alike.
   const context = (parts: string[]): Buffer => Buffer.from(parts.map((part) => `${part.length}:${part}`).join('|'), 'utf8')
 
+  // The sealed form's JSON string: quotes, prefix, key id and colon around the base64 of IV, ciphertext and tag.
+  const envelopeBytes = 2 + PREFIX.length + current.length + 1
   return {
+    capacity(sealedBytes) {
+      return Math.floor((sealedBytes - envelopeBytes) / 4) * 3 - IV_BYTES - TAG_BYTES
+    },
     seal(text, ...parts) {
       const iv = randomBytes(IV_BYTES)
       const gcm = createCipheriv('aes-256-gcm', currentKey, iv)

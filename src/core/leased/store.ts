@@ -44,6 +44,19 @@ export interface LeasedStore {
   readonly name: string
 
   /**
+   * The largest outcome, and the largest step result, the store holds: the UTF-8 size,
+   * in bytes, of the text `complete` and `saveStep` store and `claim` reads back whole.
+   * Declare what the backend really holds, never more (`leasedStoreContract` stores and
+   * reads back an outcome and a step of exactly this size), and at least
+   * `MIN_MAX_OUTCOME_BYTES` (1 KiB). The engine never hands a store a larger one: a call
+   * whose outcome (or a step result) is larger has run, so it completes the key with a
+   * small record that every retry answers with `OutcomeTooLargeError`, and nothing runs
+   * again. Front ends size what they store by it (the HTTP middleware's
+   * `maxStoredBodyBytes`). The bundled stores declare 16 MiB, DynamoDB 3.75 MiB.
+   */
+  readonly maxOutcomeBytes: number
+
+  /**
    * Claims `(scope, key)` for a call identified by `fingerprint`, atomically:
    * - a live completed record → `completed` with it (whatever the fingerprint);
    * - a live lease held by another call → `running` with that call's fingerprint;
