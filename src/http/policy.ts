@@ -177,7 +177,7 @@ function describePolicy<Tx, Native>(options: IdempotencyOptions<Tx, Native>, pat
   }
   add(
     'store-unavailable',
-    'the server cannot reach its idempotency store; nothing was processed',
+    'the server cannot reach its idempotency store (before processing the request, or while storing its response)',
     'wait `Retry-After` seconds, then retry with the same key',
     retryAfter(new StoreUnavailableError('')),
   )
