@@ -72,7 +72,7 @@ export type Claim =
 /** A stored outcome and the fingerprint of the request that made it. */
 export interface KeyRecord {
   readonly fingerprint: string
-  /** The outcome as serialised by the engine (JSON text). */
+  /** The outcome as serialised by the engine (JSON text); one to commit is at most the store's `maxOutcomeBytes`. */
   readonly outcome: string
 }
 

@@ -83,7 +83,7 @@ export interface LeasedStore {
   /**
    * Records a step's result under `(scope, key, name)`, durably, before returning, so
    * it survives the holder's crash and anything the holder rolls back later.
-   * @param result the step's result as serialised by the engine (JSON text)
+   * @param result the step's result as serialised by the engine (JSON text), at most `maxOutcomeBytes`
    * @returns false (changing nothing) when `token` is stale or the key is not held
    */
   saveStep(scope: string, key: string, token: number, name: string, result: string): Promise<boolean>
@@ -92,7 +92,7 @@ export interface LeasedStore {
    * Stores the outcome and ends the claim: the key is `completed` for `ttlMs` from now
    * and every later claim gets the record. Its steps are no longer needed and may be
    * dropped.
-   * @param outcome the outcome as serialised by the engine (JSON text)
+   * @param outcome the outcome as serialised by the engine (JSON text), at most `maxOutcomeBytes`
    * @returns false (changing nothing) when `token` is stale or the key is not held
    */
   complete(scope: string, key: string, token: number, outcome: string, ttlMs: number): Promise<boolean>
