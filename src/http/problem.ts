@@ -39,7 +39,7 @@ export const PROBLEMS: Readonly<Record<ProblemCode, ProblemSpec>> = {
   'migration-required': {
     status: 500,
     title: 'Idempotency tables are missing',
-    detail: 'The idempotency store is not set up on this server, so nothing was run.',
+    detail: 'The idempotency store is not set up on this server. Retry with the same key once it is.',
   },
   'outcome-not-serializable': {
     status: 500,
