@@ -57,6 +57,8 @@ export function dualReadStore({ current, previous, until }: DualReadOptions<Leas
   const ends = until?.getTime() ?? Infinity
   return {
     name: current.name,
+    // Outcomes are written to `current` only.
+    maxOutcomeBytes: current.maxOutcomeBytes,
     async claim(scope, key, fingerprint, leaseMs, ttlMs): Promise<LeaseClaim> {
       const claim = await current.claim(scope, key, fingerprint, leaseMs, ttlMs)
       if (claim.state !== 'acquired' || claim.steps.size > 0 || Date.now() >= ends) return claim
@@ -98,6 +100,7 @@ export function dualReadKeyStore<Tx>({ current, previous, until }: DualReadOptio
   const ends = until?.getTime() ?? Infinity
   return {
     name: current.name,
+    maxOutcomeBytes: current.maxOutcomeBytes,
     async begin(request: BeginRequest<Tx>): Promise<Session<Tx>> {
       const deadline = Date.now() + Math.max(0, request.waitMs)
       let delay = 10

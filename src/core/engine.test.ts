@@ -3,6 +3,7 @@ import { memoryStore } from '../stores/memory/index.js'
 import { createIdem, type OutcomeEvent } from './engine.js'
 import { InvalidKeyError } from './errors/invalid-key.js'
 import { InvalidOptionError } from './errors/invalid-option.js'
+import { OutcomeTooLargeError } from './errors/outcome-too-large.js'
 import { createEventStream } from './events.js'
 import { discard } from './result.js'
 
@@ -61,5 +62,42 @@ describe('createIdem', () => {
     await idem.run({ scope: 's', key: 'k', input: 1 }, () => 'a')
     await idem.run({ scope: 's', key: 'k', input: 1 }, () => 'a')
     expect(seen).toEqual(['transactional:memory:fresh', 'transactional:memory:replayed'])
+  })
+
+  describe('an outcome larger than the store holds (maxOutcomeBytes)', () => {
+    // A string whose JSON form is exactly `bytes` of UTF-8, with characters of 2, 3 and 4 bytes in it.
+    const ofBytes = (bytes: number): string => `é€😀${'a'.repeat(bytes - 2 - 9)}`
+    const small = () => ({ ...memoryStore(), maxOutcomeBytes: 4096 })
+
+    it('is refused at creation when the store declares no limit, or less than 1 KiB', () => {
+      const store = memoryStore()
+      expect(() => createIdem({ store: { name: 'x', begin: store.begin } as never })).toThrow(/option "store" must declare "maxOutcomeBytes"/)
+      expect(() => createIdem({ store: { ...store, maxOutcomeBytes: 1023 } })).toThrow(InvalidOptionError)
+      expect(() => createIdem({ store: { ...store, maxOutcomeBytes: 1.5 } })).toThrow(InvalidOptionError)
+    })
+
+    it('one of exactly the limit is stored and replayed; one byte more rolls the call back with OutcomeTooLargeError', async () => {
+      const store = small()
+      const idem = createIdem({ store })
+      const at = ofBytes(4096)
+      expect(Buffer.byteLength(JSON.stringify(at))).toBe(4096)
+      expect(await idem.run({ scope: 's', key: 'at', input: 1 }, () => at)).toMatchObject({ value: at, replayed: false })
+      expect(await idem.run({ scope: 's', key: 'at', input: 1 }, () => 'never')).toMatchObject({ value: at, replayed: true })
+
+      let runs = 0
+      const over = (tx: { set(collection: string, id: string, value: unknown): void }) => {
+        runs++
+        tx.set('effects', 'over', runs)
+        return ofBytes(4097)
+      }
+      const error = await idem.run({ scope: 's', key: 'over', input: 1 }, over).catch((e: unknown) => e)
+      expect(error).toBeInstanceOf(OutcomeTooLargeError)
+      expect(error).toMatchObject({ code: 'outcome-too-large', outcomeBytes: 4097, maxOutcomeBytes: 4096 })
+      expect((error as Error).message).toMatch(/rolled back/)
+      // Rolled back with its effects: nothing happened, so the retry runs (and fails) again.
+      expect(store.collection('effects').size).toBe(0)
+      await expect(idem.run({ scope: 's', key: 'over', input: 1 }, over)).rejects.toThrow(OutcomeTooLargeError)
+      expect(runs).toBe(2)
+    })
   })
 })

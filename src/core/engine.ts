@@ -1,9 +1,10 @@
 import { FingerprintMismatchError } from './errors/fingerprint-mismatch.js'
 import { InFlightError } from './errors/in-flight.js'
 import { InvalidOptionError } from './errors/invalid-option.js'
+import { OutcomeTooLargeError } from './errors/outcome-too-large.js'
 import { callReporter, resolveCall, type CallOptions } from './call.js'
 import { idemEvents, timedRoundTrip, type EventStream, type OutcomeEvent } from './events.js'
-import { parseOutcome, serializeOutcome } from './outcome.js'
+import { assertOutcomeLimit, bytesOver, parseOutcome, replayedOversized, serializeOutcome } from './outcome.js'
 import { isDiscarded, type Discarded } from './result.js'
 import type { KeyStore, Session } from './store.js'
 import { assertDuration } from './validate.js'
@@ -74,6 +75,8 @@ export interface Idem<Tx> {
    * @throws StoreUnavailableError / MigrationRequiredError from the store, also when the
    *   store lost the transaction while `fn` ran (whatever `fn` threw or returned)
    * @throws OutcomeNotSerializableError `fn` returned something without a JSON form
+   * @throws OutcomeTooLargeError `fn` returned something larger than the store holds
+   *   (`maxOutcomeBytes`): its effects and the key were rolled back
    * @throws whatever `fn` throws, after rolling back its effects and the key
    */
   run<T>(options: RunOptions<Tx>, fn: (tx: Tx) => T | Discarded<T> | Promise<T | Discarded<T>>): Promise<RunResult<T>>
@@ -93,6 +96,8 @@ export function createIdem<Tx>(options: IdemOptions<Tx>): Idem<Tx> {
   if (store === null || typeof store !== 'object' || typeof store.begin !== 'function') {
     throw new InvalidOptionError('createIdem: option "store" must be an idem store (e.g. postgresStore(...))')
   }
+  assertOutcomeLimit('createIdem', store)
+  const { maxOutcomeBytes } = store
   assertDuration('createIdem: option "ttlMs"', ttlMs, 1)
   assertDuration('createIdem: option "waitMs"', waitMs, 0)
   if (onOutcome !== undefined && typeof onOutcome !== 'function') {
@@ -160,20 +165,30 @@ export function createIdem<Tx>(options: IdemOptions<Tx>): Idem<Tx> {
         report('in-flight', scope, started, error)
         throw error
       }
-      return await execute(session, fn, { scope, fingerprint, ttlMs: callTtl, started })
+      return await execute(session, fn, { scope, key, fingerprint, ttlMs: callTtl, started })
     }
   }
 
   async function execute<T>(
     session: Session<Tx>,
     fn: (tx: Tx) => T | Discarded<T> | Promise<T | Discarded<T>>,
-    call: { scope: string; fingerprint: string; ttlMs: number; started: number },
+    call: { scope: string; key: string; fingerprint: string; ttlMs: number; started: number },
   ): Promise<RunResult<T>> {
     let outcome = 'null'
     let returned: T | Discarded<T>
     try {
       returned = await fn(session.tx)
-      if (!isDiscarded(returned)) outcome = serializeOutcome(returned)
+      if (!isDiscarded(returned)) {
+        outcome = serializeOutcome(returned)
+        const outcomeBytes = bytesOver(outcome, maxOutcomeBytes)
+        if (outcomeBytes !== undefined) {
+          throw new OutcomeTooLargeError(
+            `The outcome of key ${JSON.stringify(call.key)} is ${outcomeBytes} bytes, more than the ${store.name} store holds (${maxOutcomeBytes} bytes): ` +
+              'the call was rolled back, so nothing happened',
+            { outcomeBytes, maxOutcomeBytes },
+          )
+        }
+      }
     } catch (error) {
       await session.rollback()
       // What fn threw is most likely the dead connection's own error, surfacing through
@@ -210,9 +225,12 @@ export function createIdem<Tx>(options: IdemOptions<Tx>): Idem<Tx> {
 /**
  * A replay's result, its stored outcome parsed at once: a row that cannot be read
  * fails the call with `OutcomeUnreadableError` rather than surfacing later as whatever
- * reading a broken value throws.
+ * reading a broken value throws, and the record of an outcome too large to keep (a
+ * leased call's) with `OutcomeTooLargeError`.
  */
 export function replayedResult<T>(outcome: string): RunResult<T> {
+  const oversized = replayedOversized(outcome)
+  if (oversized !== undefined) throw oversized
   const value = parseOutcome<T>(outcome)
   return { value, replayed: true, stored: true }
 }

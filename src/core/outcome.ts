@@ -1,4 +1,6 @@
+import { InvalidOptionError } from './errors/invalid-option.js'
 import { OutcomeNotSerializableError } from './errors/outcome-not-serializable.js'
+import { OutcomeTooLargeError } from './errors/outcome-too-large.js'
 import { OutcomeUnreadableError } from './errors/outcome-unreadable.js'
 
 /**
@@ -60,4 +62,71 @@ function describeUnstorable(v: unknown): string | undefined {
     default:
       return undefined
   }
+}
+
+/**
+ * The least `maxOutcomeBytes` a store may declare (1 KiB): room for the record a leased
+ * call leaves when its outcome is too large to keep (`oversizedOutcome`).
+ */
+export const MIN_MAX_OUTCOME_BYTES = 1024
+
+/**
+ * Checks at creation that a store declares the largest outcome it holds (`KeyStore` and
+ * `LeasedStore` `maxOutcomeBytes`).
+ * @param caller what to name in the error, e.g. `createIdem`
+ * @throws InvalidOptionError naming the option
+ */
+export function assertOutcomeLimit(caller: string, store: { readonly maxOutcomeBytes?: unknown }): void {
+  const max = store.maxOutcomeBytes
+  if (typeof max !== 'number' || !Number.isSafeInteger(max) || max < MIN_MAX_OUTCOME_BYTES) {
+    throw new InvalidOptionError(
+      `${caller}: option "store" must declare "maxOutcomeBytes", the largest outcome it holds, as a whole number of bytes ` +
+        `from ${MIN_MAX_OUTCOME_BYTES}, got ${typeof max === 'number' ? String(max) : typeof max}`,
+    )
+  }
+}
+
+/**
+ * The UTF-8 size of a serialised outcome when it is more than `max` bytes, else
+ * undefined. Counted only when it could be: a UTF-16 unit is at most 3 bytes of UTF-8,
+ * so an outcome of up to a third of `max` units costs one comparison.
+ */
+export function bytesOver(text: string, max: number): number | undefined {
+  if (text.length * 3 <= max) return undefined
+  const bytes = Buffer.byteLength(text, 'utf8')
+  return bytes > max ? bytes : undefined
+}
+
+// What a leased call stores in place of an outcome its store cannot hold: JSON, so every
+// store and wrapper keeps it as it keeps any outcome, and never what serializeOutcome
+// writes (JSON.stringify puts no space between tokens), so no returned value reads as it.
+const OVERSIZED = '{"idem": "outcome-too-large", '
+
+/** Sizes of an outcome that did not fit its store. */
+export interface OversizedSizes {
+  readonly outcomeBytes: number
+  readonly maxOutcomeBytes: number
+}
+
+/**
+ * The stored record of a leased call whose outcome (or a step result) was too large for
+ * its store: the call ran, so the key is completed with this, and every replay of it is
+ * an `OutcomeTooLargeError` (see `replayedOversized`).
+ */
+export function oversizedOutcome({ outcomeBytes, maxOutcomeBytes }: OversizedSizes): string {
+  return `${OVERSIZED}"outcomeBytes": ${outcomeBytes}, "maxOutcomeBytes": ${maxOutcomeBytes}}`
+}
+
+/**
+ * The error a replay of `oversizedOutcome`'s record is answered with, or undefined for
+ * any other stored outcome.
+ */
+export function replayedOversized(text: string): OutcomeTooLargeError | undefined {
+  if (typeof text !== 'string' || !text.startsWith(OVERSIZED)) return undefined
+  const sizes = parseOutcome<OversizedSizes>(text)
+  return new OutcomeTooLargeError(
+    `A call with this key ran, but its outcome (${sizes.outcomeBytes} bytes) was larger than its store holds (${sizes.maxOutcomeBytes} bytes), ` +
+      'so the key was recorded as completed without it; it does not run again',
+    sizes,
+  )
 }

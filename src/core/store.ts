@@ -15,6 +15,18 @@ export interface KeyStore<Tx> {
   readonly name: string
 
   /**
+   * The largest outcome the store holds: the UTF-8 size, in bytes, of a record's
+   * `outcome` text that `commit` stores and `begin` reads back whole. Declare what the
+   * backend really holds, never more (`keyStoreContract` stores and replays an outcome of
+   * exactly this size), and at least `MIN_MAX_OUTCOME_BYTES` (1 KiB). The engine never
+   * commits a larger outcome: it rolls the call back with `OutcomeTooLargeError`, so
+   * "not stored" never means "run again" behind a 503. Front ends size what they store
+   * by it (the HTTP middleware's `maxStoredBodyBytes`). The bundled stores declare
+   * 16 MiB.
+   */
+  readonly maxOutcomeBytes: number
+
+  /**
    * Opens a transaction (or joins `request.tx`, the caller's open transaction), takes
    * the key's lock, and reads the key's live record. Must be atomic with respect to
    * other `begin` calls for the same `(scope, key)`: while one session holds the lock
@@ -60,7 +72,7 @@ export type Claim =
 /** A stored outcome and the fingerprint of the request that made it. */
 export interface KeyRecord {
   readonly fingerprint: string
-  /** The outcome as serialised by the engine (JSON text). */
+  /** The outcome as serialised by the engine (JSON text); one to commit is at most the store's `maxOutcomeBytes`. */
   readonly outcome: string
 }
 

@@ -66,6 +66,8 @@ export type Memo = <T>(name: string, input: unknown, fn: () => T | Promise<T>, o
  *
  * @throws InvalidOptionError for a malformed name, version or input (not JSON data)
  * @throws OutcomeNotSerializableError when `fn` returns something without an exact JSON form
+ * @throws OutcomeTooLargeError when `fn` returns something larger than the store holds
+ *   (`maxOutcomeBytes`, 16 MiB on the bundled stores): nothing is stored, and the next call runs `fn` again
  * @throws InFlightError when the first caller's `fn` runs longer than `waitMs`
  * @example
  * const memo = createMemo({ store: postgresStore({ pool }) })

@@ -7,7 +7,7 @@ import { isHttpProblem, problemResponse } from './problem.js'
 import type { IdemError } from '../core/errors/idem-error.js'
 import { warn, type HttpOutcome } from '../core/events.js'
 import { discard, isDiscarded, type Discarded } from '../core/result.js'
-import { bodyBytes, replayResponse, storeResponse, withBody, type StoredResponse } from './stored-response.js'
+import { bodyBytes, replayResponse, storeResponse, withBody, type StoredLimits, type StoredResponse } from './stored-response.js'
 
 /**
  * The route handler behind the middleware. `request` carries the body (buffered, when
@@ -113,17 +113,22 @@ export function protectRequests<Tx, Native = unknown>(options: IdempotencyOption
     if (o.events.listening) o.events.emit({ type: 'http', outcome: HTTP_OUTCOMES[error.code] ?? 'error', method, status: response.status })
     return response
   }
+  const limits: StoredLimits = { maxBodyBytes: o.maxStoredBodyBytes, maxOutcomeBytes: o.maxOutcomeBytes }
   let omittedBefore = false
   // Once per middleware: every later replay of such a response has an empty body.
   const warnOmitted = (bytes: number): void => {
     if (omittedBefore) return
     omittedBefore = true
+    const why =
+      bytes > o.maxStoredBodyBytes
+        ? `is over maxStoredBodyBytes (${o.maxStoredBodyBytes})`
+        : `does not fit beside its headers in what the store holds (${o.maxOutcomeBytes} bytes)`
     warn(o.events, {
       code: 'stored-body-omitted',
       source: 'idempotency',
       message:
-        `idem: a response body of ${bytes} bytes is over maxStoredBodyBytes (${o.maxStoredBodyBytes}), so it was stored without its body ` +
-        'and its replays answer with an empty body and Idempotent-Body-Omitted: true. Raise maxStoredBodyBytes to replay such bodies whole.',
+        `idem: a response body of ${bytes} bytes ${why}, so it was stored without its body ` +
+        'and its replays answer with an empty body and Idempotent-Body-Omitted: true. Raise maxStoredBodyBytes (up to what the store holds) to replay such bodies whole.',
     })
   }
 
@@ -170,7 +175,7 @@ export function protectRequests<Tx, Native = unknown>(options: IdempotencyOption
           first = withBody(answered, bytes)
           // A 5xx or a transient 4xx rolls back, so its retry runs again.
           if (!o.storeStatus(answered.status)) return discard(storeResponse(answered, bytes, o.replayHeaders))
-          const stored = storeResponse(answered, bytes, o.replayHeaders, o.maxStoredBodyBytes)
+          const stored = storeResponse(answered, bytes, o.replayHeaders, limits)
           if (stored.omittedBodyBytes !== undefined) warnOmitted(stored.omittedBodyBytes)
           return stored
         },

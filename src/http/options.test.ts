@@ -3,7 +3,16 @@ import { afterEach, describe, expect, it, vi } from 'vitest'
 import { createIdem } from '../core/engine.js'
 import * as errors from '../core/errors/index.js'
 import { IdemError, type IdemErrorCode } from '../core/errors/idem-error.js'
-import { BodyTooLargeError, DEFAULT_PROBLEM_TYPE_BASE as PROBLEM_TYPE_BASE, idempotency, problemResponse, PROBLEMS, SHARED_SCOPE } from './fetch/index.js'
+import {
+  BodyTooLargeError,
+  DEFAULT_PROBLEM_TYPE_BASE as PROBLEM_TYPE_BASE,
+  idempotency,
+  idempotencyPolicy,
+  largestStoredBody,
+  problemResponse,
+  PROBLEMS,
+  SHARED_SCOPE,
+} from './fetch/index.js'
 import { idempotency as expressIdempotency } from './express.js'
 import { idempotency as fastifyIdempotency } from './fastify.js'
 import { idempotency as honoIdempotency } from './hono.js'
@@ -19,6 +28,8 @@ describe('options are validated at start-up', () => {
     ['store', { store: { name: 'not a store' } }],
     ['store', { store, idem: createIdem({ store }) }],
     ['idem', { idem: { run: 'no' } }],
+    ['idem', { idem: { run: async () => ({ value: undefined, replayed: false, stored: true }) } }],
+    ['store', { store: { name: 'undeclared', begin: store.begin } }],
     ['onOutcome', { idem: createIdem({ store }), onOutcome: () => {} }],
     ['scope', { store, scope: 'acct' }],
     ['methods', { store, scope, methods: [] }],
@@ -35,6 +46,7 @@ describe('options are validated at start-up', () => {
     ['maxStoredBodyBytes', { store, scope, maxStoredBodyBytes: -1 }],
     ['maxStoredBodyBytes', { store, scope, maxStoredBodyBytes: 1.5 }],
     ['maxStoredBodyBytes', { store, scope, maxStoredBodyBytes: '1mb' }],
+    ['maxStoredBodyBytes', { store, scope, maxStoredBodyBytes: largestStoredBody(store.maxOutcomeBytes) + 1 }],
     ['fields', { store, scope, fields: 'amount' }],
     ['fields', { store, scope, fields: [''] }],
     ['storeStatus', { store, scope, storeStatus: [200] }],
@@ -78,6 +90,27 @@ describe('options are validated at start-up', () => {
       }),
     ).not.toThrow()
     expect(() => idempotency({ idem: createIdem({ store, onOutcome }), scope })).not.toThrow()
+  })
+})
+
+describe('maxStoredBodyBytes and what the store holds', () => {
+  const storedBody = (options: Parameters<typeof idempotencyPolicy>[0]): number =>
+    (JSON.parse(idempotencyPolicy(options, { format: 'json' })) as { replay: { maxStoredBodyBytes: number } }).replay.maxStoredBodyBytes
+
+  it('defaults to 1 MiB, or to the largest body the store holds when that is less', () => {
+    expect(storedBody({ store, scope })).toBe(1024 * 1024)
+    const small = { ...memoryStore(), maxOutcomeBytes: 64 * 1024 }
+    expect(storedBody({ store: small, scope })).toBe(largestStoredBody(64 * 1024))
+    expect(storedBody({ idem: createIdem({ store: small }), scope })).toBe(largestStoredBody(64 * 1024))
+  })
+
+  it('refuses more than the store holds, naming the option, the store and its limit', () => {
+    const small = { ...memoryStore(), maxOutcomeBytes: 64 * 1024 }
+    const largest = largestStoredBody(64 * 1024)
+    expect(() => idempotency({ store: small, scope, maxStoredBodyBytes: largest + 1 })).toThrow(
+      `idempotency: option "maxStoredBodyBytes" is ${largest + 1} bytes, but the memory store holds outcomes of at most 65536 bytes, which leaves room for response bodies of at most ${largest} bytes`,
+    )
+    expect(() => idempotency({ store: small, scope, maxStoredBodyBytes: largest })).not.toThrow()
   })
 })
 

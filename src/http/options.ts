@@ -3,11 +3,12 @@ import { createIdem, type EngineSettings, type OutcomeEvent, type RunResult } fr
 import { InvalidOptionError } from '../core/errors/invalid-option.js'
 import { idemEvents, warn, type EventStream } from '../core/events.js'
 import type { Discarded } from '../core/result.js'
+import { MIN_MAX_OUTCOME_BYTES } from '../core/outcome.js'
 import type { KeyStore } from '../core/store.js'
 import { assertCount, assertDuration, assertKnownOptions } from '../core/validate.js'
 import { DEFAULT_MAX_BODY_BYTES } from './body.js'
 import type { ProblemTypes } from './problem.js'
-import { DEFAULT_MAX_STORED_BODY_BYTES } from './stored-response.js'
+import { DEFAULT_MAX_STORED_BODY_BYTES, largestStoredBody } from './stored-response.js'
 
 /** Methods that require a key by default: the non-idempotent ones (RFC 9110 §9.2.2). */
 export const DEFAULT_METHODS: readonly string[] = ['POST', 'PATCH']
@@ -66,6 +67,8 @@ export interface HttpEngine<Tx> {
   run<T>(options: CallOptions, fn: (tx: Tx) => T | Discarded<T> | Promise<T | Discarded<T>>): Promise<RunResult<T>>
   /** What the engine was given explicitly; the middleware keeps it where it sets nothing itself. */
   readonly settings?: EngineSettings
+  /** Where the engine keeps outcomes: the middleware fits the responses it stores to what it holds (`maxOutcomeBytes`). */
+  readonly store: { readonly name: string; readonly maxOutcomeBytes: number }
 }
 
 /**
@@ -127,7 +130,11 @@ export interface IdempotencyOptions<Tx, Native = unknown> {
    * The largest response body stored for replays. A larger response is still sent whole
    * and stored, with its status and allow-listed headers but without its body (nor the
    * headers that describe it), so its effect never runs again; its replay has an empty
-   * body and `Idempotent-Body-Omitted: true`. @default 1 MiB
+   * body and `Idempotent-Body-Omitted: true`. So is a body whose headers leave it no room
+   * in what the store holds. At most what the store's `maxOutcomeBytes` leaves for a
+   * body stored as base64 with its status and headers (`largestStoredBody`): about 12 MiB
+   * on the bundled stores, 2.8 MiB on DynamoDB; more is refused at creation.
+   * @default 1 MiB, or `largestStoredBody` of the store when that is less
    */
   maxStoredBodyBytes?: number
   /** Called once per protected request with the engine's outcome (only with `store`; an engine has its own). */
@@ -159,6 +166,8 @@ export interface ResolvedOptions<Tx, Native> {
   waitMs: number
   maxBodyBytes: number
   maxStoredBodyBytes: number
+  /** What the engine's store holds (`maxOutcomeBytes`): no stored response is larger. */
+  maxOutcomeBytes: number
   problemTypes: ProblemTypes | undefined
   events: EventStream
 }
@@ -193,7 +202,7 @@ export function resolveOptions<Tx, Native>(options: IdempotencyOptions<Tx, Nativ
     waitMs: explicitWait,
     wait,
     maxBodyBytes = DEFAULT_MAX_BODY_BYTES,
-    maxStoredBodyBytes = DEFAULT_MAX_STORED_BODY_BYTES,
+    maxStoredBodyBytes: explicitStoredBody,
     onOutcome,
     events = idemEvents,
     problemTypes,
@@ -214,7 +223,7 @@ export function resolveOptions<Tx, Native>(options: IdempotencyOptions<Tx, Nativ
   }
   if (events === null || typeof events !== 'object' || typeof events.emit !== 'function') fail('events', 'must be an event stream (createEventStream())')
   assertCount('idempotency: option "maxBodyBytes"', maxBodyBytes, 0, Number.MAX_SAFE_INTEGER)
-  assertCount('idempotency: option "maxStoredBodyBytes"', maxStoredBodyBytes, 0, Number.MAX_SAFE_INTEGER)
+  if (explicitStoredBody !== undefined) assertCount('idempotency: option "maxStoredBodyBytes"', explicitStoredBody, 0, Number.MAX_SAFE_INTEGER)
   if (fields !== undefined && (!isList(fields) || !fields.every((f) => typeof f === 'string' && f.length > 0))) {
     fail('fields', 'must be a list of body field names (dot paths such as "customer.id")')
   }
@@ -228,6 +237,15 @@ export function resolveOptions<Tx, Native>(options: IdempotencyOptions<Tx, Nativ
   }
 
   const engine = engineOf(store, idem, onOutcome, events)
+  const { maxOutcomeBytes } = engine.store
+  const largest = largestStoredBody(maxOutcomeBytes)
+  if (explicitStoredBody !== undefined && explicitStoredBody > largest) {
+    fail(
+      'maxStoredBodyBytes',
+      `is ${explicitStoredBody} bytes, but the ${engine.store.name} store holds outcomes of at most ${maxOutcomeBytes} bytes, ` +
+        `which leaves room for response bodies of at most ${largest} bytes (stored as base64, with the status and headers): set ${largest} or less`,
+    )
+  }
   return {
     idem: engine,
     scope: scope ?? sharedScope(),
@@ -242,7 +260,8 @@ export function resolveOptions<Tx, Native>(options: IdempotencyOptions<Tx, Nativ
     replayHeaders: new Set(replayHeaders.map((h) => h.toLowerCase())),
     waitMs: explicitWait ?? wait ?? engine.settings?.waitMs ?? 0,
     maxBodyBytes,
-    maxStoredBodyBytes,
+    maxStoredBodyBytes: explicitStoredBody ?? Math.min(DEFAULT_MAX_STORED_BODY_BYTES, largest),
+    maxOutcomeBytes,
     problemTypes,
     events,
   }
@@ -258,6 +277,10 @@ function engineOf<Tx>(
   if (idem !== undefined) {
     if (idem === null || typeof idem !== 'object' || typeof idem.run !== 'function') fail('idem', 'must be an engine from createIdem(...) or createLeasedIdem(...)')
     if (onOutcome !== undefined) fail('onOutcome', 'goes to the engine (createIdem / createLeasedIdem) when you pass one ("idem")')
+    const max = (idem.store as Partial<HttpEngine<Tx>['store']> | null | undefined)?.maxOutcomeBytes
+    if (typeof max !== 'number' || !Number.isSafeInteger(max) || max < MIN_MAX_OUTCOME_BYTES) {
+      fail('idem', "must be an engine whose store declares the largest outcome it holds (its store's maxOutcomeBytes), as createIdem(...) and createLeasedIdem(...) make")
+    }
     return idem
   }
   if (store === undefined) fail('store', 'is required (or "idem", an engine from createIdem)')

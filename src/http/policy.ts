@@ -137,6 +137,8 @@ export function idempotencyPolicy<Tx, Native>(options: IdempotencyOptions<Tx, Na
 // Stands in for the engine when the options name none: the policy runs nothing.
 const POLICY_ONLY: HttpEngine<never> = {
   run: () => Promise.reject(new Error('idempotencyPolicy: this engine only describes options; it runs nothing')),
+  // No store to size stored responses by: the options' own maxStoredBodyBytes (or its default) stands.
+  store: { name: 'none', maxOutcomeBytes: Number.MAX_SAFE_INTEGER },
 }
 
 function describePolicy<Tx, Native>(options: IdempotencyOptions<Tx, Native>, paths: readonly string[] | undefined): IdempotencyPolicyDocument {
@@ -175,7 +177,7 @@ function describePolicy<Tx, Native>(options: IdempotencyOptions<Tx, Native>, pat
   }
   add(
     'store-unavailable',
-    'the server cannot reach its idempotency store; nothing was processed',
+    'the server cannot reach its idempotency store (before processing the request, or while storing its response)',
     'wait `Retry-After` seconds, then retry with the same key',
     retryAfter(new StoreUnavailableError('')),
   )

@@ -33,17 +33,23 @@ export const PROBLEMS: Readonly<Record<ProblemCode, ProblemSpec>> = {
   'store-unavailable': {
     status: 503,
     title: 'Idempotency store unavailable',
-    detail: 'The idempotency store is unavailable right now, so nothing was run. Retry with the same key after Retry-After.',
+    // Not "nothing was run": the store can fail after the route ran (storing its answer).
+    detail: 'The idempotency store is unavailable right now. Retry with the same key after Retry-After: idem never runs a request unprotected.',
   },
   'migration-required': {
     status: 500,
     title: 'Idempotency tables are missing',
-    detail: 'The idempotency store is not set up on this server, so nothing was run.',
+    detail: 'The idempotency store is not set up on this server. Retry with the same key once it is.',
   },
   'outcome-not-serializable': {
     status: 500,
     title: 'Outcome cannot be stored',
     detail: 'The outcome could not be stored, so it was rolled back; a retry runs again.',
+  },
+  'outcome-too-large': {
+    status: 500,
+    title: 'Outcome too large to store',
+    detail: 'The outcome of this request is larger than the idempotency store can hold, so it was not stored; a retry with the same key gets this answer again.',
   },
   'outcome-unreadable': {
     status: 500,

@@ -10,8 +10,19 @@ export const REPLAYED_HEADER = 'idempotent-replayed'
  */
 export const BODY_OMITTED_HEADER = 'idempotent-body-omitted'
 
-/** 1 MiB: the default largest response body stored for replays (`maxStoredBodyBytes`). */
+/**
+ * 1 MiB: the default largest response body stored for replays (`maxStoredBodyBytes`),
+ * or less when the store holds less (`largestStoredBody`).
+ */
 export const DEFAULT_MAX_STORED_BODY_BYTES = 1024 * 1024
+
+/**
+ * 16 KiB: the room a stored response's allow-listed headers (their JSON) are given
+ * beside a body of `maxStoredBodyBytes` when that option is checked against what the
+ * store holds. A response whose headers take more is stored without its body whenever
+ * the two would not fit together.
+ */
+export const STORED_HEADERS_ROOM = 16 * 1024
 
 /**
  * A response as the engine stores it: plain JSON, so the store needs to know nothing
@@ -33,21 +44,65 @@ export interface StoredResponse {
 // omitted they would describe bytes that are not there (a JSON client would parse "").
 const BODY_HEADERS = new Set(['content-type', 'content-language', 'content-disposition', 'content-encoding', 'content-range'])
 
+// The stored form's JSON around its header list and body, at its longest (a status of
+// three digits, the largest omitted size): what every stored response costs besides them.
+const FRAME_BYTES = JSON.stringify({ status: 599, headers: [], bodyBase64: '', omittedBodyBytes: Number.MAX_SAFE_INTEGER }).length - '[]'.length
+
+const base64Length = (bytes: number): number => 4 * Math.ceil(bytes / 3)
+
+/**
+ * The largest response body whose stored form fits in an outcome of `maxOutcomeBytes`
+ * (what the store holds), as base64 beside the status and headers of up to
+ * `STORED_HEADERS_ROOM`: the most `maxStoredBodyBytes` may be on that store.
+ * @example largestStoredBody(16 * 1024 * 1024) // 12570564: 16 MiB less the frame and the headers' room, as base64
+ */
+export function largestStoredBody(maxOutcomeBytes: number): number {
+  const room = maxOutcomeBytes - FRAME_BYTES - STORED_HEADERS_ROOM
+  return room <= 0 ? 0 : Math.floor(room / 4) * 3
+}
+
+/** What bounds a stored response: its body's size, and the size of the whole stored form. */
+export interface StoredLimits {
+  /** A larger body is left out (`maxStoredBodyBytes`). */
+  readonly maxBodyBytes: number
+  /** The stored form's JSON, in UTF-8 bytes, is at most this (the store's `maxOutcomeBytes`): a body that would take it further is left out. */
+  readonly maxOutcomeBytes: number
+}
+
+const UNLIMITED: StoredLimits = { maxBodyBytes: Infinity, maxOutcomeBytes: Infinity }
+
 // Statuses whose responses have no body; `new Response(body, { status })` rejects one.
 const NULL_BODY_STATUSES = new Set([101, 103, 204, 205, 304])
 
 /**
  * The stored form of a response: its status, the allow-listed headers, every body byte.
- * A body larger than `maxBodyBytes` is left out (with the headers that describe it) and
- * its size recorded instead, so the outcome is still stored and the effect never runs again.
+ * A body larger than `limits.maxBodyBytes`, or one that would take the stored form past
+ * `limits.maxOutcomeBytes` (the store's limit), is left out (with the headers that
+ * describe it) and its size recorded instead, so the outcome is still stored and the
+ * effect never runs again.
  */
-export function storeResponse(response: Response, body: Uint8Array, allowed: ReadonlySet<string>, maxBodyBytes = Infinity): StoredResponse {
-  const omitted = body.byteLength > maxBodyBytes
+export function storeResponse(response: Response, body: Uint8Array, allowed: ReadonlySet<string>, limits: StoredLimits = UNLIMITED): StoredResponse {
   const headers: Array<[string, string]> = []
+  let headerChars = 0
   // Iterating Headers yields each Set-Cookie field on its own and lower-case names.
-  for (const [name, value] of response.headers) if (allowed.has(name) && !(omitted && BODY_HEADERS.has(name))) headers.push([name, value])
-  if (omitted) return { status: response.status, headers, bodyBase64: '', omittedBodyBytes: body.byteLength }
-  return { status: response.status, headers, bodyBase64: Buffer.from(body.buffer, body.byteOffset, body.byteLength).toString('base64') }
+  for (const [name, value] of response.headers) {
+    if (!allowed.has(name)) continue
+    headers.push([name, value])
+    headerChars += name.length + value.length
+  }
+  if (body.byteLength <= limits.maxBodyBytes && fits(headers, headerChars, body.byteLength, limits.maxOutcomeBytes)) {
+    return { status: response.status, headers, bodyBase64: Buffer.from(body.buffer, body.byteOffset, body.byteLength).toString('base64') }
+  }
+  return { status: response.status, headers: headers.filter(([name]) => !BODY_HEADERS.has(name)), bodyBase64: '', omittedBodyBytes: body.byteLength }
+}
+
+// Whether the stored form with this body fits the store. A character of a header takes at
+// most 6 bytes of JSON (`\u001f`) and a pair 8 more (`["",""],`): that bound settles
+// nearly every response in a few additions; only headers near the limit are measured.
+function fits(headers: ReadonlyArray<[string, string]>, headerChars: number, bodyBytes: number, maxOutcomeBytes: number): boolean {
+  const rest = maxOutcomeBytes - FRAME_BYTES - base64Length(bodyBytes)
+  if (headerChars * 6 + headers.length * 8 + 2 <= rest) return true
+  return Buffer.byteLength(JSON.stringify(headers), 'utf8') <= rest
 }
 
 // The bytes of the responses made here, so that reading them back (to store them, or
@@ -67,7 +122,9 @@ export async function bodyBytes(response: Response): Promise<Uint8Array> {
   return light
 }
 
-const BASE64 = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/
+// Groups of four, checked as a length: a repeated group, `(?:[…]{4})*`, takes the regex
+// engine's stack once per group and overflows it on a body of some 12 MB.
+const BASE64 = /^[A-Za-z0-9+/]*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/
 
 /**
  * The replay of a stored response: same status, stored headers, same body bytes, marked
@@ -106,7 +163,7 @@ function checkStored(stored: unknown): StoredResponse {
   for (const pair of headers) {
     if (!Array.isArray(pair) || pair.length !== 2 || typeof pair[0] !== 'string' || typeof pair[1] !== 'string') return unreadable('a malformed header')
   }
-  if (typeof bodyBase64 !== 'string' || !BASE64.test(bodyBase64)) return unreadable('a body that is not base64')
+  if (typeof bodyBase64 !== 'string' || bodyBase64.length % 4 !== 0 || !BASE64.test(bodyBase64)) return unreadable('a body that is not base64')
   const { omittedBodyBytes } = stored as { omittedBodyBytes?: unknown }
   if (omittedBodyBytes === undefined) return { status, headers: headers as Array<[string, string]>, bodyBase64 }
   if (typeof omittedBodyBytes !== 'number' || !Number.isSafeInteger(omittedBodyBytes) || omittedBodyBytes < 0 || bodyBase64 !== '') {

@@ -112,6 +112,8 @@ function hasMethods<T>(store: unknown, methods: ReadonlyArray<keyof T & string>)
 interface OutcomeCipher {
   seal(text: string, ...context: string[]): string
   open(stored: string, ...context: string[]): string
+  /** The largest text (UTF-8 bytes) whose sealed form is at most `sealedBytes`: what the wrapped store holds of `maxOutcomeBytes`. */
+  capacity(sealedBytes: number): number
 }
 
 /** Outcomes and step results sealed to their key: the one place every port method seals and opens them. */
@@ -121,6 +123,8 @@ interface RecordCipher {
   openRecord(record: KeyRecord, scope: string, key: string): KeyRecord
   sealStep(result: string, scope: string, key: string, name: string): string
   openSteps(steps: ReadonlyMap<string, string>, scope: string, key: string): ReadonlyMap<string, string>
+  /** The largest outcome (UTF-8 bytes) whose sealed form the wrapped store holds, of its `maxOutcomeBytes`. */
+  capacity(sealedBytes: number): number
 }
 
 function recordCipher(cipher: OutcomeCipher): RecordCipher {
@@ -133,6 +137,7 @@ function recordCipher(cipher: OutcomeCipher): RecordCipher {
       for (const [name, result] of steps) opened.set(name, cipher.open(result, 'step', scope, key, name))
       return opened
     },
+    capacity: (sealedBytes) => cipher.capacity(sealedBytes),
   }
 }
 
@@ -140,6 +145,7 @@ function recordCipher(cipher: OutcomeCipher): RecordCipher {
 // does not compile here until the wrapper says what it does with it.
 function encryptKeyStore<Tx>(store: KeyStore<Tx>, cipher: RecordCipher): Omit<KeyStore<Tx>, 'name'> {
   return {
+    maxOutcomeBytes: cipher.capacity(store.maxOutcomeBytes),
     async begin(request) {
       const session = await store.begin(request)
       const { scope, key } = request
@@ -167,6 +173,7 @@ function encryptKeyStore<Tx>(store: KeyStore<Tx>, cipher: RecordCipher): Omit<Ke
 
 function encryptLeasedStore(store: LeasedStore, cipher: RecordCipher): Omit<LeasedStore, 'name'> {
   return {
+    maxOutcomeBytes: cipher.capacity(store.maxOutcomeBytes),
     async claim(scope, key, fingerprint, leaseMs, ttlMs) {
       const claim: LeaseClaim = await store.claim(scope, key, fingerprint, leaseMs, ttlMs)
       if (claim.state === 'completed') return { state: 'completed', record: cipher.openRecord(claim.record, scope, key) }
@@ -217,7 +224,12 @@ function outcomeCipher({ keys, current, acceptPlaintext = false, ...rest }: Encr
   // Length-prefixed, so no two (scope, key, name) triples authenticate alike.
   const context = (parts: string[]): Buffer => Buffer.from(parts.map((part) => `${part.length}:${part}`).join('|'), 'utf8')
 
+  // The sealed form's JSON string: quotes, prefix, key id and colon around the base64 of IV, ciphertext and tag.
+  const envelopeBytes = 2 + PREFIX.length + current.length + 1
   return {
+    capacity(sealedBytes) {
+      return Math.floor((sealedBytes - envelopeBytes) / 4) * 3 - IV_BYTES - TAG_BYTES
+    },
     seal(text, ...parts) {
       const iv = randomBytes(IV_BYTES)
       const gcm = createCipheriv('aes-256-gcm', currentKey, iv)
@@ -252,10 +264,12 @@ function outcomeCipher({ keys, current, acceptPlaintext = false, ...rest }: Encr
   }
 }
 
-const ENVELOPE = /^"idem:enc:v1:([A-Za-z0-9._-]{1,64}):((?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?)"$/
+// The base64's groups of four are checked as a length: a repeated group, `(?:[…]{4})*`,
+// takes the regex engine's stack once per group and overflows it on an outcome of some 12 MB.
+const ENVELOPE = /^"idem:enc:v1:([A-Za-z0-9._-]{1,64}):([A-Za-z0-9+/]*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?)"$/
 
 function envelopeOf(stored: string): { keyId: string; data: string } | undefined {
   if (typeof stored !== 'string') return undefined
   const match = ENVELOPE.exec(stored)
-  return match === null ? undefined : { keyId: match[1]!, data: match[2]! }
+  return match === null || match[2]!.length % 4 !== 0 ? undefined : { keyId: match[1]!, data: match[2]! }
 }

@@ -16,7 +16,7 @@ export interface InboxRows<Tx> {
  * (SQLite, memory): an id is a key of scope `inbox:<consumer>` whose record is written
  * at commit, in the transaction the handler wrote through.
  */
-export function inboxOverKeys<Tx>(keys: KeyStore<Tx>, rows: InboxRows<Tx>): InboxTable<Tx> {
+export function inboxOverKeys<Tx>(keys: Pick<KeyStore<Tx>, 'begin'>, rows: InboxRows<Tx>): InboxTable<Tx> {
   return {
     async begin({ consumer, key, waitMs, retentionMs }): Promise<InboxSession<Tx>> {
       const session = await keys.begin({ scope: `inbox:${consumer}`, key, waitMs })

@@ -4,10 +4,12 @@ import { createIdem, type Idem } from '../core/engine.js'
 import { FingerprintMismatchError } from '../core/errors/fingerprint-mismatch.js'
 import { InFlightError } from '../core/errors/in-flight.js'
 import { OutcomeNotSerializableError } from '../core/errors/outcome-not-serializable.js'
+import { OutcomeTooLargeError } from '../core/errors/outcome-too-large.js'
 import { StoreUnavailableError } from '../core/errors/store-unavailable.js'
 import { discard } from '../core/result.js'
 import type { KeyStore } from '../core/store.js'
 import { peekOf } from './key-peek.js'
+import { sizedValue } from './sized-value.js'
 
 /** What a store author supplies to run the contract against their store. */
 export interface StoreHarness<Tx> {
@@ -201,6 +203,32 @@ export function keyStoreContract<Tx>(getHarness: () => StoreHarness<Tx>): Contra
         assert.equal(await harness.countEffects(key), 0)
         const retry = await idem.run({ scope: 'acct', key, input: 1 }, async () => 'fixed')
         assert.equal(retry.replayed, false)
+      },
+    },
+    {
+      name: 'an outcome of exactly maxOutcomeBytes is stored and replayed whole; one byte more is OutcomeTooLargeError and rolled back',
+      async run() {
+        const max = harness.store.maxOutcomeBytes
+        const key = fresh('largest')
+        const largest = sizedValue(max)
+        const first = await idem.run({ scope: 'acct', key, input: 1 }, async (tx) => {
+          await harness.writeEffect(tx, key)
+          return largest
+        })
+        const replay = await idem.run({ scope: 'acct', key, input: 1 }, async () => 'never')
+        // Compared without assert.equal, whose message would print both values.
+        assert.ok(first.value === largest && replay.replayed && replay.value === largest, `an outcome of ${max} bytes did not replay whole`)
+        assert.equal(await harness.countEffects(key), 1)
+
+        const over = fresh('too-large')
+        await assert.rejects(
+          idem.run({ scope: 'acct', key: over, input: 1 }, async (tx) => {
+            await harness.writeEffect(tx, over)
+            return sizedValue(max + 1)
+          }),
+          (error: unknown) => error instanceof OutcomeTooLargeError && error.outcomeBytes === max + 1,
+        )
+        assert.equal(await harness.countEffects(over), 0)
       },
     },
     {

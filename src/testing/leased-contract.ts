@@ -1,11 +1,13 @@
 import assert from 'node:assert/strict'
 import { randomUUID } from 'node:crypto'
+import { OutcomeTooLargeError } from '../core/errors/outcome-too-large.js'
 import { StoreUnavailableError } from '../core/errors/store-unavailable.js'
 import { fingerprintValue } from '../core/fingerprint.js'
 import { createLeasedIdem } from '../core/leased/engine.js'
 import type { LeaseClaim, LeasedStore } from '../core/leased/store.js'
 import type { ContractCase } from './key-store-contract.js'
 import { peekOf } from './key-peek.js'
+import { sizedValue } from './sized-value.js'
 
 /** What a leased-store author supplies to run the contract against their store. */
 export interface LeasedStoreHarness {
@@ -276,6 +278,41 @@ export function leasedStoreContract(getHarness: () => LeasedStoreHarness): Contr
         assert.equal(await store.saveStep('acct', key, token, 'n'.repeat(1000), big), true)
         assert.equal(await store.release('acct', key, token), true)
         assert.deepEqual(await stepsOf('acct', key, 'fp'), { ['n'.repeat(1000)]: big })
+      },
+    },
+    {
+      name: 'a step result and an outcome of exactly maxOutcomeBytes are stored and read back whole',
+      async run() {
+        const max = store.maxOutcomeBytes
+        const key = fresh('largest')
+        const largest = JSON.stringify(sizedValue(max))
+        const first = await acquire('acct', key, 'fp-1', 10_000)
+        assert.equal(await store.saveStep('acct', key, first, 'report', largest), true)
+        assert.equal(await store.release('acct', key, first), true)
+        const resumed = await store.claim('acct', key, 'fp-1', 10_000, TTL_MS)
+        assert.equal(resumed.state, 'acquired')
+        const { token, steps } = resumed as Extract<LeaseClaim, { state: 'acquired' }>
+        // Compared without assert.equal, whose message would print both values.
+        assert.ok(steps.get('report') === largest, `a step result of ${max} bytes did not come back whole`)
+        assert.equal(await store.complete('acct', key, token, largest, TTL_MS), true)
+        const done = await store.claim('acct', key, 'fp-1', LEASE_MS, TTL_MS)
+        assert.ok(done.state === 'completed' && done.record.outcome === largest, `an outcome of ${max} bytes did not come back whole`)
+      },
+    },
+    {
+      name: 'through the engine: an outcome one byte over maxOutcomeBytes leaves its key completed, and a retry after the lease runs nothing',
+      async run() {
+        const key = fresh('too-large')
+        const idem = createLeasedIdem({ store, leaseMs: LEASE_MS, waitMs: 0 })
+        let runs = 0
+        const fn = async () => {
+          runs++
+          return sizedValue(store.maxOutcomeBytes + 1)
+        }
+        await assert.rejects(idem.run({ scope: 'acct', key, input: 1 }, fn), OutcomeTooLargeError)
+        await sleep(LAPSE_MS)
+        await assert.rejects(idem.run({ scope: 'acct', key, input: 1 }, fn), OutcomeTooLargeError)
+        assert.equal(runs, 1)
       },
     },
     {

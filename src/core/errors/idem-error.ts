@@ -13,6 +13,7 @@ export type IdemErrorCode =
   | 'migration-required'
   | 'outcome-not-serializable'
   | 'outcome-unreadable'
+  | 'outcome-too-large'
   | 'invalid-option'
   | 'body-too-large'
   | 'lease-lost'

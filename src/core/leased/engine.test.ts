@@ -10,10 +10,12 @@ import {
   InvalidOptionError,
   LeaseLostError,
   OutcomeNotSerializableError,
+  OutcomeTooLargeError,
   StoreUnavailableError,
   type LeasedIdem,
   type LeasedStore,
   type OutcomeEvent,
+  type StepContext,
 } from '../../index.js'
 import { memoryLeasedStore } from '../../stores/memory/index.js'
 import { latch, sleep } from '../../../test/leased/support.js'
@@ -46,6 +48,7 @@ function spied(inner: LeasedStore, overrides: Partial<LeasedStore> = {}) {
     }
   const store = {
     name: 'spied',
+    maxOutcomeBytes: inner.maxOutcomeBytes,
     claim: wrap('claim'),
     renew: wrap('renew'),
     saveStep: wrap('saveStep'),
@@ -364,5 +367,84 @@ describe('leased engine', () => {
         InvalidOptionError,
       ),
     ])
+  })
+
+  describe('an outcome or a step result larger than the store holds (maxOutcomeBytes)', () => {
+    // A string whose JSON form is exactly `bytes` of UTF-8, with characters of 2, 3 and 4 bytes in it.
+    const ofBytes = (bytes: number): string => `é€😀${'a'.repeat(bytes - 2 - 9)}`
+    const small = (): LeasedStore => ({ ...memoryLeasedStore(), maxOutcomeBytes: 4096 })
+
+    it('is refused at creation when the store declares no limit', () => {
+      const { maxOutcomeBytes: _, ...undeclared } = memoryLeasedStore()
+      expect(() => createLeasedIdem({ store: undeclared as never })).toThrow(/option "store" must declare "maxOutcomeBytes"/)
+    })
+
+    it('an outcome of exactly the limit is stored and replayed', async () => {
+      const idem = createLeasedIdem({ store: small() })
+      const key = fresh('at')
+      const at = ofBytes(4096)
+      expect(await idem.run({ scope: 'acct', key, input: 1 }, async () => at)).toMatchObject({ value: at, replayed: false })
+      expect(await idem.run({ scope: 'acct', key, input: 1 }, async () => 'never')).toMatchObject({ value: at, replayed: true })
+    })
+
+    it('one byte more: the call ran, so the key is completed without it, and every retry is OutcomeTooLargeError without running', async () => {
+      const idem = createLeasedIdem({ store: small(), leaseMs: 30, waitMs: 0 })
+      const key = fresh('over')
+      let runs = 0
+      const fn = async () => {
+        runs++
+        return ofBytes(4097)
+      }
+      const first = await idem.run({ scope: 'acct', key, input: 1 }, fn).catch((e: unknown) => e)
+      expect(first).toBeInstanceOf(OutcomeTooLargeError)
+      expect(first).toMatchObject({ outcomeBytes: 4097, maxOutcomeBytes: 4096 })
+      expect((first as Error).message).toMatch(/does not run again/)
+      // Well past the lease: nothing holds the key any more, it is completed.
+      await sleep(60)
+      for (let i = 0; i < 2; i++) {
+        const again = await idem.run({ scope: 'acct', key, input: 1 }, fn).catch((e: unknown) => e)
+        expect(again).toBeInstanceOf(OutcomeTooLargeError)
+        expect(again).toMatchObject({ outcomeBytes: 4097, maxOutcomeBytes: 4096 })
+      }
+      expect(runs).toBe(1)
+    })
+
+    it('a step result one byte over: the call fails, its key is completed without an outcome, and neither the step nor the call runs again', async () => {
+      const idem = createLeasedIdem({ store: small(), leaseMs: 30, waitMs: 0 })
+      const key = fresh('step-over')
+      let charges = 0
+      let calls = 0
+      const fn = async (ctx: StepContext) => {
+        calls++
+        await ctx.step('charge', async () => {
+          charges++
+          return ofBytes(4097)
+        })
+        return 'done'
+      }
+      await expect(idem.run({ scope: 'acct', key, input: 1 }, fn)).rejects.toThrow(/step "charge"/)
+      await sleep(60)
+      await expect(idem.run({ scope: 'acct', key, input: 1 }, fn)).rejects.toThrow(OutcomeTooLargeError)
+      expect({ charges, calls }).toEqual({ charges: 1, calls: 1 })
+    })
+
+    it('a call that recovers from a step too large to save completes with its own outcome', async () => {
+      const idem = createLeasedIdem({ store: small() })
+      const key = fresh('step-recovers')
+      const fn = async (ctx: StepContext) => {
+        const saved = await ctx.step('report', async () => ofBytes(5000)).catch((error: unknown) => error)
+        return saved instanceof OutcomeTooLargeError ? 'report too large, sent by mail instead' : 'report saved'
+      }
+      expect((await idem.run({ scope: 'acct', key, input: 1 }, fn)).value).toBe('report too large, sent by mail instead')
+      expect(await idem.run({ scope: 'acct', key, input: 1 }, async () => 'never')).toMatchObject({ value: 'report too large, sent by mail instead', replayed: true })
+    })
+
+    it('no returned value reads as the record of an outcome too large', async () => {
+      const idem = createLeasedIdem({ store: memoryLeasedStore() })
+      const key = fresh('lookalike')
+      const lookalike = { idem: 'outcome-too-large', outcomeBytes: 1, maxOutcomeBytes: 2 }
+      await idem.run({ scope: 'acct', key, input: 1 }, async () => lookalike)
+      expect(await idem.run({ scope: 'acct', key, input: 1 }, async () => 'never')).toMatchObject({ value: lookalike, replayed: true })
+    })
   })
 })

@@ -5,12 +5,13 @@ import { FingerprintMismatchError } from '../errors/fingerprint-mismatch.js'
 import { InFlightError } from '../errors/in-flight.js'
 import { InvalidOptionError } from '../errors/invalid-option.js'
 import { LeaseLostError } from '../errors/lease-lost.js'
+import { OutcomeTooLargeError } from '../errors/outcome-too-large.js'
 import { storeFailure } from './store-failure.js'
 import { Heartbeat } from './heartbeat.js'
 import { callReporter, resolveCall, type CallOptions } from '../call.js'
 import { assertDuration } from '../validate.js'
 import type { LeaseClaim, LeasedStore } from './store.js'
-import { serializeOutcome } from '../outcome.js'
+import { assertOutcomeLimit, bytesOver, oversizedOutcome, serializeOutcome } from '../outcome.js'
 import { createStepContext, type StepContext } from './steps.js'
 import { timedLeasedStore } from './timed-store.js'
 
@@ -74,6 +75,10 @@ export interface LeasedIdem {
    * @throws LeaseLostError the lease was taken over before the outcome was stored; nothing was stored
    * @throws StoreUnavailableError / MigrationRequiredError from the store; `fn` did not run, or its outcome is not known to be stored
    * @throws OutcomeNotSerializableError `fn` returned something without a JSON form
+   * @throws OutcomeTooLargeError `fn` returned something larger than the store holds
+   *   (`maxOutcomeBytes`), or failed after a step whose result was: `fn` ran, so the key
+   *   is completed with a record of that instead of the outcome, and every retry gets
+   *   this error without running anything again
    * @throws whatever `fn` throws, after handling the claim as `onError` says
    */
   run<T>(options: LeasedRunOptions, fn: (ctx: StepContext) => T | Discarded<T> | Promise<T | Discarded<T>>): Promise<RunResult<T>>
@@ -113,6 +118,8 @@ export function createLeasedIdem(options: LeasedIdemOptions): LeasedIdem {
   if (store === null || typeof store !== 'object' || typeof store.claim !== 'function') {
     throw new InvalidOptionError('createLeasedIdem: option "store" must be a leased store (e.g. redisStore(...))')
   }
+  assertOutcomeLimit('createLeasedIdem', store)
+  const { maxOutcomeBytes } = store
   assertDuration('createLeasedIdem: option "leaseMs"', leaseMs, 2)
   assertDuration('createLeasedIdem: option "heartbeatMs"', heartbeatMs, 1)
   if (heartbeatMs >= leaseMs) {
@@ -223,6 +230,24 @@ export function createLeasedIdem(options: LeasedIdemOptions): LeasedIdem {
       }
     }
 
+    /**
+     * Stores `text` as the key's outcome, ending the claim; fails the call when the
+     * store cannot say it did. Not released on failure: the outcome may still land, and
+     * a retry that waits sees it.
+     */
+    async function complete(text: string): Promise<void> {
+      let completed: boolean
+      try {
+        completed = await io.complete(scope, key, token, text, call.ttlMs)
+      } catch (error) {
+        fail(storeFailure(store.name, error), 'error', scope, started)
+      }
+      if (!completed) {
+        leaseChanged('fenced', scope)
+        fail(heartbeat.fence(`The outcome of key ${JSON.stringify(key)} was not stored: another call took the key over`), 'lease-lost', scope, started)
+      }
+    }
+
     let returned: T | Discarded<T>
     let outcome = 'null'
     try {
@@ -230,7 +255,11 @@ export function createLeasedIdem(options: LeasedIdemOptions): LeasedIdem {
       if (!isDiscarded(returned)) outcome = serializeOutcome(returned)
     } catch (error) {
       heartbeat.stop()
-      await giveUp()
+      // A step ran whose result the store cannot hold: a retry would run it again, so the
+      // key is completed with the record of that instead of being given up.
+      const oversized = steps.oversized()
+      if (oversized !== undefined && !heartbeat.fenced) await complete(oversizedOutcome(oversized))
+      else await giveUp()
       if (heartbeat.fenced) leaseChanged('fenced', scope)
       fail(error as Error, error instanceof LeaseLostError ? 'lease-lost' : 'error', scope, started)
     }
@@ -244,17 +273,23 @@ export function createLeasedIdem(options: LeasedIdemOptions): LeasedIdem {
       report('not-stored', scope, started)
       return { value: returned.value, replayed: false, stored: false }
     }
-    let completed: boolean
-    try {
-      // Not released on failure: the outcome may still land, and a retry that waits sees it.
-      completed = await io.complete(scope, key, token, outcome, call.ttlMs)
-    } catch (error) {
-      fail(storeFailure(store.name, error), 'error', scope, started)
+    const outcomeBytes = bytesOver(outcome, maxOutcomeBytes)
+    if (outcomeBytes !== undefined) {
+      // fn ran: its effects are outside the store and cannot be rolled back, so the key
+      // is completed with the record of an outcome too large to keep, never given up.
+      await complete(oversizedOutcome({ outcomeBytes, maxOutcomeBytes }))
+      fail(
+        new OutcomeTooLargeError(
+          `The outcome of key ${JSON.stringify(key)} is ${outcomeBytes} bytes, more than the ${store.name} store holds (${maxOutcomeBytes} bytes): ` +
+            'the call ran, and its key is recorded as completed without it, so it does not run again',
+          { outcomeBytes, maxOutcomeBytes },
+        ),
+        'error',
+        scope,
+        started,
+      )
     }
-    if (!completed) {
-      leaseChanged('fenced', scope)
-      fail(heartbeat.fence(`The outcome of key ${JSON.stringify(key)} was not stored: another call took the key over`), 'lease-lost', scope, started)
-    }
+    await complete(outcome)
     report('fresh', scope, started)
     return storedResult<T>(outcome, false)
   }

@@ -3,7 +3,8 @@ import { deriveKey } from './derive.js'
 import { storeFailure } from './store-failure.js'
 import { assertStepName } from './step-name.js'
 import type { LeasedStore } from './store.js'
-import { parseOutcome, serializeOutcome } from '../outcome.js'
+import { OutcomeTooLargeError } from '../errors/outcome-too-large.js'
+import { bytesOver, parseOutcome, serializeOutcome, type OversizedSizes } from '../outcome.js'
 
 /**
  * What a leased call's function receives: checkpointed steps, derived downstream keys,
@@ -28,6 +29,10 @@ export interface StepContext {
    *   after, the result is not saved (the call that took over decides)
    * @throws StoreUnavailableError when the result could not be saved
    * @throws OutcomeNotSerializableError when the result has no exact JSON form
+   * @throws OutcomeTooLargeError when the result is larger than the store holds
+   *   (`maxOutcomeBytes`): its effect ran but cannot be checkpointed, so unless `fn`
+   *   (the call's) recovers and returns, the call fails and its key is recorded as
+   *   completed without an outcome: a retry gets this error and runs nothing again
    * @example
    * const charge = await ctx.step('charge', () => provider.charge({ amount }, { idempotencyKey: ctx.derive('charge') }))
    */
@@ -65,6 +70,8 @@ export interface StepTracker {
   context: StepContext
   /** How many steps are known to be saved: resumed ones and ones saved by this call. */
   savedCount(): number
+  /** The sizes of the first step of this call whose result was too large to save: its effect ran, and a retry must not run it again. */
+  oversized(): OversizedSizes | undefined
 }
 
 /** The step context of one held lease. */
@@ -73,12 +80,23 @@ export function createStepContext({ store, scope, key, token, steps, heartbeat }
   const saved = steps.size === 0 ? new Map<string, string>() : new Map(steps)
   // Concurrent calls of one step share its single run.
   const running = new Map<string, Promise<unknown>>()
+  let oversized: OversizedSizes | undefined
 
   async function runStep<T>(name: string, fn: (signal: AbortSignal) => T | Promise<T>): Promise<T> {
     // A holder that may have been replaced must not start new effects.
     heartbeat.assertHeld()
     const value = await fn(heartbeat.signal)
     const text = serializeOutcome(value)
+    const outcomeBytes = bytesOver(text, store.maxOutcomeBytes)
+    if (outcomeBytes !== undefined) {
+      const sizes = { outcomeBytes, maxOutcomeBytes: store.maxOutcomeBytes }
+      oversized ??= sizes
+      throw new OutcomeTooLargeError(
+        `The result of step ${JSON.stringify(name)} of key ${JSON.stringify(key)} is ${outcomeBytes} bytes, more than the ${store.name} store holds ` +
+          `(${store.maxOutcomeBytes} bytes): the step ran but cannot be saved, so unless the call recovers, its key is recorded as completed without an outcome`,
+        sizes,
+      )
+    }
     // Known to be fenced: the store would refuse the write anyway.
     if (heartbeat.fenced) throw heartbeat.lost!
     let stored: boolean
@@ -118,5 +136,5 @@ export function createStepContext({ store, scope, key, token, steps, heartbeat }
       return await run
     },
   }
-  return { context, savedCount: () => saved.size }
+  return { context, savedCount: () => saved.size, oversized: () => oversized }
 }

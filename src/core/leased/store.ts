@@ -44,6 +44,19 @@ export interface LeasedStore {
   readonly name: string
 
   /**
+   * The largest outcome, and the largest step result, the store holds: the UTF-8 size,
+   * in bytes, of the text `complete` and `saveStep` store and `claim` reads back whole.
+   * Declare what the backend really holds, never more (`leasedStoreContract` stores and
+   * reads back an outcome and a step of exactly this size), and at least
+   * `MIN_MAX_OUTCOME_BYTES` (1 KiB). The engine never hands a store a larger one: a call
+   * whose outcome (or a step result) is larger has run, so it completes the key with a
+   * small record that every retry answers with `OutcomeTooLargeError`, and nothing runs
+   * again. Front ends size what they store by it (the HTTP middleware's
+   * `maxStoredBodyBytes`). The bundled stores declare 16 MiB, DynamoDB 3.75 MiB.
+   */
+  readonly maxOutcomeBytes: number
+
+  /**
    * Claims `(scope, key)` for a call identified by `fingerprint`, atomically:
    * - a live completed record → `completed` with it (whatever the fingerprint);
    * - a live lease held by another call → `running` with that call's fingerprint;
@@ -70,7 +83,7 @@ export interface LeasedStore {
   /**
    * Records a step's result under `(scope, key, name)`, durably, before returning, so
    * it survives the holder's crash and anything the holder rolls back later.
-   * @param result the step's result as serialised by the engine (JSON text)
+   * @param result the step's result as serialised by the engine (JSON text), at most `maxOutcomeBytes`
    * @returns false (changing nothing) when `token` is stale or the key is not held
    */
   saveStep(scope: string, key: string, token: number, name: string, result: string): Promise<boolean>
@@ -79,7 +92,7 @@ export interface LeasedStore {
    * Stores the outcome and ends the claim: the key is `completed` for `ttlMs` from now
    * and every later claim gets the record. Its steps are no longer needed and may be
    * dropped.
-   * @param outcome the outcome as serialised by the engine (JSON text)
+   * @param outcome the outcome as serialised by the engine (JSON text), at most `maxOutcomeBytes`
    * @returns false (changing nothing) when `token` is stale or the key is not held
    */
   complete(scope: string, key: string, token: number, outcome: string, ttlMs: number): Promise<boolean>

@@ -10,6 +10,7 @@ export function timedLeasedStore(store: LeasedStore, events: EventStream): Lease
   const name = store.name
   return {
     name,
+    maxOutcomeBytes: store.maxOutcomeBytes,
     claim: (scope, key, fingerprint, leaseMs, ttlMs) =>
       events.listening ? timedRoundTrip(events, name, 'claim', () => store.claim(scope, key, fingerprint, leaseMs, ttlMs)) : store.claim(scope, key, fingerprint, leaseMs, ttlMs),
     renew: (scope, key, token, leaseMs) =>

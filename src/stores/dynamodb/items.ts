@@ -32,6 +32,18 @@ function hashOf(...parts: string[]): string {
   return hash.digest('base64url')
 }
 
+/** DynamoDB's limit on one transaction: its items hold at most 4 MiB together. */
+export const MAX_TRANSACTION_BYTES = 4 * 1024 * 1024
+
+/**
+ * The largest outcome (and step result) the store holds, `maxOutcomeBytes`: 3.75 MiB
+ * of UTF-8. A value longer than one part is written in one transaction with the key's
+ * claim item and its other parts, at most `MAX_TRANSACTION_BYTES` in all; the other
+ * 256 KiB are for what goes with it: the claim item's identity (a scope of up to 1,024
+ * characters, the key, the fingerprint, the numbers) and each part's keys, token and TTL.
+ */
+export const MAX_OUTCOME_BYTES = MAX_TRANSACTION_BYTES - 256 * 1024
+
 /**
  * An item holds at most 400 KB. A longer text (an outcome of a large response, a large
  * step result) is split into parts of at most this many UTF-16 units (≤ 300 KB of

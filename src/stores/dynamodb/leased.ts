@@ -12,7 +12,7 @@ import type { LeaseClaim, LeasedStore } from '../../core/leased/store.js'
 import { MAX_DURATION_MS } from '../../core/validate.js'
 import { conditionFailed } from './errors.js'
 import { expression, updateExpression } from './expressions.js'
-import { BOOL, HEAD_SK, N, OUTCOME_PART_SK, S, STEP_SK, bool, leasePk, num, partsOf, stepSk, str, ttlOf, type Item } from './items.js'
+import { BOOL, HEAD_SK, MAX_OUTCOME_BYTES, N, OUTCOME_PART_SK, S, STEP_SK, bool, leasePk, num, partsOf, stepSk, str, ttlOf, type Item } from './items.js'
 import { transact } from './transact.js'
 import type { Wire } from './wire.js'
 
@@ -204,6 +204,7 @@ export function dynamoLeasedStore(wire: Wire, now: () => number = Date.now): Lea
 
   const store: LeasedStore & KeyPeek = {
     name: 'dynamodb',
+    maxOutcomeBytes: MAX_OUTCOME_BYTES,
 
     async peek(scope, key) {
       const pk = leasePk(scope, key)

@@ -88,6 +88,7 @@ export function dynamodbStore(options: DynamoStoreOptions): DynamoStore {
 
   return {
     name: 'dynamodb',
+    maxOutcomeBytes: leased.maxOutcomeBytes,
     table,
     claim: leased.claim,
     renew: leased.renew,

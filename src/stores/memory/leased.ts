@@ -1,6 +1,7 @@
 import { StoreUnavailableError } from '../../core/errors/store-unavailable.js'
 import { keyId } from '../../core/key.js'
 import type { LeaseClaim, LeasedStore } from '../../core/leased/store.js'
+import { MAX_OUTCOME_BYTES } from '../max-outcome.js'
 
 /**
  * The leased-engine store in memory, for tests and single-process tools; nothing
@@ -51,6 +52,7 @@ export function memoryLeasedStore(): MemoryLeasedStore {
 
   return {
     name: 'memory',
+    maxOutcomeBytes: MAX_OUTCOME_BYTES,
     async claim(scope, key, fingerprint, leaseMs, ttlMs): Promise<LeaseClaim> {
       open()
       const now = Date.now()

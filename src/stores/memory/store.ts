@@ -5,6 +5,7 @@ import type { BeginRequest, Claim, KeyRecord, KeyStore, NewRecord, Session } fro
 import type { DeadLetterRow, WithDeadLetterTable } from '../../queue/dead-letter-table.js'
 import type { PriorFailures, WithInboxTable } from '../../queue/inbox-table.js'
 import { inboxOverKeys } from '../inbox-over-keys.js'
+import { MAX_OUTCOME_BYTES } from '../max-outcome.js'
 
 // The collections the inbox's rows live in (read them with `store.collection(name)`).
 const ATTEMPTS = 'idem_inbox_attempts'
@@ -113,7 +114,7 @@ export function memoryStore(): MemoryStore {
 
   let deadLetterSequence = 0
   const inbox = inboxOverKeys<MemoryTx>(
-    { name: 'memory', begin },
+    { begin },
     {
       async takeFailures(tx, consumer, key) {
         const row = tx.get(ATTEMPTS, keyId(consumer, key)) as PriorFailures | null | undefined
@@ -149,6 +150,7 @@ export function memoryStore(): MemoryStore {
 
   return {
     name: 'memory',
+    maxOutcomeBytes: MAX_OUTCOME_BYTES,
     begin,
     inbox,
     deadLetters: {

@@ -1,5 +1,6 @@
 import { InvalidOptionError } from '../../core/errors/invalid-option.js'
 import type { LeaseClaim, LeasedStore } from '../../core/leased/store.js'
+import { MAX_OUTCOME_BYTES } from '../max-outcome.js'
 import { migratePostgres, type MigrateResult } from './migrate.js'
 import { pruneExpired, queryOnPool } from './pool-query.js'
 import { warnWithoutErrorListener } from './pool-error-listener.js'
@@ -60,6 +61,7 @@ export function leasedPostgresStore({ pool, schema = 'public' }: LeasedPostgresS
 
   return {
     name: 'postgres',
+    maxOutcomeBytes: MAX_OUTCOME_BYTES,
     schema,
     migrate: () => migratePostgres(pool, { schema }),
     prune: (options) => pruneExpired(pool, schema, ['idem_leases'], options),

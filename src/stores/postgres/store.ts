@@ -7,6 +7,7 @@ import type { WithOnceTable } from '../../data/once-table.js'
 import type { WithDeadLetterTable } from '../../queue/dead-letter-table.js'
 import type { WithInboxTable } from '../../queue/inbox-table.js'
 import type { WithOutboxTable } from '../../queue/outbox-table.js'
+import { MAX_OUTCOME_BYTES } from '../max-outcome.js'
 import { postgresDeadLetterTable } from './dead-letter-table.js'
 import { postgresInboxTable } from './inbox-table.js'
 import { keySessions, type Settings } from './key-sessions.js'
@@ -133,6 +134,7 @@ export function postgresStore(options: PostgresStoreOptions): PostgresStore {
   const keyTable = partitioned ? sql.keysByDayTable(schema) : sql.keysTable(schema)
   return {
     name: 'postgres',
+    maxOutcomeBytes: MAX_OUTCOME_BYTES,
     schema,
     keyLayout,
     begin: keySessions(settings, keyTable).begin,

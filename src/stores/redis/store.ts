@@ -8,6 +8,7 @@ import { INBOX_SCRIPTS, type InboxScriptName } from './inbox-scripts.js'
 import { redisInboxTable, type RedisTx } from './inbox-table.js'
 import { redisKeys, type RedisKeys } from './keys.js'
 import { SCRIPTS, type ScriptName } from './scripts.js'
+import { MAX_OUTCOME_BYTES } from '../max-outcome.js'
 import type { RedisClient } from './types.js'
 
 /** Where the store's keys live by default. */
@@ -140,6 +141,7 @@ export function redisStore(options: RedisStoreOptions): RedisStore {
 
   const store: RedisStore = {
     name: 'redis',
+    maxOutcomeBytes: MAX_OUTCOME_BYTES,
     prefix,
     keysOf,
     inbox: redisInboxTable(send, prefix, holdMs),

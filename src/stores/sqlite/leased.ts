@@ -1,6 +1,7 @@
 import { InvalidOptionError } from '../../core/errors/invalid-option.js'
 import { assertCount, assertDuration } from '../../core/validate.js'
 import type { LeaseClaim, LeasedStore } from '../../core/leased/store.js'
+import { MAX_OUTCOME_BYTES } from '../max-outcome.js'
 import { classifySqliteError } from './errors.js'
 import * as sql from './sql.js'
 import { sqliteStore } from './store.js'
@@ -133,6 +134,7 @@ export function leasedSqliteStore({ db, busyTimeoutMs = 5_000 }: LeasedSqliteSto
 
   return {
     name: 'sqlite',
+    maxOutcomeBytes: MAX_OUTCOME_BYTES,
     migrate: () => {
       const result = sqliteStore({ db, busyTimeoutMs }).migrate()
       statements = undefined

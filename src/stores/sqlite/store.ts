@@ -8,6 +8,7 @@ import type { WithDeadLetterTable } from '../../queue/dead-letter-table.js'
 import type { WithInboxTable } from '../../queue/inbox-table.js'
 import type { WithOutboxTable } from '../../queue/outbox-table.js'
 import { inboxOverKeys } from '../inbox-over-keys.js'
+import { MAX_OUTCOME_BYTES } from '../max-outcome.js'
 import { sqliteDeadLetterTable } from './dead-letter-table.js'
 import { forgetStatements, guard } from './errors.js'
 import { sqliteInboxRows } from './inbox-rows.js'
@@ -315,8 +316,9 @@ export function sqliteStore({ db, busyTimeoutMs = 5_000 }: SqliteStoreOptions): 
 
   return {
     name: 'sqlite',
+    maxOutcomeBytes: MAX_OUTCOME_BYTES,
     begin,
-    inbox: inboxOverKeys({ name: 'sqlite', begin }, sqliteInboxRows(db, busyTimeoutMs)),
+    inbox: inboxOverKeys({ begin }, sqliteInboxRows(db, busyTimeoutMs)),
     outbox: sqliteOutboxTable(db),
     deadLetters: sqliteDeadLetterTable(db),
     once: sqliteOnceTable(),
