@@ -251,6 +251,24 @@ export const conformanceCases: ConformanceCase[] = [
     },
   },
   {
+    name: 'a route still running at deadlineMs is answered 503 overran with Retry-After; its late answer and effect are not stored, and the retry runs',
+    options: { deadlineMs: 300, waitMs: 20_000 },
+    async run(t) {
+      const key = fresh()
+      const first = await t.client.send({ path: '/slow', key: quoted(key), body: 's' })
+      await expectProblem(first, 503, 'overran')
+      expect(first.headers.get('retry-after')).toBe('1')
+      // The route goes on past the deadline: its effect and its answer come too late.
+      t.state.gate.open()
+      const retry = await t.client.send({ path: '/slow', key: quoted(key), body: 's' })
+      expect(retry.status).toBe(201)
+      expect(retry.headers.get('idempotent-replayed')).toBeNull()
+      expect(t.state.runs['/slow']).toBe(2)
+      expect(await t.backend.countEffects(key)).toBe(1)
+      expect(await t.backend.countKeys(key)).toBe(1)
+    },
+  },
+  {
     name: 'an unreachable store is 503 store-unavailable with Retry-After, and nothing runs',
     options: { storeDown: true },
     async run(t) {
