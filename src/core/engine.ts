@@ -1,7 +1,9 @@
 import { FingerprintMismatchError } from './errors/fingerprint-mismatch.js'
 import { InFlightError } from './errors/in-flight.js'
 import { InvalidOptionError } from './errors/invalid-option.js'
+import { OverranError } from './errors/overran.js'
 import { callReporter, resolveCall, type CallOptions } from './call.js'
+import { DEFAULT_DEADLINE_MS, isThenable, letGo, withinDeadline } from './deadline.js'
 import { idemEvents, timedRoundTrip, type EventStream, type OutcomeEvent } from './events.js'
 import { parseOutcome, serializeOutcome } from './outcome.js'
 import { isDiscarded, type Discarded } from './result.js'
@@ -9,6 +11,7 @@ import type { KeyStore, Session } from './store.js'
 import { assertDuration } from './validate.js'
 
 export type { OutcomeEvent, OutcomeKind } from './events.js'
+export { DEFAULT_DEADLINE_MS } from './deadline.js'
 
 /** 24 hours: how long HTTP keys are kept by default (DESIGN "Retention"). */
 export const DEFAULT_TTL_MS = 24 * 60 * 60 * 1000
@@ -23,6 +26,14 @@ export interface IdemOptions<Tx> {
   ttlMs?: number
   /** How long a duplicate waits for the first call before `InFlightError` (the lock timeout). @default 5000 */
   waitMs?: number
+  /**
+   * How long the function may hold the key (from when it starts). Past it the
+   * transaction is rolled back, the key freed and the call fails with `OverranError`;
+   * whatever the function writes later fails (stores that cannot fence late writes, such
+   * as SQLite, roll back when the function settles). A call that joins your transaction
+   * (`tx`) is bounded by you, not by this. @default 300000 (5 minutes)
+   */
+  deadlineMs?: number
   /** Where the engine reports each call (`{ type: 'call', … }`). @default the process-wide `idemEvents` */
   events?: EventStream
   /** Called once per call with its outcome, besides the event stream. Must not throw. */
@@ -55,6 +66,7 @@ export interface RunResult<T> {
 export interface EngineSettings {
   readonly ttlMs?: number
   readonly waitMs?: number
+  readonly deadlineMs?: number
 }
 
 /**
@@ -71,6 +83,7 @@ export interface Idem<Tx> {
    *
    * @throws FingerprintMismatchError the key was used with a different request
    * @throws InFlightError another call holds the key for longer than `waitMs`
+   * @throws OverranError `fn` still ran after `deadlineMs`: rolled back, the key freed
    * @throws StoreUnavailableError / MigrationRequiredError from the store, also when the
    *   store lost the transaction while `fn` ran (whatever `fn` threw or returned)
    * @throws OutcomeNotSerializableError `fn` returned something without a JSON form
@@ -89,12 +102,13 @@ export interface Idem<Tx> {
  * const { value } = await idem.run({ scope: 'acct_1', key: 'k1', input: { amount: 5 } }, async () => ({ ok: true }))
  */
 export function createIdem<Tx>(options: IdemOptions<Tx>): Idem<Tx> {
-  const { store, ttlMs = DEFAULT_TTL_MS, waitMs = DEFAULT_WAIT_MS, events = idemEvents, onOutcome } = options
+  const { store, ttlMs = DEFAULT_TTL_MS, waitMs = DEFAULT_WAIT_MS, deadlineMs = DEFAULT_DEADLINE_MS, events = idemEvents, onOutcome } = options
   if (store === null || typeof store !== 'object' || typeof store.begin !== 'function') {
     throw new InvalidOptionError('createIdem: option "store" must be an idem store (e.g. postgresStore(...))')
   }
   assertDuration('createIdem: option "ttlMs"', ttlMs, 1)
   assertDuration('createIdem: option "waitMs"', waitMs, 0)
+  assertDuration('createIdem: option "deadlineMs"', deadlineMs, 1)
   if (onOutcome !== undefined && typeof onOutcome !== 'function') {
     throw new InvalidOptionError('createIdem: option "onOutcome" must be a function')
   }
@@ -104,6 +118,7 @@ export function createIdem<Tx>(options: IdemOptions<Tx>): Idem<Tx> {
   const settings: EngineSettings = {
     ...(options.ttlMs === undefined ? {} : { ttlMs }),
     ...(options.waitMs === undefined ? {} : { waitMs }),
+    ...(options.deadlineMs === undefined ? {} : { deadlineMs }),
   }
 
   const report = callReporter(events, onOutcome, 'transactional', store.name)
@@ -111,7 +126,7 @@ export function createIdem<Tx>(options: IdemOptions<Tx>): Idem<Tx> {
   async function run<T>(options: RunOptions<Tx>, fn: (tx: Tx) => T | Discarded<T> | Promise<T | Discarded<T>>): Promise<RunResult<T>> {
     const started = performance.now()
     const { tx } = options
-    const { scope, key, fingerprint, ttlMs: callTtl, waitMs: callWait } = resolveCall(options, { ttlMs, waitMs })
+    const { scope, key, fingerprint, ttlMs: callTtl, waitMs: callWait, deadlineMs: callDeadline } = resolveCall(options, { ttlMs, waitMs, deadlineMs })
 
     // A stale snapshot can only be cured by a fresh transaction, which we own unless joined.
     for (let attempt = 0; ; attempt++) {
@@ -160,21 +175,30 @@ export function createIdem<Tx>(options: IdemOptions<Tx>): Idem<Tx> {
         report('in-flight', scope, started, error)
         throw error
       }
-      return await execute(session, fn, { scope, fingerprint, ttlMs: callTtl, started })
+      return await execute(session, fn, { scope, key, fingerprint, ttlMs: callTtl, deadlineMs: callDeadline, started })
     }
   }
 
   async function execute<T>(
     session: Session<Tx>,
     fn: (tx: Tx) => T | Discarded<T> | Promise<T | Discarded<T>>,
-    call: { scope: string; fingerprint: string; ttlMs: number; started: number },
+    call: { scope: string; key: string; fingerprint: string; ttlMs: number; deadlineMs: number; started: number },
   ): Promise<RunResult<T>> {
     let outcome = 'null'
     let returned: T | Discarded<T>
+    let overran: OverranError | undefined
     try {
-      returned = await fn(session.tx)
+      const running = fn(session.tx)
+      // A joined transaction is the caller's to end; a function that returned a value is done.
+      returned = isThenable(running) && !session.joined
+        ? await withinDeadline(running, call.deadlineMs, async () => (overran = await overrun(session, running, call)))
+        : await running
       if (!isDiscarded(returned)) outcome = serializeOutcome(returned)
     } catch (error) {
+      if (error === overran) {
+        report('overran', call.scope, call.started, error)
+        throw error
+      }
       await session.rollback()
       // What fn threw is most likely the dead connection's own error, surfacing through
       // its queries; the call failed because the store did.
@@ -202,6 +226,16 @@ export function createIdem<Tx>(options: IdemOptions<Tx>): Idem<Tx> {
     }
     report('fresh', call.scope, call.started)
     return storedResult<T>(outcome, false)
+  }
+
+  // The deadline passed with the function still running: the key is let go and the call fails.
+  async function overrun(session: Session<Tx>, running: PromiseLike<unknown>, call: { key: string; deadlineMs: number }): Promise<OverranError> {
+    const held = `The call with key ${JSON.stringify(call.key)} still ran ${call.deadlineMs} ms after it took its key (deadlineMs)`
+    return new OverranError(
+      (await letGo(session, running))
+        ? `${held}: its transaction was rolled back and the key freed; retry with the same key`
+        : `${held}: the ${store.name} store cannot end a transaction while its function runs, so it rolls back when the function ends, and holds the key until then`,
+    )
   }
 
   return { run, store, settings }

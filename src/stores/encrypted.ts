@@ -86,6 +86,7 @@ function encryptKeyStore<Tx>(store: KeyStore<Tx>, cipher: OutcomeCipher): KeySto
         rollback: () => session.rollback(),
       }
       if (session.lost !== undefined) sealed.lost = () => session.lost!()
+      if (session.abandon !== undefined) sealed.abandon = () => session.abandon!()
       return sealed
     },
   }

@@ -5,6 +5,7 @@
 // late. At the deadline the client is answered 503 `overran` with Retry-After, no
 // Postgres connection of the app stays in its transaction (pg_stat_activity), the retry
 // runs once, a late write or step is refused, and the app's events and log name the route.
+import { randomUUID } from 'node:crypto'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { PG_URL, testSchema, type TestSchema } from '../support/postgres.js'
 import { REDIS_URL, startFixture, testRedis, type Fixture, type TestRedis } from '../leased/support.js'
@@ -24,11 +25,14 @@ interface Answer {
   replayed: boolean
 }
 
+// Keys of this run: an advisory lock is database-wide, whatever the schema.
+const run = randomUUID()
+
 async function post(port: string, path: string, key: string): Promise<Answer | 'no answer'> {
   try {
     const response = await fetch(`http://127.0.0.1:${port}${path}`, {
       method: 'POST',
-      headers: { 'content-type': 'application/json', 'idempotency-key': `"${key}"` },
+      headers: { 'content-type': 'application/json', 'idempotency-key': `"${key}-${run}"` },
       body: '{}',
       signal: AbortSignal.timeout(CLIENT_GIVES_UP_MS),
     })

@@ -47,6 +47,7 @@ describe.skipIf(db === undefined)('an inbox handler past deadlineMs on Postgres'
     const inbox = createInbox<PgClient>({ store, consumer: unique('c'), waitMs: 0, events, deadlineMs: DEADLINE_MS })
     const id = unique('m')
     const release = latch()
+    const handlerDone = latch()
     let late = 'not tried'
     const hung = inbox.consume({ id, body: {}, deliveryCount: 1 }, async (tx) => {
       await tx.query(`INSERT INTO ${effects} (message_id, note) VALUES ($1, 'first')`, [id])
@@ -55,6 +56,7 @@ describe.skipIf(db === undefined)('an inbox handler past deadlineMs on Postgres'
         () => 'accepted',
         () => 'refused',
       )
+      handlerDone.open()
     })
     const first = await Promise.race([hung, new Promise((resolve) => setTimeout(resolve, DEADLINE_MS + 4_000, 'still holding'))])
     expect.soft(first).toMatchObject({ status: 'failed', attempts: 1, error: { code: 'overran' } })
@@ -64,6 +66,7 @@ describe.skipIf(db === undefined)('an inbox handler past deadlineMs on Postgres'
     })
     expect.soft(redelivered).toMatchObject({ status: 'processed' })
     release.open()
+    await handlerDone.promise
     await hung
     expect.soft(late).toBe('refused')
     expect.soft(await notes(id)).toEqual(['redelivery'])
