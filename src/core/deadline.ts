@@ -15,18 +15,22 @@ export const DEFAULT_DEADLINE_MS = 5 * 60 * 1000
 
 /**
  * Waits for `work`, a held call's function, for up to `deadlineMs`, and settles as it
- * does if it settles in time. Otherwise, when the deadline passes, runs `expire` (which
- * lets the hold go and makes the error the call fails with) and rejects with that
- * error; what `work` does afterwards is ignored here.
+ * does if it settles in time. When the deadline passes first, `expire` decides: it lets
+ * the hold go and returns the promise of the error the call fails with (this rejects
+ * with it, and ignores what `work` does afterwards), or, where the hold cannot be let go
+ * while `work` runs, returns nothing, and this goes on waiting for `work`.
  * @example
- * const value = await withinDeadline(fn(tx), 30_000, async () => { await session.abandon(); return new OverranError('…') })
+ * const value = await withinDeadline(fn(tx), 30_000, () => session.abandon?.().then(() => new OverranError('…')))
  */
-export function withinDeadline<T>(work: PromiseLike<T>, deadlineMs: number, expire: () => Promise<Error>): Promise<T> {
+export function withinDeadline<T>(work: PromiseLike<T>, deadlineMs: number, expire: () => Promise<Error> | undefined): Promise<T> {
   return new Promise<T>((resolve, reject) => {
     let expired = false
     const timer = setTimeout(() => {
+      const letGo = expire()
+      if (letGo === undefined) return
+      // From here on the call's outcome is the deadline's, whatever `work` does.
       expired = true
-      expire().then(reject, reject)
+      letGo.then(reject, reject)
     }, deadlineMs)
     // The timer must not keep a process alive on its own; the held work does, if anything.
     timer.unref()
@@ -52,28 +56,4 @@ export function withinDeadline<T>(work: PromiseLike<T>, deadlineMs: number, expi
  */
 export function isThenable<T>(value: T | PromiseLike<T>): value is PromiseLike<T> {
   return value !== null && (typeof value === 'object' || typeof value === 'function') && typeof (value as { then?: unknown }).then === 'function'
-}
-
-/** What `letGo` needs of a held session: the transactional `Session` and the inbox's both fit. */
-export interface HeldSession {
-  rollback(): Promise<void>
-  abandon?(): Promise<void>
-}
-
-/**
- * Lets a session go at its deadline, while its function (`running`) may still use it:
- * abandoned at once where the store can fence off the function's late writes (see
- * `Session.abandon`), else rolled back as soon as the function settles, and never
- * committed, since its caller was told it failed.
- * @returns true when the session ended at once, false when it ends with the function
- * @example const freed = await letGo(session, running)
- */
-export async function letGo(session: HeldSession, running: PromiseLike<unknown>): Promise<boolean> {
-  if (session.abandon !== undefined) {
-    await session.abandon()
-    return true
-  }
-  const end = (): Promise<void> => session.rollback()
-  running.then(end, end)
-  return false
 }

@@ -3,8 +3,8 @@ import { InFlightError } from './errors/in-flight.js'
 import { InvalidOptionError } from './errors/invalid-option.js'
 import { OverranError } from './errors/overran.js'
 import { callReporter, resolveCall, type CallOptions } from './call.js'
-import { DEFAULT_DEADLINE_MS, isThenable, letGo, withinDeadline } from './deadline.js'
-import { idemEvents, timedRoundTrip, type EventStream, type OutcomeEvent } from './events.js'
+import { DEFAULT_DEADLINE_MS, isThenable, withinDeadline } from './deadline.js'
+import { idemEvents, timedRoundTrip, warn, type EventStream, type OutcomeEvent } from './events.js'
 import { parseOutcome, serializeOutcome } from './outcome.js'
 import { isDiscarded, type Discarded } from './result.js'
 import type { KeyStore, Session } from './store.js'
@@ -29,9 +29,10 @@ export interface IdemOptions<Tx> {
   /**
    * How long the function may hold the key (from when it starts). Past it the
    * transaction is rolled back, the key freed and the call fails with `OverranError`;
-   * whatever the function writes later fails (stores that cannot fence late writes, such
-   * as SQLite, roll back when the function settles). A call that joins your transaction
-   * (`tx`) is bounded by you, not by this. @default 300000 (5 minutes)
+   * whatever the function writes later fails. A store that cannot end a transaction
+   * under its function (SQLite's one connection), and a call that joined your
+   * transaction (`tx`), keep it until the function ends, with an `overran-held` warning
+   * at the deadline. @default 300000 (5 minutes)
    */
   deadlineMs?: number
   /** Where the engine reports each call (`{ type: 'call', … }`). @default the process-wide `idemEvents` */
@@ -83,7 +84,7 @@ export interface Idem<Tx> {
    *
    * @throws FingerprintMismatchError the key was used with a different request
    * @throws InFlightError another call holds the key for longer than `waitMs`
-   * @throws OverranError `fn` still ran after `deadlineMs`: rolled back, the key freed
+   * @throws OverranError `fn` still ran after `deadlineMs`: rolled back, the key freed (not on SQLite, nor when joined)
    * @throws StoreUnavailableError / MigrationRequiredError from the store, also when the
    *   store lost the transaction while `fn` ran (whatever `fn` threw or returned)
    * @throws OutcomeNotSerializableError `fn` returned something without a JSON form
@@ -189,9 +190,12 @@ export function createIdem<Tx>(options: IdemOptions<Tx>): Idem<Tx> {
     let overran: OverranError | undefined
     try {
       const running = fn(session.tx)
-      // A joined transaction is the caller's to end; a function that returned a value is done.
-      returned = isThenable(running) && !session.joined
-        ? await withinDeadline(running, call.deadlineMs, async () => (overran = await overrun(session, running, call)))
+      // A function that returned a value is done; one still running has a deadline.
+      returned = isThenable(running)
+        ? await withinDeadline(running, call.deadlineMs, () => {
+            if (session.abandon === undefined) return held(session, call)
+            return session.abandon().then(() => (overran = overranError(call)))
+          })
         : await running
       if (!isDiscarded(returned)) outcome = serializeOutcome(returned)
     } catch (error) {
@@ -228,17 +232,26 @@ export function createIdem<Tx>(options: IdemOptions<Tx>): Idem<Tx> {
     return storedResult<T>(outcome, false)
   }
 
-  // The deadline passed with the function still running: the key is let go and the call fails.
-  async function overrun(session: Session<Tx>, running: PromiseLike<unknown>, call: { key: string; deadlineMs: number }): Promise<OverranError> {
-    const held = `The call with key ${JSON.stringify(call.key)} still ran ${call.deadlineMs} ms after it took its key (deadlineMs)`
-    return new OverranError(
-      (await letGo(session, running))
-        ? `${held}: its transaction was rolled back and the key freed; retry with the same key`
-        : `${held}: the ${store.name} store cannot end a transaction while its function runs, so it rolls back when the function ends, and holds the key until then`,
-    )
+  // A session the store cannot end under its running function (SQLite's one connection,
+  // a transaction the caller owns) stays until the function ends; the deadline says so.
+  function held(session: Session<Tx>, call: { scope: string; key: string; deadlineMs: number }): undefined {
+    const why = session.joined ? 'the call joined your transaction, which is yours to end' : `the ${store.name} store cannot end a transaction while its function runs`
+    warn(events, {
+      code: 'overran-held',
+      source: 'createIdem',
+      message: `idem: the call with key ${JSON.stringify(call.key)} (scope ${JSON.stringify(call.scope)}) still runs ${call.deadlineMs} ms after it took its key (deadlineMs); ${why}, so the key stays held until the function ends`,
+    })
+    return undefined
   }
 
   return { run, store, settings }
+}
+
+/** What a call past its deadline fails with, its session abandoned. */
+function overranError(call: { key: string; deadlineMs: number }): OverranError {
+  return new OverranError(
+    `The call with key ${JSON.stringify(call.key)} still ran ${call.deadlineMs} ms after it took its key (deadlineMs): its transaction was rolled back and the key freed; retry with the same key`,
+  )
 }
 
 /**

@@ -93,8 +93,9 @@ export interface Session<Tx> {
    * rather than commit or land in another transaction. Resolves once the transaction is
    * over, or once waiting for the backend stopped making sense; never throws. A store
    * that cannot fence `tx` off from such late writes (one connection shared by every
-   * transaction, as SQLite's) leaves it out: the engine then rolls the session back when
-   * the function settles. Not called on a joined session.
+   * transaction, as SQLite's) leaves it out: the engine then keeps the session until
+   * the function ends, and warns at the deadline (`overran-held`). Joined sessions
+   * leave it out: the caller owns their transaction.
    */
   abandon?(): Promise<void>
   /**

@@ -75,7 +75,7 @@ export interface InboxSession<Tx> {
    * deadline passed): as `rollback`, without waiting for the handler, and so that every
    * later write through `tx` fails or is never committed. Never throws. A table that
    * cannot fence `tx` off from the handler's late writes leaves it out: the inbox then
-   * rolls back when the handler settles (see `Session.abandon`).
+   * keeps the session until the handler ends (see `Session.abandon`).
    */
   abandon?(): Promise<void>
   /** Why the transaction was lost while the handler ran (its connection died), once it was. */

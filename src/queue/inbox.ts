@@ -1,5 +1,5 @@
 import { DEFAULT_WAIT_MS } from '../core/engine.js'
-import { DEFAULT_DEADLINE_MS, isThenable, letGo, withinDeadline } from '../core/deadline.js'
+import { DEFAULT_DEADLINE_MS, isThenable, withinDeadline } from '../core/deadline.js'
 import { InvalidOptionError } from '../core/errors/invalid-option.js'
 import { OverranError } from '../core/errors/overran.js'
 import { MissingKeyError } from '../core/errors/missing-key.js'
@@ -84,9 +84,10 @@ export interface InboxOptions<Tx, Body = unknown> {
   /**
    * How long the handler may hold its message (from when it starts). Past it the
    * transaction is rolled back, the attempt counts as failed (`OverranError`) and a
-   * redelivery runs; what the handler writes later fails (stores that cannot fence late
-   * writes, such as SQLite, roll back when the handler settles). Keep it below the
-   * broker's redelivery timeout (visibility timeout, ack deadline). @default 300000 (5 minutes)
+   * redelivery runs; what the handler writes later fails. A store that cannot end a
+   * transaction under its handler (SQLite's one connection) keeps it until the handler
+   * ends, and says so (an `overran-held` warning). Keep it below the broker's redelivery
+   * timeout (visibility timeout, ack deadline). @default 300000 (5 minutes)
    */
   deadlineMs?: number
   /** Where the inbox reports each settled message, each dead letter and its warnings. @default the process-wide `idemEvents` */
@@ -264,7 +265,12 @@ export function createInbox<Tx, Body = unknown>({
     let overran: OverranError | undefined
     try {
       const running = handler(session.tx, message, key)
-      value = isThenable(running) ? await withinDeadline(running, deadlineMs, async () => (overran = await overrun(session, running, key))) : await running
+      value = isThenable(running)
+        ? await withinDeadline(running, deadlineMs, () => {
+            const abandon = overrun(session, key)
+            return abandon && abandon.then((error) => (overran = error))
+          })
+        : await running
     } catch (error) {
       if (overran !== undefined && error === overran) return report(await failed<T>(key, message, overran), started, overran)
       await session.rollback()
@@ -278,17 +284,22 @@ export function createInbox<Tx, Body = unknown>({
     return report({ status: 'processed', key, value }, started)
   }
 
-  // The deadline passed with the handler still running: the message is let go, and the log says so.
-  async function overrun(session: InboxSession<Tx>, running: PromiseLike<unknown>, key: string): Promise<OverranError> {
-    const freed = await letGo(session, running)
-    const held = `idem inbox "${consumer}": the handler of message ${JSON.stringify(key)} still ran ${deadlineMs} ms after it took the message (deadlineMs)`
-    const error = new OverranError(
-      freed
-        ? `${held}: its transaction was rolled back; the attempt counts as failed`
-        : `${held}: its transaction rolls back when the handler ends (the store cannot end it sooner); the attempt counts as failed`,
-    )
-    warn(events, { code: 'handler-overran', source: caller, message: error.message })
-    return error
+  /**
+   * The deadline passed with the handler still running: the session is abandoned and the
+   * attempt fails, or, where the store cannot end it under the handler (SQLite), it stays
+   * until the handler ends. Either way the log says which message overran.
+   */
+  function overrun(session: InboxSession<Tx>, key: string): Promise<OverranError> | undefined {
+    const held = `idem inbox "${consumer}": the handler of message ${JSON.stringify(key)} still runs ${deadlineMs} ms after it took the message (deadlineMs)`
+    if (session.abandon === undefined) {
+      warn(events, { code: 'overran-held', source: caller, message: `${held}; the store cannot end its transaction while it runs, so the message stays held until it ends` })
+      return undefined
+    }
+    return session.abandon().then(() => {
+      const error = new OverranError(`${held}: its transaction was rolled back; the attempt counts as failed`)
+      warn(events, { code: 'handler-overran', source: caller, message: error.message })
+      return error
+    })
   }
 
   /** Too many failed attempts, or too many deliveries that never finished: why the message is given up on. */

@@ -17,7 +17,7 @@ const db = await testSchema('idem_q_deadline')
 describe.skipIf(db === undefined)('an inbox handler past deadlineMs on Postgres', () => {
   const { pool, schema } = db as TestSchema
   // The store's own pool, named so that its connections can be found in pg_stat_activity.
-  const appPool = new pg.Pool({ connectionString: PG_URL, application_name: schema, max: 3 })
+  const appPool = new pg.Pool({ connectionString: PG_URL, application_name: schema, max: 3, connectionTimeoutMillis: 10_000 })
   appPool.on('error', () => {})
   const store = postgresStore({ pool: appPool, schema })
   const effects = `"${schema}".effects`
