@@ -42,6 +42,7 @@ describe.skipIf(!haveDb)('guide: a payments API on Hono, Express and Fastify wit
 describe.skipIf(!haveDb)('guide: the Express example on Express 4', () => {
   it('the same lines: the route passes its error to next(err), which Express 4 needs (it does not catch a rejected promise)', async () => {
     const file = 'examples/guides/payments-express.mjs'
+    expectPageShows(PAYMENTS, file)
     const stdout = await runExample(file, ['--import', join(root, 'test/support/express4-loader.mjs')])
     expect(stdout.trim().split('\n')).toEqual([
       '500 {"error":"the ledger went away"}',
