@@ -113,4 +113,3 @@ describe('createIdem', () => {
     expect(await idem.run({ scope: 's', key: 'sync', input: 1 }, busy)).toMatchObject({ value: 'done', stored: true })
   })
 })
-

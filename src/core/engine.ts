@@ -199,9 +199,9 @@ export function createIdem<Tx>(options: IdemOptions<Tx>): Idem<Tx> {
         : await running
       if (!isDiscarded(returned)) outcome = serializeOutcome(returned)
     } catch (error) {
-      if (error === overran) {
-        report('overran', call.scope, call.started, error)
-        throw error
+      if (overran !== undefined && error === overran) {
+        report('overran', call.scope, call.started, overran)
+        throw overran
       }
       await session.rollback()
       // What fn threw is most likely the dead connection's own error, surfacing through
