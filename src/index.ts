@@ -5,7 +5,7 @@
  * @see docs/engine.md
  */
 export * from './core/errors/index.js'
-export { createIdem, DEFAULT_TTL_MS, DEFAULT_WAIT_MS } from './core/engine.js'
+export { createIdem, DEFAULT_DEADLINE_MS, DEFAULT_TTL_MS, DEFAULT_WAIT_MS } from './core/engine.js'
 export type { EngineSettings, Idem, IdemOptions, OutcomeEvent, OutcomeKind, RunOptions, RunResult } from './core/engine.js'
 export { discard, isDiscarded, type Discarded } from './core/result.js'
 export {

@@ -1,5 +1,5 @@
-// The same payments API on Express 5 and Postgres: the payment row is written in the
-// transaction that records the Idempotency-Key.
+// The same payments API on Express (5, or 4) and Postgres: the payment row is written in
+// the transaction that records the Idempotency-Key.
 // DATABASE_URL=postgres://postgres@127.0.0.1:5432/test node examples/guides/payments-express.mjs
 import { randomBytes } from 'node:crypto'
 import express from 'express'
@@ -23,14 +23,19 @@ app.post(
   // Before express.json(): the middleware fingerprints the raw body and hands the same bytes on.
   idempotency({ store, scope: (request) => request.headers.get('authorization') ?? 'anonymous' }),
   express.json(),
-  async (req, res) => {
-    const { tx, scope } = req.idem
-    const { rows } = await tx.query(`INSERT INTO ${schema}.payments (account, amount) VALUES ($1, $2) RETURNING id`, [scope, req.body.amount])
-    if (ledgerDown) {
-      ledgerDown = false
-      throw new Error('the ledger went away')
+  // Express 4 does not catch a rejected promise: pass the error on with next(error).
+  async (req, res, next) => {
+    try {
+      const { tx, scope } = req.idem
+      const { rows } = await tx.query(`INSERT INTO ${schema}.payments (account, amount) VALUES ($1, $2) RETURNING id`, [scope, req.body.amount])
+      if (ledgerDown) {
+        ledgerDown = false
+        throw new Error('the ledger went away')
+      }
+      res.status(201).json({ paymentId: rows[0].id, amount: req.body.amount })
+    } catch (error) {
+      next(error)
     }
-    res.status(201).json({ paymentId: rows[0].id, amount: req.body.amount })
   },
 )
 // A 5xx from the error handler is the route's answer: it rolls back and is not stored.

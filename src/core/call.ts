@@ -21,6 +21,8 @@ export interface CallOptions {
   ttlMs?: number
   /** Overrides the engine's `waitMs` for this call. */
   waitMs?: number
+  /** Overrides the engine's `deadlineMs` for this call: how long its function may hold the key. */
+  deadlineMs?: number
 }
 
 const MAX_SCOPE_LENGTH = 1024
@@ -59,22 +61,25 @@ export interface ResolvedCall {
   fingerprint: string
   ttlMs: number
   waitMs: number
+  deadlineMs: number
 }
 
 /**
  * Checks a call before anything touches the store, and fills in the engine's defaults.
  * @throws InvalidOptionError / InvalidKeyError naming what is wrong
  */
-export function resolveCall(options: CallOptions, defaults: { ttlMs: number; waitMs: number }): ResolvedCall {
+export function resolveCall(options: CallOptions, defaults: { ttlMs: number; waitMs: number; deadlineMs: number }): ResolvedCall {
   const { scope, key } = options
   assertScope(scope)
   assertValidKey(key)
   const fingerprint = fingerprintOf(options)
   const ttlMs = options.ttlMs ?? defaults.ttlMs
   const waitMs = options.waitMs ?? defaults.waitMs
+  const deadlineMs = options.deadlineMs ?? defaults.deadlineMs
   assertDuration('run: option "ttlMs"', ttlMs, 1)
   assertDuration('run: option "waitMs"', waitMs, 0)
-  return { scope, key, fingerprint, ttlMs, waitMs }
+  assertDuration('run: option "deadlineMs"', deadlineMs, 1)
+  return { scope, key, fingerprint, ttlMs, waitMs, deadlineMs }
 }
 
 /**

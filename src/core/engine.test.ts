@@ -4,7 +4,8 @@ import { createIdem, type OutcomeEvent } from './engine.js'
 import { InvalidKeyError } from './errors/invalid-key.js'
 import { InvalidOptionError } from './errors/invalid-option.js'
 import { OutcomeTooLargeError } from './errors/outcome-too-large.js'
-import { createEventStream } from './events.js'
+import { OverranError } from './errors/overran.js'
+import { createEventStream, type IdemEvent } from './events.js'
 import { discard } from './result.js'
 
 describe('createIdem', () => {
@@ -13,6 +14,8 @@ describe('createIdem', () => {
     expect(() => createIdem({ store: memoryStore(), ttlMs: 0 })).toThrow(/option "ttlMs"/)
     expect(() => createIdem({ store: memoryStore(), ttlMs: 1.5 })).toThrow(InvalidOptionError)
     expect(() => createIdem({ store: memoryStore(), waitMs: -1 })).toThrow(/option "waitMs"/)
+    expect(() => createIdem({ store: memoryStore(), deadlineMs: 0 })).toThrow(/option "deadlineMs"/)
+    expect(() => createIdem({ store: memoryStore(), deadlineMs: 2 ** 31 })).toThrow(/option "deadlineMs"/)
     expect(() => createIdem({ store: memoryStore(), onOutcome: 'log' as never })).toThrow(/option "onOutcome"/)
   })
 
@@ -27,6 +30,7 @@ describe('createIdem', () => {
     await expect(idem.run({ scope: 's', key: 'k' }, fn)).rejects.toThrow(/pass "input"/)
     await expect(idem.run({ scope: 's', key: 'k', input: () => 1 }, fn)).rejects.toThrow(/option "input"/)
     await expect(idem.run({ scope: 's', key: 'k', input: 1, ttlMs: -5 }, fn)).rejects.toThrow(/option "ttlMs"/)
+    await expect(idem.run({ scope: 's', key: 'k', input: 1, deadlineMs: 1.5 }, fn)).rejects.toThrow(/option "deadlineMs"/)
   })
 
   it('reports each outcome to the hook, and a throwing hook changes nothing', async () => {
@@ -50,6 +54,7 @@ describe('createIdem', () => {
     expect(createIdem({ store: memoryStore() }).settings).toEqual({})
     expect(createIdem({ store: memoryStore(), waitMs: 250 }).settings).toEqual({ waitMs: 250 })
     expect(createIdem({ store: memoryStore(), ttlMs: 60_000, waitMs: 0 }).settings).toEqual({ ttlMs: 60_000, waitMs: 0 })
+    expect(createIdem({ store: memoryStore(), deadlineMs: 10_000 }).settings).toEqual({ deadlineMs: 10_000 })
   })
 
   it('reports every call to the event stream it was given', async () => {
@@ -99,5 +104,50 @@ describe('createIdem', () => {
       await expect(idem.run({ scope: 's', key: 'over', input: 1 }, over)).rejects.toThrow(OutcomeTooLargeError)
       expect(runs).toBe(2)
     })
+  })
+
+  it('gives up on a function still running at deadlineMs: OverranError, the key free at once, its late writes refused', async () => {
+    const store = memoryStore()
+    const events = createEventStream()
+    const kinds: string[] = []
+    events.subscribe((event: IdemEvent) => {
+      if (event.type === 'call') kinds.push(event.kind)
+    })
+    const idem = createIdem({ store, events, deadlineMs: 20 })
+    let release!: () => void
+    const held = new Promise<void>((resolve) => (release = resolve))
+    let late: unknown
+    const stuck = idem.run({ scope: 's', key: 'k', input: 1 }, async (tx) => {
+      tx.set('orders', 'first', { n: 1 })
+      await held
+      try {
+        tx.set('orders', 'late', { n: 2 })
+      } catch (error) {
+        late = error
+      }
+    })
+    const error = await stuck.catch((caught: unknown) => caught)
+    expect(error).toBeInstanceOf(OverranError)
+    expect(error).toMatchObject({ code: 'overran', retryAfterSeconds: 1 })
+    expect((error as Error).message).toMatch(/"k" still ran 20 ms after it took its key \(deadlineMs\): its transaction was rolled back and the key freed/)
+    // The retry runs at once, while the first function still holds on; a per-call deadline overrides the engine's.
+    expect(await idem.run({ scope: 's', key: 'k', input: 1, waitMs: 0, deadlineMs: 60_000 }, () => 'retry')).toMatchObject({ value: 'retry', replayed: false })
+    release()
+    await new Promise((resolve) => setImmediate(resolve))
+    expect(late).toBeInstanceOf(RangeError)
+    expect([...store.collection('orders').keys()]).toEqual([])
+    expect(kinds).toEqual(['overran', 'fresh'])
+  })
+
+  it('watches only a function that is still running: a synchronous one has no deadline to pass', async () => {
+    const idem = createIdem({ store: memoryStore(), deadlineMs: 1 })
+    const busy = (): string => {
+      const until = performance.now() + 5
+      while (performance.now() < until) {
+        // a synchronous function that outlasts the deadline
+      }
+      return 'done'
+    }
+    expect(await idem.run({ scope: 's', key: 'sync', input: 1 }, busy)).toMatchObject({ value: 'done', stored: true })
   })
 })

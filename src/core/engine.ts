@@ -2,14 +2,17 @@ import { FingerprintMismatchError } from './errors/fingerprint-mismatch.js'
 import { InFlightError } from './errors/in-flight.js'
 import { InvalidOptionError } from './errors/invalid-option.js'
 import { OutcomeTooLargeError } from './errors/outcome-too-large.js'
+import { OverranError } from './errors/overran.js'
 import { callReporter, resolveCall, type CallOptions } from './call.js'
-import { idemEvents, timedRoundTrip, type EventStream, type OutcomeEvent } from './events.js'
+import { DEFAULT_DEADLINE_MS, isThenable, withinDeadline } from './deadline.js'
+import { idemEvents, timedRoundTrip, warn, type EventStream, type OutcomeEvent } from './events.js'
 import { assertOutcomeLimit, bytesOver, parseOutcome, replayedOversized, serializeOutcome } from './outcome.js'
 import { isDiscarded, type Discarded } from './result.js'
 import type { KeyStore, Session } from './store.js'
 import { assertDuration } from './validate.js'
 
 export type { OutcomeEvent, OutcomeKind } from './events.js'
+export { DEFAULT_DEADLINE_MS } from './deadline.js'
 
 /** 24 hours: how long HTTP keys are kept by default (DESIGN "Retention"). */
 export const DEFAULT_TTL_MS = 24 * 60 * 60 * 1000
@@ -24,6 +27,15 @@ export interface IdemOptions<Tx> {
   ttlMs?: number
   /** How long a duplicate waits for the first call before `InFlightError` (the lock timeout). @default 5000 */
   waitMs?: number
+  /**
+   * How long the function may hold the key (from when it starts). Past it the
+   * transaction is rolled back, the key freed and the call fails with `OverranError`;
+   * whatever the function writes later fails. A store that cannot end a transaction
+   * under its function (SQLite's one connection), and a call that joined your
+   * transaction (`tx`), keep it until the function ends, with an `overran-held` warning
+   * at the deadline. @default 300000 (5 minutes)
+   */
+  deadlineMs?: number
   /** Where the engine reports each call (`{ type: 'call', … }`). @default the process-wide `idemEvents` */
   events?: EventStream
   /** Called once per call with its outcome, besides the event stream. Must not throw. */
@@ -56,6 +68,7 @@ export interface RunResult<T> {
 export interface EngineSettings {
   readonly ttlMs?: number
   readonly waitMs?: number
+  readonly deadlineMs?: number
 }
 
 /**
@@ -72,6 +85,7 @@ export interface Idem<Tx> {
    *
    * @throws FingerprintMismatchError the key was used with a different request
    * @throws InFlightError another call holds the key for longer than `waitMs`
+   * @throws OverranError `fn` still ran after `deadlineMs`: rolled back, the key freed (not on SQLite, nor when joined)
    * @throws StoreUnavailableError / MigrationRequiredError from the store, also when the
    *   store lost the transaction while `fn` ran (whatever `fn` threw or returned)
    * @throws OutcomeNotSerializableError `fn` returned something without a JSON form
@@ -92,7 +106,7 @@ export interface Idem<Tx> {
  * const { value } = await idem.run({ scope: 'acct_1', key: 'k1', input: { amount: 5 } }, async () => ({ ok: true }))
  */
 export function createIdem<Tx>(options: IdemOptions<Tx>): Idem<Tx> {
-  const { store, ttlMs = DEFAULT_TTL_MS, waitMs = DEFAULT_WAIT_MS, events = idemEvents, onOutcome } = options
+  const { store, ttlMs = DEFAULT_TTL_MS, waitMs = DEFAULT_WAIT_MS, deadlineMs = DEFAULT_DEADLINE_MS, events = idemEvents, onOutcome } = options
   if (store === null || typeof store !== 'object' || typeof store.begin !== 'function') {
     throw new InvalidOptionError('createIdem: option "store" must be an idem store (e.g. postgresStore(...))')
   }
@@ -100,6 +114,7 @@ export function createIdem<Tx>(options: IdemOptions<Tx>): Idem<Tx> {
   const { maxOutcomeBytes } = store
   assertDuration('createIdem: option "ttlMs"', ttlMs, 1)
   assertDuration('createIdem: option "waitMs"', waitMs, 0)
+  assertDuration('createIdem: option "deadlineMs"', deadlineMs, 1)
   if (onOutcome !== undefined && typeof onOutcome !== 'function') {
     throw new InvalidOptionError('createIdem: option "onOutcome" must be a function')
   }
@@ -109,6 +124,7 @@ export function createIdem<Tx>(options: IdemOptions<Tx>): Idem<Tx> {
   const settings: EngineSettings = {
     ...(options.ttlMs === undefined ? {} : { ttlMs }),
     ...(options.waitMs === undefined ? {} : { waitMs }),
+    ...(options.deadlineMs === undefined ? {} : { deadlineMs }),
   }
 
   const report = callReporter(events, onOutcome, 'transactional', store.name)
@@ -116,7 +132,7 @@ export function createIdem<Tx>(options: IdemOptions<Tx>): Idem<Tx> {
   async function run<T>(options: RunOptions<Tx>, fn: (tx: Tx) => T | Discarded<T> | Promise<T | Discarded<T>>): Promise<RunResult<T>> {
     const started = performance.now()
     const { tx } = options
-    const { scope, key, fingerprint, ttlMs: callTtl, waitMs: callWait } = resolveCall(options, { ttlMs, waitMs })
+    const { scope, key, fingerprint, ttlMs: callTtl, waitMs: callWait, deadlineMs: callDeadline } = resolveCall(options, { ttlMs, waitMs, deadlineMs })
 
     // A stale snapshot can only be cured by a fresh transaction, which we own unless joined.
     for (let attempt = 0; ; attempt++) {
@@ -165,19 +181,27 @@ export function createIdem<Tx>(options: IdemOptions<Tx>): Idem<Tx> {
         report('in-flight', scope, started, error)
         throw error
       }
-      return await execute(session, fn, { scope, key, fingerprint, ttlMs: callTtl, started })
+      return await execute(session, fn, { scope, key, fingerprint, ttlMs: callTtl, deadlineMs: callDeadline, started })
     }
   }
 
   async function execute<T>(
     session: Session<Tx>,
     fn: (tx: Tx) => T | Discarded<T> | Promise<T | Discarded<T>>,
-    call: { scope: string; key: string; fingerprint: string; ttlMs: number; started: number },
+    call: { scope: string; key: string; fingerprint: string; ttlMs: number; deadlineMs: number; started: number },
   ): Promise<RunResult<T>> {
     let outcome = 'null'
     let returned: T | Discarded<T>
+    let overran: OverranError | undefined
     try {
-      returned = await fn(session.tx)
+      const running = fn(session.tx)
+      // A function that returned a value is done; one still running has a deadline.
+      returned = isThenable(running)
+        ? await withinDeadline(running, call.deadlineMs, () => {
+            if (session.abandon === undefined) return held(session, call)
+            return session.abandon().then(() => (overran = overranError(call)))
+          })
+        : await running
       if (!isDiscarded(returned)) {
         outcome = serializeOutcome(returned)
         const outcomeBytes = bytesOver(outcome, maxOutcomeBytes)
@@ -190,6 +214,10 @@ export function createIdem<Tx>(options: IdemOptions<Tx>): Idem<Tx> {
         }
       }
     } catch (error) {
+      if (overran !== undefined && error === overran) {
+        report('overran', call.scope, call.started, overran)
+        throw overran
+      }
       await session.rollback()
       // What fn threw is most likely the dead connection's own error, surfacing through
       // its queries; the call failed because the store did.
@@ -219,7 +247,26 @@ export function createIdem<Tx>(options: IdemOptions<Tx>): Idem<Tx> {
     return storedResult<T>(outcome, false)
   }
 
+  // A session the store cannot end under its running function (SQLite's one connection,
+  // a transaction the caller owns) stays until the function ends; the deadline says so.
+  function held(session: Session<Tx>, call: { scope: string; key: string; deadlineMs: number }): undefined {
+    const why = session.joined ? 'the call joined your transaction, which is yours to end' : `the ${store.name} store cannot end a transaction while its function runs`
+    warn(events, {
+      code: 'overran-held',
+      source: 'createIdem',
+      message: `idem: the call with key ${JSON.stringify(call.key)} (scope ${JSON.stringify(call.scope)}) still runs ${call.deadlineMs} ms after it took its key (deadlineMs); ${why}, so the key stays held until the function ends`,
+    })
+    return undefined
+  }
+
   return { run, store, settings }
+}
+
+/** What a call past its deadline fails with, its session abandoned. */
+function overranError(call: { key: string; deadlineMs: number }): OverranError {
+  return new OverranError(
+    `The call with key ${JSON.stringify(call.key)} still ran ${call.deadlineMs} ms after it took its key (deadlineMs): its transaction was rolled back and the key freed; retry with the same key`,
+  )
 }
 
 /**

@@ -14,6 +14,8 @@ export type OutcomeKind =
   | 'mismatch'
   /** Leased engine: the holder lost its lease (another call took the key over, or renewals failed); nothing more was written under it. */
   | 'lease-lost'
+  /** The function still ran at the call's deadline (`deadlineMs`): the key was let go (rolled back, or the lease released) and nothing was stored. */
+  | 'overran'
   | 'error'
 
 /** One call of either engine, as the engine's `onOutcome` hook receives it. */
@@ -40,6 +42,8 @@ export interface CallEvent extends OutcomeEvent {
  * - `missing-key`, `invalid-key` (400), `body-too-large` (413), `mismatch` (422),
  *   `in-flight` (409), `lease-lost` (409), `store-unavailable` (503): answered by idem
  *   without running the route (or, for `lease-lost`, without storing its answer);
+ * - `overran` (503): the route still ran at `deadlineMs`; idem let its key go (rolled
+ *   back, or released the lease) and answered for it (`path` says which route);
  * - `error`: idem answered 500 (missing tables, an outcome it cannot store, a
  *   misconfiguration), or the route threw and the framework answered;
  * - `unprotected`: no key on a route that does not require one; the route answered.
@@ -54,6 +58,7 @@ export type HttpOutcome =
   | 'mismatch'
   | 'in-flight'
   | 'lease-lost'
+  | 'overran'
   | 'store-unavailable'
   | 'error'
   | 'unprotected'
@@ -65,6 +70,8 @@ export interface HttpEvent {
   method: string
   /** The status answered, when idem or the route's stored or replayed answer set it. */
   status?: number
+  /** The request's path, on `overran`: which route held its key past the deadline. */
+  path?: string
 }
 
 /** One message settled by the inbox. */

@@ -98,6 +98,19 @@ export interface Session<Tx> {
   /** Ends the session writing nothing: rolls back an owned transaction. Never throws. */
   rollback(): Promise<void>
   /**
+   * Ends an owned session at once, while the caller's function may still be running
+   * with `tx` (its deadline passed, see `deadlineMs`): rolls the transaction back
+   * without waiting for the function (a statement of its still running is cancelled),
+   * frees the key for the next `begin`, and makes every later write through `tx` fail
+   * rather than commit or land in another transaction. Resolves once the transaction is
+   * over, or once waiting for the backend stopped making sense; never throws. A store
+   * that cannot fence `tx` off from such late writes (one connection shared by every
+   * transaction, as SQLite's) leaves it out: the engine then keeps the session until
+   * the function ends, and warns at the deadline (`overran-held`). Joined sessions
+   * leave it out: the caller owns their transaction.
+   */
+  abandon?(): Promise<void>
+  /**
    * Why the session's transaction was lost while the call ran (its connection died),
    * once it was: the error the call fails with, whatever the function threw or returned,
    * since nothing was committed and the retry is safe. A store whose transactions

@@ -33,15 +33,20 @@ type Outcome = Response | typeof PASSED
  * it reads the raw body for the fingerprint and puts the same bytes back for them. The
  * route handler finds the key and its transaction on `req.idem`; the response it
  * writes is held until the transaction commits. `scope` receives the Express request,
- * so it can read what authentication set on it.
+ * so it can read what authentication set on it. A route still running at `deadlineMs`
+ * (30 s by default) is rolled back and answered 503 `overran`.
  *
  * @example
  * app.use(idempotency({ store, scope: (_request, req) => req.get('x-account-id') ?? 'anonymous' }))
  * app.use(express.json())
- * app.post('/orders', async (req, res) => {
- *   const { tx } = req.idem as IdempotencyContext<PgClient>
- *   await tx.query('INSERT INTO orders (body) VALUES ($1)', [req.body])
- *   res.status(201).json({ ok: true })
+ * app.post('/orders', async (req, res, next) => {
+ *   try {
+ *     const { tx } = req.idem as IdempotencyContext<PgClient>
+ *     await tx.query('INSERT INTO orders (body) VALUES ($1)', [req.body])
+ *     res.status(201).json({ ok: true })
+ *   } catch (error) {
+ *     next(error) // Express 4 does not catch a rejected promise: a route that never answers holds its key until deadlineMs
+ *   }
  * })
  */
 export function idempotency<Tx>(options: IdempotencyOptions<Tx, ExpressRequest>): RequestHandler {

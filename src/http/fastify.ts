@@ -104,7 +104,15 @@ export function idempotency<Tx>(options: IdempotencyOptions<Tx, FastifyRequest>)
       }
       answer.then(
         (response) => {
-          if (routeStarted) return
+          if (routeStarted) {
+            // Answered while the route still runs (past its deadline): idem answers for it,
+            // and a reply the route sends later is Fastify's to refuse ("already sent").
+            if (response !== PASSED && held.get(request) === entry) {
+              held.delete(request)
+              void writeReply(reply, response).then((bytes) => reply.send(bytes), (error: unknown) => reply.send(error))
+            }
+            return
+          }
           if (body.unfinished()) reply.header('connection', 'close')
           void reply.send(response)
         },

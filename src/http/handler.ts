@@ -101,6 +101,7 @@ const HTTP_OUTCOMES: Partial<Record<IdemError['code'], HttpOutcome>> = {
   'fingerprint-mismatch': 'mismatch',
   'in-flight': 'in-flight',
   'lease-lost': 'lease-lost',
+  overran: 'overran',
   'store-unavailable': 'store-unavailable',
 }
 
@@ -108,9 +109,23 @@ const HTTP_OUTCOMES: Partial<Record<IdemError['code'], HttpOutcome>> = {
 export function protectRequests<Tx, Native = unknown>(options: IdempotencyOptions<Tx, Native>): RequestProtection<Tx, Native> {
   const o = resolveOptions(options)
   const covers = (method: string): boolean => o.methods.has(method)
-  const answer = (error: IdemError, method: string): Response => {
+  const answer = (error: IdemError, request: Request): Response => {
     const response = problemResponse(error, o.problemTypes)
-    if (o.events.listening) o.events.emit({ type: 'http', outcome: HTTP_OUTCOMES[error.code] ?? 'error', method, status: response.status })
+    if (error.code === 'overran') return overran(response, request)
+    if (o.events.listening) o.events.emit({ type: 'http', outcome: HTTP_OUTCOMES[error.code] ?? 'error', method: request.method, status: response.status })
+    return response
+  }
+  // A route held its key past the deadline: the event and the log name it, every time.
+  const overran = (response: Response, request: Request): Response => {
+    const path = pathOf(request.url)
+    if (o.events.listening) o.events.emit({ type: 'http', outcome: 'overran', method: request.method, status: response.status, path })
+    warn(o.events, {
+      code: 'route-overran',
+      source: 'idempotency',
+      message:
+        `idem: ${request.method} ${path} still ran ${o.deadlineMs} ms after it took its Idempotency-Key (deadlineMs), so its transaction was ` +
+        'rolled back (or its lease let go), the key freed and the client answered 503; a route that never answers has lost an error (on Express 4, pass async errors to next(err))',
+    })
     return response
   }
   const limits: StoredLimits = { maxBodyBytes: o.maxStoredBodyBytes, maxOutcomeBytes: o.maxOutcomeBytes }
@@ -145,7 +160,7 @@ export function protectRequests<Tx, Native = unknown>(options: IdempotencyOption
         if (o.events.listening) o.events.emit({ type: 'http', outcome: 'unprotected', method: request.method })
         return route.pass()
       }
-      if (isHttpProblem(error)) return answer(error, request.method)
+      if (isHttpProblem(error)) return answer(error, request)
       throw error
     }
 
@@ -164,7 +179,7 @@ export function protectRequests<Tx, Native = unknown>(options: IdempotencyOption
       // The handler's own response, kept whole for its caller; only the stored form is trimmed.
       let first: Response | undefined
       const result = await o.idem.run<StoredResponse>(
-        { scope, key, fingerprint, waitMs: o.waitMs, ...(o.ttlMs === undefined ? {} : { ttlMs: o.ttlMs }) },
+        { scope, key, fingerprint, waitMs: o.waitMs, deadlineMs: o.deadlineMs, ...(o.ttlMs === undefined ? {} : { ttlMs: o.ttlMs }) },
         async (tx) => {
           const answered = await route.run(body, { tx, key, scope })
           if (isDiscarded(answered)) {
@@ -188,7 +203,7 @@ export function protectRequests<Tx, Native = unknown>(options: IdempotencyOption
       }
       return response
     } catch (error) {
-      if (isHttpProblem(error)) return answer(error, request.method)
+      if (isHttpProblem(error)) return answer(error, request)
       if (o.events.listening) o.events.emit({ type: 'http', outcome: 'error', method: request.method })
       throw error
     }

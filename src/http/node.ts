@@ -137,6 +137,9 @@ const NO_BODY_STATUSES = new Set([101, 103, 204, 205, 304])
  * `Content-Length` is the body's own.
  */
 export async function sendWebResponse(res: ServerResponse, response: Response, closeConnection: boolean): Promise<void> {
+  // A route still captured (it ran past its deadline, and idem answers for it) has
+  // written nothing: the answer goes out through the response's own methods.
+  captured.get(res)?.()
   res.statusCode = response.status
   if (response.statusText !== '') res.statusMessage = response.statusText
   setWebHeaders((name, value) => res.setHeader(name, value), response.headers)
@@ -247,6 +250,9 @@ export function refillRequest(req: IncomingMessage, bytes: Uint8Array): void {
 
 type WriteCallback = (error?: Error | null) => void
 
+// The responses whose writes `captureResponse` holds, each with what puts its methods back.
+const captured = new WeakMap<ServerResponse, () => void>()
+
 /**
  * Holds what is written to a Node response (status, headers, body) instead of sending
  * it, and resolves with it as a Web Response when the response is ended. The real
@@ -255,15 +261,20 @@ type WriteCallback = (error?: Error | null) => void
  * A client that goes away changes nothing here: the route's transaction must stay
  * open until the route has finished with it (a rollback while it still writes would
  * let those writes land outside any transaction). It commits as usual, and a retry
- * with the same key gets the stored response.
+ * with the same key gets the stored response. A route that never ends the response is
+ * given up on at its deadline (`deadlineMs`); `sendWebResponse` then puts the methods
+ * back before it sends idem's answer, and what the route writes later fails as a write
+ * after the end does.
  */
 export function captureResponse(res: ServerResponse): Promise<Response> {
   const original = { writeHead: res.writeHead, write: res.write, end: res.end, flushHeaders: res.flushHeaders }
   const chunks: Buffer[] = []
   return new Promise<Response>((resolve, reject) => {
     const restore = (): void => {
+      captured.delete(res)
       Object.assign(res, original)
     }
+    captured.set(res, restore)
     const collect = (chunk: unknown, encoding: unknown): void => {
       if (chunk === undefined || chunk === null || typeof chunk === 'function') return
       if (typeof chunk === 'string') chunks.push(Buffer.from(chunk, typeof encoding === 'string' ? (encoding as BufferEncoding) : 'utf8'))

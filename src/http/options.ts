@@ -10,6 +10,14 @@ import { DEFAULT_MAX_BODY_BYTES } from './body.js'
 import type { ProblemTypes } from './problem.js'
 import { DEFAULT_MAX_STORED_BODY_BYTES, largestStoredBody } from './stored-response.js'
 
+/**
+ * 30 seconds: how long a route may hold its key by default over HTTP (see `deadlineMs`).
+ * Far above a healthy route, and below the 60 s after which common proxies and load
+ * balancers (nginx, AWS ALB) give up on a request, so the client still gets idem's
+ * 503 with Retry-After rather than the proxy's 504.
+ */
+export const DEFAULT_HTTP_DEADLINE_MS = 30_000
+
 /** Methods that require a key by default: the non-idempotent ones (RFC 9110 §9.2.2). */
 export const DEFAULT_METHODS: readonly string[] = ['POST', 'PATCH']
 
@@ -85,7 +93,7 @@ export interface IdempotencyOptions<Tx, Native = unknown> {
    * outside the database (`createLeasedIdem`: the route's `idem.tx` is then the step
    * context). Give this or `store`. Settings: what you set here wins; what you set
    * explicitly on the engine comes next; for what neither set, the HTTP defaults apply
-   * (`waitMs` 0: a duplicate is answered 409 at once; `ttlMs` 24 h).
+   * (`waitMs` 0: a duplicate is answered 409 at once; `ttlMs` 24 h; `deadlineMs` 30 s).
    */
   idem?: HttpEngine<Tx>
   /**
@@ -124,6 +132,16 @@ export interface IdempotencyOptions<Tx, Native = unknown> {
   waitMs?: number
   /** `waitMs`'s earlier name, kept for one version. @deprecated use `waitMs` */
   wait?: number
+  /**
+   * How long a route may hold its key (from when it starts), in ms. A route still
+   * running then (one that never answers: an Express 4 route whose async error nobody
+   * passed to `next`, a query stuck on a lock) is given up on: its transaction is rolled
+   * back (or its lease let go), the key freed, the client answered 503 `overran` with
+   * Retry-After if nothing was sent yet, and the route named in the event stream and the
+   * log (a `route-overran` warning). What the route writes or sends later fails or goes
+   * nowhere. @default the engine's explicit `deadlineMs`, else 30 s ({@link DEFAULT_HTTP_DEADLINE_MS})
+   */
+  deadlineMs?: number
   /** The largest body buffered for the fingerprint; larger bodies get 413. @default 1 MiB */
   maxBodyBytes?: number
   /**
@@ -164,6 +182,7 @@ export interface ResolvedOptions<Tx, Native> {
   storeStatus: (status: number) => boolean
   replayHeaders: ReadonlySet<string>
   waitMs: number
+  deadlineMs: number
   maxBodyBytes: number
   maxStoredBodyBytes: number
   /** What the engine's store holds (`maxOutcomeBytes`): no stored response is larger. */
@@ -174,7 +193,7 @@ export interface ResolvedOptions<Tx, Native> {
 
 const KNOWN = [
   'store', 'idem', 'scope', 'methods', 'routes', 'required', 'strict', 'ttlMs', 'fields',
-  'storeStatus', 'replayHeaders', 'waitMs', 'wait', 'maxBodyBytes', 'maxStoredBodyBytes', 'onOutcome', 'events', 'problemTypes',
+  'storeStatus', 'replayHeaders', 'waitMs', 'wait', 'deadlineMs', 'maxBodyBytes', 'maxStoredBodyBytes', 'onOutcome', 'events', 'problemTypes',
 ]
 // RFC 9110 token: what a method or a header name may be made of.
 const TOKEN = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/
@@ -201,6 +220,7 @@ export function resolveOptions<Tx, Native>(options: IdempotencyOptions<Tx, Nativ
     replayHeaders = DEFAULT_REPLAY_HEADERS,
     waitMs: explicitWait,
     wait,
+    deadlineMs,
     maxBodyBytes = DEFAULT_MAX_BODY_BYTES,
     maxStoredBodyBytes: explicitStoredBody,
     onOutcome,
@@ -221,6 +241,7 @@ export function resolveOptions<Tx, Native>(options: IdempotencyOptions<Tx, Nativ
     if (explicitWait !== undefined) fail('wait', 'is the deprecated name of "waitMs": pass one of them')
     warn(events, { code: 'deprecated-option', source: 'idempotency', message: 'idem: option "wait" of idempotency() is deprecated and goes in the next version; use "waitMs"' })
   }
+  if (deadlineMs !== undefined) assertDuration('idempotency: option "deadlineMs"', deadlineMs, 1)
   if (events === null || typeof events !== 'object' || typeof events.emit !== 'function') fail('events', 'must be an event stream (createEventStream())')
   assertCount('idempotency: option "maxBodyBytes"', maxBodyBytes, 0, Number.MAX_SAFE_INTEGER)
   if (explicitStoredBody !== undefined) assertCount('idempotency: option "maxStoredBodyBytes"', explicitStoredBody, 0, Number.MAX_SAFE_INTEGER)
@@ -259,6 +280,7 @@ export function resolveOptions<Tx, Native>(options: IdempotencyOptions<Tx, Nativ
     storeStatus,
     replayHeaders: new Set(replayHeaders.map((h) => h.toLowerCase())),
     waitMs: explicitWait ?? wait ?? engine.settings?.waitMs ?? 0,
+    deadlineMs: deadlineMs ?? engine.settings?.deadlineMs ?? DEFAULT_HTTP_DEADLINE_MS,
     maxBodyBytes,
     maxStoredBodyBytes: explicitStoredBody ?? Math.min(DEFAULT_MAX_STORED_BODY_BYTES, largest),
     maxOutcomeBytes,

@@ -67,6 +67,17 @@ describe('the policy follows the options', () => {
     expect(policy({ idem: createIdem({ store: memoryStore() }), scope }).concurrent.waitMs).toBe(0)
   })
 
+  it('deadlineMs counts the same way: the middleware\'s own, then the engine\'s explicit one, then 30 s over HTTP', () => {
+    const engine = createIdem({ store: memoryStore(), deadlineMs: 90_000 })
+    expect(policy({ idem: engine, scope }).deadlineMs).toBe(90_000)
+    expect(policy({ idem: engine, scope, deadlineMs: 5_000 }).deadlineMs).toBe(5_000)
+    // The engine's own default (5 minutes) was not set explicitly: HTTP's applies.
+    expect(policy({ idem: createIdem({ store: memoryStore() }), scope }).deadlineMs).toBe(30_000)
+    expect(policy(base).deadlineMs).toBe(30_000)
+    expect(errorOf(policy(base), 'overran')).toMatchObject({ status: 503, retryAfterSeconds: 1 })
+    expect(idempotencyPolicy({ ...base, deadlineMs: 45_000 }, { format: 'md' })).toContain('still being processed 45 seconds after it started is given up on')
+  })
+
   it('scope, strictness, fields, body limit, replayed headers and stored statuses', () => {
     expect(policy(base).scope).toBe('per-client')
     expect(policy({ store: memoryStore() }).scope).toBe('shared')

@@ -1,6 +1,7 @@
 import { DEFAULT_TTL_MS } from '../core/engine.js'
 import { InFlightError } from '../core/errors/in-flight.js'
 import { LeaseLostError } from '../core/errors/lease-lost.js'
+import { OverranError } from '../core/errors/overran.js'
 import { StoreUnavailableError } from '../core/errors/store-unavailable.js'
 import { MAX_KEY_LENGTH } from '../core/key.js'
 import { resolveOptions, SHARED_SCOPE, type HttpEngine, type IdempotencyOptions } from './options.js'
@@ -73,6 +74,8 @@ export interface IdempotencyPolicyDocument {
   }
   /** How long a stored response is replayed, in milliseconds; then the key is new. */
   readonly retentionMs: number
+  /** How long a request may be processed, in milliseconds; one still running then is given up on (503 `overran`). */
+  readonly deadlineMs: number
   readonly stored: {
     /** The statuses (200–599) whose responses are stored, as inclusive ranges. */
     readonly statuses: ReadonlyArray<readonly [number, number]>
@@ -176,6 +179,12 @@ function describePolicy<Tx, Native>(options: IdempotencyOptions<Tx, Native>, pat
     )
   }
   add(
+    'overran',
+    `the request was still being processed ${duration(o.deadlineMs)} after it started: the server gave up on it and stored nothing for its key`,
+    'wait `Retry-After` seconds, then retry with the same key: it is processed afresh',
+    retryAfter(new OverranError('')),
+  )
+  add(
     'store-unavailable',
     'the server cannot reach its idempotency store (before processing the request, or while storing its response)',
     'wait `Retry-After` seconds, then retry with the same key',
@@ -201,6 +210,7 @@ function describePolicy<Tx, Native>(options: IdempotencyOptions<Tx, Native>, pat
     fingerprint: { method: true, path: true, query: 'sorted pairs', body: o.fields === undefined ? 'whole' : [...o.fields], maxBodyBytes: o.maxBodyBytes },
     // Both engines keep DEFAULT_TTL_MS when nobody set a ttlMs; resolveOptions has applied every explicit one.
     retentionMs: o.ttlMs ?? DEFAULT_TTL_MS,
+    deadlineMs: o.deadlineMs,
     stored,
     replay: {
       headers: [...o.replayHeaders],
@@ -276,6 +286,7 @@ function policyBlocks(doc: IdempotencyPolicyDocument, title: string, level: numb
         : `${methods} requests to ${list(doc.paths.map(code))}`
   const mismatch = doc.errors.find((e) => e.code === 'fingerprint-mismatch')!
   const inFlight = doc.errors.find((e) => e.code === 'in-flight')!
+  const overran = doc.errors.find((e) => e.code === 'overran')!
   const ref = (e: PolicyError): string => `\`${e.status}\` ([\`${e.code}\`](${e.type}))`
   const blocks: Block[] = [
     { kind: 'heading', level, text: title },
@@ -345,7 +356,8 @@ function policyBlocks(doc: IdempotencyPolicyDocument, title: string, level: numb
         ? ` A different request under a running key is refused with ${ref(mismatch)} at once.`
         : doc.concurrent.mismatchWhileRunning === 'after-first-finishes'
           ? ` A different request under a running key also gets ${code(String(inFlight.status))} until the first has finished, and ${code(String(mismatch.status))} after.`
-          : ''),
+          : '') +
+      ` A request still being processed ${duration(doc.deadlineMs)} after it started is given up on and answered with ${ref(overran)}${overran.retryAfterSeconds === undefined ? '' : ` with \`Retry-After: ${overran.retryAfterSeconds}\``}: nothing is stored for its key, and a retry with the same key is processed afresh.`,
   })
 
   blocks.push(section('Errors'))

@@ -30,6 +30,12 @@ export const PROBLEMS: Readonly<Record<ProblemCode, ProblemSpec>> = {
   'fingerprint-mismatch': { status: 422, title: 'Idempotency-Key reused with a different request' },
   'in-flight': { status: 409, title: 'A request with this Idempotency-Key is in progress' },
   'lease-lost': { status: 409, title: 'Another request took over this Idempotency-Key' },
+  overran: {
+    status: 503,
+    title: 'Request overran its time limit',
+    detail:
+      'The request was still being processed when its time limit passed, so the server gave up on it and stored nothing for this key. Retry with the same key after Retry-After.',
+  },
   'store-unavailable': {
     status: 503,
     title: 'Idempotency store unavailable',

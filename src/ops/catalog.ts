@@ -36,12 +36,13 @@ export const HTTP_OUTCOMES = [
   'mismatch',
   'in-flight',
   'lease-lost',
+  'overran',
   'store-unavailable',
   'error',
   'unprotected',
 ] as const
 
-const CALL_OUTCOMES = ['fresh', 'replayed', 'not-stored', 'in-flight', 'mismatch', 'lease-lost', 'error'] as const
+const CALL_OUTCOMES = ['fresh', 'replayed', 'not-stored', 'in-flight', 'mismatch', 'lease-lost', 'overran', 'error'] as const
 const ENGINES = ['transactional', 'leased'] as const
 const INBOX_STATUSES = ['processed', 'duplicate', 'failed', 'dead-lettered', 'in-flight', 'error'] as const
 const STORE_OPERATIONS = ['begin', 'commit', 'claim', 'renew', 'step', 'complete', 'release'] as const
@@ -54,7 +55,7 @@ export const METRICS = {
     otel: 'idem.http.requests',
     kind: 'counter',
     unit: '{request}',
-    help: 'Requests on routes the idempotency middleware covers, by how they were answered (fresh, replayed, missing-key/invalid-key 400, body-too-large 413, mismatch 422, in-flight 409, store-unavailable 503, ...)',
+    help: 'Requests on routes the idempotency middleware covers, by how they were answered (fresh, replayed, missing-key/invalid-key 400, body-too-large 413, mismatch 422, in-flight 409, overran 503, store-unavailable 503, ...)',
     labels: { outcome: HTTP_OUTCOMES },
   },
   calls: {

@@ -12,7 +12,7 @@ export interface PrometheusOutcomesOptions {
 /**
  * Prometheus metrics for idem's outcomes, fed by the engine's `onOutcome` hook:
  * `idem_outcomes_total{kind, store}` (kind: fresh, replayed, not-stored, in-flight,
- * mismatch, lease-lost, error) and `idem_call_duration_seconds{kind, store}`.
+ * mismatch, lease-lost, overran, error) and `idem_call_duration_seconds{kind, store}`.
  *
  * Only engine calls, through `onOutcome`. `prometheusMetrics` (`idem/prometheus`) covers
  * every front end from the event stream, with the names the shipped alerts use; do not

@@ -70,6 +70,14 @@ export interface InboxSession<Tx> {
   commit(): Promise<void>
   /** Ends the session writing nothing. Never throws. */
   rollback(): Promise<void>
+  /**
+   * Ends a `new` session at once, while the handler may still be running with `tx` (its
+   * deadline passed): as `rollback`, without waiting for the handler, and so that every
+   * later write through `tx` fails or is never committed. Never throws. A table that
+   * cannot fence `tx` off from the handler's late writes leaves it out: the inbox then
+   * keeps the session until the handler ends (see `Session.abandon`).
+   */
+  abandon?(): Promise<void>
   /** Why the transaction was lost while the handler ran (its connection died), once it was. */
   lost?(): Error | undefined
 }

@@ -1,5 +1,7 @@
 import { DEFAULT_WAIT_MS } from '../core/engine.js'
+import { DEFAULT_DEADLINE_MS, isThenable, withinDeadline } from '../core/deadline.js'
 import { InvalidOptionError } from '../core/errors/invalid-option.js'
+import { OverranError } from '../core/errors/overran.js'
 import { MissingKeyError } from '../core/errors/missing-key.js'
 import { idemEvents, warn, type EventStream, type InboxEvent } from '../core/events.js'
 import { assertCount, assertDuration, assertName } from '../core/validate.js'
@@ -32,7 +34,10 @@ export type ConsumeResult<T = unknown> =
   | { readonly status: 'duplicate'; readonly key: string }
   /** Too many failed attempts: the message is in the dead letters with its last error, and recorded as done: ack. */
   | { readonly status: 'dead-lettered'; readonly key: string; readonly attempts: number; readonly error: string }
-  /** The handler threw; its effects were rolled back and the attempt counted: redeliver after `attempts`' backoff. */
+  /**
+   * The handler threw (or still ran at `deadlineMs`: `error` is an `OverranError`); its
+   * effects were rolled back and the attempt counted: redeliver after `attempts`' backoff.
+   */
   | { readonly status: 'failed'; readonly key: string; readonly attempts: number; readonly error: unknown }
   /** Another delivery of the same message is being processed right now: redeliver later; nothing was counted. */
   | { readonly status: 'in-flight'; readonly key: string; readonly retryAfterMs: number }
@@ -76,6 +81,15 @@ export interface InboxOptions<Tx, Body = unknown> {
   maxDeliveries?: number
   /** How long a duplicate delivery waits for the one being processed before `in-flight`. @default 5000 */
   waitMs?: number
+  /**
+   * How long the handler may hold its message (from when it starts). Past it the
+   * transaction is rolled back, the attempt counts as failed (`OverranError`) and a
+   * redelivery runs; what the handler writes later fails. A store that cannot end a
+   * transaction under its handler (SQLite's one connection) keeps it until the handler
+   * ends, and says so (an `overran-held` warning). Keep it below the broker's redelivery
+   * timeout (visibility timeout, ack deadline). @default 300000 (5 minutes)
+   */
+  deadlineMs?: number
   /** Where the inbox reports each settled message, each dead letter and its warnings. @default the process-wide `idemEvents` */
   events?: EventStream
   /** Receives warnings; without it they go to the event stream, or to `console.warn` when nobody listens. */
@@ -135,6 +149,7 @@ export function createInbox<Tx, Body = unknown>({
   maxAttempts = DEFAULT_MAX_ATTEMPTS,
   maxDeliveries,
   waitMs = DEFAULT_WAIT_MS,
+  deadlineMs = DEFAULT_DEADLINE_MS,
   events = idemEvents,
   onWarning,
 }: InboxOptions<Tx, Body>): Inbox<Tx, Body> {
@@ -148,6 +163,7 @@ export function createInbox<Tx, Body = unknown>({
   const deliveriesLimit = maxDeliveries ?? maxAttempts * 4
   assertCount(`${caller}: option "maxDeliveries"`, deliveriesLimit, maxAttempts, 100_000)
   assertDuration(`${caller}: option "waitMs"`, waitMs, 0)
+  assertDuration(`${caller}: option "deadlineMs"`, deadlineMs, 1)
   if (events === null || typeof events !== 'object' || typeof events.emit !== 'function') {
     throw new InvalidOptionError(`${caller}: option "events" must be an event stream (createEventStream())`)
   }
@@ -246,9 +262,17 @@ export function createInbox<Tx, Body = unknown>({
       }
     }
     let value: T
+    let overran: OverranError | undefined
     try {
-      value = await handler(session.tx, message, key)
+      const running = handler(session.tx, message, key)
+      value = isThenable(running)
+        ? await withinDeadline(running, deadlineMs, () => {
+            const abandon = overrun(session, key)
+            return abandon && abandon.then((error) => (overran = error))
+          })
+        : await running
     } catch (error) {
+      if (overran !== undefined && error === overran) return report(await failed<T>(key, message, overran), started, overran)
       await session.rollback()
       // The handler failed because the store's connection died: nothing was committed,
       // and it is the store's failure, not the message's.
@@ -258,6 +282,24 @@ export function createInbox<Tx, Body = unknown>({
     }
     await session.commit()
     return report({ status: 'processed', key, value }, started)
+  }
+
+  /**
+   * The deadline passed with the handler still running: the session is abandoned and the
+   * attempt fails, or, where the store cannot end it under the handler (SQLite), it stays
+   * until the handler ends. Either way the log says which message overran.
+   */
+  function overrun(session: InboxSession<Tx>, key: string): Promise<OverranError> | undefined {
+    const held = `idem inbox "${consumer}": the handler of message ${JSON.stringify(key)} still runs ${deadlineMs} ms after it took the message (deadlineMs)`
+    if (session.abandon === undefined) {
+      warn(events, { code: 'overran-held', source: caller, message: `${held}; the store cannot end its transaction while it runs, so the message stays held until it ends` })
+      return undefined
+    }
+    return session.abandon().then(() => {
+      const error = new OverranError(`${held}: its transaction was rolled back; the attempt counts as failed`)
+      warn(events, { code: 'handler-overran', source: caller, message: error.message })
+      return error
+    })
   }
 
   /** Too many failed attempts, or too many deliveries that never finished: why the message is given up on. */

@@ -166,6 +166,7 @@ function encryptKeyStore<Tx>(store: KeyStore<Tx>, cipher: RecordCipher): Omit<Ke
         rollback: () => session.rollback(),
       }
       if (session.lost !== undefined) sealed.lost = () => session.lost!()
+      if (session.abandon !== undefined) sealed.abandon = () => session.abandon!()
       return sealed
     },
   }

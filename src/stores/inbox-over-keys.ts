@@ -29,6 +29,7 @@ export function inboxOverKeys<Tx>(keys: Pick<KeyStore<Tx>, 'begin'>, rows: Inbox
         deadLetter: (letter) => rows.deadLetter(session.tx, consumer, key, letter),
         commit: () => session.commit({ fingerprint: INBOX_FINGERPRINT, outcome: 'null', ttlMs: retentionMs }),
         rollback: () => session.rollback(),
+        ...(session.abandon === undefined ? {} : { abandon: () => session.abandon!() }),
         lost: () => session.lost?.(),
       }
     },

@@ -98,6 +98,27 @@ export function inboxTableContract<Tx>(getHarness: () => InboxTableHarness<Tx>):
       },
     },
     {
+      name: 'inbox: an abandoned delivery (its handler past the deadline) frees the id at once and commits nothing, whatever the handler writes later',
+      async run() {
+        const key = fresh('abandon')
+        const session = await begin('worker', key)
+        assert.equal(session.state, 'new')
+        // A table that cannot fence off late writes leaves abandon out; the inbox then waits for the handler.
+        if (session.abandon === undefined) return session.rollback()
+        await harness.writeEffect(session.tx, key)
+        await session.abandon()
+        assert.equal(await deliverOnce('worker', key, { waitMs: 0 }), 'new')
+        try {
+          await harness.writeEffect(session.tx, `${key}-late`)
+        } catch {
+          // Refused, as it should be; a table that stages writes may also just never send them.
+        }
+        await session.rollback()
+        assert.equal(await harness.countEffects(key), 1)
+        assert.equal(await harness.countEffects(`${key}-late`), 0)
+      },
+    },
+    {
       name: 'inbox: an id is forgotten after its retention, and is new again',
       async run() {
         const key = fresh('expiry')

@@ -3,6 +3,8 @@ import { randomUUID } from 'node:crypto'
 import { createIdem, type Idem } from '../core/engine.js'
 import { FingerprintMismatchError } from '../core/errors/fingerprint-mismatch.js'
 import { InFlightError } from '../core/errors/in-flight.js'
+import { OverranError } from '../core/errors/overran.js'
+import { createEventStream } from '../core/events.js'
 import { OutcomeNotSerializableError } from '../core/errors/outcome-not-serializable.js'
 import { OutcomeTooLargeError } from '../core/errors/outcome-too-large.js'
 import { StoreUnavailableError } from '../core/errors/store-unavailable.js'
@@ -314,6 +316,50 @@ export function keyStoreContract<Tx>(getHarness: () => StoreHarness<Tx>): Contra
           assert.deepEqual(await second, { value: firstFails ? 'second' : 'first', replayed: !firstFails, stored: true })
           assert.equal(await harness.countEffects(key), 1)
         }
+      },
+    },
+    {
+      name: 'a function past deadlineMs: abandoned (OverranError, the key free at once, its late write refused) or, where the store cannot end it, kept until it ends with an overran-held warning',
+      async run() {
+        const key = fresh('deadline')
+        const events = createEventStream()
+        const heldWarning = latch()
+        events.subscribe((event) => {
+          if (event.type === 'warning' && event.code === 'overran-held') heldWarning.open()
+        })
+        const bounded = createIdem({ store: harness.store, waitMs: 30_000, deadlineMs: 50, events })
+        const hold = latch()
+        let late: unknown = 'not tried'
+        const lateDone = latch()
+        const first = bounded.run({ scope: 'acct', key, input: 1 }, async (tx) => {
+          await harness.writeEffect(tx, `${key}-first`)
+          await hold.wait
+          try {
+            await harness.writeEffect(tx, `${key}-late`)
+            late = 'written'
+          } catch (error) {
+            late = error
+          }
+          lateDone.open()
+          return 'first'
+        })
+        const outcome = await Promise.race([first.then(() => 'settled', (error: unknown) => error), heldWarning.wait.then(() => 'held')])
+        if (outcome === 'held') {
+          // The store kept the session: the function ends it, as without a deadline.
+          hold.open()
+          assert.deepEqual(await first, { value: 'first', replayed: false, stored: true })
+          assert.equal(await harness.countEffects(`${key}-late`), 1)
+          return
+        }
+        assert.ok(outcome instanceof OverranError, `expected OverranError or an overran-held warning, got ${String(outcome)}`)
+        assert.equal(outcome.retryAfterSeconds, 1)
+        // The key is free at once: the retry runs while the first function still holds on.
+        assert.deepEqual(await bounded.run({ scope: 'acct', key, input: 1, waitMs: 0 }, async () => 'retry'), { value: 'retry', replayed: false, stored: true })
+        hold.open()
+        await lateDone.wait
+        assert.notEqual(late, 'written', 'a write through an abandoned transaction must fail')
+        assert.equal(await harness.countEffects(`${key}-first`), 0)
+        assert.equal(await harness.countEffects(`${key}-late`), 0)
       },
     },
     {

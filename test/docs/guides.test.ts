@@ -39,6 +39,29 @@ describe.skipIf(!haveDb)('guide: a payments API on Hono, Express and Fastify wit
   }
 })
 
+describe.skipIf(!haveDb)('guide: the Express example on Express 4', () => {
+  it('the same lines: the route passes its error to next(err), which Express 4 needs (it does not catch a rejected promise)', async () => {
+    const file = 'examples/guides/payments-express.mjs'
+    expectPageShows(PAYMENTS, file)
+    const stdout = await runExample(file, ['--import', join(root, 'test/support/express4-loader.mjs')])
+    expect(stdout.trim().split('\n')).toEqual([
+      '500 {"error":"the ledger went away"}',
+      '201 {"paymentId":"2","amount":1500}',
+      '201 (replayed) {"paymentId":"2","amount":1500}',
+      expect.stringMatching(/^422 \{.*"code":"fingerprint-mismatch"/),
+      'payments in the table: 1',
+    ])
+    expectPageShowsOutput(PAYMENTS, stdout)
+  })
+
+  it('the loader resolves `express` to Express 4', async () => {
+    const program = "console.log(import.meta.resolve('express'))"
+    const loader = ['--import', join(root, 'test/support/express4-loader.mjs')]
+    const { stdout } = await promisify(execFile)(process.execPath, [...loader, '--input-type=module', '-e', program], { cwd: root })
+    expect(stdout.trim()).toMatch(/\/node_modules\/express4\/index\.js$/)
+  })
+})
+
 describe.skipIf(!haveDb)('guide: calling a payment provider from a handler (leased steps, derived keys)', () => {
   it('the API process dies after the provider charged and after the step was saved: 2 provider requests, 1 charge, 1 payment row', async () => {
     const guide = 'docs/guides/payment-provider.md'

@@ -31,10 +31,13 @@ export function expectPageShowsOutput(path: string, stdout: string): void {
 
 const run = promisify(execFile)
 
-/** Runs an example file with the test services' URLs; it must exit 0 and write nothing to stderr. */
-export async function runExample(file: string): Promise<string> {
+/**
+ * Runs an example file with the test services' URLs; it must exit 0 and write nothing to
+ * stderr. `nodeArgs` go before the file (`--import` a loader, say).
+ */
+export async function runExample(file: string, nodeArgs: readonly string[] = []): Promise<string> {
   const env = { ...process.env, DATABASE_URL: PG_URL, AMQP_URL, REDIS_URL }
-  const { stdout, stderr } = await run(process.execPath, [join(root, file)], { env, timeout: 60_000 })
+  const { stdout, stderr } = await run(process.execPath, [...nodeArgs, join(root, file)], { env, timeout: 60_000 })
   expect(stderr).toBe('')
   return stdout
 }

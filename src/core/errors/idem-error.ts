@@ -17,6 +17,7 @@ export type IdemErrorCode =
   | 'invalid-option'
   | 'body-too-large'
   | 'lease-lost'
+  | 'overran'
 
 /** What an idem error may carry besides its message. */
 export interface IdemErrorOptions {

@@ -11,3 +11,4 @@ export { OutcomeTooLargeError, type OutcomeTooLargeOptions } from './outcome-too
 export { InvalidOptionError } from './invalid-option.js'
 export { LeaseLostError } from './lease-lost.js'
 export { BodyTooLargeError } from './body-too-large.js'
+export { OverranError } from './overran.js'

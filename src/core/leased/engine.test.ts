@@ -11,6 +11,7 @@ import {
   LeaseLostError,
   OutcomeNotSerializableError,
   OutcomeTooLargeError,
+  OverranError,
   StoreUnavailableError,
   type LeasedIdem,
   type LeasedStore,
@@ -193,6 +194,39 @@ describe('leased engine', () => {
     expect((await idem.run({ scope: 'acct', key, input: 1, waitMs: 5_000 }, async () => 'after')).value).toBe('after')
   })
 
+  it('a call still running at deadlineMs: OverranError, the signal aborts, the lease is released, no late step runs, nothing is stored', async () => {
+    const { store, count } = spied(memoryLeasedStore())
+    const kinds: string[] = []
+    const idem = createLeasedIdem({ store, leaseMs: 60, heartbeatMs: 20, deadlineMs: 100, onOutcome: (event) => kinds.push(event.kind) })
+    const key = fresh('overran')
+    const hold = latch()
+    const lateDone = latch()
+    let signal: AbortSignal | undefined
+    let late: unknown
+    const first = idem.run({ scope: 'acct', key, input: 1 }, async (ctx) => {
+      signal = ctx.signal
+      await hold.wait
+      late = await ctx.step('email', () => 'sent').catch((error: unknown) => error)
+      lateDone.open()
+      return 'first'
+    })
+    const error = await first.catch((caught: unknown) => caught)
+    expect(error).toBeInstanceOf(OverranError)
+    expect(signal?.aborted).toBe(true)
+    expect(signal?.reason).toBe(error)
+    // Renewed while it ran (the lease is shorter than the deadline), released at the deadline.
+    expect(count('renew')).toBeGreaterThan(0)
+    expect(count('release')).toBe(1)
+    const renewals = count('renew')
+    expect(await idem.run({ scope: 'acct', key, input: 1, waitMs: 0 }, async () => 'retry')).toMatchObject({ value: 'retry', replayed: false })
+    hold.open()
+    await lateDone.wait
+    expect(late).toBe(error)
+    expect(count('renew')).toBe(renewals)
+    expect(count('saveStep')).toBe(0)
+    expect(kinds).toEqual(['overran', 'fresh'])
+  })
+
   it('a discarded outcome is returned unstored and the claim released', async () => {
     const idem = createLeasedIdem({ store: memoryLeasedStore() })
     const key = fresh('not-stored')
@@ -357,6 +391,8 @@ describe('leased engine', () => {
     expect(() => createLeasedIdem({ store, leaseMs: 100, heartbeatMs: 100 })).toThrow(InvalidOptionError)
     expect(() => createLeasedIdem({ store, leaseMs: 1.5 })).toThrow(InvalidOptionError)
     expect(() => createLeasedIdem({ store, onError: 'retry' as never })).toThrow(InvalidOptionError)
+    expect(() => createLeasedIdem({ store, deadlineMs: 0 })).toThrow(/option "deadlineMs"/)
+    expect(createLeasedIdem({ store, deadlineMs: 1_000 }).settings).toEqual({ deadlineMs: 1_000 })
     expect(() => createLeasedIdem({ store: {} as LeasedStore })).toThrow(InvalidOptionError)
     const idem = createLeasedIdem({ store })
     return Promise.all([

@@ -6,6 +6,8 @@ import { InFlightError } from '../errors/in-flight.js'
 import { InvalidOptionError } from '../errors/invalid-option.js'
 import { LeaseLostError } from '../errors/lease-lost.js'
 import { OutcomeTooLargeError } from '../errors/outcome-too-large.js'
+import { OverranError } from '../errors/overran.js'
+import { DEFAULT_DEADLINE_MS, isThenable, withinDeadline } from '../deadline.js'
 import { storeFailure } from './store-failure.js'
 import { Heartbeat } from './heartbeat.js'
 import { callReporter, resolveCall, type CallOptions } from '../call.js'
@@ -44,6 +46,13 @@ export interface LeasedIdemOptions {
   ttlMs?: number
   /** How long a duplicate polls for the first call's outcome before `InFlightError`. @default 5000 */
   waitMs?: number
+  /**
+   * How long the function may hold the key (from when it starts). Past it the heartbeat
+   * stops, `ctx.signal` aborts, no new step starts, the claim is handled as after an
+   * error (`onError`: released when no step was saved) and the call fails with
+   * `OverranError`; its outcome is never stored. @default 300000 (5 minutes)
+   */
+  deadlineMs?: number
   /** What a failed call does with its claim. @default 'release-if-no-steps' */
   onError?: LeasedErrorPolicy
   /** Where the engine reports each call (`{ type: 'call', engine: 'leased', … }`). @default the process-wide `idemEvents` */
@@ -73,6 +82,7 @@ export interface LeasedIdem {
    * @throws FingerprintMismatchError the key was used with a different request (also while that one runs)
    * @throws InFlightError another call holds the key for longer than `waitMs`
    * @throws LeaseLostError the lease was taken over before the outcome was stored; nothing was stored
+   * @throws OverranError `fn` still ran after `deadlineMs`: the lease was let go, nothing was stored
    * @throws StoreUnavailableError / MigrationRequiredError from the store; `fn` did not run, or its outcome is not known to be stored
    * @throws OutcomeNotSerializableError `fn` returned something without a JSON form
    * @throws OutcomeTooLargeError `fn` returned something larger than the store holds
@@ -111,6 +121,7 @@ export function createLeasedIdem(options: LeasedIdemOptions): LeasedIdem {
     heartbeatMs = Math.max(1, Math.floor(leaseMs / 3)),
     ttlMs = DEFAULT_TTL_MS,
     waitMs = DEFAULT_WAIT_MS,
+    deadlineMs = DEFAULT_DEADLINE_MS,
     onError = 'release-if-no-steps',
     events = idemEvents,
     onOutcome,
@@ -127,6 +138,7 @@ export function createLeasedIdem(options: LeasedIdemOptions): LeasedIdem {
   }
   assertDuration('createLeasedIdem: option "ttlMs"', ttlMs, 1)
   assertDuration('createLeasedIdem: option "waitMs"', waitMs, 0)
+  assertDuration('createLeasedIdem: option "deadlineMs"', deadlineMs, 1)
   if (onError !== 'release-if-no-steps' && onError !== 'keep') {
     throw new InvalidOptionError('createLeasedIdem: option "onError" must be "release-if-no-steps" or "keep"')
   }
@@ -139,6 +151,7 @@ export function createLeasedIdem(options: LeasedIdemOptions): LeasedIdem {
   const settings: EngineSettings = {
     ...(options.ttlMs === undefined ? {} : { ttlMs }),
     ...(options.waitMs === undefined ? {} : { waitMs }),
+    ...(options.deadlineMs === undefined ? {} : { deadlineMs }),
   }
 
   const report = callReporter(events, onOutcome, 'leased', store.name)
@@ -157,7 +170,7 @@ export function createLeasedIdem(options: LeasedIdemOptions): LeasedIdem {
 
   async function run<T>(options: LeasedRunOptions, fn: (ctx: StepContext) => T | Discarded<T> | Promise<T | Discarded<T>>): Promise<RunResult<T>> {
     const started = performance.now()
-    const { scope, key, fingerprint, ttlMs: callTtl, waitMs: callWait } = resolveCall(options, { ttlMs, waitMs })
+    const { scope, key, fingerprint, ttlMs: callTtl, waitMs: callWait, deadlineMs: callDeadline } = resolveCall(options, { ttlMs, waitMs, deadlineMs })
     const deadline = started + callWait
 
     // A claim acquired after finding the key running is one whose holder's lease ran out.
@@ -174,7 +187,7 @@ export function createLeasedIdem(options: LeasedIdemOptions): LeasedIdem {
         // Steps are only ever resumed after their holder's lease ran out (a failed holder
         // with steps keeps its claim), so resuming them is a takeover too.
         if (sawRunning || claim.steps.size > 0) leaseChanged('takeover', scope)
-        return await execute(claim, fn, { scope, key, fingerprint, ttlMs: callTtl, started, claimedAt })
+        return await execute(claim, fn, { scope, key, fingerprint, ttlMs: callTtl, deadlineMs: callDeadline, started, claimedAt })
       }
       const theirs = claim.state === 'completed' ? claim.record.fingerprint : claim.fingerprint
       if (theirs !== fingerprint) {
@@ -213,7 +226,7 @@ export function createLeasedIdem(options: LeasedIdemOptions): LeasedIdem {
   async function execute<T>(
     claim: Extract<LeaseClaim, { state: 'acquired' }>,
     fn: (ctx: StepContext) => T | Discarded<T> | Promise<T | Discarded<T>>,
-    call: { scope: string; key: string; fingerprint: string; ttlMs: number; started: number; claimedAt: number },
+    call: { scope: string; key: string; fingerprint: string; ttlMs: number; deadlineMs: number; started: number; claimedAt: number },
   ): Promise<RunResult<T>> {
     const { scope, key, started } = call
     const { token } = claim
@@ -248,12 +261,25 @@ export function createLeasedIdem(options: LeasedIdemOptions): LeasedIdem {
       }
     }
 
+    // At the deadline: no more renewals or steps, and the claim handled as after an error.
+    async function letGo(): Promise<OverranError> {
+      const error = new OverranError(
+        `The call with key ${JSON.stringify(key)} still ran ${call.deadlineMs} ms after it took its key (deadlineMs): its lease was let go and nothing was stored; retry with the same key`,
+      )
+      heartbeat.overrun(error)
+      await giveUp()
+      return error
+    }
+
     let returned: T | Discarded<T>
     let outcome = 'null'
+    let overran: OverranError | undefined
     try {
-      returned = await fn(steps.context)
+      const running = fn(steps.context)
+      returned = isThenable(running) ? await withinDeadline(running, call.deadlineMs, async () => (overran = await letGo())) : await running
       if (!isDiscarded(returned)) outcome = serializeOutcome(returned)
     } catch (error) {
+      if (overran !== undefined && error === overran) fail(overran, 'overran', scope, started)
       heartbeat.stop()
       // A step ran whose result the store cannot hold: a retry would run it again, so the
       // key is completed with the record of that instead of being given up.

@@ -1,4 +1,5 @@
 import { LeaseLostError } from '../errors/lease-lost.js'
+import type { OverranError } from '../errors/overran.js'
 import type { LeasedStore } from './store.js'
 
 /** Which lease a heartbeat keeps alive. */
@@ -15,7 +16,8 @@ export interface HeldLease {
 
 /**
  * Keeps a claimed lease alive while the function runs: renews it every `heartbeatMs`
- * and aborts `signal` as soon as the lease is lost or may be lost.
+ * and aborts `signal` as soon as the lease is lost or may be lost, or the call's
+ * deadline passed (`overrun`).
  *
  * - A renewal refused by the store means another call took over (a newer token): the
  *   lease is **fenced**, and the engine writes nothing more under the old token.
@@ -32,7 +34,7 @@ export class Heartbeat {
   // Made on first use of `signal`: most calls never read it, and an AbortController
   // is a measurable part of a fresh call's cost.
   #controller: AbortController | undefined
-  #lost: LeaseLostError | undefined
+  #lost: LeaseLostError | OverranError | undefined
   // One timer for both jobs: the next renewal, or the end of the confirmed lease if that
   // comes first. Most calls end before the first beat, and then this is the only timer
   // they ever made.
@@ -51,7 +53,8 @@ export class Heartbeat {
   }
 
   /**
-   * Aborted (with a `LeaseLostError` as its reason) when the lease is lost or may be.
+   * Aborted (with a `LeaseLostError` as its reason) when the lease is lost or may be,
+   * or with an `OverranError` once the call's deadline passed.
    * Reading it checks the lease first (see `assertHeld`): a lease no longer confirmed
    * aborts it on the spot, so `fetch(url, { signal })` then rejects with the
    * `LeaseLostError` without sending anything.
@@ -81,8 +84,8 @@ export class Heartbeat {
     if (this.#lost === undefined && performance.now() >= this.#confirmedUntil) this.#lose(this.#unconfirmed())
   }
 
-  /** Why the lease is lost (or may be), once it is. */
-  get lost(): LeaseLostError | undefined {
+  /** Why the lease is lost (or may be, or was let go at the deadline), once it is. */
+  get lost(): LeaseLostError | OverranError | undefined {
     return this.#lost
   }
 
@@ -99,6 +102,14 @@ export class Heartbeat {
     if (this.#lost === undefined) this.#lose(error)
     else this.#lost = error
     return error
+  }
+
+  /**
+   * Lets the lease go at the call's deadline: stops renewing, and aborts `signal` with
+   * `error`, which `assertHeld` throws from now on, so the function starts no new step.
+   */
+  overrun(error: OverranError): void {
+    this.#lose(error)
   }
 
   /** Stops renewing; the lease then runs out unless the call completes or releases it. */
@@ -158,7 +169,7 @@ export class Heartbeat {
     )
   }
 
-  #lose(error: LeaseLostError): void {
+  #lose(error: LeaseLostError | OverranError): void {
     if (this.#lost !== undefined) return
     this.#lost = error
     this.stop()

@@ -5,6 +5,7 @@
  */
 export { idempotency, type IdempotencyHandler, type IdempotencyNext } from '../handler.js'
 export {
+  DEFAULT_HTTP_DEADLINE_MS,
   DEFAULT_METHODS,
   DEFAULT_REPLAY_HEADERS,
   SHARED_SCOPE,

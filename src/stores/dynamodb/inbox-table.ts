@@ -105,6 +105,8 @@ export function dynamoInboxTable(wire: Wire, holdMs: number, now: () => number =
           },
           commit: () => tx.commit(),
           rollback: () => tx.rollback(),
+          // Safe while the handler still runs: its later writes throw ("this transaction has ended").
+          abandon: () => tx.rollback(),
         }
       }
     },

@@ -74,8 +74,11 @@ export function memoryStore(): MemoryStore {
     const committed = live(id)
     const leave = committed === undefined ? await gate.enter(id, waitMs) : () => {}
     const staged = new Map<string, Map<string, unknown>>()
+    let ended = false
     const memoryTx: MemoryTx = {
       set(collection, docId, value) {
+        // A write after the end (a function that ran past its deadline) must not vanish silently.
+        if (ended) throw new RangeError('idem/memory: this transaction has ended; the write was not made')
         let writes = staged.get(collection)
         if (writes === undefined) staged.set(collection, (writes = new Map()))
         // A structured clone keeps later mutation by the caller out of the store.
@@ -89,7 +92,6 @@ export function memoryStore(): MemoryStore {
     if (leave === undefined) return { tx: memoryTx, claim: { state: 'locked' }, joined: false, commit: async () => {}, rollback: async () => {} }
     const record = live(id)
     const claim: Claim = record === undefined ? { state: 'new' } : { state: 'found', record }
-    let ended = false
     return {
       tx: memoryTx,
       claim,
@@ -105,6 +107,12 @@ export function memoryStore(): MemoryStore {
         }
       },
       async rollback() {
+        if (ended) return
+        ended = true
+        leave()
+      },
+      // The staged writes are dropped, and the function's later writes throw.
+      async abandon() {
         if (ended) return
         ended = true
         leave()

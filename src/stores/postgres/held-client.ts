@@ -1,4 +1,5 @@
 import { StoreUnavailableError } from '../../core/errors/store-unavailable.js'
+import { cancelStatement } from './cancel.js'
 import { classifyPgError } from './errors.js'
 import type { PgPool, PgPoolClient, PgQueryResult } from './types.js'
 
@@ -32,7 +33,23 @@ export interface HeldClient {
    * listener (and the user's `pool.on('error')`) is in charge of the client.
    */
   release(error?: unknown): void
+  /**
+   * Ends the connection now, whatever runs on it, and has the pool destroy the client: a
+   * statement still running is cancelled (`cancelStatement`), the server rolls the
+   * transaction back as the connection ends, and every later query on `client` fails
+   * ("Client was closed"), so nothing the caller's function sends afterwards lands
+   * anywhere. Resolves once the connection has closed, or after `ABANDON_WAIT_MS`;
+   * never throws.
+   */
+  abandon(): Promise<void>
 }
+
+/**
+ * How long `abandon` waits for the connection to close: a live server ends it in
+ * milliseconds, and one that does not answer in a second would not answer the retry's
+ * claim either.
+ */
+export const ABANDON_WAIT_MS = 1_000
 
 /**
  * Takes a client from `pool` and listens for its connection dying until it is released.
@@ -68,6 +85,19 @@ export async function checkOut(pool: PgPool, schema: string): Promise<HeldClient
     release(error) {
       client.removeListener?.('error', onError)
       client.release(lost ?? (error === undefined ? undefined : error instanceof Error ? error : true))
+    },
+    async abandon() {
+      client.removeListener?.('error', onError)
+      if (lost !== undefined) return client.release(lost)
+      const closed = new Promise<void>((resolve) => (client.once === undefined ? resolve() : client.once('end', resolve)))
+      const cancelled = cancelStatement(client, ABANDON_WAIT_MS)
+      // The pool ends a client released with an error (a running statement's socket is
+      // destroyed at once) and opens a new connection for its next caller.
+      client.release(new Error('idem: the call holding this connection overran its deadline'))
+      let timer: NodeJS.Timeout | undefined
+      const waited = new Promise<void>((resolve) => (timer = setTimeout(resolve, ABANDON_WAIT_MS)))
+      await Promise.race([Promise.all([closed, cancelled]), waited])
+      clearTimeout(timer)
     },
   }
 }

@@ -46,6 +46,7 @@ export function postgresInboxTable(settings: Settings): InboxTable<PgClient> {
         },
         commit: () => session.commit({ fingerprint: INBOX_RECORD, outcome: 'null', ttlMs: retentionMs }),
         rollback: () => session.rollback(),
+        ...(session.abandon === undefined ? {} : { abandon: () => session.abandon!() }),
         lost: () => session.lost?.(),
       }
     },

@@ -122,6 +122,12 @@ export function keySessions({ pool, schema, isolation, preparedStatements }: Set
         ended = true
         await endClient(client, 'ROLLBACK')
       },
+      // The function may still be using the client: it is closed, not returned to the pool.
+      async abandon() {
+        if (ended) return
+        ended = true
+        await client.abandon()
+      },
     }
   }
 

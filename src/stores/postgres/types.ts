@@ -1,3 +1,5 @@
+import type { CancellableClient } from './cancel.js'
+
 /**
  * The parts of `pg` the store uses, typed by shape so that idem does not depend on
  * `pg`'s types: a `pg.Pool` and a `pg.PoolClient` (or `pg.Client`) fit.
@@ -30,7 +32,7 @@ export interface PgClient extends PgExecutor {
 }
 
 /** A pooled client, as idem uses one for the sessions it opens itself: a `pg.PoolClient` fits. */
-export interface PgPoolClient extends PgClient {
+export interface PgPoolClient extends PgClient, CancellableClient {
   // idem's own sessions send several statements in one text (no values): pg then resolves
   // to one result per statement, which only a real pg client does.
   /** Runs a statement (or, without values, several in one text: one result each). */
@@ -42,6 +44,8 @@ export interface PgPoolClient extends PgClient {
   on?(event: 'error', listener: (error: Error) => void): unknown
   /** Stops listening for `error` once idem hands the client back. */
   removeListener?(event: 'error', listener: (error: Error) => void): unknown
+  /** Tells when the connection has closed (after the pool destroyed the client). */
+  once?(event: 'end', listener: () => void): unknown
 }
 
 /** The pool the store checks clients out of: a `pg.Pool` fits. */

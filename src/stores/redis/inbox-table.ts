@@ -85,6 +85,11 @@ export function redisInboxTable(send: InboxSend, prefix: string, holdMs: number)
         clearInterval(beat)
       }
       const release = () => send('rollback', 'idemInboxReleaseV1', [keys.id], [token], String).then(() => {}, () => {})
+      const rollback = async (): Promise<void> => {
+        if (done) return
+        end()
+        await release()
+      }
       return {
         state: 'new',
         tx,
@@ -112,11 +117,9 @@ export function redisInboxTable(send: InboxSend, prefix: string, holdMs: number)
             throw new LeaseLostError("idem/redis: the delivery's claim lapsed (held longer than holdMs without a renewal) and another took it; nothing was written")
           }
         },
-        async rollback() {
-          if (done) return
-          end()
-          await release()
-        },
+        rollback,
+        // Safe while the handler still runs: what it stages later is never sent.
+        abandon: rollback,
       }
     },
 

@@ -26,6 +26,8 @@ export interface ConformanceCase {
 const fresh = (): string => `k-${randomUUID()}`
 // The maxStoredBodyBytes case's events: the warning goes here instead of the console.
 const omittedEvents = createEventStream()
+// The deadlineMs case's events: its overran event and warnings.
+const deadlineEvents = createEventStream()
 const quoted = (key: string): string => `"${key}"`
 const body = async (response: Response): Promise<Record<string, unknown>> => (await response.json()) as Record<string, unknown>
 
@@ -316,6 +318,41 @@ export const conformanceCases: ConformanceCase[] = [
       expect(b.headers.get('idempotent-replayed')).toBe('true')
       expect(await b.text()).toBe(await a.text())
       expect(t.state.runs['/slow']).toBe(1)
+    },
+  },
+  {
+    name: 'a route still running at deadlineMs is answered 503 overran with Retry-After and named in the log; its late effect and answer are not stored, and the retry runs (SQLite, which cannot end it, keeps it and says so)',
+    options: { deadlineMs: 300, waitMs: 20_000, events: deadlineEvents },
+    async run(t) {
+      const heard: IdemEvent[] = []
+      t.cleanup.push(deadlineEvents.subscribe((event) => heard.push(event)))
+      const warned = (code: string): boolean => heard.some((event) => event.type === 'warning' && event.code === code)
+      const key = fresh()
+      const first = t.client.send({ path: '/slow', key: quoted(key), body: 's' })
+      if (t.backend.name === 'sqlite') {
+        // One connection for every transaction: a late write cannot be fenced off, so the
+        // transaction stays until the route ends, and the deadline is only reported.
+        await until(() => warned('overran-held'))
+        t.state.gate.open()
+        expect((await first).status).toBe(201)
+        const replay = await t.client.send({ path: '/slow', key: quoted(key), body: 's' })
+        expect(replay.headers.get('idempotent-replayed')).toBe('true')
+        expect(await t.backend.countEffects(key)).toBe(1)
+        return
+      }
+      const answer = await first
+      await expectProblem(answer, 503, 'overran')
+      expect(answer.headers.get('retry-after')).toBe('1')
+      expect(heard).toContainEqual({ type: 'http', outcome: 'overran', method: 'POST', status: 503, path: '/slow' })
+      expect(heard.some((event) => event.type === 'warning' && event.code === 'route-overran' && event.message.includes('POST /slow'))).toBe(true)
+      // The route goes on past the deadline: its effect and its answer come too late.
+      t.state.gate.open()
+      const retry = await t.client.send({ path: '/slow', key: quoted(key), body: 's' })
+      expect(retry.status).toBe(201)
+      expect(retry.headers.get('idempotent-replayed')).toBeNull()
+      expect(t.state.runs['/slow']).toBe(2)
+      expect(await t.backend.countEffects(key)).toBe(1)
+      expect(await t.backend.countKeys(key)).toBe(1)
     },
   },
   {

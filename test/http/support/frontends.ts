@@ -165,6 +165,8 @@ async function startExpress(framework: typeof express, backend: Backend, options
     // Express 4 does not catch a rejected async handler (5 does): pass it to next, as apps on 4 do.
     app.use((req, res, next) => {
       runRoute(backend, state, { method: req.method, path: req.path, body: typeof req.body === 'string' ? req.body : '', idem: req.idem }).then((out) => {
+        // Past its deadline idem has answered for the route (503 overran).
+        if (res.headersSent) return
         res.status(out.status)
         for (const [name, value] of out.headers) res.append(name, value)
         res.send(out.body)
@@ -172,6 +174,7 @@ async function startExpress(framework: typeof express, backend: Backend, options
     })
     // Express's default error handler logs every thrown error; the tests throw on purpose.
     app.use((_error: unknown, _req: express.Request, res: express.Response, _next: express.NextFunction) => {
+      if (res.headersSent) return
       res.status(500).type('text/plain').send('Internal Server Error')
     })
     const server = http.createServer(app)
