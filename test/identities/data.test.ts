@@ -16,7 +16,8 @@ import { testSchema } from '../support/postgres.js'
 
 const pg = await testSchema('idem_identity_data')
 const dynamo = await testDynamo('identity_data')
-const sqlite = new Database(':memory:') as unknown as SqliteDatabase
+const raw = new Database(':memory:')
+const sqlite = raw as unknown as SqliteDatabase
 const pgStore = pg && postgresStore({ pool: pg.pool, schema: pg.schema })
 beforeAll(async () => {
   sqliteStore({ db: sqlite }).migrate()
@@ -59,7 +60,7 @@ describe('once', () => {
   it('sqlite: kinds and subjects with a lone surrogate are refused', () => {
     const once = createOnce({ store: sqliteStore({ db: sqlite }) })
     for (const [kind, subject] of [['k\ud800', 'x'], ['k', 'x\udc00']]) {
-      expect(() => sqlite.transaction(() => once(sqlite, kind!, subject!))()).toThrow(InvalidOptionError)
+      expect(() => raw.transaction(() => once(sqlite, kind!, subject!))()).toThrow(InvalidOptionError)
     }
   })
 
@@ -98,8 +99,8 @@ describe('once', () => {
 describe('outbox', () => {
   it('sqlite: a topic or dedupe key with a lone surrogate is refused', () => {
     const outbox = createOutbox({ store: sqliteStore({ db: sqlite }) })
-    expect(() => sqlite.transaction(() => outbox.add(sqlite, { topic: 't\ud800', payload: 1, dedupeKey: 'd' }))()).toThrow(/"topic" .*well-formed UTF-16/)
-    expect(() => sqlite.transaction(() => outbox.add(sqlite, { topic: 't', payload: 1, dedupeKey: 'd\udc00' }))()).toThrow(/"dedupeKey" .*well-formed UTF-16/)
+    expect(() => raw.transaction(() => outbox.add(sqlite, { topic: 't\ud800', payload: 1, dedupeKey: 'd' }))()).toThrow(/"topic" .*well-formed UTF-16/)
+    expect(() => raw.transaction(() => outbox.add(sqlite, { topic: 't', payload: 1, dedupeKey: 'd\udc00' }))()).toThrow(/"dedupeKey" .*well-formed UTF-16/)
   })
 
   it.skipIf(pgStore === undefined)('postgres: dedupe keys "d\\ud800" and "d\\udc00" are refused, never one row', async () => {

@@ -7,7 +7,8 @@ import Database from 'better-sqlite3'
 import { randomUUID } from 'node:crypto'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { webhookReceiver } from '../../src/http/webhook.js'
-import { createInbox, listDeadLetters, type WithDeadLetterTable } from '../../src/queue/index.js'
+import { InvalidKeyError } from '../../src/index.js'
+import { createInbox, listDeadLetters, messageKey, type WithDeadLetterTable } from '../../src/queue/index.js'
 import type { WithInboxTable } from '../../src/queue/inbox-table.js'
 import { memoryStore } from '../../src/stores/memory/index.js'
 import { postgresStore } from '../../src/stores/postgres/index.js'
@@ -39,6 +40,13 @@ beforeAll(async () => {
   if (pg) await postgresStore({ pool: pg.pool, schema: pg.schema }).migrate()
 })
 
+it('messageKey refuses an id that is not well-formed UTF-16 (its UTF-8 hash would be that of "\\uFFFD"), and keys any other', () => {
+  expect(() => messageKey('evt-\ud800')).toThrow(InvalidKeyError)
+  expect(() => messageKey('evt-\ud800')).toThrow('message id "evt-\\ud800" is not well-formed UTF-16')
+  expect(messageKey('evt-\ufffd')).toMatch(/^sha256:[0-9a-f]{64}$/)
+  expect(messageKey('evt-\ud83d\ude00')).not.toBe(messageKey('evt-\ufffd'))
+})
+
 describe.each(stores)('inbox on %s: message ids with a lone surrogate', (_, makeStore) => {
   it.each([
     ['the message id', false],
@@ -64,6 +72,24 @@ describe.each(stores)('inbox on %s: message ids with a lone surrogate', (_, make
     if (store.deadLetters !== undefined) {
       const letters = await listDeadLetters(store as WithDeadLetterTable, { source: 'inbox', name: inbox.consumer })
       expect(letters.map((l) => l.messageKey).sort()).toEqual([first.key, second.key].sort())
+    }
+  })
+})
+
+describe.each(stores)('inbox on %s: a body with a lone surrogate', (_, makeStore) => {
+  it('is kept as its JSON text when the message is dead-lettered (Postgres jsonb refuses "\\ud800")', async () => {
+    const store = makeStore()
+    const inbox = createInbox<unknown, unknown>({ store, consumer: `c-${randomUUID()}`, maxAttempts: 1 })
+    const body = { note: 'half a pair: \ud800' }
+    const result = await inbox.consume({ id: randomUUID(), body }, () => {
+      throw new Error('cannot handle it')
+    })
+    // On 4ef1791 Postgres threw "invalid input syntax for type json": the message could never be dead-lettered.
+    expect(result.status).toBe('dead-lettered')
+    if (store.deadLetters !== undefined) {
+      const [letter] = await listDeadLetters(store as WithDeadLetterTable, { source: 'inbox', name: inbox.consumer })
+      expect(letter!.payload).toEqual({ json: JSON.stringify(body) })
+      expect(JSON.parse((letter!.payload as { json: string }).json)).toEqual(body)
     }
   })
 })
