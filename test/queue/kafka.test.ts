@@ -368,7 +368,7 @@ describe.skipIf(db === undefined)("Kafka adapter (kafkajs against librdkafka's m
     await chaosScenario(harness(), schemaDb)
   }, 300_000)
 
-  it('a producer-set idem-id header is the id; without one the id is topic-partition-offset', async () => {
+  it('a producer-set idem-id header is the id; without one the id is topic-partition-offset@timestamp', async () => {
     const topic = unique('ids')
     await producer!.send({ topic, messages: [{ value: '{}', partition: 1, headers: { 'idem-id': 'order-42' } }, { value: '{}', partition: 1 }] })
     const source = kafkaSource({ kafka: client(), groupId: unique('ids'), topics: [topic], deadLetterTopic: null, consumerConfig: CONSUMER_CONFIG })

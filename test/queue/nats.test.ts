@@ -1,11 +1,11 @@
 import { AckPolicy, jetstream, jetstreamManager, type JetStreamManager } from '@nats-io/jetstream'
 import { connect, type NatsConnection } from '@nats-io/transport-node'
-import net from 'node:net'
 import { afterAll, describe, expect, it } from 'vitest'
 import { createInbox, startConsumer } from '../../src/queue/index.js'
 import { natsDeliverer, natsSource } from '../../src/queue/nats/index.js'
 import { postgresStore } from '../../src/stores/postgres/index.js'
 import type { PgClient } from '../../src/stores/postgres/types.js'
+import { publishRawIds } from '../support/nats-raw.js'
 import { testSchema, type TestSchema } from '../support/postgres.js'
 import { chaosScenario, delivererScenario, eventually, poisonScenario, reach, seedScenario, unique, type BrokerHarness } from './support.js'
 
@@ -153,7 +153,7 @@ describe.skipIf(db === undefined)('NATS JetStream adapter (@nats-io/jetstream, r
     streams.push(stream)
     await addStream(stream, subject)
     // The JavaScript client only sends text headers: these go out as raw protocol, as a Go or C producer's would.
-    await publishRaw(subject, [[0xff, 0x01], [0xfe, 0x01]].map((id) => Buffer.from(id)))
+    await publishRawIds(URL, subject, [[0xff, 0x01], [0xfe, 0x01]].map((id) => Buffer.from(id)))
     expect((await admin!.jsm.streams.info(stream)).state.messages).toBe(2)
     const settled = await consumeAll(stream, inbox, 2)
     // On 4ef1791 the second was settled duplicate (both ids read as "\\uFFFD\\u0001") and acknowledged unprocessed.
@@ -161,28 +161,3 @@ describe.skipIf(db === undefined)('NATS JetStream adapter (@nats-io/jetstream, r
     expect(settled[0]!.id).not.toBe(settled[1]!.id)
   }, 60_000)
 })
-
-/** Publishes one message per id with `Nats-Msg-Id` set to the id's raw bytes (HPUB), and waits for the server's PONG. */
-async function publishRaw(subject: string, ids: Buffer[]): Promise<void> {
-  const { hostname, port } = new globalThis.URL(URL)
-  const socket = net.connect({ host: hostname, port: Number(port || 4222) })
-  try {
-    let received = ''
-    const until = (text: string) =>
-      eventually(() => received.includes(text), 5_000, `NATS to answer ${text.trim()}`)
-    socket.on('data', (chunk: Buffer) => (received += chunk.toString('latin1')))
-    await until('INFO ')
-    const frames: Buffer[] = [Buffer.from('CONNECT {"verbose":false,"pedantic":false,"headers":true,"protocol":1}\r\n')]
-    ids.forEach((id, n) => {
-      const headers = Buffer.concat([Buffer.from('NATS/1.0\r\nNats-Msg-Id: '), id, Buffer.from('\r\n\r\n')])
-      const payload = Buffer.from(JSON.stringify({ n }))
-      frames.push(Buffer.from(`HPUB ${subject} ${headers.length} ${headers.length + payload.length}\r\n`), headers, payload, Buffer.from('\r\n'))
-    })
-    frames.push(Buffer.from('PING\r\n'))
-    socket.write(Buffer.concat(frames))
-    await until('PONG')
-    if (received.includes('-ERR')) throw new Error(`NATS refused the raw publish: ${received}`)
-  } finally {
-    socket.destroy()
-  }
-}
