@@ -5,7 +5,7 @@
 import Database from 'better-sqlite3'
 import { randomUUID } from 'node:crypto'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { createIdem, createLeasedIdem, InvalidKeyError, InvalidOptionError, type KeyStore, type LeasedStore } from '../../src/index.js'
+import { createIdem, createLeasedIdem, deriveKey, InvalidKeyError, InvalidOptionError, type KeyStore, type LeasedStore } from '../../src/index.js'
 import { memoryLeasedStore, memoryStore } from '../../src/stores/memory/index.js'
 import { leasedPostgresStore, postgresStore } from '../../src/stores/postgres/index.js'
 import { redisStore } from '../../src/stores/redis/index.js'
@@ -107,5 +107,15 @@ describe('step names that are not well-formed UTF-16', () => {
     // On 4ef1791 the two derived keys were equal (both hash "s\uFFFD" as UTF-8) and both steps ran.
     expect(seen.map((s) => (s instanceof Error ? s.constructor.name : typeof s))).toEqual(Array(4).fill('InvalidOptionError'))
     expect((seen[0] as Error).message).toMatch(/step name .*well-formed UTF-16/)
+  })
+})
+
+describe('deriveKey', () => {
+  it('refuses a scope, key or name with a lone surrogate: "a\\ud800" and "a\\udc00" would derive one downstream key', () => {
+    // On 4ef1791 deriveKey('s', 'k', 'a\ud800') === deriveKey('s', 'k', 'a\udc00').
+    for (const parts of [['s\ud800', 'k', 'a'], ['s', 'k\udc00', 'a'], ['s', 'k', 'a\ud800']] as Array<[string, string, string]>) {
+      expect(() => deriveKey(...parts)).toThrow(InvalidOptionError)
+    }
+    expect(deriveKey('s', 'k', 'a\ud83d\ude00')).toMatch(/^[0-9a-f]{64}$/)
   })
 })
