@@ -1,5 +1,7 @@
+import { InvalidKeyError } from './errors/invalid-key.js'
 import { InvalidOptionError } from './errors/invalid-option.js'
 import { fingerprintValue } from './fingerprint.js'
+import { assertIdentity } from './identity.js'
 import { assertValidKey } from './key.js'
 import { assertDuration } from './validate.js'
 import type { CallEvent, EventStream, OutcomeEvent, OutcomeKind } from './events.js'
@@ -9,7 +11,10 @@ import type { CallEvent, EventStream, OutcomeEvent, OutcomeKind } from './events
  * leased `createLeasedIdem`), so both accept and refuse exactly the same calls.
  */
 export interface CallOptions {
-  /** Who the key belongs to (account, API key): from the server-side principal, never the client. */
+  /**
+   * Who the key belongs to (account, API key): from the server-side principal, never the
+   * client. 1–1024 characters, without NUL, well-formed UTF-16 (no lone surrogate).
+   */
   scope: string
   /** The caller's idempotency key: 1–255 visible ASCII characters. */
   key: string
@@ -27,13 +32,17 @@ export interface CallOptions {
 
 const MAX_SCOPE_LENGTH = 1024
 
-/** Checks a scope: 1–1024 characters without NUL, from the server-side principal. */
+/**
+ * Checks a scope: a string (else the code is misconfigured) of 1–1024 characters without
+ * NUL, well-formed UTF-16. A string that fails is refused like a malformed key (a 400
+ * over HTTP): it comes from the principal, which a client's token or header may shape.
+ * @throws InvalidOptionError when the scope is not a string, InvalidKeyError when it cannot identify a call
+ */
 export function assertScope(scope: unknown): asserts scope is string {
-  if (typeof scope !== 'string' || scope.length === 0 || scope.length > MAX_SCOPE_LENGTH || scope.includes('\0')) {
-    throw new InvalidOptionError(
-      `run: option "scope" must be a string of 1–${MAX_SCOPE_LENGTH} characters without NUL, from the server-side principal`,
-    )
+  if (typeof scope !== 'string') {
+    throw new InvalidOptionError(`run: option "scope" must be a string from the server-side principal, got ${scope === null ? 'null' : typeof scope}`)
   }
+  assertIdentity('run: "scope"', scope, MAX_SCOPE_LENGTH, InvalidKeyError)
 }
 
 /** The call's fingerprint: the given one, or the hash of `input`. */

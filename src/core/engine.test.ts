@@ -22,8 +22,11 @@ describe('createIdem', () => {
   it('validates each call before touching the store', async () => {
     const idem = createIdem({ store: memoryStore() })
     const fn = () => 1
-    await expect(idem.run({ scope: '', key: 'k', input: 1 }, fn)).rejects.toThrow(/option "scope"/)
-    await expect(idem.run({ scope: 'a\0b', key: 'k', input: 1 }, fn)).rejects.toThrow(/option "scope"/)
+    // A scope that cannot identify a call is refused like a malformed key (400 over HTTP); one that is no string is a misconfiguration.
+    await expect(idem.run({ scope: '', key: 'k', input: 1 }, fn)).rejects.toThrow(/^run: "scope" is empty/)
+    await expect(idem.run({ scope: 'a\0b', key: 'k', input: 1 }, fn)).rejects.toThrow(/^run: "scope" contains NUL/)
+    await expect(idem.run({ scope: 'a\ud800', key: 'k', input: 1 }, fn)).rejects.toThrow(InvalidKeyError)
+    await expect(idem.run({ scope: 7 as never, key: 'k', input: 1 }, fn)).rejects.toThrow(/option "scope" must be a string/)
     await expect(idem.run({ scope: 's', key: '', input: 1 }, fn)).rejects.toThrow(InvalidKeyError)
     await expect(idem.run({ scope: 's', key: 'ключ', input: 1 }, fn)).rejects.toThrow(/visible ASCII/)
     await expect(idem.run({ scope: 's', key: 'k'.repeat(256), input: 1 }, fn)).rejects.toThrow(/limit is 255/)

@@ -1,4 +1,5 @@
 import { InvalidOptionError } from './errors/invalid-option.js'
+import { assertIdentity } from './identity.js'
 
 /**
  * The longest duration any option accepts: 2³¹ − 1 ms (about 24.8 days). It is the
@@ -33,13 +34,12 @@ export function assertCount(option: string, value: unknown, min: number, max = 1
 }
 
 /**
- * Checks a name stored as text (consumer, topic, scope): 1–`max` characters without NUL.
+ * Checks a name stored as text (consumer, topic, dedupe key, queue): an identity of
+ * 1–`max` characters, without NUL, well-formed UTF-16 (see `assertIdentity`).
  * @throws InvalidOptionError naming the option
  */
 export function assertName(option: string, value: unknown, max = 200): asserts value is string {
-  if (typeof value !== 'string' || value.length === 0 || value.length > max || value.includes('\0')) {
-    throw new InvalidOptionError(`${option} must be a string of 1–${max} characters without NUL, got ${shown(value)}`)
-  }
+  assertIdentity(option, value, max, InvalidOptionError)
 }
 
 /** A value as an error message shows it: strings quoted, functions named as such. */

@@ -2,6 +2,7 @@ import { createIdem, type OutcomeEvent } from '../core/engine.js'
 import { InvalidOptionError } from '../core/errors/invalid-option.js'
 import type { EventStream } from '../core/events.js'
 import { fingerprintValue } from '../core/fingerprint.js'
+import { assertIdentity } from '../core/identity.js'
 import type { Store } from '../core/store.js'
 import { assertDuration } from '../core/validate.js'
 
@@ -119,14 +120,18 @@ const MAX_NAME_LENGTH = 200
 // '@' separates name from version in the scope, so a name may not contain it; that keeps
 // ('a@b', 'c') and ('a', 'b@c') apart.
 function assertName(name: unknown): asserts name is string {
-  if (typeof name !== 'string' || name.length === 0 || name.length > MAX_NAME_LENGTH || /[@\0]/.test(name)) {
+  if (typeof name === 'string' && name.includes('@')) {
     throw new InvalidOptionError(`memo: "name" must be 1–${MAX_NAME_LENGTH} characters without "@" or NUL, got ${JSON.stringify(name)}`)
   }
+  assertIdentity('memo: "name"', name, MAX_NAME_LENGTH, InvalidOptionError)
 }
 
 function versionOf(version: unknown): string {
   if (version === undefined) return '1'
   if (typeof version === 'number' && Number.isFinite(version)) return String(version)
-  if (typeof version === 'string' && version.length > 0 && version.length <= MAX_NAME_LENGTH && !version.includes('\0')) return version
-  throw new InvalidOptionError(`memo: option "version" must be a non-empty string or a finite number, got ${JSON.stringify(version)}`)
+  if (typeof version !== 'string') {
+    throw new InvalidOptionError(`memo: option "version" must be a non-empty string or a finite number, got ${JSON.stringify(version)}`)
+  }
+  assertIdentity('memo: option "version"', version, MAX_NAME_LENGTH, InvalidOptionError)
+  return version
 }

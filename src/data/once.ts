@@ -1,4 +1,5 @@
 import { InvalidOptionError } from '../core/errors/invalid-option.js'
+import { assertIdentity } from '../core/identity.js'
 import type { OnceTable, WithOnceTable } from './once-table.js'
 
 /** What a gate is about: stored as text, so `42`, `42n` and `'42'` are the same subject. */
@@ -49,22 +50,15 @@ function onceTableOf<Tx, Marked extends boolean | Promise<boolean>>(store: WithO
 }
 
 function assertKind(kind: unknown): asserts kind is string {
-  if (typeof kind !== 'string' || kind.length === 0 || kind.length > MAX_KIND_LENGTH || kind.includes('\0')) {
-    throw new InvalidOptionError(`once: "kind" must be 1–${MAX_KIND_LENGTH} characters without NUL, got ${JSON.stringify(kind)}`)
-  }
+  assertIdentity('once: "kind"', kind, MAX_KIND_LENGTH, InvalidOptionError)
 }
 
 function subjectText(subject: unknown): string {
-  let text: string | undefined
-  if (typeof subject === 'string') text = subject
-  else if (typeof subject === 'bigint') text = subject.toString(10)
-  else if (typeof subject === 'number' && Number.isSafeInteger(subject)) text = String(subject)
-  if (text === undefined || text.length === 0 || text.length > MAX_SUBJECT_LENGTH || text.includes('\0')) {
-    throw new InvalidOptionError(
-      `once: "subject" must be a string of 1–${MAX_SUBJECT_LENGTH} characters without NUL, a safe integer or a bigint, got ${
-        typeof subject === 'bigint' ? `${subject}n` : JSON.stringify(subject) ?? typeof subject
-      }`,
-    )
+  if (typeof subject === 'bigint') return subject.toString(10)
+  if (typeof subject === 'number' && Number.isSafeInteger(subject)) return String(subject)
+  if (typeof subject !== 'string') {
+    throw new InvalidOptionError(`once: "subject" must be a string, a safe integer or a bigint, got ${JSON.stringify(subject) ?? typeof subject}`)
   }
-  return text
+  assertIdentity('once: "subject"', subject, MAX_SUBJECT_LENGTH, InvalidOptionError)
+  return subject
 }

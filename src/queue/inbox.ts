@@ -1,12 +1,13 @@
 import { DEFAULT_WAIT_MS } from '../core/engine.js'
 import { DEFAULT_DEADLINE_MS, isThenable, withinDeadline } from '../core/deadline.js'
+import { InvalidKeyError } from '../core/errors/invalid-key.js'
 import { InvalidOptionError } from '../core/errors/invalid-option.js'
 import { OverranError } from '../core/errors/overran.js'
 import { MissingKeyError } from '../core/errors/missing-key.js'
 import { idemEvents, warn, type EventStream, type InboxEvent } from '../core/events.js'
 import { assertCount, assertDuration, assertName } from '../core/validate.js'
 import type { InboxSession, InboxTable, PriorFailures, WithInboxTable } from './inbox-table.js'
-import { messageKey } from './message-key.js'
+import { messageKey, refusedMessageKey } from './message-key.js'
 import { deadLetterPayload, errorText } from './payload.js'
 
 /** 14 days: SQS's longest retention, so no broker redelivers a message after its id is forgotten. */
@@ -111,7 +112,10 @@ export interface Inbox<Tx, Body = unknown> {
    * @throws StoreUnavailableError / MigrationRequiredError when the store fails (nothing was counted: redeliver)
    */
   consume<T>(message: InboxMessage<Body>, handler: InboxHandler<Tx, Body, T>): Promise<ConsumeResult<T>>
-  /** The key a message is recorded under (after `idOf` and hashing of long ids). */
+  /**
+   * The key a message is recorded under (after `idOf` and hashing of long ids).
+   * @throws MissingKeyError when it has no id, InvalidKeyError when its id is not well-formed UTF-16
+   */
   keyOf(message: InboxMessage<Body>): string
   /**
    * Tells the inbox how long the broker may redeliver (adapters call it with what they
@@ -190,6 +194,10 @@ export function createInbox<Tx, Body = unknown>({
   if (redeliveryHorizonMs !== undefined) expectRedeliveryWithin(redeliveryHorizonMs)
 
   function keyOf(message: InboxMessage<Body>): string {
+    return messageKey(idOfMessage(message))
+  }
+
+  function idOfMessage(message: InboxMessage<Body>): string {
     let id: unknown
     if (idOf !== undefined) {
       try {
@@ -205,7 +213,7 @@ export function createInbox<Tx, Body = unknown>({
         `inbox "${consumer}": the message has no id${idOf === undefined ? '; have the producer set one (e.g. AMQP messageId) or pass "idOf"' : ' (idOf returned none)'}`,
       )
     }
-    return messageKey(id)
+    return id
   }
 
   /** Claims the message; a stale snapshot gets one fresh transaction, as in the engine. */
@@ -230,13 +238,21 @@ export function createInbox<Tx, Body = unknown>({
   async function consume<T>(message: InboxMessage<Body>, handler: InboxHandler<Tx, Body, T>): Promise<ConsumeResult<T>> {
     if (typeof handler !== 'function') throw new InvalidOptionError('consume: "handler" must be a function (tx, message) => …')
     const started = performance.now()
-    let key: string
+    let id: string
     try {
-      key = keyOf(message)
+      id = idOfMessage(message)
     } catch (error) {
       // A message that cannot be keyed can never be deduplicated: it is poison.
       if (!(error instanceof MissingKeyError)) throw error
       return report(await unkeyed<T>(message, error), started)
+    }
+    let key: string
+    try {
+      key = messageKey(id)
+    } catch (error) {
+      if (!(error instanceof InvalidKeyError)) throw error
+      // Refused, never folded into another id's key: dead-lettered under a key of its own.
+      return report(await deadLetter<T>(refusedMessageKey(id), message, 1, errorText(error)), started)
     }
     let session: InboxSession<Tx>
     try {

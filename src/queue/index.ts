@@ -25,6 +25,7 @@ export { startConsumer, handleDelivery, type Consumer, type ConsumerOptions, typ
 export type { Delivery, MessageSource, Subscription } from './source.js'
 export { listDeadLetters, type DeadLetterRow, type ListDeadLettersOptions } from './dead-letters.js'
 export { messageKey } from './message-key.js'
+export { idFromBytes, BYTE_ID_PREFIX } from './byte-id.js'
 export type { InboxTable, InboxSession, InboxClaim, InboxDeadLetter, PriorFailures, WithInboxTable } from './inbox-table.js'
 export type { OutboxTable, OutboxInsert, ClaimedRow, WithOutboxTable } from './outbox-table.js'
 export type { DeadLetterTable, WithDeadLetterTable } from './dead-letter-table.js'

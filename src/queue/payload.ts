@@ -1,8 +1,9 @@
 /**
  * The JSON text a dead letter keeps of a message body, so an operator can read it and
  * replay it: JSON-able values as they are; bytes as the JSON they hold, else as their
- * UTF-8 text, else as `{ "base64": … }`. Never throws: a dead letter must always be
- * written.
+ * UTF-8 text, else as `{ "base64": … }`. JSON holding a lone surrogate (`"\ud800"`, which
+ * Postgres' jsonb refuses) is kept as its text, `{ "json": "…" }`. Never throws: a dead
+ * letter must always be written.
  */
 export function deadLetterPayload(body: unknown): string {
   if (body instanceof Uint8Array) {
@@ -13,17 +14,26 @@ export function deadLetterPayload(body: unknown): string {
       return JSON.stringify({ base64: Buffer.from(body).toString('base64') })
     }
     try {
-      return JSON.stringify(JSON.parse(text))
+      return jsonText(JSON.parse(text))
     } catch {
       return JSON.stringify(text)
     }
   }
   try {
-    const text = JSON.stringify(body, (_, value: unknown) => (typeof value === 'bigint' ? value.toString() : value))
-    return text ?? 'null'
+    return jsonText(body)
   } catch {
     return JSON.stringify(String(body))
   }
+}
+
+function jsonText(value: unknown): string {
+  let loneSurrogate = false
+  const text = JSON.stringify(value, (key, part: unknown) => {
+    if (!key.isWellFormed() || (typeof part === 'string' && !part.isWellFormed())) loneSurrogate = true
+    return typeof part === 'bigint' ? part.toString() : part
+  })
+  if (text === undefined) return 'null'
+  return loneSurrogate ? JSON.stringify({ json: text }) : text
 }
 
 /** A one-line description of an error for `last_error` columns: name, message, and the cause's message. */

@@ -4,15 +4,19 @@
  * `nack` and `deadLetter` to the broker's own operations. Every decision (duplicate,
  * retry, poison) is the inbox's.
  *
- * Kafka fits the same shape (`idem/queue/kafka`): `id` is `topic-partition-offset` (the
- * same on every re-read), `ack` marks the record done and the adapter commits the
+ * Kafka fits the same shape (`idem/queue/kafka`): `id` is `topic-partition-offset@timestamp`
+ * (the same on every re-read, and not reused when the topic is created again), `ack` marks the record done and the adapter commits the
  * offset below which every record is done, `nack` hands the record over again in
  * process, and `deadLetter` produces to a dead-letter topic first. See docs/queue.md.
  */
 
 /** One received message and the broker operations that settle it. Settle exactly once. */
 export interface Delivery {
-  /** The broker's stable message id (the same on every redelivery), or undefined if it has none. */
+  /**
+   * The broker's stable message id, or undefined if it has none: the same on every
+   * redelivery of the message, and never the id of another one (not after the topic or
+   * stream is created again either). Ids that arrive as bytes go through `idFromBytes`.
+   */
   readonly id: string | undefined
   /** The raw content. The consumer decodes it (JSON by default). */
   readonly data: Uint8Array

@@ -112,7 +112,7 @@ function itMemoises(getHarness: () => MemoHarness): void {
     ['a name with "@"', 'a@b', 1, {}, /memo: "name" must be 1–200 characters without "@"/],
     ['an empty name', '', 1, {}, /"name"/],
     ['an input that is not JSON data', 'step', () => 1, {}, /memo: "input" must be JSON data/],
-    ['an empty version', 'step', 1, { version: '' }, /option "version" must be a non-empty string/],
+    ['an empty version', 'step', 1, { version: '' }, /option "version" is empty/],
     ['a fractional ttlMs', 'step', 1, { ttlMs: 1.5 }, /option "ttlMs" must be a whole number/],
   ])('refuses %s with InvalidOptionError', async (_, n, input, options, message) => {
     await expect(memo(n, input, () => 1, options)).rejects.toThrow(InvalidOptionError)

@@ -52,8 +52,8 @@ describe('once on SQLite (a real file)', () => {
   })
 
   it.each([
-    ['an empty kind', '', 'x', /"kind" must be 1–200 characters/],
-    ['an empty subject', kind, '', /"subject" must be a string of 1–1024 characters/],
+    ['an empty kind', '', 'x', /"kind" is empty; it must be 1–200 characters/],
+    ['an empty subject', kind, '', /"subject" is empty; it must be 1–1024 characters/],
     ['a fractional subject', kind, 1.5, /got 1.5/],
     ['an object subject', kind, { id: 1 }, /"subject"/],
   ])('refuses %s', (_, k, subject, message) => {

@@ -368,7 +368,7 @@ describe.skipIf(db === undefined)("Kafka adapter (kafkajs against librdkafka's m
     await chaosScenario(harness(), schemaDb)
   }, 300_000)
 
-  it('a producer-set idem-id header is the id; without one the id is topic-partition-offset', async () => {
+  it('a producer-set idem-id header is the id; without one the id is topic-partition-offset@timestamp', async () => {
     const topic = unique('ids')
     await producer!.send({ topic, messages: [{ value: '{}', partition: 1, headers: { 'idem-id': 'order-42' } }, { value: '{}', partition: 1 }] })
     const source = kafkaSource({ kafka: client(), groupId: unique('ids'), topics: [topic], deadLetterTopic: null, consumerConfig: CONSUMER_CONFIG })
@@ -379,8 +379,65 @@ describe.skipIf(db === undefined)("Kafka adapter (kafkajs against librdkafka's m
     })
     await eventually(() => ids.length === 2, 20_000, 'both records')
     await subscription.close()
-    expect(ids).toEqual(['order-42', `${topic}-1-1`])
+    expect(ids[0]).toBe('order-42')
+    // The record's timestamp keeps the fallback apart from the same offset of a recreated topic.
+    expect(ids[1]).toMatch(new RegExp(`^${topic}-1-1@\\d{13}$`))
   }, 60_000)
+
+  /** Consumes `topic` of `kafka` through `inbox` until `count` records are settled; their statuses and ids. */
+  async function consumeAll(kafka: ReturnType<typeof client>, topic: string, inbox: ReturnType<typeof createInbox<PgClient>>, count: number) {
+    const settled: Array<{ status: string; id: string | undefined }> = []
+    const source = kafkaSource({ kafka, groupId: unique('workers'), topics: [topic], deadLetterTopic: null, idempotent: false, consumerConfig: CONSUMER_CONFIG })
+    const consumer = await startConsumer({ inbox, source, handler: () => undefined, onSettled: (result, delivery) => settled.push({ status: result.status, id: delivery.id }) })
+    try {
+      await eventually(() => settled.length >= count, 30_000, `${count} records settled`)
+    } finally {
+      await consumer.stop()
+    }
+    return settled
+  }
+
+  it('idem-id headers that are not UTF-8 (0xff01, 0xfe01) are ids of their bytes, never one "\\uFFFD\\u0001": each record is processed', async () => {
+    await postgresStore(schemaDb).migrate()
+    const inbox = createInbox<PgClient>({ store: postgresStore(schemaDb), consumer: unique('binary') })
+    const topic = unique('binary-ids')
+    const ids = [Buffer.from([0xff, 0x01]), Buffer.from([0xfe, 0x01]), Buffer.from('hex:ff01'), Buffer.from('\ufffd\u0001')]
+    await producer!.send({ topic, messages: ids.map((id, n) => ({ value: JSON.stringify({ n }), partition: 0, headers: { 'idem-id': id } })) })
+    const settled = await consumeAll(client(), topic, inbox, ids.length)
+    // On 4ef1791 the second record (and the fourth) was settled duplicate and committed past, its handler never run.
+    expect(settled).toEqual([
+      { status: 'processed', id: 'hex:ff01' },
+      { status: 'processed', id: 'hex:fe01' },
+      { status: 'processed', id: 'hex:6865783a66663031' },
+      { status: 'processed', id: '\ufffd\u0001' },
+    ])
+  }, 90_000)
+
+  it('a topic deleted and created again (a new cluster here: the mock cannot delete topics) starts at offset 0 again; its records are new messages, not duplicates', async () => {
+    await postgresStore(schemaDb).migrate()
+    const inbox = createInbox<PgClient>({ store: postgresStore(schemaDb), consumer: unique('recreated') })
+    const topic = unique('recreated')
+    const round = async (label: string) => {
+      const cluster = await startKafkaMock()
+      try {
+        const kafka = new Kafka({ clientId: 'idem-test', brokers: cluster.brokers, logLevel: logLevel.NOTHING, retry: { retries: 5, initialRetryTime: 100, maxRetryTime: 1_000 } })
+        const send = kafka.producer({ ...PRODUCER_CONFIG, idempotent: false })
+        await send.connect()
+        // No idem-id header: the id is the fallback, and the records land on offsets 0, 1, 2 both times.
+        await send.send({ topic, messages: [0, 1, 2].map((n) => ({ value: JSON.stringify({ label, n }), partition: 0 })) })
+        await send.disconnect()
+        return await consumeAll(kafka, topic, inbox, 3)
+      } finally {
+        await cluster.stop()
+      }
+    }
+    const before = await round('before')
+    const after = await round('after')
+    expect(before.map((s) => s.status)).toEqual(['processed', 'processed', 'processed'])
+    // On 4ef1791: ['duplicate', 'duplicate', 'duplicate'], the ids <topic>-0-0… of the first topic.
+    expect(after.map((s) => s.status)).toEqual(['processed', 'processed', 'processed'])
+    expect(after.map((s) => s.id!.split('@')[0])).toEqual(before.map((s) => s.id!.split('@')[0]))
+  }, 120_000)
 })
 
 const PROMPT_VERSION = 'summary-prompt-v7'

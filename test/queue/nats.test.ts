@@ -1,8 +1,11 @@
 import { AckPolicy, jetstream, jetstreamManager, type JetStreamManager } from '@nats-io/jetstream'
 import { connect, type NatsConnection } from '@nats-io/transport-node'
 import { afterAll, describe, expect, it } from 'vitest'
+import { createInbox, startConsumer } from '../../src/queue/index.js'
 import { natsDeliverer, natsSource } from '../../src/queue/nats/index.js'
 import { postgresStore } from '../../src/stores/postgres/index.js'
+import type { PgClient } from '../../src/stores/postgres/types.js'
+import { publishRawIds } from '../support/nats-raw.js'
 import { testSchema, type TestSchema } from '../support/postgres.js'
 import { chaosScenario, delivererScenario, eventually, poisonScenario, reach, seedScenario, unique, type BrokerHarness } from './support.js'
 
@@ -95,4 +98,66 @@ describe.skipIf(db === undefined)('NATS JetStream adapter (@nats-io/jetstream, r
     await connection.close()
     expect(seen.map((s) => s.count)).toEqual([1, 2])
   })
+
+  /** Makes the stream and its durable consumer, and consumes through `inbox` until `count` messages are settled. */
+  async function consumeAll(stream: string, inbox: ReturnType<typeof createInbox<PgClient>>, count: number) {
+    const nc = await open()
+    const settled: Array<{ status: string; id: string | undefined }> = []
+    try {
+      const source = natsSource({ consumer: await jetstream(nc).consumers.get(stream, 'workers'), name: stream, concurrency: 1 })
+      const consumer = await startConsumer({ inbox, source, handler: () => undefined, onSettled: (result, delivery) => settled.push({ status: result.status, id: delivery.id }) })
+      try {
+        await eventually(() => settled.length >= count, 15_000, `${count} messages settled`)
+      } finally {
+        await consumer.stop()
+      }
+    } finally {
+      await nc.close()
+    }
+    return settled
+  }
+
+  async function addStream(stream: string, subject: string) {
+    await admin!.jsm.streams.add({ name: stream, subjects: [subject] })
+    await admin!.jsm.consumers.add(stream, { durable_name: 'workers', ack_policy: AckPolicy.Explicit, ack_wait: ms(1_000) })
+  }
+
+  it('a stream deleted and created again starts at sequence 1 again; its messages are new messages, not duplicates', async () => {
+    await postgresStore(schemaDb).migrate()
+    const inbox = createInbox<PgClient>({ store: postgresStore(schemaDb), consumer: unique('recreated') })
+    const stream = unique('IDEM_RECREATED').toUpperCase()
+    const subject = `${stream.toLowerCase()}.events`
+    streams.push(stream)
+    const js = jetstream(admin!.nc)
+    const round = async (label: string) => {
+      await addStream(stream, subject)
+      // No Nats-Msg-Id: the id is the fallback, on sequences 1, 2, 3 both times.
+      for (const n of [1, 2, 3]) await js.publish(subject, new TextEncoder().encode(JSON.stringify({ label, n })))
+      const settled = await consumeAll(stream, inbox, 3)
+      await admin!.jsm.streams.delete(stream)
+      return settled
+    }
+    const before = await round('before')
+    const after = await round('after')
+    expect(before.map((s) => s.status)).toEqual(['processed', 'processed', 'processed'])
+    // On 4ef1791: ['duplicate', 'duplicate', 'duplicate'], the ids <stream>:1… of the first stream.
+    expect(after.map((s) => s.status)).toEqual(['processed', 'processed', 'processed'])
+    expect(after.map((s) => s.id!.split('@')[0])).toEqual([1, 2, 3].map((seq) => `${stream}:${seq}`))
+  }, 60_000)
+
+  it('Nats-Msg-Id headers that are not UTF-8 (0xff01, 0xfe01), which the client reads as one "\\uFFFD\\u0001", are two messages: each is processed', async () => {
+    await postgresStore(schemaDb).migrate()
+    const inbox = createInbox<PgClient>({ store: postgresStore(schemaDb), consumer: unique('binary') })
+    const stream = unique('IDEM_BINARY').toUpperCase()
+    const subject = `${stream.toLowerCase()}.events`
+    streams.push(stream)
+    await addStream(stream, subject)
+    // The JavaScript client only sends text headers: these go out as raw protocol, as a Go or C producer's would.
+    await publishRawIds(URL, subject, [[0xff, 0x01], [0xfe, 0x01]].map((id) => Buffer.from(id)))
+    expect((await admin!.jsm.streams.info(stream)).state.messages).toBe(2)
+    const settled = await consumeAll(stream, inbox, 2)
+    // On 4ef1791 the second was settled duplicate (both ids read as "\\uFFFD\\u0001") and acknowledged unprocessed.
+    expect(settled.map((s) => s.status)).toEqual(['processed', 'processed'])
+    expect(settled[0]!.id).not.toBe(settled[1]!.id)
+  }, 60_000)
 })

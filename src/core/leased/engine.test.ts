@@ -397,7 +397,7 @@ describe('leased engine', () => {
     const idem = createLeasedIdem({ store })
     return Promise.all([
       expect(idem.run({ scope: 'acct', key: 'has space', input: 1 }, async () => 1)).rejects.toThrow(InvalidKeyError),
-      expect(idem.run({ scope: '', key: 'k', input: 1 }, async () => 1)).rejects.toThrow(InvalidOptionError),
+      expect(idem.run({ scope: '', key: 'k', input: 1 }, async () => 1)).rejects.toThrow(InvalidKeyError),
       expect(idem.run({ scope: 'acct', key: 'k2' } as never, async () => 1)).rejects.toThrow(InvalidOptionError),
       expect(idem.run({ scope: 'acct', key: fresh('step-name'), input: 1 }, async (ctx) => ctx.step('', async () => 1))).rejects.toThrow(
         InvalidOptionError,

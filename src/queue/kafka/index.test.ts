@@ -99,8 +99,8 @@ describe('kafkaSource', () => {
     // 14 is nacked: handed over again in this process, with its count raised.
     await held[4]!.nack(0)
     await until(() => held.length === 6, 'the redelivery')
-    expect(held[5]).toMatchObject({ id: 'claims-3-14', deliveryCount: 2, redelivered: true })
-    expect(held[4]).toMatchObject({ id: 'claims-3-14', deliveryCount: 1, redelivered: false })
+    expect(held[5]).toMatchObject({ id: 'claims-3-14@1700000000000', deliveryCount: 2, redelivered: true })
+    expect(held[4]).toMatchObject({ id: 'claims-3-14@1700000000000', deliveryCount: 1, redelivered: false })
     await held[5]!.ack()
     await batch
     expect(commits).toEqual(['claims/3@14', 'claims/3@15'])
@@ -128,7 +128,7 @@ describe('kafkaSource', () => {
       throw rebalance
     })
     await expect(fake.batch()(run)).rejects.toBe(rebalance)
-    expect(seen).toEqual(['claims-0-0', 'claims-0-1'])
+    expect(seen).toEqual(['claims-0-0@1700000000000', 'claims-0-1@1700000000000'])
     expect(commits).toEqual(['claims/0@2'])
   })
 
@@ -150,7 +150,7 @@ describe('kafkaSource', () => {
     expect(fake.calls.slice(-2)).toEqual(['consumer.stop', 'consumer.disconnect'])
   })
 
-  it('the id is the idem-id header when set, else topic-partition-offset; headers arrive as text', async () => {
+  it('the id is the idem-id header when set (its bytes in hex when they are not UTF-8), else topic-partition-offset@timestamp; headers arrive as text', async () => {
     const fake = fakeKafka()
     const source = kafkaSource({ kafka: fake.kafka, groupId: 'g', topics: ['claims'], deadLetterTopic: null })
     const seen: Delivery[] = []
@@ -159,9 +159,10 @@ describe('kafkaSource', () => {
       await delivery.ack()
     })
     const headers = { 'idem-id': Buffer.from('claim-7'), trace: ['a', Buffer.from('b')], empty: undefined }
-    const { run } = payload('claims', 2, [record(5, { headers }), record(6, { key: null, value: null })])
+    const binary = { 'idem-id': Buffer.from([0xff, 0x01]) }
+    const { run } = payload('claims', 2, [record(5, { headers }), record(6, { key: null, value: null }), record(7, { headers: binary })])
     await fake.batch()(run)
-    expect(seen.map((d) => d.id)).toEqual(['claim-7', 'claims-2-6'])
+    expect(seen.map((d) => d.id)).toEqual(['claim-7', 'claims-2-6@1700000000000', 'hex:ff01'])
     expect(seen[0]!.headers).toEqual({ 'idem-id': 'claim-7', trace: 'b', 'kafka-topic': 'claims', 'kafka-partition': '2', 'kafka-offset': '5', 'kafka-timestamp': '1700000000000', 'kafka-key': 'key-5' })
     expect(Buffer.from(seen[0]!.data).toString('utf8')).toBe('{"n":5}')
     expect(seen[1]!.data).toHaveLength(0)
@@ -179,7 +180,7 @@ describe('kafkaSource', () => {
     expect(fake.sent).toEqual([
       {
         topic: 'claims.dead',
-        messages: [{ key: Buffer.from('key-9'), value: Buffer.from('{"n":9}'), headers: { trace: 'x', 'idem-error': 'cannot parse claim form', 'idem-source': 'claims-1-9', 'idem-id': 'claims-1-9' } }],
+        messages: [{ key: Buffer.from('key-9'), value: Buffer.from('{"n":9}'), headers: { trace: 'x', 'idem-error': 'cannot parse claim form', 'idem-source': 'claims-1-9', 'idem-id': 'claims-1-9@1700000000000' } }],
       },
     ])
     expect(commits).toEqual(['claims/1@10'])

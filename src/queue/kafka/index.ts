@@ -1,7 +1,10 @@
 /**
  * `idem/queue/kafka`: Kafka consumer groups through kafkajs 2.x, typed by shape.
- * - id: the `idem-id` header when present (the outbox deliverer sets it to the dedupe key), else
- *   `<topic>-<partition>-<offset>`, which is the same on every re-read after a rebalance or restart
+ * - id: the `idem-id` header when present (the outbox deliverer sets it to the dedupe key; bytes
+ *   that are not UTF-8 become `hex:` and their hex digits, see `idFromBytes`), else
+ *   `<topic>-<partition>-<offset>@<timestamp>`, which is the same on every re-read after a
+ *   rebalance or restart, and (by the record's timestamp) not the id of the record that had
+ *   the same offset before the topic was deleted and created again
  * - ack → the record is done; each partition commits the offset after its longest run of done
  *   records (every `commitIntervalMs`, and when its batch ends or a rebalance or close cuts it
  *   short), so never before the inbox's transaction has committed
@@ -13,6 +16,7 @@
  */
 import { InvalidOptionError } from '../../core/errors/invalid-option.js'
 import { assertCount, assertDuration, assertKnownOptions, assertName, shown } from '../../core/validate.js'
+import { idFromBytes } from '../byte-id.js'
 import type { DeliveryContext, OutboxRow } from '../dispatcher.js'
 import { Limiter } from '../limiter.js'
 import type { Delivery, MessageSource, Subscription } from '../source.js'
@@ -339,20 +343,21 @@ export function kafkaSource<K extends KafkaClient>(options: KafkaSourceOptions<K
     const raw = record.headers
     if (raw !== undefined) {
       for (const name in raw) {
-        const text = headerText(raw[name])
-        if (text === undefined) continue
-        headers[name] = text
-        if (name === idHeader && text.length > 0) id = text
+        const value = headerValue(raw[name])
+        if (value === undefined) continue
+        headers[name] = typeof value === 'string' ? value : value.toString('utf8')
+        if (name === idHeader && value.length > 0) id = typeof value === 'string' ? value : idFromBytes(value)
       }
     }
     const offsetId = `${topic}-${partition}-${record.offset}`
+    const fallbackId = `${offsetId}@${record.timestamp}`
     headers['kafka-topic'] = topic
     headers['kafka-partition'] = String(partition)
     headers['kafka-offset'] = record.offset
     headers['kafka-timestamp'] = record.timestamp
     if (record.key !== null) headers['kafka-key'] = record.key.toString('utf8')
     const delivery: Delivery = {
-      id: id ?? offsetId,
+      id: id ?? fallbackId,
       data: record.value ?? new Uint8Array(0),
       headers,
       deliveryCount: count,
@@ -372,7 +377,7 @@ export function kafkaSource<K extends KafkaClient>(options: KafkaSourceOptions<K
           copy[KAFKA_ERROR_HEADER] = reason.slice(0, 1_000) || 'unknown'
           copy[KAFKA_SOURCE_HEADER] = offsetId
           // A copy republished later keeps the inbox's id, so the inbox knows it.
-          if (id === undefined) copy[idHeader] = offsetId
+          if (id === undefined) copy[idHeader] = fallbackId
           try {
             await producer!.send({ topic: deadLetterTopicOf(topic), messages: [{ key: record.key, value: record.value, headers: copy }] })
           } catch (error) {
@@ -516,12 +521,10 @@ function producerSettings(config: KafkaProducerConfig, idempotent: boolean): Kaf
   return idempotent ? { ...config, idempotent: true, maxInFlightRequests: 1 } : { ...config, idempotent: false }
 }
 
-function headerText(value: KafkaHeaders[string]): string | undefined {
+function headerValue(value: KafkaHeaders[string]): Buffer | string | undefined {
   if (value === undefined || value === null) return undefined
   // A repeated header: the last one counts, as Kafka's own clients read it.
-  const one = Array.isArray(value) ? value[value.length - 1] : value
-  if (one === undefined) return undefined
-  return typeof one === 'string' ? one : one.toString('utf8')
+  return Array.isArray(value) ? value[value.length - 1] : value
 }
 
 function pause(ms: number, signal: AbortSignal): Promise<void> {

@@ -1,7 +1,11 @@
 /**
  * `idem/queue/nats`: NATS JetStream pull consumers through `@nats-io/jetstream`, typed by shape.
  * - id: the `Nats-Msg-Id` header when present (the outbox deliverer sets it to the dedupe key,
- *   which also lets JetStream drop repeats within its duplicate window), else `<stream>:<stream sequence>`
+ *   which also lets JetStream drop repeats within its duplicate window), else
+ *   `<stream>:<stream sequence>@<stored at, ns>`: the same on every redelivery, and (by the time
+ *   the stream stored it) not the id of the message that had the same sequence before the stream
+ *   was deleted and created again. A `Nats-Msg-Id` holding U+FFFD counts as absent: the client
+ *   reads header bytes that are not UTF-8 as U+FFFD, so it may stand for several different ids
  * - ack → `ackAck()` (waits for the server); nack(delay) → `nak(delay)`; dead letter → `term()`
  * - delivery count: `info.deliveryCount`
  * @see docs/queue.md
@@ -17,7 +21,12 @@ export interface JetStreamMessage {
   readonly data: Uint8Array
   readonly seq: number
   readonly redelivered: boolean
-  readonly info: { readonly stream: string; readonly deliveryCount: number }
+  readonly info: {
+    readonly stream: string
+    readonly deliveryCount: number
+    /** When the stream stored the message, in nanoseconds since the epoch. */
+    readonly timestampNanos: number
+  }
   readonly headers:
     | {
         /** The header's value ('' when absent). */
@@ -100,11 +109,19 @@ export function natsSource({ consumer, name = 'nats', concurrency = 20, redelive
   }
 }
 
+// What the client reads header bytes that are not UTF-8 as.
+const REPLACEMENT = '\ufffd'
+
 function toDelivery(message: JetStreamMessage, ackTimeoutMs: number): Delivery {
   const headers: Record<string, string> = {}
   for (const key of message.headers?.keys() ?? []) headers[key] = message.headers!.get(key)
+  const given = headers['Nats-Msg-Id']
   return {
-    id: headers['Nats-Msg-Id'] || `${message.info.stream}:${message.seq}`,
+    // The stored-at time keeps the sequence apart from the same sequence of an earlier stream
+    // of this name; a given id with U+FFFD may be several producers' ids read alike, so the
+    // message's own stream identity is used (JetStream compares the raw bytes within its
+    // duplicate window).
+    id: given && !given.includes(REPLACEMENT) ? given : `${message.info.stream}:${message.seq}@${message.info.timestampNanos}`,
     data: message.data,
     headers,
     deliveryCount: message.info.deliveryCount,

@@ -471,6 +471,23 @@ export const conformanceCases: ConformanceCase[] = [
       expect(await t.backend.countEffects(key)).toBe(2)
     },
   },
+  // A principal decoded from JSON (a token's claim) may hold a lone surrogate; stored as
+  // UTF-8 it would become "tenant:\uFFFD", the scope of every other such tenant.
+  ...([
+    ['not well-formed Unicode', 'tenant:\ud800', /"scope" is not well-formed UTF-16/],
+    ['empty', '', /"scope" is empty/],
+  ] as const).map(([what, scope, detail]): ConformanceCase => ({
+    name: `a scope that is ${what} is a 400 invalid-key problem naming the scope: nothing runs or is stored`,
+    options: { scope: () => scope },
+    async run(t) {
+      const call: Call = { path: '/orders', key: quoted(fresh()), body: 'x' }
+      const keysBefore = await t.backend.countKeys()
+      const problem = await expectProblem(await t.client.send(call), 400, 'invalid-key')
+      expect(problem.detail).toMatch(detail)
+      expect(t.state.runs[call.path]).toBeUndefined()
+      expect(await t.backend.countKeys()).toBe(keysBefore)
+    },
+  })),
   {
     name: '100 concurrent identical requests with a new key: the route runs once; the rest get 409 or the original',
     async run(t) {

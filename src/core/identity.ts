@@ -1,0 +1,51 @@
+/**
+ * The one check for every string that becomes part of a stored identity: a scope, a
+ * message id, a step name, a topic, a dedupe key, a memo name, a once gate, a consumer
+ * name. (Keys are stricter still: visible ASCII, see `assertValidKey`.)
+ *
+ * Postgres, Redis and DynamoDB keep text as UTF-8, and so do the hashes of long ids and
+ * derived keys; a lone surrogate has no UTF-8 form, and the encoders write U+FFFD in its
+ * place, so `"t\ud800"` and `"t\udc00"` would become one identity (tenant B would be
+ * replayed tenant A's response). SQLite and the memory store would keep them apart, so
+ * the same call would behave differently per store. Such strings are refused instead,
+ * on every store alike, before anything is stored.
+ *
+ * Cheap enough for every request: a length, an `includes` and one native `isWellFormed`.
+ */
+
+// The fault of text with a lone surrogate, as every refusal words it.
+const NOT_WELL_FORMED = 'is not well-formed UTF-16 (it holds a lone surrogate, which UTF-8 turns into U+FFFD like any other)'
+
+/** An error class the checks throw: `InvalidKeyError` or `InvalidOptionError`. */
+type Refusal = new (message: string) => Error
+
+/**
+ * Throws `refuse` naming `field` unless `value` is a string of 1–`max` characters,
+ * without NUL (Postgres text cannot hold it), well-formed UTF-16.
+ * @param field how the error names the value, e.g. `memo: "name"`
+ * @param max the longest accepted, in UTF-16 code units (`string.length`)
+ * @param refuse `InvalidKeyError` for what a client may send (a 400 over HTTP),
+ *   `InvalidOptionError` for what the code passes
+ * @example assertIdentity('memo: "name"', name, 200, InvalidOptionError)
+ */
+export function assertIdentity(field: string, value: unknown, max: number, refuse: Refusal): asserts value is string {
+  const fault = identityFault(value, max)
+  if (fault !== undefined) throw new refuse(`${field} ${fault}; it must be 1–${max} characters, without NUL, well-formed UTF-16`)
+}
+
+/**
+ * Throws `refuse` naming `field` when `text` is not well-formed UTF-16: for text that is
+ * hashed as UTF-8 rather than stored (message ids), of any length, NUL allowed.
+ * @example assertWellFormed(`message id ${JSON.stringify(id)}`, id, InvalidKeyError)
+ */
+export function assertWellFormed(field: string, text: string, refuse: Refusal): void {
+  if (!text.isWellFormed()) throw new refuse(`${field} ${NOT_WELL_FORMED}`)
+}
+
+function identityFault(value: unknown, max: number): string | undefined {
+  if (typeof value !== 'string') return `is not a string (got ${value === null ? 'null' : typeof value})`
+  if (value.length === 0) return 'is empty'
+  if (value.length > max) return `is ${value.length} characters long`
+  if (value.includes('\0')) return 'contains NUL'
+  return value.isWellFormed() ? undefined : NOT_WELL_FORMED
+}
