@@ -6,7 +6,7 @@ import { idemEvents, timedRoundTrip, type EventStream, type OutcomeEvent } from 
 import { parseOutcome, serializeOutcome } from './outcome.js'
 import { isDiscarded, type Discarded } from './result.js'
 import type { KeyStore, Session } from './store.js'
-import { assertDuration } from './validate.js'
+import { assertDuration, assertKnownOptions, optionNames } from './validate.js'
 
 export type { OutcomeEvent, OutcomeKind } from './events.js'
 
@@ -82,6 +82,9 @@ export interface Idem<Tx> {
   readonly settings: EngineSettings
 }
 
+const OPTIONS = optionNames<IdemOptions<unknown>>({ store: true, ttlMs: true, waitMs: true, events: true, onOutcome: true })
+const RUN_OPTIONS = optionNames<RunOptions<unknown>>({ scope: true, key: true, fingerprint: true, input: true, ttlMs: true, waitMs: true, tx: true })
+
 /**
  * Creates the engine over a store.
  * @example
@@ -89,6 +92,7 @@ export interface Idem<Tx> {
  * const { value } = await idem.run({ scope: 'acct_1', key: 'k1', input: { amount: 5 } }, async () => ({ ok: true }))
  */
 export function createIdem<Tx>(options: IdemOptions<Tx>): Idem<Tx> {
+  assertKnownOptions('createIdem', options, OPTIONS)
   const { store, ttlMs = DEFAULT_TTL_MS, waitMs = DEFAULT_WAIT_MS, events = idemEvents, onOutcome } = options
   if (store === null || typeof store !== 'object' || typeof store.begin !== 'function') {
     throw new InvalidOptionError('createIdem: option "store" must be an idem store (e.g. postgresStore(...))')
@@ -111,7 +115,7 @@ export function createIdem<Tx>(options: IdemOptions<Tx>): Idem<Tx> {
   async function run<T>(options: RunOptions<Tx>, fn: (tx: Tx) => T | Discarded<T> | Promise<T | Discarded<T>>): Promise<RunResult<T>> {
     const started = performance.now()
     const { tx } = options
-    const { scope, key, fingerprint, ttlMs: callTtl, waitMs: callWait } = resolveCall(options, { ttlMs, waitMs })
+    const { scope, key, fingerprint, ttlMs: callTtl, waitMs: callWait } = resolveCall(options, { ttlMs, waitMs }, RUN_OPTIONS)
 
     // A stale snapshot can only be cured by a fresh transaction, which we own unless joined.
     for (let attempt = 0; ; attempt++) {

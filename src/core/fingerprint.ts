@@ -1,5 +1,6 @@
 import { hash } from 'node:crypto'
 import canonicalize from 'canonicalize'
+import { assertKnownOptions, optionNames } from './validate.js'
 
 /** What a request's fingerprint is computed from. */
 export interface FingerprintInput {
@@ -24,6 +25,8 @@ export interface FingerprintInput {
   fields?: readonly string[] | undefined
 }
 
+const INPUT_FIELDS = optionNames<FingerprintInput>({ method: true, route: true, query: true, body: true, contentType: true, fields: true })
+
 // Bumped if the encoding below ever changes, so old and new fingerprints never collide.
 const VERSION = 'idem-fingerprint-v1'
 
@@ -33,7 +36,7 @@ const VERSION = 'idem-fingerprint-v1'
  * (RFC 8785), so key order and whitespace do not count as a different payload; form
  * bodies are compared as sorted name/value pairs; anything else (including JSON that
  * does not parse, and JSON the canonicaliser refuses) as bytes. It never throws for
- * any body.
+ * any body; it throws `InvalidOptionError` for a field of `input` it does not know.
  *
  * Known limit: JSON numbers are compared as IEEE doubles, so two integers beyond 2^53
  * that round to the same double (e.g. 9007199254740993 and 9007199254740992) count
@@ -42,6 +45,8 @@ const VERSION = 'idem-fingerprint-v1'
  * @example fingerprintRequest({ method: 'POST', route: '/orders', body: '{"a":1}', contentType: 'application/json' })
  */
 export function fingerprintRequest(input: FingerprintInput): string {
+  // A misspelt field (`bdy`) would leave the body out, and two requests alike.
+  assertKnownOptions('fingerprintRequest', input, INPUT_FIELDS)
   const [kind, body] = normaliseBody(input)
   const method = input.method.toUpperCase()
   const query = input.query ? canonicalForm(input.query, undefined) : '[]'
