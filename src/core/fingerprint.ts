@@ -47,6 +47,14 @@ const VERSION = 'idem-fingerprint-v1'
 export function fingerprintRequest(input: FingerprintInput): string {
   // A misspelt field (`bdy`) would leave the body out, and two requests alike.
   assertKnownOptions('fingerprintRequest', input, INPUT_FIELDS)
+  return hashRequest(input)
+}
+
+/**
+ * `fingerprintRequest` without the check of `input`'s names, for idem's own callers on
+ * the request path, whose input is an object literal the compiler has checked.
+ */
+export function hashRequest(input: FingerprintInput): string {
   const [kind, body] = normaliseBody(input)
   const method = input.method.toUpperCase()
   const query = input.query ? canonicalForm(input.query, undefined) : '[]'

@@ -58,7 +58,14 @@ export function assertValidKey(key: unknown): asserts key is string {
  */
 export function parseIdempotencyKey(value: string | readonly string[] | null | undefined, options: ParseKeyOptions = {}): string {
   assertKnownOptions('parseIdempotencyKey', options, PARSE_OPTIONS)
-  const { strict = false } = options
+  return parseKeyHeader(value, options.strict ?? false)
+}
+
+/**
+ * `parseIdempotencyKey` with `strict` given directly, for the middleware's request path:
+ * no options object to make and check per request.
+ */
+export function parseKeyHeader(value: string | readonly string[] | null | undefined, strict: boolean): string {
   if (value === null || value === undefined) throw new MissingKeyError('The Idempotency-Key header is missing')
   if (typeof value !== 'string') {
     if (value.length === 0) throw new MissingKeyError('The Idempotency-Key header is missing')

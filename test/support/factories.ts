@@ -1,9 +1,9 @@
 // Every public function of idem that takes an options object, called the way a user
 // calls it: through the built package's entry points (`idem`, `idem/postgres`, …). The
-// options test (test/options.test.ts) and the options fuzz (test/chaos/fuzz-options.test.ts)
+// options test (test/options/misspelt.test.ts) and the options fuzz (test/chaos/fuzz-options.test.ts)
 // share this table. Which exports are factories is decided here, once: every exported
 // function is either a target below or in NOT_FACTORIES with the reason it takes no
-// options object, and test/options.test.ts fails on an export that is in neither.
+// options object, and test/options/misspelt.test.ts fails on an export that is in neither.
 import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb'

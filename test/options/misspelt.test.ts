@@ -4,7 +4,7 @@
 // does not know, or is listed as taking none. A new export that is in neither list
 // fails here, so a new factory cannot skip the check.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { ENTRY_POINTS, load, NOT_FACTORIES, openResources, TARGETS, type OptionTarget, type Resources } from './support/factories.js'
+import { ENTRY_POINTS, load, NOT_FACTORIES, openResources, TARGETS, type OptionTarget, type Resources } from '../support/factories.js'
 
 let r: Resources
 let InvalidOptionError: new (...args: never[]) => Error
