@@ -17,7 +17,6 @@ import { Registry } from 'prom-client'
 import { freePort } from './free-port.js'
 
 // Loose on purpose: the targets are called with misspelt options their types refuse.
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
 type Fn = any
 type Options = Record<string, unknown>
 
@@ -34,14 +33,14 @@ export function load(entry: string): Promise<Record<string, unknown>> {
 }
 
 /**
- * What the targets are made with: real clients that connect only when used (none is,
- * here: a factory only keeps its client), pointed at a loopback port nothing listens
- * on, so a call that does reach the network fails at once instead of hanging. The
- * brokers whose clients cannot exist unconnected (an amqplib channel, a NATS JetStream
- * consumer) are stood in for by objects of the shape the factory checks.
+ * What the targets are made with: real clients that connect only when used (a factory
+ * only keeps its client), pointed at a loopback port nothing listens on, so a target
+ * that does reach the network (`prune`, `migratePostgres`) fails at once with a
+ * connection error, not an option error, instead of hanging. The brokers whose clients
+ * cannot exist unconnected (an amqplib channel, a NATS JetStream consumer) are stood in
+ * for by objects of the shape the factory checks.
  */
 export interface Resources {
-  idem: Record<string, Fn>
   closedPort: number
   pool: pg.Pool
   db: Database.Database
@@ -61,7 +60,6 @@ export interface Resources {
 }
 
 export async function openResources(): Promise<Resources> {
-  const idem = (await load('idem')) as Record<string, Fn>
   const { sqliteStore } = (await load('idem/sqlite')) as Record<string, Fn>
   const { memoryStore, memoryLeasedStore } = (await load('idem/memory')) as Record<string, Fn>
   const { postgresStore } = (await load('idem/postgres')) as Record<string, Fn>
@@ -76,7 +74,6 @@ export async function openResources(): Promise<Resources> {
   const redis = new Redis({ host: '127.0.0.1', port: closedPort, lazyConnect: true, maxRetriesPerRequest: 0, enableOfflineQueue: false })
   const aws = { region: 'us-east-1', endpoint: `http://127.0.0.1:${closedPort}`, credentials: { accessKeyId: 'x', secretAccessKey: 'x' } }
   return {
-    idem,
     closedPort,
     pool,
     db,
@@ -270,7 +267,7 @@ export const TARGETS: OptionTarget[] = [
   // idem/fetch and the framework adapters: one options checker, resolveOptions
   ...['idem/fetch', 'idem/hono', 'idem/express', 'idem/fastify'].map((entry): OptionTarget => ({
     entry, export: 'idempotency', caller: 'idempotency',
-    minimal: (r) => ({ store: r.memory }),
+    minimal: (r) => ({ store: r.memory, scope: () => 'a' }),
     call: (f, o) => f(o),
     typos: [['waitms', 'waitMs'], ['maxBodyBites', 'maxBodyBytes']],
   })),
@@ -303,18 +300,18 @@ export const TARGETS: OptionTarget[] = [
   // idem/nestjs
   {
     entry: 'idem/nestjs', export: 'IdempotencyModule', part: 'forRoot', caller: 'idempotency',
-    minimal: (r) => ({ store: r.memory }),
+    minimal: (r) => ({ store: r.memory, scope: () => 'a' }),
     call: (f, o) => f.forRoot(o),
     typos: [['scopes', 'scope']],
   },
   {
     entry: 'idem/nestjs', export: 'IdempotencyModule', part: 'forRootAsync', caller: 'IdempotencyModule.forRootAsync',
-    minimal: (r) => ({ useFactory: () => ({ store: r.memory }) }),
+    minimal: (r) => ({ useFactory: () => ({ store: r.memory, scope: () => 'a' }) }),
     call: (f, o) => f.forRootAsync(o),
     typos: [['injects', 'inject'], ['usefactory', 'useFactory']],
   },
-  { entry: 'idem/nestjs', export: 'IdempotencyProtection', caller: 'idempotency', minimal: (r) => ({ store: r.memory }), call: (f, o) => new f(o), typos: [['strickt', 'strict']] },
-  { entry: 'idem/nestjs', export: 'IdempotencyInterceptor', caller: 'idempotency', minimal: (r) => ({ store: r.memory }), call: (f, o) => new f(o), typos: [['method', 'methods']] },
+  { entry: 'idem/nestjs', export: 'IdempotencyProtection', caller: 'idempotency', minimal: (r) => ({ store: r.memory, scope: () => 'a' }), call: (f, o) => new f(o), typos: [['strickt', 'strict']] },
+  { entry: 'idem/nestjs', export: 'IdempotencyInterceptor', caller: 'idempotency', minimal: (r) => ({ store: r.memory, scope: () => 'a' }), call: (f, o) => new f(o), typos: [['method', 'methods']] },
 
   // idem/queue
   {
