@@ -1,5 +1,6 @@
 import { InvalidOptionError } from '../core/errors/invalid-option.js'
 import { assertValidKey, parseIdempotencyKey } from '../core/key.js'
+import { assertKnownOptions, optionNames } from '../core/validate.js'
 import { abortable, linkSignal, sleep } from './abort.js'
 import { retryDelay } from './retry-delay.js'
 import { DeadlineExceededError } from './errors/deadline-exceeded.js'
@@ -53,6 +54,8 @@ type AttemptOutcome =
 // Statuses whose responses may not have a body (Fetch standard "null body status").
 const NULL_BODY_STATUSES = new Set([101, 103, 204, 205, 304])
 
+const CALL_OPTIONS = optionNames<FetchCallOptions>({ key: true })
+
 /**
  * Creates a client that cannot make the most common idempotency bug, a new key per
  * attempt: the key is minted once per call (or taken from the caller) and sent as
@@ -79,6 +82,7 @@ export function createClient(options: ClientOptions = {}): IdemClient {
   const { maxAttempts, baseDelayMs, maxDelayMs, attemptTimeoutMs, deadlineMs, random, fetch: send, onRetry } = resolveClientOptions(options)
 
   async function idempotentFetch(input: string | URL | Request, init?: RequestInit, call: FetchCallOptions = {}): Promise<FetchResult> {
+    assertKnownOptions('fetch', call, CALL_OPTIONS)
     // A monotonic clock: a wall-clock jump (NTP) must not stretch or cut the deadline.
     const deadlineAt = performance.now() + deadlineMs
     const prepared = await prepareRequest(input, init)

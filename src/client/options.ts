@@ -1,5 +1,5 @@
 import { InvalidOptionError } from '../core/errors/invalid-option.js'
-import { assertCount, assertDuration, assertKnownOptions, shown } from '../core/validate.js'
+import { assertCount, assertDuration, assertKnownOptions, optionNames, shown } from '../core/validate.js'
 
 /**
  * The statuses worth another attempt with the same key: 409 (the first request with
@@ -65,7 +65,9 @@ export function resolveClientOptions(options: ClientOptions = {}): ResolvedClien
   return resolved(options)
 }
 
-const KNOWN_OPTIONS = ['maxAttempts', 'baseDelayMs', 'maxDelayMs', 'attemptTimeoutMs', 'deadlineMs', 'random', 'fetch', 'onRetry']
+const KNOWN_OPTIONS = optionNames<ClientOptions>({
+  maxAttempts: true, baseDelayMs: true, maxDelayMs: true, attemptTimeoutMs: true, deadlineMs: true, random: true, fetch: true, onRetry: true,
+})
 
 function resolved({
   maxAttempts = 5,

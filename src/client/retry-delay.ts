@@ -1,3 +1,7 @@
+import { assertKnownOptions, optionNames } from '../core/validate.js'
+
+const OPTIONS = optionNames<Parameters<typeof retryDelay>[1]>({ baseDelayMs: true, maxDelayMs: true })
+
 /**
  * The delay before the next attempt: exponential backoff with "full jitter", a uniform
  * pick between 0 and `min(maxDelayMs, baseDelayMs · 2^(attempt−1))`. Full jitter spreads
@@ -10,11 +14,9 @@
  * @see https://aws.amazon.com/blogs/architecture/exponential-backoff-and-jitter/
  * @example retryDelay(3, { baseDelayMs: 100, maxDelayMs: 10_000 }, 0.5) // → 200
  */
-export function retryDelay(
-  attempt: number,
-  { baseDelayMs, maxDelayMs }: { baseDelayMs: number; maxDelayMs: number },
-  random: number,
-): number {
+export function retryDelay(attempt: number, ceilings: { baseDelayMs: number; maxDelayMs: number }, random: number): number {
+  assertKnownOptions('retryDelay', ceilings, OPTIONS)
+  const { baseDelayMs, maxDelayMs } = ceilings
   // The exponent is capped so a very late attempt cannot overflow to Infinity (and
   // 0 · Infinity would be NaN when the base is 0).
   const exponent = Math.min(Math.max(attempt - 1, 0), 52)

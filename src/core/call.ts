@@ -3,7 +3,7 @@ import { InvalidOptionError } from './errors/invalid-option.js'
 import { fingerprintValue } from './fingerprint.js'
 import { assertIdentity } from './identity.js'
 import { assertValidKey } from './key.js'
-import { assertDuration } from './validate.js'
+import { assertDuration, assertKnownOptions, type KnownOptions } from './validate.js'
 import type { CallEvent, EventStream, OutcomeEvent, OutcomeKind } from './events.js'
 
 /**
@@ -75,9 +75,11 @@ export interface ResolvedCall {
 
 /**
  * Checks a call before anything touches the store, and fills in the engine's defaults.
+ * @param known the names the engine's call options may have (`CallOptions`' and its own)
  * @throws InvalidOptionError / InvalidKeyError naming what is wrong
  */
-export function resolveCall(options: CallOptions, defaults: { ttlMs: number; waitMs: number; deadlineMs: number }): ResolvedCall {
+export function resolveCall(options: CallOptions, defaults: { ttlMs: number; waitMs: number; deadlineMs: number }, known: KnownOptions): ResolvedCall {
+  assertKnownOptions('run', options, known)
   const { scope, key } = options
   assertScope(scope)
   assertValidKey(key)

@@ -1,4 +1,5 @@
 import { InvalidOptionError } from './errors/invalid-option.js'
+import { assertKnownOptions, optionNames } from './validate.js'
 import type { LeaseClaim, LeasedStore } from './leased/store.js'
 import type { BeginRequest, KeyRecord, KeyStore, Session } from './store.js'
 
@@ -38,6 +39,8 @@ export interface DualReadOptions<Current> {
   until?: Date
 }
 
+const OPTIONS = optionNames<DualReadOptions<unknown>>({ current: true, previous: true, until: true })
+
 /**
  * A leased store that records new keys in `current` and keeps answering keys recorded
  * in `previous` (any store with `peek`: Postgres's transactional store, Redis, DynamoDB)
@@ -52,7 +55,9 @@ export interface DualReadOptions<Current> {
  * const store = dualReadStore({ current: redisStore({ client }), previous: postgresStore({ pool }), until: new Date(switchedAt + 86_400_000) })
  * const idem = createLeasedIdem({ store })
  */
-export function dualReadStore({ current, previous, until }: DualReadOptions<LeasedStore>): LeasedStore {
+export function dualReadStore(options: DualReadOptions<LeasedStore>): LeasedStore {
+  assertKnownOptions('dualReadStore', options, OPTIONS)
+  const { current, previous, until } = options
   assertWindow('dualReadStore', current, previous, until, ['claim', 'renew', 'saveStep', 'complete', 'release'])
   const ends = until?.getTime() ?? Infinity
   return {
@@ -95,7 +100,9 @@ export function dualReadStore({ current, previous, until }: DualReadOptions<Leas
  * @example
  * const store = dualReadKeyStore({ current: postgresStore({ pool, keyLayout: 'daily-partitions' }), previous: postgresStore({ pool }) })
  */
-export function dualReadKeyStore<Tx>({ current, previous, until }: DualReadOptions<KeyStore<Tx>>): KeyStore<Tx> {
+export function dualReadKeyStore<Tx>(options: DualReadOptions<KeyStore<Tx>>): KeyStore<Tx> {
+  assertKnownOptions('dualReadKeyStore', options, OPTIONS)
+  const { current, previous, until } = options
   assertWindow('dualReadKeyStore', current, previous, until, ['begin'])
   const ends = until?.getTime() ?? Infinity
   return {

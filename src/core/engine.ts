@@ -9,7 +9,7 @@ import { idemEvents, timedRoundTrip, warn, type EventStream, type OutcomeEvent }
 import { assertOutcomeLimit, bytesOver, parseOutcome, replayedOversized, serializeOutcome } from './outcome.js'
 import { isDiscarded, type Discarded } from './result.js'
 import type { KeyStore, Session } from './store.js'
-import { assertDuration } from './validate.js'
+import { assertDuration, assertKnownOptions, optionNames } from './validate.js'
 
 export type { OutcomeEvent, OutcomeKind } from './events.js'
 export { DEFAULT_DEADLINE_MS } from './deadline.js'
@@ -99,6 +99,9 @@ export interface Idem<Tx> {
   readonly settings: EngineSettings
 }
 
+const OPTIONS = optionNames<IdemOptions<unknown>>({ store: true, ttlMs: true, waitMs: true, deadlineMs: true, events: true, onOutcome: true })
+const RUN_OPTIONS = optionNames<RunOptions<unknown>>({ scope: true, key: true, fingerprint: true, input: true, ttlMs: true, waitMs: true, deadlineMs: true, tx: true })
+
 /**
  * Creates the engine over a store.
  * @example
@@ -106,6 +109,7 @@ export interface Idem<Tx> {
  * const { value } = await idem.run({ scope: 'acct_1', key: 'k1', input: { amount: 5 } }, async () => ({ ok: true }))
  */
 export function createIdem<Tx>(options: IdemOptions<Tx>): Idem<Tx> {
+  assertKnownOptions('createIdem', options, OPTIONS)
   const { store, ttlMs = DEFAULT_TTL_MS, waitMs = DEFAULT_WAIT_MS, deadlineMs = DEFAULT_DEADLINE_MS, events = idemEvents, onOutcome } = options
   if (store === null || typeof store !== 'object' || typeof store.begin !== 'function') {
     throw new InvalidOptionError('createIdem: option "store" must be an idem store (e.g. postgresStore(...))')
@@ -132,7 +136,7 @@ export function createIdem<Tx>(options: IdemOptions<Tx>): Idem<Tx> {
   async function run<T>(options: RunOptions<Tx>, fn: (tx: Tx) => T | Discarded<T> | Promise<T | Discarded<T>>): Promise<RunResult<T>> {
     const started = performance.now()
     const { tx } = options
-    const { scope, key, fingerprint, ttlMs: callTtl, waitMs: callWait, deadlineMs: callDeadline } = resolveCall(options, { ttlMs, waitMs, deadlineMs })
+    const { scope, key, fingerprint, ttlMs: callTtl, waitMs: callWait, deadlineMs: callDeadline } = resolveCall(options, { ttlMs, waitMs, deadlineMs }, RUN_OPTIONS)
 
     // A stale snapshot can only be cured by a fresh transaction, which we own unless joined.
     for (let attempt = 0; ; attempt++) {

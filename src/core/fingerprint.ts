@@ -1,6 +1,7 @@
 import { hash } from 'node:crypto'
 import { MIMEType } from 'node:util'
 import canonicalize from 'canonicalize'
+import { assertKnownOptions, optionNames } from './validate.js'
 
 /** What a request's fingerprint is computed from. */
 export interface FingerprintInput {
@@ -30,6 +31,8 @@ export interface FingerprintInput {
   fields?: readonly string[] | undefined
 }
 
+const INPUT_FIELDS = optionNames<FingerprintInput>({ method: true, route: true, query: true, body: true, contentType: true, fields: true })
+
 // Bumped if the encoding below ever changes the meaning of a fingerprint already
 // stored, so old and new fingerprints never collide. Each body kind and the query are
 // tagged (`json`, `form`, `multipart`, `query`, …): a new kind needs no bump.
@@ -48,6 +51,7 @@ const VERSION = 'idem-fingerprint-v1'
  * that the canonicaliser refuses, a form or query whose escapes do not decode as UTF-8
  * (decoded, `%E9` and `%E8` would both be U+FFFD), a multipart body without a boundary
  * or without one delimiter. It never throws for any body.
+ * It throws `InvalidOptionError` for a field of `input` it does not know.
  *
  * Known limit: JSON numbers are compared as IEEE doubles, so two integers beyond 2^53
  * that round to the same double (e.g. 9007199254740993 and 9007199254740992) count
@@ -56,6 +60,16 @@ const VERSION = 'idem-fingerprint-v1'
  * @example fingerprintRequest({ method: 'POST', route: '/orders', body: '{"a":1}', contentType: 'application/json' })
  */
 export function fingerprintRequest(input: FingerprintInput): string {
+  // A misspelt field (`bdy`) would leave the body out, and two requests alike.
+  assertKnownOptions('fingerprintRequest', input, INPUT_FIELDS)
+  return hashRequest(input)
+}
+
+/**
+ * `fingerprintRequest` without the check of `input`'s names, for idem's own callers on
+ * the request path, whose input is an object literal the compiler has checked.
+ */
+export function hashRequest(input: FingerprintInput): string {
   const body = normaliseBody(input)
   const method = input.method.toUpperCase()
   const query = input.query ?? ''

@@ -1,6 +1,7 @@
 import { parseItem } from 'structured-headers'
 import { InvalidKeyError } from './errors/invalid-key.js'
 import { MissingKeyError } from './errors/missing-key.js'
+import { assertKnownOptions, optionNames } from './validate.js'
 
 /** The longest key accepted, in characters (DESIGN: 1–255 visible ASCII). */
 export const MAX_KEY_LENGTH = 255
@@ -24,6 +25,8 @@ export interface ParseKeyOptions {
   /** Accept only RFC 9651 sf-strings (`"…"`); bare values are rejected. @default false */
   strict?: boolean
 }
+
+const PARSE_OPTIONS = optionNames<ParseKeyOptions>({ strict: true })
 
 /**
  * Checks that `key` is 1–255 visible ASCII characters, the syntax every front end
@@ -50,13 +53,19 @@ export function assertValidKey(key: unknown): asserts key is string {
  *
  * @param value the header value, `null`/`undefined` when absent, or every field's value
  * @returns the key
- * @throws MissingKeyError when there is no header, InvalidKeyError when it is malformed
+ * @throws MissingKeyError when there is no header, InvalidKeyError when it is malformed, InvalidOptionError for an option it does not know
  * @example parseIdempotencyKey('"8e03978e-40d5-43e8-bc93-6894a57f9324"') // → '8e03978e-…'
  */
-export function parseIdempotencyKey(
-  value: string | readonly string[] | null | undefined,
-  { strict = false }: ParseKeyOptions = {},
-): string {
+export function parseIdempotencyKey(value: string | readonly string[] | null | undefined, options: ParseKeyOptions = {}): string {
+  assertKnownOptions('parseIdempotencyKey', options, PARSE_OPTIONS)
+  return parseKeyHeader(value, options.strict ?? false)
+}
+
+/**
+ * `parseIdempotencyKey` with `strict` given directly, for the middleware's request path:
+ * no options object to make and check per request.
+ */
+export function parseKeyHeader(value: string | readonly string[] | null | undefined, strict: boolean): string {
   if (value === null || value === undefined) throw new MissingKeyError('The Idempotency-Key header is missing')
   if (typeof value !== 'string') {
     if (value.length === 0) throw new MissingKeyError('The Idempotency-Key header is missing')

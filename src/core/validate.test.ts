@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest'
 import { InvalidOptionError } from './errors/invalid-option.js'
-import { assertCount, assertDuration, assertKnownOptions, assertName, MAX_DURATION_MS } from './validate.js'
+import { assertCount, assertDuration, assertKnownOptions, assertName, MAX_DURATION_MS, optionNames } from './validate.js'
 
 describe('assertDuration', () => {
   it('accepts whole milliseconds from min to 2^31 - 1, and names the option otherwise', () => {
@@ -25,9 +25,21 @@ describe('assertCount and assertName', () => {
 })
 
 describe('assertKnownOptions', () => {
+  const known = optionNames<{ waitMs?: number; ttlMs?: number }>({ waitMs: true, ttlMs: true })
+
   it('suggests the nearest known name for a typo, and lists the known ones for anything else', () => {
-    expect(() => assertKnownOptions('f', { waitMs: 1 }, ['waitMs', 'ttlMs'])).not.toThrow()
-    expect(() => assertKnownOptions('f', { watiMs: 1 }, ['waitMs', 'ttlMs'])).toThrow('f: "watiMs" is not an option; did you mean "waitMs"? (known: waitMs, ttlMs)')
-    expect(() => assertKnownOptions('f', { color: 1 }, ['waitMs', 'ttlMs'])).toThrow('f: "color" is not an option (known: waitMs, ttlMs)')
+    expect(() => assertKnownOptions('f', { waitMs: 1 }, known)).not.toThrow()
+    expect(() => assertKnownOptions('f', { watiMs: 1 }, known)).toThrow('f: "watiMs" is not an option; did you mean "waitMs"? (known: waitMs, ttlMs)')
+    expect(() => assertKnownOptions('f', { TTLMS: 1 }, known)).toThrow('f: "TTLMS" is not an option; did you mean "ttlMs"?')
+    expect(() => assertKnownOptions('f', { color: 1 }, known)).toThrow('f: "color" is not an option (known: waitMs, ttlMs)')
+  })
+
+  it('refuses options that are not an object, and sees inherited names as destructuring does', () => {
+    for (const bad of [undefined, null, 5, 'waitMs']) {
+      expect(() => assertKnownOptions('f', bad, known)).toThrow(InvalidOptionError)
+      expect(() => assertKnownOptions('f', bad, known)).toThrow(/^f: the options must be an object \(waitMs, ttlMs\), got /)
+    }
+    const inherited = Object.create({ wait: 1 }) as object
+    expect(() => assertKnownOptions('f', inherited, known)).toThrow('f: "wait" is not an option; did you mean "waitMs"?')
   })
 })

@@ -51,23 +51,50 @@ export function shown(value: unknown): string {
   return String(value)
 }
 
+/** The option names one function accepts, made once when its module loads (see `optionNames`). */
+export type KnownOptions = ReadonlySet<string>
+
 /**
- * Checks that `options` names only `known` options, so a typo (`maxAtempts`) fails at
- * start-up instead of being silently ignored; the error suggests the nearest name.
- * @param caller what to name in the error, e.g. `createClient`
+ * The option names of the options type `T`, for `assertKnownOptions`. Make it once, at
+ * module load, next to the function it checks. The record lists every option of `T` and
+ * nothing else, so the compiler refuses it when `T` gains an option it does not list
+ * (or it lists one `T` lacks): the list cannot fall behind the type.
+ * @example const OPTIONS = optionNames<LeasedPostgresStoreOptions>({ pool: true, schema: true })
+ */
+export function optionNames<T extends object>(names: { readonly [K in keyof T]-?: true }): KnownOptions {
+  return new Set(Object.keys(names))
+}
+
+/**
+ * Checks that `options` is an object naming only `known` options, so a typo
+ * (`maxAtempts`) fails where it is made instead of being silently ignored; the error
+ * suggests the nearest known name. Every public function that takes an options object
+ * calls it first, before reading any option. Cheap enough for a per-call options object
+ * (an engine call's): it walks the object's few keys and looks each up in a set, about
+ * 50 ns for `run`'s four on Node 20, against the tens of microseconds of the call; the
+ * suggestion is only worked out for a name that is not known. Objects idem builds
+ * itself on the request path are not checked again (see `hashRequest`).
+ * @param caller what to name in the error, e.g. `createClient`, or `createDispatcher: option "backoff"` for a nested object
  * @throws InvalidOptionError naming the unknown option
  */
-export function assertKnownOptions(caller: string, options: object, known: readonly string[]): void {
-  for (const name of Object.keys(options)) {
-    if (known.includes(name)) continue
-    const nearest = nearestName(name, known)
-    const hint = nearest === undefined ? '' : `; did you mean "${nearest}"?`
-    throw new InvalidOptionError(`${caller}: "${name}" is not an option${hint} (known: ${known.join(', ')})`)
+export function assertKnownOptions(caller: string, options: unknown, known: KnownOptions): asserts options is object {
+  if (options === null || typeof options !== 'object') {
+    throw new InvalidOptionError(`${caller}: the options must be an object (${[...known].join(', ')}), got ${shown(options)}`)
+  }
+  // for…in, not Object.keys: it sees inherited enumerable names too, as destructuring the options reads them.
+  for (const name in options) {
+    if (!known.has(name)) throw unknownOption(caller, name, known)
   }
 }
 
+function unknownOption(caller: string, name: string, known: KnownOptions): InvalidOptionError {
+  const nearest = nearestName(name, known)
+  const hint = nearest === undefined ? '' : `; did you mean "${nearest}"?`
+  return new InvalidOptionError(`${caller}: "${name}" is not an option${hint} (known: ${[...known].join(', ')})`)
+}
+
 // The known name within a few edits of `name` (Damerau-free Levenshtein), if any.
-function nearestName(name: string, known: readonly string[]): string | undefined {
+function nearestName(name: string, known: KnownOptions): string | undefined {
   let best: string | undefined
   let bestDistance = Math.max(2, Math.floor(name.length / 3)) + 1
   for (const candidate of known) {

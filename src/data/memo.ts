@@ -4,7 +4,7 @@ import type { EventStream } from '../core/events.js'
 import { fingerprintValue } from '../core/fingerprint.js'
 import { assertIdentity } from '../core/identity.js'
 import type { Store } from '../core/store.js'
-import { assertDuration } from '../core/validate.js'
+import { assertDuration, assertKnownOptions, optionNames } from '../core/validate.js'
 
 /**
  * 14 days: a memoised output must outlive every redelivery of the message that asked for
@@ -45,6 +45,9 @@ export interface MemoOptions {
 /** Memoises a non-deterministic step. See `createMemo`. */
 export type Memo = <T>(name: string, input: unknown, fn: () => T | Promise<T>, options?: MemoOptions) => Promise<T>
 
+const OPTIONS = optionNames<MemoStoreOptions<unknown>>({ store: true, ttlMs: true, waitMs: true, onOutcome: true, events: true })
+const CALL_OPTIONS = optionNames<MemoOptions>({ version: true, ttlMs: true, waitMs: true })
+
 /**
  * Creates `memo(name, input, fn, options)`, which pins down a non-deterministic step
  * such as an LLM call. Its output is stored, keyed by `(name, version, SHA-256 of the
@@ -75,13 +78,15 @@ export type Memo = <T>(name: string, input: unknown, fn: () => T | Promise<T>, o
  * const summary = await memo('summarise-intake', { intakeId, text }, () => llm.summarise(text), { version: 'prompt-v3' })
  * @see docs/data.md
  */
-export function createMemo<Tx>({
-  store,
-  ttlMs = DEFAULT_MEMO_TTL_MS,
-  waitMs = DEFAULT_MEMO_WAIT_MS,
-  onOutcome,
-  events,
-}: MemoStoreOptions<Tx>): Memo {
+export function createMemo<Tx>(options: MemoStoreOptions<Tx>): Memo {
+  assertKnownOptions('createMemo', options, OPTIONS)
+  const {
+    store,
+    ttlMs = DEFAULT_MEMO_TTL_MS,
+    waitMs = DEFAULT_MEMO_WAIT_MS,
+    onOutcome,
+    events,
+  } = options
   if (store === null || typeof store !== 'object' || typeof store.begin !== 'function') {
     throw new InvalidOptionError('createMemo: option "store" must be an idem store (postgresStore, sqliteStore or memoryStore)')
   }
@@ -92,6 +97,7 @@ export function createMemo<Tx>({
   return async function memo<T>(name: string, input: unknown, fn: () => T | Promise<T>, options: MemoOptions = {}): Promise<T> {
     assertName(name)
     if (typeof fn !== 'function') throw new InvalidOptionError('memo: "fn" must be a function')
+    assertKnownOptions('memo', options, CALL_OPTIONS)
     const version = versionOf(options.version)
     let hash: string
     try {

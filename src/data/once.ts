@@ -1,5 +1,6 @@
 import { InvalidOptionError } from '../core/errors/invalid-option.js'
 import { assertIdentity } from '../core/identity.js'
+import { assertKnownOptions, optionNames } from '../core/validate.js'
 import type { OnceTable, WithOnceTable } from './once-table.js'
 
 /** What a gate is about: stored as text, so `42`, `42n` and `'42'` are the same subject. */
@@ -10,6 +11,8 @@ export type Once<Tx, Marked extends boolean | Promise<boolean>> = (tx: Tx, kind:
 
 const MAX_KIND_LENGTH = 200
 const MAX_SUBJECT_LENGTH = 1024
+
+const OPTIONS = optionNames<Parameters<typeof createOnce>[0]>({ store: true })
 
 /**
  * Creates `once(tx, kind, subject)`, a first-time gate for a side effect, such as "send
@@ -33,7 +36,9 @@ const MAX_SUBJECT_LENGTH = 1024
  * await client.query('COMMIT')
  * @see docs/data.md
  */
-export function createOnce<Tx, Marked extends boolean | Promise<boolean>>({ store }: { store: WithOnceTable<Tx, Marked> }): Once<Tx, Marked> {
+export function createOnce<Tx, Marked extends boolean | Promise<boolean>>(options: { store: WithOnceTable<Tx, Marked> }): Once<Tx, Marked> {
+  assertKnownOptions('createOnce', options, OPTIONS)
+  const { store } = options
   const table = onceTableOf(store)
   return function once(tx, kind, subject) {
     assertKind(kind)

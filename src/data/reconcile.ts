@@ -1,5 +1,6 @@
 import { InvalidOptionError } from '../core/errors/invalid-option.js'
 import { idemEvents, type EventStream } from '../core/events.js'
+import { assertKnownOptions, optionNames } from '../core/validate.js'
 import { quoteColumns, quoteTable } from './identifier.js'
 import type { PgQueryable, SqliteDatabase } from './sql-clients.js'
 
@@ -60,6 +61,8 @@ export interface ReconcileReport {
   groups: DuplicateGroup[]
 }
 
+const OPTIONS = optionNames<ReconcileOptions>({ client: true, db: true, table: true, schema: true, columns: true, threshold: true, limit: true, events: true })
+
 /**
  * Finds rows that should be unique by `columns` but are not: the after-the-fact check
  * that replays really were absorbed (a consumer without idem, redelivered, leaves two
@@ -79,6 +82,7 @@ export interface ReconcileReport {
  */
 export async function reconcile(options: ReconcileOptions): Promise<ReconcileReport> {
   if (options === null || typeof options !== 'object') throw new InvalidOptionError('reconcile: pass { client or db, table, columns }')
+  assertKnownOptions('reconcile', options, OPTIONS)
   const { threshold = DEFAULT_RECONCILE_THRESHOLD, limit = DEFAULT_RECONCILE_LIMIT, events = idemEvents } = options
   if (events === null || typeof events !== 'object' || typeof events.emit !== 'function') {
     throw new InvalidOptionError('reconcile: option "events" must be an event stream (createEventStream())')

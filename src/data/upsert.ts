@@ -1,4 +1,5 @@
 import { InvalidOptionError } from '../core/errors/invalid-option.js'
+import { assertKnownOptions, optionNames } from '../core/validate.js'
 import { quoteColumns, quoteTable } from './identifier.js'
 import type { PgQueryable, SqliteDatabase } from './sql-clients.js'
 
@@ -55,11 +56,17 @@ export interface UpsertSql {
  * @see docs/data.md
  */
 export function upsertSql(dialect: Dialect, spec: UpsertSpec): UpsertSql {
-  const caller = 'upsertSql'
+  return upsertStatement(dialect, spec, 'upsertSql')
+}
+
+const SPEC = optionNames<UpsertSpec>({ table: true, schema: true, key: true, columns: true, skipUnchanged: true })
+
+function upsertStatement(dialect: Dialect, spec: UpsertSpec, caller: string): UpsertSql {
   if (dialect !== 'postgres' && dialect !== 'sqlite') {
     throw new InvalidOptionError(`${caller}: "dialect" must be "postgres" or "sqlite", got ${JSON.stringify(dialect)}`)
   }
   if (spec === null || typeof spec !== 'object') throw new InvalidOptionError(`${caller}: pass { table, key, columns }`)
+  assertKnownOptions(caller, spec, SPEC)
   const table = quoteTable(spec.table, spec.schema, caller)
   const keyNames = typeof spec.key === 'string' ? [spec.key] : spec.key
   const keys = quoteColumns(keyNames, `${caller}: option "key"`)
@@ -119,7 +126,7 @@ export async function upsertPostgres(client: PgQueryable, spec: UpsertSpec, row:
   if (client === null || typeof client !== 'object' || typeof client.query !== 'function') {
     throw new InvalidOptionError('upsertPostgres: "client" must be a pg client or pool')
   }
-  const sql = upsertSql('postgres', spec)
+  const sql = upsertStatement('postgres', spec, 'upsertPostgres')
   const result = await client.query(sql.text, sql.values(row))
   return (result.rowCount ?? 0) > 0
 }
@@ -135,6 +142,6 @@ export function upsertSqlite(db: SqliteDatabase, spec: UpsertSpec, row: object):
   if (db === null || typeof db !== 'object' || typeof db.prepare !== 'function') {
     throw new InvalidOptionError('upsertSqlite: "db" must be a better-sqlite3 Database')
   }
-  const sql = upsertSql('sqlite', spec)
+  const sql = upsertStatement('sqlite', spec, 'upsertSqlite')
   return db.prepare(sql.text).run(...sql.values(row)).changes > 0
 }

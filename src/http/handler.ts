@@ -1,6 +1,6 @@
 import { MissingKeyError } from '../core/errors/missing-key.js'
-import { fingerprintRequest } from '../core/fingerprint.js'
-import { parseIdempotencyKey } from '../core/key.js'
+import { hashRequest } from '../core/fingerprint.js'
+import { parseKeyHeader } from '../core/key.js'
 import { readBody, withRequestBody } from './body.js'
 import { pathOf, queryOf, resolveOptions, type IdempotencyContext, type IdempotencyOptions } from './options.js'
 import { isHttpProblem, problemResponse } from './problem.js'
@@ -154,7 +154,7 @@ export function protectRequests<Tx, Native = unknown>(options: IdempotencyOption
 
     let key: string
     try {
-      key = parseIdempotencyKey(request.headers.get('idempotency-key'), { strict: o.strict })
+      key = parseKeyHeader(request.headers.get('idempotency-key'), o.strict)
     } catch (error) {
       if (error instanceof MissingKeyError && !o.required) {
         if (o.events.listening) o.events.emit({ type: 'http', outcome: 'unprotected', method: request.method })
@@ -167,7 +167,7 @@ export function protectRequests<Tx, Native = unknown>(options: IdempotencyOption
     try {
       const scope = await o.scope(request, native as Native)
       const body = await readBody(request, o.maxBodyBytes)
-      const fingerprint = fingerprintRequest({
+      const fingerprint = hashRequest({
         method: request.method,
         route: pathOf(request.url),
         query: queryOf(request.url),

@@ -1,3 +1,5 @@
+import { assertKnownOptions, optionNames } from '../core/validate.js'
+
 /**
  * Responses for requests that are idempotent by their nature and need no key
  * (RFC 9110 §9.2.2): a PUT that replaces a resource by its id, and a DELETE. The
@@ -15,13 +17,17 @@ export interface PutResult {
   location?: string
 }
 
+const PUT_OPTIONS = optionNames<PutResult>({ created: true, body: true, location: true })
+
 /**
  * The answer to `PUT /things/:id` after an upsert: 201 with `Location` when it
  * created the resource, 200 when it replaced it. A retry of a PUT that created the
  * resource answers 200 with the same body: the state is the same either way.
  * @example return putResponse({ created: row.created, body: row, location: `/things/${id}` })
  */
-export function putResponse({ created, body, location }: PutResult): Response {
+export function putResponse(options: PutResult): Response {
+  assertKnownOptions('putResponse', options, PUT_OPTIONS)
+  const { created, body, location } = options
   const headers = new Headers({ 'content-type': 'application/json' })
   if (location !== undefined) {
     headers.set('content-location', location)

@@ -26,6 +26,7 @@ import {
 } from '@nestjs/common'
 import { Observable, type Subscription } from 'rxjs'
 import { InvalidOptionError } from '../core/errors/invalid-option.js'
+import { assertKnownOptions, optionNames } from '../core/validate.js'
 import { discard, type Discarded } from '../core/result.js'
 import { protectRequests, type RequestProtection, type RouteCalls } from './handler.js'
 import { captureResponse, declaresBody, isParsedObject, nodeBody, parsedBody, refillRequest, sendWebResponse, webHeaders, webRequest, type NodeBody } from './node.js'
@@ -244,6 +245,8 @@ export interface IdempotencyModuleAsyncOptions<Tx = unknown> extends Pick<Module
   inject?: Array<InjectionToken | OptionalFactoryDependency>
 }
 
+const ASYNC_OPTIONS = optionNames<IdempotencyModuleAsyncOptions>({ useFactory: true, inject: true, imports: true })
+
 /**
  * Makes the middleware once, from its options, and provides `IdempotencyInterceptor`
  * to every module (it is global: import it once, in the root module).
@@ -264,6 +267,7 @@ export class IdempotencyModule {
 
   /** The module with options made by a factory of injected providers, once they exist. */
   static forRootAsync<Tx>(options: IdempotencyModuleAsyncOptions<Tx>): DynamicModule {
+    assertKnownOptions('IdempotencyModule.forRootAsync', options, ASYNC_OPTIONS)
     const { useFactory, inject = [], imports = [] } = options
     const module = moduleWith({
       provide: IDEMPOTENCY_PROTECTION,

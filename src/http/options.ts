@@ -5,7 +5,7 @@ import { idemEvents, warn, type EventStream } from '../core/events.js'
 import type { Discarded } from '../core/result.js'
 import { MIN_MAX_OUTCOME_BYTES } from '../core/outcome.js'
 import type { KeyStore } from '../core/store.js'
-import { assertCount, assertDuration, assertKnownOptions } from '../core/validate.js'
+import { assertCount, assertDuration, assertKnownOptions, optionNames } from '../core/validate.js'
 import { DEFAULT_MAX_BODY_BYTES } from './body.js'
 import type { ProblemTypes } from './problem.js'
 import { DEFAULT_MAX_STORED_BODY_BYTES, largestStoredBody } from './stored-response.js'
@@ -191,10 +191,10 @@ export interface ResolvedOptions<Tx, Native> {
   events: EventStream
 }
 
-const KNOWN = [
-  'store', 'idem', 'scope', 'methods', 'routes', 'required', 'strict', 'ttlMs', 'fields',
-  'storeStatus', 'replayHeaders', 'waitMs', 'wait', 'deadlineMs', 'maxBodyBytes', 'maxStoredBodyBytes', 'onOutcome', 'events', 'problemTypes',
-]
+const KNOWN = optionNames<IdempotencyOptions<unknown>>({
+  store: true, idem: true, scope: true, methods: true, routes: true, required: true, strict: true, ttlMs: true, fields: true,
+  storeStatus: true, replayHeaders: true, waitMs: true, wait: true, deadlineMs: true, maxBodyBytes: true, maxStoredBodyBytes: true, onOutcome: true, events: true, problemTypes: true,
+})
 // RFC 9110 token: what a method or a header name may be made of.
 const TOKEN = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/
 

@@ -4,6 +4,7 @@ import { LeaseLostError } from '../core/errors/lease-lost.js'
 import { OverranError } from '../core/errors/overran.js'
 import { StoreUnavailableError } from '../core/errors/store-unavailable.js'
 import { MAX_KEY_LENGTH } from '../core/key.js'
+import { assertKnownOptions, optionNames } from '../core/validate.js'
 import { resolveOptions, SHARED_SCOPE, type HttpEngine, type IdempotencyOptions } from './options.js'
 import { PROBLEMS, problemType, type ProblemCode } from './problem.js'
 import { BODY_OMITTED_HEADER, REPLAYED_HEADER } from './stored-response.js'
@@ -105,6 +106,8 @@ export interface IdempotencyPolicyDocument {
   readonly errors: readonly PolicyError[]
 }
 
+const FORMAT_OPTIONS = optionNames<PolicyFormat>({ format: true, title: true, headingLevel: true, paths: true, fragment: true })
+
 /**
  * Renders an "Idempotency" page for your own API docs from the middleware options you
  * serve with: the header's syntax, which methods and paths take a key, whether it is
@@ -128,7 +131,8 @@ export interface IdempotencyPolicyDocument {
  * await writeFile('docs/idempotency.md', idempotencyPolicy(options, { format: 'md' }))
  */
 export function idempotencyPolicy<Tx, Native>(options: IdempotencyOptions<Tx, Native>, format: PolicyFormat): string {
-  if (format === null || typeof format !== 'object' || !['md', 'html', 'json'].includes(format.format)) {
+  assertKnownOptions('idempotencyPolicy', format, FORMAT_OPTIONS)
+  if (!['md', 'html', 'json'].includes(format.format)) {
     throw new TypeError('idempotencyPolicy: the second argument must be { format: "md" | "html" | "json" }')
   }
   const document = describePolicy(options, format.paths)

@@ -1,4 +1,5 @@
 import { IdemError, type IdemErrorCode } from '../core/errors/idem-error.js'
+import { assertKnownOptions, optionNames } from '../core/validate.js'
 
 /** The media type of every error idem answers with (RFC 9457). */
 export const PROBLEM_CONTENT_TYPE = 'application/problem+json'
@@ -117,6 +118,8 @@ export function problemResponse(error: IdemError, types?: ProblemTypes): Respons
   return problem(error.code, spec.detail ?? error.message, { types, retryAfterSeconds: error.retryAfterSeconds })
 }
 
+const PROBLEM_OPTIONS = optionNames<NonNullable<Parameters<typeof problem>[2]>>({ types: true, retryAfterSeconds: true, headers: true })
+
 /**
  * A problem response from a code: for answers that are not an idem error (the webhook
  * receiver's 401 and 405, say).
@@ -125,8 +128,10 @@ export function problemResponse(error: IdemError, types?: ProblemTypes): Respons
 export function problem(
   code: ProblemCode,
   detail: string,
-  { types, retryAfterSeconds, headers }: { types?: ProblemTypes | undefined; retryAfterSeconds?: number | undefined; headers?: Record<string, string> } = {},
+  options: { types?: ProblemTypes | undefined; retryAfterSeconds?: number | undefined; headers?: Record<string, string> } = {},
 ): Response {
+  assertKnownOptions('problem', options, PROBLEM_OPTIONS)
+  const { types, retryAfterSeconds, headers } = options
   const spec = PROBLEMS[code]
   const answer = new Headers(headers)
   answer.set('content-type', PROBLEM_CONTENT_TYPE)

@@ -1,6 +1,6 @@
 import { BodyTooLargeError } from '../core/errors/body-too-large.js'
 import { InvalidOptionError } from '../core/errors/invalid-option.js'
-import { assertCount } from '../core/validate.js'
+import { assertCount, assertKnownOptions, optionNames } from '../core/validate.js'
 import type { Inbox } from '../queue/inbox.js'
 import { readBody } from './body.js'
 import { isHttpProblem, problem, problemResponse, type ProblemTypes } from './problem.js'
@@ -43,6 +43,8 @@ export interface WebhookReceiverOptions<Tx> {
   problemTypes?: ProblemTypes
 }
 
+const OPTIONS = optionNames<WebhookReceiverOptions<unknown>>({ inbox: true, eventId: true, handler: true, verify: true, maxBodyBytes: true, problemTypes: true })
+
 /**
  * A webhook endpoint as a Fetch-standard handler (Request → Response), to mount on any
  * HTTP framework. Providers deliver at least once and retry on any non-2xx or
@@ -62,15 +64,10 @@ export interface WebhookReceiverOptions<Tx> {
  * app.post('/webhooks/stripe', (c) => stripeWebhook(c.req.raw)) // Hono
  * @see docs/queue.md
  */
-export function webhookReceiver<Tx>({
-  inbox,
-  eventId,
-  handler,
-  verify,
-  maxBodyBytes = 1024 * 1024,
-  problemTypes,
-}: WebhookReceiverOptions<Tx>): (request: Request) => Promise<Response> {
+export function webhookReceiver<Tx>(options: WebhookReceiverOptions<Tx>): (request: Request) => Promise<Response> {
   const caller = 'webhookReceiver'
+  assertKnownOptions(caller, options, OPTIONS)
+  const { inbox, eventId, handler, verify, maxBodyBytes = 1024 * 1024, problemTypes } = options
   if (inbox === null || typeof inbox !== 'object' || typeof inbox.consume !== 'function') {
     throw new InvalidOptionError(`${caller}: option "inbox" must come from createInbox(...)`)
   }

@@ -1,5 +1,6 @@
 import { Counter, Histogram, type Registry } from 'prom-client'
 import type { OutcomeEvent } from '../core/engine.js'
+import { assertKnownOptions, optionNames } from '../core/validate.js'
 
 /** What `prometheusOutcomes` takes: the registry and the metric name prefix. */
 export interface PrometheusOutcomesOptions {
@@ -8,6 +9,8 @@ export interface PrometheusOutcomesOptions {
   /** Metric name prefix. @default 'idem_' */
   prefix?: string
 }
+
+const OPTIONS = optionNames<PrometheusOutcomesOptions>({ registry: true, prefix: true })
 
 /**
  * Prometheus metrics for idem's outcomes, fed by the engine's `onOutcome` hook:
@@ -23,7 +26,9 @@ export interface PrometheusOutcomesOptions {
  * const metrics = prometheusOutcomes({ registry })
  * const idem = createIdem({ store, onOutcome: metrics.onOutcome })
  */
-export function prometheusOutcomes({ registry, prefix = 'idem_' }: PrometheusOutcomesOptions = {}) {
+export function prometheusOutcomes(options: PrometheusOutcomesOptions = {}) {
+  assertKnownOptions('prometheusOutcomes', options, OPTIONS)
+  const { registry, prefix = 'idem_' } = options
   const registers = registry === undefined ? undefined : [registry]
   const outcomes = new Counter({
     name: `${prefix}outcomes_total`,

@@ -1,6 +1,6 @@
 import { metrics as otelMetrics, type Attributes, type Counter, type Gauge, type Histogram, type Meter } from '@opentelemetry/api'
 import { InvalidOptionError } from '../core/errors/invalid-option.js'
-import { shown } from '../core/validate.js'
+import { optionNames, shown } from '../core/validate.js'
 import { METRICS, type MetricId } from './catalog.js'
 import { checkExporterOptions, type ExporterOptions } from './options.js'
 import { eventRecorder } from './recorder.js'
@@ -19,6 +19,8 @@ export interface OpenTelemetryMetrics {
 
 type Instrument = Counter<Attributes> | Gauge<Attributes> | Histogram<Attributes>
 
+const OPTIONS = optionNames<OpenTelemetryMetricsOptions>({ events: true, stores: true, consumers: true, meter: true })
+
 /**
  * OpenTelemetry metrics for everything idem does, fed by the event stream, through
  * `@opentelemetry/api` (an optional peer dependency): your SDK's readers and exporters
@@ -34,7 +36,7 @@ type Instrument = Counter<Attributes> | Gauge<Attributes> | Histogram<Attributes
  * openTelemetryMetrics({ meter: provider.getMeter('idem'), stores: ['postgres'] })
  */
 export function openTelemetryMetrics(options: OpenTelemetryMetricsOptions = {}): OpenTelemetryMetrics {
-  const events = checkExporterOptions('openTelemetryMetrics', options, ['meter'])
+  const events = checkExporterOptions('openTelemetryMetrics', options, OPTIONS)
   const meter = options.meter ?? otelMetrics.getMeter('idem')
   if (meter === null || typeof meter !== 'object' || typeof meter.createCounter !== 'function') {
     throw new InvalidOptionError(`openTelemetryMetrics: option "meter" must be an OpenTelemetry Meter (provider.getMeter('idem')), got ${shown(meter)}`)

@@ -1,6 +1,6 @@
 import { InvalidOptionError } from '../core/errors/invalid-option.js'
 import { idemEvents, type EventStream } from '../core/events.js'
-import { assertKnownOptions, assertName, shown } from '../core/validate.js'
+import { assertKnownOptions, assertName, shown, type KnownOptions } from '../core/validate.js'
 import type { RecorderOptions } from './recorder.js'
 
 /** What both exporters accept: the stream they subscribe to and the names to start series for. */
@@ -9,10 +9,12 @@ export interface ExporterOptions extends RecorderOptions {
   events?: EventStream
 }
 
-/** Checks the options both exporters share, naming the one that is wrong. */
-export function checkExporterOptions(caller: string, options: ExporterOptions, own: readonly string[]): EventStream {
-  if (options === null || typeof options !== 'object') throw new InvalidOptionError(`${caller}: pass an options object`)
-  assertKnownOptions(caller, options, ['events', 'stores', 'consumers', ...own])
+/**
+ * Checks the options both exporters share, naming the one that is wrong.
+ * @param known every option name the exporter takes, these shared ones included
+ */
+export function checkExporterOptions(caller: string, options: ExporterOptions, known: KnownOptions): EventStream {
+  assertKnownOptions(caller, options, known)
   const { events = idemEvents } = options
   if (events === null || typeof events !== 'object' || typeof events.subscribe !== 'function') {
     throw new InvalidOptionError(`${caller}: option "events" must be an event stream (createEventStream()), got ${shown(events)}`)

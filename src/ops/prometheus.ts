@@ -1,6 +1,6 @@
 import { Counter, Gauge, Histogram, register as globalRegistry, type Registry } from 'prom-client'
 import { InvalidOptionError } from '../core/errors/invalid-option.js'
-import { shown } from '../core/validate.js'
+import { optionNames, shown } from '../core/validate.js'
 import { METRICS, type MetricId } from './catalog.js'
 import { checkExporterOptions, type ExporterOptions } from './options.js'
 import { eventRecorder, type Labels } from './recorder.js'
@@ -23,6 +23,8 @@ export interface PrometheusMetrics {
 
 type Metric = Counter<string> | Gauge<string> | Histogram<string>
 
+const OPTIONS = optionNames<PrometheusMetricsOptions>({ events: true, stores: true, consumers: true, registry: true, prefix: true })
+
 /**
  * Prometheus metrics for everything idem does, fed by the event stream (so every front
  * end is counted: HTTP, engines, inbox, outbox, leases, reconcile), on prom-client (an
@@ -37,7 +39,7 @@ type Metric = Counter<string> | Gauge<string> | Histogram<string>
  * app.get('/metrics', async (c) => c.text(await registry.metrics(), 200, { 'content-type': registry.contentType }))
  */
 export function prometheusMetrics(options: PrometheusMetricsOptions = {}): PrometheusMetrics {
-  const events = checkExporterOptions('prometheusMetrics', options, ['registry', 'prefix'])
+  const events = checkExporterOptions('prometheusMetrics', options, OPTIONS)
   const { registry = globalRegistry, prefix = 'idem_' } = options
   if (registry === null || typeof registry !== 'object' || typeof registry.registerMetric !== 'function') {
     throw new InvalidOptionError(`prometheusMetrics: option "registry" must be a prom-client Registry, got ${shown(registry)}`)

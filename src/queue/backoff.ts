@@ -1,5 +1,5 @@
 import { InvalidOptionError } from '../core/errors/invalid-option.js'
-import { assertDuration, MAX_DURATION_MS } from '../core/validate.js'
+import { assertDuration, assertKnownOptions, MAX_DURATION_MS, optionNames } from '../core/validate.js'
 
 /** Exponential backoff with full jitter: attempt n waits a random time in [0, min(maxMs, baseMs·2ⁿ⁻¹)). */
 export interface BackoffOptions {
@@ -17,6 +17,8 @@ export const DEFAULT_BACKOFF_BASE_MS = 1_000
 /** The longest retry delay: 5 minutes. */
 export const DEFAULT_BACKOFF_MAX_MS = 300_000
 
+
+const OPTIONS = optionNames<BackoffOptions>({ baseMs: true, maxMs: true })
 
 /**
  * Builds the delay function once, validating the options (named `option` of `caller` in errors).
@@ -43,6 +45,7 @@ export function backoffDelay(
   if (backoff !== undefined && (backoff === null || typeof backoff !== 'object')) {
     throw new InvalidOptionError(`${caller}: option "${option}" must be { baseMs, maxMs } or a function of the attempt number`)
   }
+  if (backoff !== undefined) assertKnownOptions(`${caller}: option "${option}"`, backoff, OPTIONS)
   const { baseMs = DEFAULT_BACKOFF_BASE_MS, maxMs = DEFAULT_BACKOFF_MAX_MS } = backoff ?? {}
   assertDuration(`${caller}: option "${option}.baseMs"`, baseMs, 0)
   assertDuration(`${caller}: option "${option}.maxMs"`, maxMs, baseMs)

@@ -1,6 +1,6 @@
 import { InvalidOptionError } from '../core/errors/invalid-option.js'
 import { backoffDelay, type Backoff } from './backoff.js'
-import { assertDuration } from '../core/validate.js'
+import { assertDuration, assertKnownOptions, optionNames } from '../core/validate.js'
 import type { ConsumeResult, Inbox, InboxMessage } from './inbox.js'
 import type { Delivery, MessageSource, Subscription } from './source.js'
 
@@ -37,6 +37,8 @@ export interface Consumer {
 const utf8 = new TextDecoder()
 const decodeJson = (data: Uint8Array): never => JSON.parse(utf8.decode(data)) as never
 
+const OPTIONS = optionNames<ConsumerOptions<unknown, unknown>>({ inbox: true, source: true, handler: true, decode: true, retry: true, onSettled: true, storeRetryMs: true })
+
 /**
  * Connects a broker adapter to an inbox: each delivery is decoded and consumed
  * through the inbox, then settled — ack after commit (processed, duplicate,
@@ -54,15 +56,17 @@ const decodeJson = (data: Uint8Array): never => JSON.parse(utf8.decode(data)) as
  * // later: await consumer.stop()
  * @see docs/queue.md
  */
-export async function startConsumer<Tx, Body = unknown>({
-  inbox,
-  source,
-  handler,
-  decode = decodeJson,
-  retry = { baseMs: 1_000, maxMs: 60_000 },
-  onSettled,
-  storeRetryMs = 1_000,
-}: ConsumerOptions<Tx, Body>): Promise<Consumer> {
+export async function startConsumer<Tx, Body = unknown>(options: ConsumerOptions<Tx, Body>): Promise<Consumer> {
+  assertKnownOptions('startConsumer', options, OPTIONS)
+  const {
+    inbox,
+    source,
+    handler,
+    decode = decodeJson,
+    retry = { baseMs: 1_000, maxMs: 60_000 },
+    onSettled,
+    storeRetryMs = 1_000,
+  } = options
   const caller = 'startConsumer'
   if (inbox === null || typeof inbox !== 'object' || typeof inbox.consume !== 'function') {
     throw new InvalidOptionError(`${caller}: option "inbox" must come from createInbox(...)`)

@@ -1,5 +1,5 @@
 import { InvalidOptionError } from '../core/errors/invalid-option.js'
-import { assertCount } from '../core/validate.js'
+import { assertCount, assertKnownOptions, optionNames } from '../core/validate.js'
 import type { DeadLetterRow, WithDeadLetterTable } from './dead-letter-table.js'
 
 export type { DeadLetterRow } from './dead-letter-table.js'
@@ -13,11 +13,15 @@ export interface ListDeadLettersOptions {
   limit?: number
 }
 
+const OPTIONS = optionNames<ListDeadLettersOptions>({ source: true, name: true, limit: true })
+
 /**
  * Reads dead letters, newest first, for an operator or an alert.
  * @example const letters = await listDeadLetters(store, { source: 'inbox', name: 'claims-intake' })
  */
-export async function listDeadLetters(store: WithDeadLetterTable, { source, name, limit = 100 }: ListDeadLettersOptions): Promise<DeadLetterRow[]> {
+export async function listDeadLetters(store: WithDeadLetterTable, options: ListDeadLettersOptions): Promise<DeadLetterRow[]> {
+  assertKnownOptions('listDeadLetters', options, OPTIONS)
+  const { source, name, limit = 100 } = options
   const table = (store as Partial<WithDeadLetterTable> | null)?.deadLetters
   if (table === undefined || table === null || typeof table.list !== 'function') {
     throw new InvalidOptionError('listDeadLetters: pass a store that keeps dead letters (postgresStore, sqliteStore, memoryStore)')

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto'
 import { InvalidOptionError } from '../core/errors/invalid-option.js'
 import { idemEvents, warn, type EventStream } from '../core/events.js'
-import { assertCount, assertDuration, assertName } from '../core/validate.js'
+import { assertCount, assertDuration, assertKnownOptions, assertName, optionNames } from '../core/validate.js'
 import { backoffDelay, type Backoff } from './backoff.js'
 import { ClaimHold } from './claim-hold.js'
 import { outboxTableOf } from './outbox.js'
@@ -132,6 +132,10 @@ export interface Dispatcher {
   stop(): Promise<void>
 }
 
+const OPTIONS = optionNames<DispatcherOptions>({
+  store: true, deliver: true, batchSize: true, maxAttempts: true, backoff: true, leaseMs: true, pollMs: true, topics: true, events: true, onError: true,
+})
+
 /**
  * Creates an outbox dispatcher: it claims due rows (Postgres: `FOR UPDATE SKIP LOCKED`
  * in one short statement, leasing them), hands each to `deliver` with its dedupe key
@@ -159,18 +163,20 @@ export interface Dispatcher {
  * dispatcher.start()
  * @see docs/queue.md
  */
-export function createDispatcher({
-  store,
-  deliver,
-  batchSize = 50,
-  maxAttempts = 10,
-  backoff,
-  leaseMs = 60_000,
-  pollMs = 1_000,
-  topics,
-  events = idemEvents,
-  onError,
-}: DispatcherOptions): Dispatcher {
+export function createDispatcher(options: DispatcherOptions): Dispatcher {
+  assertKnownOptions('createDispatcher', options, OPTIONS)
+  const {
+    store,
+    deliver,
+    batchSize = 50,
+    maxAttempts = 10,
+    backoff,
+    leaseMs = 60_000,
+    pollMs = 1_000,
+    topics,
+    events = idemEvents,
+    onError,
+  } = options
   const caller = 'createDispatcher'
   const table: OutboxTable<unknown, boolean | Promise<boolean>> = outboxTableOf(store, caller)
   if (typeof deliver !== 'function') throw new InvalidOptionError(`${caller}: option "deliver" must be a function (row, { signal }) => Promise<void>`)

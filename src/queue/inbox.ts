@@ -5,7 +5,7 @@ import { InvalidOptionError } from '../core/errors/invalid-option.js'
 import { OverranError } from '../core/errors/overran.js'
 import { MissingKeyError } from '../core/errors/missing-key.js'
 import { idemEvents, warn, type EventStream, type InboxEvent } from '../core/events.js'
-import { assertCount, assertDuration, assertName } from '../core/validate.js'
+import { assertCount, assertDuration, assertKnownOptions, assertName, optionNames } from '../core/validate.js'
 import type { InboxSession, InboxTable, PriorFailures, WithInboxTable } from './inbox-table.js'
 import { messageKey, refusedMessageKey } from './message-key.js'
 import { deadLetterPayload, errorText } from './payload.js'
@@ -127,6 +127,10 @@ export interface Inbox<Tx, Body = unknown> {
 // An in-flight duplicate is redelivered this much later: the holder is most likely done by then.
 const IN_FLIGHT_RETRY_MS = 1_000
 
+const OPTIONS = optionNames<InboxOptions<unknown>>({
+  store: true, consumer: true, retentionMs: true, redeliveryHorizonMs: true, idOf: true, maxAttempts: true, maxDeliveries: true, waitMs: true, deadlineMs: true, events: true, onWarning: true,
+})
+
 /**
  * Creates an idempotent consumer (the inbox pattern): each message's effects commit in
  * the same transaction as its id, so a redelivery after a crash, a lost ack or a
@@ -144,19 +148,21 @@ const IN_FLIGHT_RETRY_MS = 1_000
  * else channel.ack(msg)
  * @see docs/queue.md
  */
-export function createInbox<Tx, Body = unknown>({
-  store,
-  consumer,
-  retentionMs = DEFAULT_INBOX_RETENTION_MS,
-  redeliveryHorizonMs,
-  idOf,
-  maxAttempts = DEFAULT_MAX_ATTEMPTS,
-  maxDeliveries,
-  waitMs = DEFAULT_WAIT_MS,
-  deadlineMs = DEFAULT_DEADLINE_MS,
-  events = idemEvents,
-  onWarning,
-}: InboxOptions<Tx, Body>): Inbox<Tx, Body> {
+export function createInbox<Tx, Body = unknown>(options: InboxOptions<Tx, Body>): Inbox<Tx, Body> {
+  assertKnownOptions('createInbox', options, OPTIONS)
+  const {
+    store,
+    consumer,
+    retentionMs = DEFAULT_INBOX_RETENTION_MS,
+    redeliveryHorizonMs,
+    idOf,
+    maxAttempts = DEFAULT_MAX_ATTEMPTS,
+    maxDeliveries,
+    waitMs = DEFAULT_WAIT_MS,
+    deadlineMs = DEFAULT_DEADLINE_MS,
+    events = idemEvents,
+    onWarning,
+  } = options
   const caller = 'createInbox'
   const table = inboxTableOf(store, caller)
   assertName(`${caller}: option "consumer"`, consumer)

@@ -1,5 +1,5 @@
 import { InvalidOptionError } from '../core/errors/invalid-option.js'
-import { assertDuration, assertName } from '../core/validate.js'
+import { assertDuration, assertKnownOptions, assertName, optionNames } from '../core/validate.js'
 import type { OutboxInsert, OutboxTable, WithOutboxTable } from './outbox-table.js'
 
 /** One effect to deliver later: a publish, an email, a webhook call. */
@@ -44,6 +44,9 @@ export interface Outbox<Tx, Added extends boolean | Promise<boolean> = Promise<b
 
 const MAX_DEDUPE_KEY_LENGTH = 255
 
+const OPTIONS = optionNames<OutboxOptions<unknown, boolean>>({ store: true })
+const ENTRY = optionNames<OutboxEntry>({ topic: true, payload: true, dedupeKey: true, delayMs: true })
+
 /**
  * The transactional outbox: effects queued inside a transaction, delivered after
  * commit by a dispatcher (`createDispatcher`) over the same store.
@@ -57,7 +60,9 @@ const MAX_DEDUPE_KEY_LENGTH = 255
  * })
  * @see docs/queue.md
  */
-export function createOutbox<Tx, Added extends boolean | Promise<boolean>>({ store }: OutboxOptions<Tx, Added>): Outbox<Tx, Added> {
+export function createOutbox<Tx, Added extends boolean | Promise<boolean>>(options: OutboxOptions<Tx, Added>): Outbox<Tx, Added> {
+  assertKnownOptions('createOutbox', options, OPTIONS)
+  const { store } = options
   const table = outboxTableOf(store, 'createOutbox')
   return { add: (tx, entry) => table.add(tx, checkEntry(entry)) }
 }
@@ -77,6 +82,7 @@ export function outboxTableOf<Tx, Added extends boolean | Promise<boolean>>(stor
 
 function checkEntry(entry: OutboxEntry): OutboxInsert {
   if (entry === null || typeof entry !== 'object') throw new InvalidOptionError('outbox.add: pass { topic, payload, dedupeKey }')
+  assertKnownOptions('outbox.add', entry, ENTRY)
   assertName('outbox.add: "topic"', entry.topic)
   assertName('outbox.add: "dedupeKey"', entry.dedupeKey, MAX_DEDUPE_KEY_LENGTH)
   const delayMs = entry.delayMs ?? 0

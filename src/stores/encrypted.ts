@@ -1,5 +1,6 @@
 import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto'
 import { InvalidOptionError } from '../core/errors/invalid-option.js'
+import { assertKnownOptions, optionNames } from '../core/validate.js'
 import { OutcomeUnreadableError } from '../core/errors/outcome-unreadable.js'
 import type { KeyPeek, PeekResult } from '../core/dual-read.js'
 import type { LeaseClaim, LeasedStore } from '../core/leased/store.js'
@@ -203,9 +204,11 @@ function encryptPeek(store: KeyPeek, cipher: RecordCipher): Omit<KeyPeek, 'name'
   }
 }
 
-function outcomeCipher({ keys, current, acceptPlaintext = false, ...rest }: EncryptionOptions): OutcomeCipher {
-  const unknown = Object.keys(rest)
-  if (unknown.length > 0) throw new InvalidOptionError(`encryptedStore: unknown option "${unknown[0]}"`)
+const OPTIONS = optionNames<EncryptionOptions>({ keys: true, current: true, acceptPlaintext: true })
+
+function outcomeCipher(options: EncryptionOptions): OutcomeCipher {
+  assertKnownOptions('encryptedStore', options, OPTIONS)
+  const { keys, current, acceptPlaintext = false } = options
   if (keys === null || typeof keys !== 'object') throw new InvalidOptionError('encryptedStore: option "keys" must be an object of key id → 32-byte key')
   const byId = new Map<string, Buffer>()
   for (const [id, value] of Object.entries(keys)) {

@@ -1,7 +1,7 @@
 import http from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { InvalidOptionError } from '../core/errors/invalid-option.js'
-import { assertCount, assertDuration } from '../core/validate.js'
+import { assertCount, assertDuration, assertKnownOptions, optionNames } from '../core/validate.js'
 
 /** Options of `startFaultProxy`. */
 export interface FaultProxyOptions {
@@ -56,6 +56,10 @@ const HOP_BY_HOP = new Set([
 ])
 const LOOPBACK_HOSTS = new Set(['localhost', '[::1]'])
 
+const OPTIONS = optionNames<FaultProxyOptions>({
+  target: true, dropResponseProbability: true, seed: true, droppable: true, maxBodyBytes: true, upstreamTimeoutMs: true, maxUpstreamSockets: true,
+})
+
 /**
  * An HTTP proxy on 127.0.0.1 that loses responses on purpose: it relays each request to
  * a real server, waits for the server's whole answer (so whatever the server does in
@@ -73,15 +77,17 @@ const LOOPBACK_HOSTS = new Set(['localhost', '[::1]'])
  * console.log(proxy.stats) // { received, forwarded, dropped, delivered, failed }
  * await proxy.close()
  */
-export async function startFaultProxy({
-  target,
-  dropResponseProbability = 0,
-  seed = 1,
-  droppable = () => true,
-  maxBodyBytes = 1024 * 1024,
-  upstreamTimeoutMs = 30_000,
-  maxUpstreamSockets = 64,
-}: FaultProxyOptions): Promise<FaultProxy> {
+export async function startFaultProxy(options: FaultProxyOptions): Promise<FaultProxy> {
+  assertKnownOptions('startFaultProxy', options, OPTIONS)
+  const {
+    target,
+    dropResponseProbability = 0,
+    seed = 1,
+    droppable = () => true,
+    maxBodyBytes = 1024 * 1024,
+    upstreamTimeoutMs = 30_000,
+    maxUpstreamSockets = 64,
+  } = options
   const upstream = loopbackTarget(target)
   if (typeof dropResponseProbability !== 'number' || !(dropResponseProbability >= 0 && dropResponseProbability <= 1)) {
     throw new InvalidOptionError(`startFaultProxy: option "dropResponseProbability" must be a number from 0 to 1, got ${String(dropResponseProbability)}`)

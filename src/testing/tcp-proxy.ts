@@ -1,6 +1,6 @@
 import net from 'node:net'
 import { InvalidOptionError } from '../core/errors/invalid-option.js'
-import { assertCount, assertDuration } from '../core/validate.js'
+import { assertCount, assertDuration, assertKnownOptions, optionNames } from '../core/validate.js'
 
 /** Options of `startTcpFaultProxy`. */
 export interface TcpFaultProxyOptions {
@@ -49,6 +49,8 @@ export interface TcpFaultProxy {
 
 const LOOPBACK_HOSTS = new Set(['localhost', '::1', '[::1]'])
 
+const OPTIONS = optionNames<TcpFaultProxyOptions>({ target: true, maxConnections: true, connectTimeoutMs: true })
+
 /**
  * A TCP relay on 127.0.0.1 in front of a real server (Postgres, Redis, a broker) that
  * lets a test kill connections on purpose: `cut()` destroys every open connection in
@@ -68,7 +70,9 @@ const LOOPBACK_HOSTS = new Set(['localhost', '::1', '[::1]'])
  * })
  * await proxy.close()
  */
-export async function startTcpFaultProxy({ target, maxConnections = 64, connectTimeoutMs = 10_000 }: TcpFaultProxyOptions): Promise<TcpFaultProxy> {
+export async function startTcpFaultProxy(options: TcpFaultProxyOptions): Promise<TcpFaultProxy> {
+  assertKnownOptions('startTcpFaultProxy', options, OPTIONS)
+  const { target, maxConnections = 64, connectTimeoutMs = 10_000 } = options
   const upstream = loopbackTarget(target)
   assertCount('startTcpFaultProxy: option "maxConnections"', maxConnections, 1, 10_000)
   assertDuration('startTcpFaultProxy: option "connectTimeoutMs"', connectTimeoutMs, 1)

@@ -147,7 +147,7 @@ describe.skipIf(db === undefined)("Kafka adapter (kafkajs against librdkafka's m
 
   it('the seed incident: a consumer killed after writing, before its offset commit; after the rebalance the other consumer gets the same records, and each intake has one summary, the first LLM answer', async () => {
     const { pool, schema } = schemaDb
-    const store = postgresStore(schemaDb)
+    const store = postgresStore({ pool, schema })
     await store.migrate()
     const summaries = `"${schema}".summaries`
     const llmCalls = `"${schema}".llm_calls`
@@ -263,7 +263,7 @@ describe.skipIf(db === undefined)("Kafka adapter (kafkajs against librdkafka's m
 
   it('a rebalance mid-batch: a member joins while the first is half way through its batches; each record is applied once, none is lost', async () => {
     const { pool, schema } = schemaDb
-    const store = postgresStore(schemaDb)
+    const store = postgresStore({ pool, schema })
     await store.migrate()
     const ledger = `"${schema}".rebalance_ledger`
     await pool.query(`CREATE TABLE ${ledger} (message_id text NOT NULL, by text NOT NULL)`)
@@ -307,7 +307,7 @@ describe.skipIf(db === undefined)("Kafka adapter (kafkajs against librdkafka's m
 
   it('a record that keeps failing holds back its partition\'s commit, though the records after it are done; after a crash the next member gets it again', async () => {
     const { pool, schema } = schemaDb
-    const store = postgresStore(schemaDb)
+    const store = postgresStore({ pool, schema })
     await store.migrate()
     const ledger = `"${schema}".held_ledger`
     await pool.query(`CREATE TABLE ${ledger} (message_id text NOT NULL, by text NOT NULL)`)
@@ -352,7 +352,7 @@ describe.skipIf(db === undefined)("Kafka adapter (kafkajs against librdkafka's m
   }, 90_000)
 
   it('seed scenario: commit, crash before the offset commit, the next member reads it again → 58 chunk rows and one email', async () => {
-    await postgresStore(schemaDb).migrate()
+    await postgresStore({ pool: schemaDb.pool, schema: schemaDb.schema }).migrate()
     await seedScenario(harness(), schemaDb)
   }, 60_000)
 

@@ -62,7 +62,7 @@ async function harness(jsm: JetStreamManager): Promise<BrokerHarness> {
 describe.skipIf(db === undefined)('NATS JetStream adapter (@nats-io/jetstream, real server)', () => {
   const schemaDb = db as TestSchema
   it('seed scenario: commit, crash before ack, redelivery after ack_wait → 58 chunk rows and one email', async () => {
-    await postgresStore(schemaDb).migrate()
+    await postgresStore({ pool: schemaDb.pool, schema: schemaDb.schema }).migrate()
     await seedScenario(await harness(admin!.jsm), schemaDb)
   })
 

@@ -62,7 +62,7 @@ async function harness(): Promise<BrokerHarness> {
 describe.skipIf(db === undefined)('RabbitMQ adapter (amqplib, real broker)', () => {
   const schemaDb = db as TestSchema
   it('seed scenario: commit, crash before ack, redelivery → 58 chunk rows and one email', async () => {
-    await postgresStore(schemaDb).migrate()
+    await postgresStore({ pool: schemaDb.pool, schema: schemaDb.schema }).migrate()
     await seedScenario(await harness(), schemaDb)
   })
 

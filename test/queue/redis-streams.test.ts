@@ -60,7 +60,7 @@ function harness(): BrokerHarness {
 describe.skipIf(db === undefined)('Redis Streams adapter (ioredis, real server)', () => {
   const schemaDb = db as TestSchema
   it('seed scenario: commit, crash before XACK, XAUTOCLAIM by the next worker → 58 chunk rows and one email', async () => {
-    await postgresStore(schemaDb).migrate()
+    await postgresStore({ pool: schemaDb.pool, schema: schemaDb.schema }).migrate()
     await seedScenario(harness(), schemaDb)
   })
 

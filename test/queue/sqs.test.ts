@@ -55,7 +55,7 @@ async function harness(): Promise<BrokerHarness> {
 describe.skipIf(db === undefined)('SQS adapter (@aws-sdk/client-sqs against the fauxqs emulator)', () => {
   const schemaDb = db as TestSchema
   it('seed scenario: commit, crash before DeleteMessage, redelivery after the visibility timeout → 58 chunk rows and one email', async () => {
-    await postgresStore(schemaDb).migrate()
+    await postgresStore({ pool: schemaDb.pool, schema: schemaDb.schema }).migrate()
     await seedScenario(await harness(), schemaDb)
   })
 
@@ -76,7 +76,7 @@ describe.skipIf(db === undefined)('SQS adapter (@aws-sdk/client-sqs against the 
     const source = sqsSource({ client: client!, queueUrl: QueueUrl! })
     expect(await source.redeliveryHorizonMs!()).toBe(1_209_600_000)
     const warnings: string[] = []
-    const inbox = createInbox({ store: postgresStore(schemaDb), consumer: 'short-memory', retentionMs: 60_000, onWarning: (w) => warnings.push(w.code) })
+    const inbox = createInbox({ store: postgresStore({ pool: schemaDb.pool, schema: schemaDb.schema }), consumer: 'short-memory', retentionMs: 60_000, onWarning: (w) => warnings.push(w.code) })
     inbox.expectRedeliveryWithin((await source.redeliveryHorizonMs!())!, source.name)
     inbox.expectRedeliveryWithin(1_209_600_000, source.name)
     expect(warnings).toEqual(['retention-shorter-than-redelivery-horizon'])

@@ -11,7 +11,7 @@ import { DEFAULT_DEADLINE_MS, isThenable, withinDeadline } from '../deadline.js'
 import { storeFailure } from './store-failure.js'
 import { Heartbeat } from './heartbeat.js'
 import { callReporter, resolveCall, type CallOptions } from '../call.js'
-import { assertDuration } from '../validate.js'
+import { assertDuration, assertKnownOptions, optionNames } from '../validate.js'
 import type { LeaseClaim, LeasedStore } from './store.js'
 import { assertOutcomeLimit, bytesOver, oversizedOutcome, serializeOutcome } from '../outcome.js'
 import { createStepContext, type StepContext } from './steps.js'
@@ -97,6 +97,11 @@ export interface LeasedIdem {
   readonly settings: EngineSettings
 }
 
+const OPTIONS = optionNames<LeasedIdemOptions>({
+  store: true, leaseMs: true, heartbeatMs: true, ttlMs: true, waitMs: true, deadlineMs: true, onError: true, events: true, onOutcome: true,
+})
+const RUN_OPTIONS = optionNames<LeasedRunOptions>({ scope: true, key: true, fingerprint: true, input: true, ttlMs: true, waitMs: true, deadlineMs: true })
+
 // Duplicates poll with exponential backoff, jittered so that a crowd of them spreads out.
 const FIRST_POLL_MS = 10
 const MAX_POLL_MS = 250
@@ -115,6 +120,7 @@ const MAX_POLL_MS = 250
  * })
  */
 export function createLeasedIdem(options: LeasedIdemOptions): LeasedIdem {
+  assertKnownOptions('createLeasedIdem', options, OPTIONS)
   const {
     store,
     leaseMs = DEFAULT_LEASE_MS,
@@ -170,7 +176,7 @@ export function createLeasedIdem(options: LeasedIdemOptions): LeasedIdem {
 
   async function run<T>(options: LeasedRunOptions, fn: (ctx: StepContext) => T | Discarded<T> | Promise<T | Discarded<T>>): Promise<RunResult<T>> {
     const started = performance.now()
-    const { scope, key, fingerprint, ttlMs: callTtl, waitMs: callWait, deadlineMs: callDeadline } = resolveCall(options, { ttlMs, waitMs, deadlineMs })
+    const { scope, key, fingerprint, ttlMs: callTtl, waitMs: callWait, deadlineMs: callDeadline } = resolveCall(options, { ttlMs, waitMs, deadlineMs }, RUN_OPTIONS)
     const deadline = started + callWait
 
     // A claim acquired after finding the key running is one whose holder's lease ran out.

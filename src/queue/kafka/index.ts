@@ -15,7 +15,7 @@
  * @see docs/queue.md
  */
 import { InvalidOptionError } from '../../core/errors/invalid-option.js'
-import { assertCount, assertDuration, assertKnownOptions, assertName, shown } from '../../core/validate.js'
+import { assertCount, assertDuration, assertKnownOptions, assertName, optionNames, shown } from '../../core/validate.js'
 import { idFromBytes } from '../byte-id.js'
 import type { DeliveryContext, OutboxRow } from '../dispatcher.js'
 import { Limiter } from '../limiter.js'
@@ -164,22 +164,22 @@ export interface KafkaSource<C extends KafkaConsumer = KafkaConsumer> extends Me
   readonly consumer: C
 }
 
-const SOURCE_OPTIONS = [
-  'kafka',
-  'groupId',
-  'topics',
-  'fromBeginning',
-  'concurrency',
-  'partitionsConsumedConcurrently',
-  'maxNackDelayMs',
-  'commitIntervalMs',
-  'deadLetterTopic',
-  'idHeader',
-  'idempotent',
-  'consumerConfig',
-  'producerConfig',
-  'redeliveryHorizonMs',
-] as const
+const SOURCE_OPTIONS = optionNames<KafkaSourceOptions>({
+  kafka: true,
+  groupId: true,
+  topics: true,
+  fromBeginning: true,
+  concurrency: true,
+  partitionsConsumedConcurrently: true,
+  maxNackDelayMs: true,
+  commitIntervalMs: true,
+  deadLetterTopic: true,
+  idHeader: true,
+  idempotent: true,
+  consumerConfig: true,
+  producerConfig: true,
+  redeliveryHorizonMs: true,
+})
 
 // Kafka's own rule for topic names.
 const TOPIC_NAME = /^[A-Za-z0-9._-]{1,249}$/
@@ -460,7 +460,7 @@ export interface KafkaDeliverer {
   close(): Promise<void>
 }
 
-const DELIVERER_OPTIONS = ['kafka', 'topic', 'key', 'idempotent', 'producerConfig'] as const
+const DELIVERER_OPTIONS = optionNames<KafkaDelivererOptions>({ kafka: true, topic: true, key: true, idempotent: true, producerConfig: true })
 
 /**
  * An outbox deliverer that produces each row as JSON, keyed (by default by its dedupe

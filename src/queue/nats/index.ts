@@ -11,7 +11,7 @@
  * @see docs/queue.md
  */
 import { InvalidOptionError } from '../../core/errors/invalid-option.js'
-import { assertCount, assertDuration } from '../../core/validate.js'
+import { assertCount, assertDuration, assertKnownOptions, optionNames } from '../../core/validate.js'
 import type { DeliveryContext, OutboxRow } from '../dispatcher.js'
 import { Limiter } from '../limiter.js'
 import type { Delivery, MessageSource, Subscription } from '../source.js'
@@ -75,6 +75,8 @@ export interface NatsSourceOptions {
   ackTimeoutMs?: number
 }
 
+const SOURCE_OPTIONS = optionNames<NatsSourceOptions>({ consumer: true, name: true, concurrency: true, redeliveryHorizonMs: true, ackTimeoutMs: true })
+
 /**
  * Reads a JetStream durable consumer.
  * @example
@@ -82,7 +84,9 @@ export interface NatsSourceOptions {
  * const source = natsSource({ consumer: await js.consumers.get('CLAIMS', 'intake') })
  * await startConsumer({ inbox, source, handler })
  */
-export function natsSource({ consumer, name = 'nats', concurrency = 20, redeliveryHorizonMs, ackTimeoutMs = 5_000 }: NatsSourceOptions): MessageSource {
+export function natsSource(options: NatsSourceOptions): MessageSource {
+  assertKnownOptions('natsSource', options, SOURCE_OPTIONS)
+  const { consumer, name = 'nats', concurrency = 20, redeliveryHorizonMs, ackTimeoutMs = 5_000 } = options
   if (consumer === null || typeof consumer !== 'object' || typeof consumer.consume !== 'function') {
     throw new InvalidOptionError('natsSource: option "consumer" must be a JetStream consumer (js.consumers.get(stream, durable))')
   }
@@ -147,15 +151,19 @@ export interface NatsDelivererOptions {
   subject?: (row: OutboxRow) => string
 }
 
+const DELIVERER_OPTIONS = optionNames<NatsDelivererOptions>({ js: true, subject: true })
+
 /**
  * An outbox deliverer that publishes each row as JSON with `Nats-Msg-Id` set to its
  * dedupe key: JetStream itself drops a repeat within the stream's duplicate window,
  * and a consumer's inbox drops one after it. The JetStream client takes no abort
  * signal, so the dispatcher's signal only stops a publish that has not started; one
  * that has settles within the client's own timeout.
- * @example createDispatcher({ pool, deliver: natsDeliverer({ js: jetstream(nc) }) })
+ * @example createDispatcher({ store, deliver: natsDeliverer({ js: jetstream(nc) }) })
  */
-export function natsDeliverer({ js, subject = (row) => row.topic }: NatsDelivererOptions): (row: OutboxRow, context?: DeliveryContext) => Promise<void> {
+export function natsDeliverer(options: NatsDelivererOptions): (row: OutboxRow, context?: DeliveryContext) => Promise<void> {
+  assertKnownOptions('natsDeliverer', options, DELIVERER_OPTIONS)
+  const { js, subject = (row) => row.topic } = options
   if (js === null || typeof js !== 'object' || typeof js.publish !== 'function') {
     throw new InvalidOptionError('natsDeliverer: option "js" must be a JetStream client (jetstream(nc))')
   }

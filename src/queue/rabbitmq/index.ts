@@ -7,7 +7,7 @@
  * @see docs/queue.md
  */
 import { InvalidOptionError } from '../../core/errors/invalid-option.js'
-import { assertCount, assertDuration, assertName } from '../../core/validate.js'
+import { assertCount, assertDuration, assertKnownOptions, assertName, optionNames } from '../../core/validate.js'
 import type { DeliveryContext, OutboxRow } from '../dispatcher.js'
 import { Limiter } from '../limiter.js'
 import { NackTimers } from '../nack-timers.js'
@@ -57,13 +57,17 @@ export interface RabbitmqSourceOptions {
   maxNackDelayMs?: number
 }
 
+const SOURCE_OPTIONS = optionNames<RabbitmqSourceOptions>({ channel: true, queue: true, prefetch: true, maxNackDelayMs: true })
+
 /**
  * Reads a RabbitMQ queue.
  * @example
  * const channel = await (await amqplib.connect(url)).createChannel()
  * await startConsumer({ inbox, source: rabbitmqSource({ channel, queue: 'claims' }), handler })
  */
-export function rabbitmqSource({ channel, queue, prefetch = 20, maxNackDelayMs = 30_000 }: RabbitmqSourceOptions): MessageSource {
+export function rabbitmqSource(options: RabbitmqSourceOptions): MessageSource {
+  assertKnownOptions('rabbitmqSource', options, SOURCE_OPTIONS)
+  const { channel, queue, prefetch = 20, maxNackDelayMs = 30_000 } = options
   if (channel === null || typeof channel !== 'object' || typeof channel.consume !== 'function') {
     throw new InvalidOptionError('rabbitmqSource: option "channel" must be an amqplib Channel')
   }
@@ -127,18 +131,22 @@ export interface RabbitmqDelivererOptions {
   routingKey?: (row: OutboxRow) => string
 }
 
+const DELIVERER_OPTIONS = optionNames<RabbitmqDelivererOptions>({ channel: true, exchange: true, routingKey: true })
+
 /**
  * An outbox deliverer that publishes each row as a persistent JSON message whose
  * `messageId` is the row's dedupe key, so a consumer's inbox drops a repeat.
  * amqplib cannot take back a publish, so the dispatcher's signal only stops one that has
  * not started; a publish waits for the broker's confirm (or the channel's failure).
- * @example createDispatcher({ pool, deliver: rabbitmqDeliverer({ channel: confirmChannel }) })
+ * @example createDispatcher({ store, deliver: rabbitmqDeliverer({ channel: confirmChannel }) })
  */
-export function rabbitmqDeliverer({
-  channel,
-  exchange = '',
-  routingKey = (row) => row.topic,
-}: RabbitmqDelivererOptions): (row: OutboxRow, context?: DeliveryContext) => Promise<void> {
+export function rabbitmqDeliverer(options: RabbitmqDelivererOptions): (row: OutboxRow, context?: DeliveryContext) => Promise<void> {
+  assertKnownOptions('rabbitmqDeliverer', options, DELIVERER_OPTIONS)
+  const {
+    channel,
+    exchange = '',
+    routingKey = (row) => row.topic,
+  } = options
   if (channel === null || typeof channel !== 'object' || typeof channel.publish !== 'function') {
     throw new InvalidOptionError('rabbitmqDeliverer: option "channel" must be an amqplib ConfirmChannel')
   }

@@ -9,7 +9,7 @@
  * @see docs/queue.md
  */
 import { InvalidOptionError } from '../../core/errors/invalid-option.js'
-import { assertCount, assertDuration, assertName } from '../../core/validate.js'
+import { assertCount, assertDuration, assertKnownOptions, assertName, optionNames } from '../../core/validate.js'
 import type { DeliveryContext, OutboxRow } from '../dispatcher.js'
 import { Limiter } from '../limiter.js'
 import { NackTimers } from '../nack-timers.js'
@@ -65,27 +65,34 @@ const DEAD_LETTER_SCRIPT = `
 redis.call('XADD', KEYS[2], '*', unpack(ARGV, 3))
 return redis.call('XACK', KEYS[1], ARGV[1], ARGV[2])`
 
+const SOURCE_OPTIONS = optionNames<RedisStreamSourceOptions>({
+  redis: true, stream: true, group: true, consumer: true, count: true, blockMs: true, claimIdleMs: true, claimEveryMs: true,
+  idField: true, bodyField: true, deadLetterStream: true, startId: true, onError: true,
+})
+
 /**
  * Reads a Redis stream through a consumer group.
  * @example
  * const source = redisStreamSource({ redis: new Redis(), stream: 'claims', group: 'intake', consumer: `intake-${process.pid}` })
  * await startConsumer({ inbox, source, handler })
  */
-export function redisStreamSource({
-  redis,
-  stream,
-  group,
-  consumer,
-  count = 20,
-  blockMs = 1_000,
-  claimIdleMs = 30_000,
-  claimEveryMs = 1_000,
-  idField = 'id',
-  bodyField = 'body',
-  deadLetterStream = `${stream}:dead`,
-  startId = '0',
-  onError = (error) => console.warn(`idem redisStreamSource(${stream}): ${(error as Error)?.message ?? String(error)}`),
-}: RedisStreamSourceOptions): MessageSource {
+export function redisStreamSource(options: RedisStreamSourceOptions): MessageSource {
+  assertKnownOptions('redisStreamSource', options, SOURCE_OPTIONS)
+  const {
+    redis,
+    stream,
+    group,
+    consumer,
+    count = 20,
+    blockMs = 1_000,
+    claimIdleMs = 30_000,
+    claimEveryMs = 1_000,
+    idField = 'id',
+    bodyField = 'body',
+    deadLetterStream = `${stream}:dead`,
+    startId = '0',
+    onError = (error) => console.warn(`idem redisStreamSource(${stream}): ${(error as Error)?.message ?? String(error)}`),
+  } = options
   const caller = 'redisStreamSource'
   if (redis === null || typeof redis !== 'object' || typeof redis.call !== 'function' || typeof redis.duplicate !== 'function') {
     throw new InvalidOptionError(`${caller}: option "redis" must be an ioredis client`)
@@ -243,18 +250,22 @@ export interface RedisStreamDelivererOptions {
   maxLen?: number
 }
 
+const DELIVERER_OPTIONS = optionNames<RedisStreamDelivererOptions>({ redis: true, stream: true, maxLen: true })
+
 /**
  * An outbox deliverer that appends each row to a stream with the dedupe key in the `id`
  * field and the JSON payload in `body`, which is what `redisStreamSource` reads.
  * ioredis takes no abort signal, so the dispatcher's signal only stops an append that
  * has not started.
- * @example createDispatcher({ pool, deliver: redisStreamDeliverer({ redis }) })
+ * @example createDispatcher({ store, deliver: redisStreamDeliverer({ redis }) })
  */
-export function redisStreamDeliverer({
-  redis,
-  stream = (row) => row.topic,
-  maxLen,
-}: RedisStreamDelivererOptions): (row: OutboxRow, context?: DeliveryContext) => Promise<void> {
+export function redisStreamDeliverer(options: RedisStreamDelivererOptions): (row: OutboxRow, context?: DeliveryContext) => Promise<void> {
+  assertKnownOptions('redisStreamDeliverer', options, DELIVERER_OPTIONS)
+  const {
+    redis,
+    stream = (row) => row.topic,
+    maxLen,
+  } = options
   if (redis === null || typeof redis !== 'object' || typeof redis.call !== 'function') {
     throw new InvalidOptionError('redisStreamDeliverer: option "redis" must be an ioredis client')
   }

@@ -18,7 +18,7 @@ import {
 } from '@aws-sdk/client-sqs'
 import { createHash } from 'node:crypto'
 import { InvalidOptionError } from '../../core/errors/invalid-option.js'
-import { assertCount, assertName } from '../../core/validate.js'
+import { assertCount, assertKnownOptions, assertName, optionNames } from '../../core/validate.js'
 import type { DeliveryContext, OutboxRow } from '../dispatcher.js'
 import { Limiter } from '../limiter.js'
 import type { Delivery, MessageSource, Subscription } from '../source.js'
@@ -44,13 +44,17 @@ export interface SqsSourceOptions {
   deadLetterQueueUrl?: string
 }
 
+const SOURCE_OPTIONS = optionNames<SqsSourceOptions>({ client: true, queueUrl: true, maxMessages: true, waitTimeSeconds: true, deadLetterQueueUrl: true })
+
 /**
  * Reads an SQS queue with long polling.
  * @example
  * const source = sqsSource({ client: new SQSClient({}), queueUrl })
  * await startConsumer({ inbox, source, handler })
  */
-export function sqsSource({ client, queueUrl, maxMessages = 10, waitTimeSeconds = 20, deadLetterQueueUrl }: SqsSourceOptions): MessageSource {
+export function sqsSource(options: SqsSourceOptions): MessageSource {
+  assertKnownOptions('sqsSource', options, SOURCE_OPTIONS)
+  const { client, queueUrl, maxMessages = 10, waitTimeSeconds = 20, deadLetterQueueUrl } = options
   if (client === null || typeof client !== 'object' || typeof client.send !== 'function') {
     throw new InvalidOptionError('sqsSource: option "client" must be an SQSClient')
   }
@@ -148,6 +152,8 @@ export interface SqsDelivererOptions {
   queueUrl: string | ((row: OutboxRow) => string)
 }
 
+const DELIVERER_OPTIONS = optionNames<SqsDelivererOptions>({ client: true, queueUrl: true })
+
 /**
  * An outbox deliverer that sends each row as JSON with the dedupe key in the `idem-id`
  * attribute; on a FIFO queue it is also the `MessageDeduplicationId` (hashed to fit),
@@ -156,9 +162,11 @@ export interface SqsDelivererOptions {
  * destroys the request and makes no further retry of it, so nothing of this attempt is
  * sent after it settles; if SQS had already taken the message, the retry carries the
  * same dedupe key.
- * @example createDispatcher({ pool, deliver: sqsDeliverer({ client, queueUrl }) })
+ * @example createDispatcher({ store, deliver: sqsDeliverer({ client, queueUrl }) })
  */
-export function sqsDeliverer({ client, queueUrl }: SqsDelivererOptions): (row: OutboxRow, context?: DeliveryContext) => Promise<void> {
+export function sqsDeliverer(options: SqsDelivererOptions): (row: OutboxRow, context?: DeliveryContext) => Promise<void> {
+  assertKnownOptions('sqsDeliverer', options, DELIVERER_OPTIONS)
+  const { client, queueUrl } = options
   if (client === null || typeof client !== 'object' || typeof client.send !== 'function') {
     throw new InvalidOptionError('sqsDeliverer: option "client" must be an SQSClient')
   }

@@ -2,7 +2,7 @@ import { CreateTableCommand, DescribeTableCommand, UpdateTimeToLiveCommand } fro
 import { InvalidOptionError } from '../../core/errors/invalid-option.js'
 import type { KeyPeek } from '../../core/dual-read.js'
 import type { LeasedStore } from '../../core/leased/store.js'
-import { assertDuration, assertKnownOptions } from '../../core/validate.js'
+import { assertDuration, assertKnownOptions, optionNames } from '../../core/validate.js'
 import type { WithOnceTable } from '../../data/once-table.js'
 import type { WithDeadLetterTable } from '../../queue/dead-letter-table.js'
 import type { WithInboxTable } from '../../queue/inbox-table.js'
@@ -53,7 +53,7 @@ export interface DynamoStore extends LeasedStore, KeyPeek, WithInboxTable<Dynamo
   transaction<T>(work: (tx: DynamoTx) => T | Promise<T>): Promise<T>
 }
 
-const OPTIONS = ['client', 'table', 'timeoutMs', 'holdMs']
+const OPTIONS = optionNames<DynamoStoreOptions>({ client: true, table: true, timeoutMs: true, holdMs: true })
 
 /**
  * The DynamoDB store, on the AWS SDK v3 client: a leased store (`createLeasedIdem`),

@@ -1,8 +1,9 @@
 import { InvalidOptionError } from '../../core/errors/invalid-option.js'
+import { assertKnownOptions, optionNames } from '../../core/validate.js'
 import type { LeaseClaim, LeasedStore } from '../../core/leased/store.js'
 import { MAX_OUTCOME_BYTES } from '../max-outcome.js'
 import { migratePostgres, type MigrateResult } from './migrate.js'
-import { pruneExpired, queryOnPool } from './pool-query.js'
+import { LEASED_PRUNE_OPTIONS, pruneExpired, queryOnPool } from './pool-query.js'
 import { warnWithoutErrorListener } from './pool-error-listener.js'
 import { warnWithoutConnectTimeout } from './pool-timeout.js'
 import * as sql from './sql/index.js'
@@ -29,6 +30,8 @@ export interface LeasedPostgresStore extends LeasedStore {
   prune(options?: { batchSize?: number; onBatch?: (deleted: number) => void }): Promise<number>
 }
 
+const OPTIONS = optionNames<LeasedPostgresStoreOptions>({ pool: true, schema: true })
+
 /**
  * The leased store on Postgres, for effects that live outside the database (or
  * outside the transaction): claims, steps and outcomes in `idem_leases` and
@@ -43,7 +46,9 @@ export interface LeasedPostgresStore extends LeasedStore {
  * await store.migrate()
  * const idem = createLeasedIdem({ store })
  */
-export function leasedPostgresStore({ pool, schema = 'public' }: LeasedPostgresStoreOptions): LeasedPostgresStore {
+export function leasedPostgresStore(options: LeasedPostgresStoreOptions): LeasedPostgresStore {
+  assertKnownOptions('leasedPostgresStore', options, OPTIONS)
+  const { pool, schema = 'public' } = options
   if (pool === null || typeof pool !== 'object' || typeof pool.connect !== 'function') {
     throw new InvalidOptionError('leasedPostgresStore: option "pool" must be a pg.Pool')
   }
@@ -64,7 +69,7 @@ export function leasedPostgresStore({ pool, schema = 'public' }: LeasedPostgresS
     maxOutcomeBytes: MAX_OUTCOME_BYTES,
     schema,
     migrate: () => migratePostgres(pool, { schema }),
-    prune: (options) => pruneExpired(pool, schema, ['idem_leases'], options),
+    prune: (options) => pruneExpired(pool, schema, ['idem_leases'], options, LEASED_PRUNE_OPTIONS),
     async claim(scope, key, fingerprint, leaseMs, ttlMs) {
       return toClaim(await query(sql.leaseClaim(schema, scope, key, fingerprint, leaseMs, ttlMs)))
     },

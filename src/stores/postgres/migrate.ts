@@ -1,4 +1,5 @@
 import { StoreUnavailableError } from '../../core/errors/store-unavailable.js'
+import { assertKnownOptions, optionNames } from '../../core/validate.js'
 import { classifyPgError } from './errors.js'
 import { checkOut } from './held-client.js'
 import { quoteSchema } from './sql/index.js'
@@ -12,16 +13,20 @@ export interface MigrateResult {
   applied: number[]
 }
 
+const OPTIONS = optionNames<{ schema?: string }>({ schema: true })
+
 /**
  * Brings the schema's idem tables to `SCHEMA_VERSION`. Runs in one transaction under
  * an advisory lock, so two instances starting at once migrate once. Refuses a schema
  * newer than this build knows.
- * @param schema default `public`
+ * @param options.schema the schema holding idem's tables, default `public`
  * @throws StoreUnavailableError when Postgres cannot be reached or the connection is lost midway; running it again is safe
  * @example
  * await migratePostgres(pool, { schema: 'billing' }) // at deploy time, before the app serves
  */
-export async function migratePostgres(pool: PgPool, { schema = 'public' }: { schema?: string } = {}): Promise<MigrateResult> {
+export async function migratePostgres(pool: PgPool, options: { schema?: string } = {}): Promise<MigrateResult> {
+  assertKnownOptions('migratePostgres', options, OPTIONS)
+  const { schema = 'public' } = options
   const s = quoteSchema(schema)
   const client = await checkOut(pool, schema)
   let failure: unknown

@@ -1,5 +1,5 @@
 import { InvalidOptionError } from '../../core/errors/invalid-option.js'
-import { assertCount, assertDuration } from '../../core/validate.js'
+import { assertCount, assertDuration, assertKnownOptions, optionNames, type KnownOptions } from '../../core/validate.js'
 import { classifyPgError } from './errors.js'
 import { checkOut } from './held-client.js'
 import * as sql from './sql/index.js'
@@ -22,17 +22,26 @@ export async function queryOnPool(pool: PgPool, schema: string, statement: sql.S
   }
 }
 
+/** Every option of `PruneOptions`; a store without an outbox takes `LEASED_PRUNE_OPTIONS`. */
+export const PRUNE_OPTIONS = optionNames<PruneOptions>({ batchSize: true, deliveredOutboxOlderThanMs: true, onBatch: true })
+/** The options of a leased store's `prune`, which has no outbox rows to delete. */
+export const LEASED_PRUNE_OPTIONS = optionNames<Omit<PruneOptions, 'deliveredOutboxOlderThanMs'>>({ batchSize: true, onBatch: true })
+
 /**
  * Deletes the expired rows of `tables` in batches of `batchSize`, each its own short
  * statement (rows locked by a running call are skipped), until none are left.
+ * @param known the options the store's `prune` takes
  * @returns how many rows were deleted
  */
 export async function pruneExpired(
   pool: PgPool,
   schema: string,
   tables: readonly sql.ExpiringTable[],
-  { batchSize = 1_000, deliveredOutboxOlderThanMs, onBatch }: PruneOptions = {},
+  options: PruneOptions = {},
+  known: KnownOptions = PRUNE_OPTIONS,
 ): Promise<number> {
+  assertKnownOptions('prune', options, known)
+  const { batchSize = 1_000, deliveredOutboxOlderThanMs, onBatch } = options
   assertCount('prune: option "batchSize"', batchSize, 1)
   if (onBatch !== undefined && typeof onBatch !== 'function') throw new InvalidOptionError('prune: option "onBatch" must be a function (deleted) => void')
   if (deliveredOutboxOlderThanMs !== undefined) assertDuration('prune: option "deliveredOutboxOlderThanMs"', deliveredOutboxOlderThanMs, 0)

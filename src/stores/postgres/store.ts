@@ -1,5 +1,5 @@
 import { InvalidOptionError } from '../../core/errors/invalid-option.js'
-import { assertCount } from '../../core/validate.js'
+import { assertCount, assertKnownOptions, optionNames } from '../../core/validate.js'
 import { DEFAULT_PARTITION_DAYS_AHEAD, maintainDayPartitions } from './day-partitions.js'
 import type { KeyPeek } from '../../core/dual-read.js'
 import type { KeyStore } from '../../core/store.js'
@@ -87,6 +87,10 @@ export interface PostgresStore
   prune(options?: PruneOptions): Promise<number>
 }
 
+const OPTIONS = optionNames<PostgresStoreOptions>({
+  pool: true, schema: true, isolation: true, preparedStatements: true, keyLayout: true, partitionDaysAhead: true,
+})
+
 /**
  * The transactional Postgres store. A fresh call costs, on top of the caller's own
  * statements, one read round trip (lock and look up, sent with BEGIN) and one INSERT
@@ -103,6 +107,7 @@ export interface PostgresStore
  */
 export function postgresStore(options: PostgresStoreOptions): PostgresStore {
   if (options === null || typeof options !== 'object') throw new InvalidOptionError('postgresStore: pass { pool }')
+  assertKnownOptions('postgresStore', options, OPTIONS)
   const {
     pool,
     schema = 'public',

@@ -1,6 +1,6 @@
 import { InvalidOptionError } from '../../core/errors/invalid-option.js'
 import { StoreUnavailableError } from '../../core/errors/store-unavailable.js'
-import { assertDuration } from '../../core/validate.js'
+import { assertDuration, assertKnownOptions, optionNames } from '../../core/validate.js'
 import type { KeyPeek, PeekResult } from '../../core/dual-read.js'
 import type { LeaseClaim, LeasedStore } from '../../core/leased/store.js'
 import type { WithInboxTable } from '../../queue/inbox-table.js'
@@ -54,6 +54,8 @@ export interface RedisStore extends LeasedStore, WithInboxTable<RedisTx>, KeyPee
 type Reply = unknown
 type ScriptCall = (...args: Array<string | number>) => Promise<Reply>
 
+const OPTIONS = optionNames<RedisStoreOptions>({ client: true, prefix: true, timeoutMs: true, holdMs: true })
+
 /**
  * The leased store on Redis. Each transition is one Lua script, so it is atomic; a
  * fresh call costs two round trips (claim, complete), a replay one, and a call that
@@ -73,6 +75,7 @@ type ScriptCall = (...args: Array<string | number>) => Promise<Reply>
  */
 export function redisStore(options: RedisStoreOptions): RedisStore {
   if (options === null || typeof options !== 'object') throw new InvalidOptionError('redisStore: pass { client }')
+  assertKnownOptions('redisStore', options, OPTIONS)
   const { client, prefix = DEFAULT_REDIS_PREFIX, timeoutMs = DEFAULT_REDIS_TIMEOUT_MS, holdMs = DEFAULT_REDIS_HOLD_MS } = options
   if (client === null || typeof client !== 'object' || typeof client.defineCommand !== 'function') {
     throw new InvalidOptionError('redisStore: option "client" must be an ioredis Redis or Cluster client')

@@ -1,5 +1,5 @@
 import { InvalidOptionError } from '../../core/errors/invalid-option.js'
-import { assertCount, assertDuration } from '../../core/validate.js'
+import { assertCount, assertDuration, assertKnownOptions, optionNames } from '../../core/validate.js'
 import type { LeaseClaim, LeasedStore } from '../../core/leased/store.js'
 import { MAX_OUTCOME_BYTES } from '../max-outcome.js'
 import { classifySqliteError } from './errors.js'
@@ -41,6 +41,11 @@ interface LeaseRow {
   expires_at: number
 }
 
+type LeasedPruneOptions = NonNullable<Parameters<LeasedSqliteStore['prune']>[0]>
+
+const OPTIONS = optionNames<LeasedSqliteStoreOptions>({ db: true, busyTimeoutMs: true })
+const PRUNE_OPTIONS = optionNames<LeasedPruneOptions>({ batchSize: true, onBatch: true })
+
 type Statements = Record<
   'read' | 'steps' | 'hasSteps' | 'dropSteps' | 'claim' | 'renew' | 'saveStep' | 'complete' | 'release' | 'pruneBatch' | 'pruneKey',
   SqliteStatement
@@ -57,7 +62,9 @@ type Statements = Record<
  * const store = leasedSqliteStore({ db }); store.migrate()
  * const idem = createLeasedIdem({ store })
  */
-export function leasedSqliteStore({ db, busyTimeoutMs = 5_000 }: LeasedSqliteStoreOptions): LeasedSqliteStore {
+export function leasedSqliteStore(options: LeasedSqliteStoreOptions): LeasedSqliteStore {
+  assertKnownOptions('leasedSqliteStore', options, OPTIONS)
+  const { db, busyTimeoutMs = 5_000 } = options
   if (db === null || typeof db !== 'object' || typeof db.prepare !== 'function') {
     throw new InvalidOptionError('leasedSqliteStore: option "db" must be a better-sqlite3 Database')
   }
@@ -114,7 +121,9 @@ export function leasedSqliteStore({ db, busyTimeoutMs = 5_000 }: LeasedSqliteSto
     }, true)
   }
 
-  async function prune({ batchSize = 1_000, onBatch }: { batchSize?: number; onBatch?: (deleted: number) => void } = {}): Promise<number> {
+  async function prune(options: LeasedPruneOptions = {}): Promise<number> {
+    assertKnownOptions('prune', options, PRUNE_OPTIONS)
+    const { batchSize = 1_000, onBatch } = options
     assertCount('prune: option "batchSize"', batchSize, 1)
     let deleted = 0
     for (;;) {

@@ -1,5 +1,5 @@
 import { InvalidOptionError } from '../../core/errors/invalid-option.js'
-import { assertCount, assertDuration } from '../../core/validate.js'
+import { assertCount, assertDuration, assertKnownOptions, optionNames } from '../../core/validate.js'
 import { KeyGate } from '../key-gate.js'
 import { keyId } from '../../core/key.js'
 import type { BeginRequest, Claim, KeyRecord, KeyStore, NewRecord, Session } from '../../core/store.js'
@@ -80,6 +80,9 @@ export interface PruneOptions {
  */
 const joinedRecordsOpen = new WeakSet<SqliteDatabase>()
 
+const OPTIONS = optionNames<SqliteStoreOptions>({ db: true, busyTimeoutMs: true })
+const PRUNE_OPTIONS = optionNames<PruneOptions>({ batchSize: true, deliveredOutboxOlderThanMs: true, onBatch: true })
+
 /**
  * The transactional SQLite store on better-sqlite3. SQLite has one writer per database,
  * so this store runs one transaction at a time per connection (`BEGIN IMMEDIATE`,
@@ -91,7 +94,9 @@ const joinedRecordsOpen = new WeakSet<SqliteDatabase>()
  * const db = new Database('app.db'); db.pragma('journal_mode = WAL')
  * const store = sqliteStore({ db }); store.migrate()
  */
-export function sqliteStore({ db, busyTimeoutMs = 5_000 }: SqliteStoreOptions): SqliteStore {
+export function sqliteStore(options: SqliteStoreOptions): SqliteStore {
+  assertKnownOptions('sqliteStore', options, OPTIONS)
+  const { db, busyTimeoutMs = 5_000 } = options
   if (db === null || typeof db !== 'object' || typeof db.prepare !== 'function') {
     throw new InvalidOptionError('sqliteStore: option "db" must be a better-sqlite3 Database')
   }
@@ -256,7 +261,9 @@ export function sqliteStore({ db, busyTimeoutMs = 5_000 }: SqliteStoreOptions): 
     })
   }
 
-  async function prune({ batchSize = 1_000, deliveredOutboxOlderThanMs, onBatch }: PruneOptions = {}): Promise<number> {
+  async function prune(options: PruneOptions = {}): Promise<number> {
+    assertKnownOptions('prune', options, PRUNE_OPTIONS)
+    const { batchSize = 1_000, deliveredOutboxOlderThanMs, onBatch } = options
     assertCount('prune: option "batchSize"', batchSize, 1)
     if (onBatch !== undefined && typeof onBatch !== 'function') throw new InvalidOptionError('prune: option "onBatch" must be a function (deleted) => void')
     if (deliveredOutboxOlderThanMs !== undefined) assertDuration('prune: option "deliveredOutboxOlderThanMs"', deliveredOutboxOlderThanMs, 0)
