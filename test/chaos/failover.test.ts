@@ -24,7 +24,7 @@ const WORKERS = scale(8, 16)
 /** Fresh keys run one after another with and without WAIT, for the cost. */
 const COST_KEYS = scale(200, 2_000)
 const LEASE_MS = 1_000
-const WAIT_FOR_REPLICAS = { count: 1, timeoutMs: 25 }
+const WAIT_FOR_REPLICAS = { count: 1, timeoutMs: 50 }
 
 const servers = redisReplication()
 afterAll(() => servers?.stop())
@@ -121,6 +121,9 @@ interface Measured {
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
 
+// The median, not the mean: other processes share the cores, and a stall of theirs would dominate a mean.
+const median = (values: number[]) => values.sort((a, b) => a - b)[Math.floor(values.length / 2)]!
+
 async function pool<T>(items: readonly T[], workers: number, work: (item: T) => Promise<void>): Promise<void> {
   let next = 0
   await Promise.all(Array.from({ length: workers }, async () => {
@@ -182,15 +185,23 @@ async function failover(replication: RedisReplication, waitForReplicas: RedisSto
       // The cost of WAIT on loopback: fresh keys one after another, alternating stores.
       const plain = createLeasedIdem({ store: redisStore({ client: primaryClient, prefix: `${prefix}cost:` }), leaseMs: LEASE_MS })
       const waiting = createLeasedIdem({ store: target, leaseMs: LEASE_MS })
-      const spent = { without: 0, with: 0 }
+      const spent = { without: [] as number[], with: [] as number[] }
       for (let i = 0; i < COST_KEYS; i++) {
         for (const [which, engine] of [['without', plain], ['with', waiting]] as const) {
+          // A WAIT that timed out on a loaded machine is retried, its time counted.
           const started = performance.now()
-          await engine.run({ scope: 'cost', key: `cost-${i}`, input: i }, async (ctx) => ctx.step('effect', () => i))
-          spent[which] += performance.now() - started
+          for (let tries = 0; ; tries++) {
+            try {
+              await engine.run({ scope: 'cost', key: `cost-${i}`, input: i }, async (ctx) => ctx.step('effect', () => i))
+              break
+            } catch (error) {
+              if (!(error instanceof StoreUnavailableError) || tries > 10) throw error
+            }
+          }
+          spent[which].push(performance.now() - started)
         }
       }
-      measured.costMs = { without: spent.without / COST_KEYS, with: spent.with / COST_KEYS }
+      measured.costMs = { without: median(spent.without), with: median(spent.with) }
     }
 
     // 1. The replica follows: every key answered, and replicated before the promotion.
@@ -247,7 +258,7 @@ describe.skipIf(servers === undefined)('a Redis failover under load (primary kil
     const duplicates = Math.max(withWait.claimedTwice, withWait.answersDiffer)
     const cost = withWait.costMs!
     report(task, {
-      scenario: 'server: Redis failover, writes acknowledged by the primary alone lost (waitForReplicas)',
+      scenario: 'server: Redis failover, replica promoted and primary killed (waitForReplicas)',
       runs: withWait.keys,
       unit: 'keys',
       duplicates,
@@ -255,12 +266,12 @@ describe.skipIf(servers === undefined)('a Redis failover under load (primary kil
       unexpected5xx: withWait.unexpected.length,
       maxRecoveryMs: withWait.recoveryMs,
       notes:
-        `waitForReplicas { count: 1, timeoutMs: 25 }: ${withWait.claimedTwice} of ${withWait.keys} keys claimed twice, ` +
+        `waitForReplicas { count: 1, timeoutMs: ${WAIT_FOR_REPLICAS.timeoutMs} }: ${withWait.claimedTwice} of ${withWait.keys} keys claimed twice, ` +
         `${withWait.unavailable} 503s (replicas did not acknowledge, or the primary was gone), ${withWait.inFlight} 409s, ` +
         `${withWait.answeredByOldPrimary} keys answered by the cut-off primary; ` +
         `without it (control): ${without.claimedTwice} of ${without.keys} keys claimed twice, ${without.answersDiffer} answered with two different runs, ` +
         `${without.answeredByOldPrimary} answered by the cut-off primary; ` +
-        `per fresh key on loopback (claim, step, completion, one after another): ${cost.without.toFixed(2)} ms without WAIT, ${cost.with.toFixed(2)} ms with`,
+        `median per fresh key on loopback (claim, step, completion, one after another): ${cost.without.toFixed(2)} ms without WAIT, ${cost.with.toFixed(2)} ms with`,
     })
     // The control shows the scenario can see the fault: every key the cut-off primary
     // answered is claimed again after the failover.

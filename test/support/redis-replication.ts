@@ -1,4 +1,7 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process'
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
 import { Redis } from 'ioredis'
 import { freePort } from './free-port.js'
 
@@ -20,7 +23,7 @@ export interface RedisReplication {
   promote(replica: RedisNode): Promise<void>
   /** Resolves once `replica` has applied everything `primary` wrote so far (by their replication offsets). */
   caughtUp(primary: RedisNode, replica: RedisNode): Promise<void>
-  /** Kills every server it started. */
+  /** Kills every server it started and removes their files. */
   stop(): Promise<void>
 }
 
@@ -31,9 +34,10 @@ process.once('exit', () => {
 })
 
 /**
- * Starts Redis servers for replication tests: no persistence, and diskless full syncs
+ * Starts Redis servers for replication tests: no persistence, diskless full syncs
  * without Redis's default 5 s delay (`repl-diskless-sync-delay 0`), so a replica is in
- * sync within milliseconds. Returns undefined (printing SKIPPED) when `redis-server` is
+ * sync within milliseconds, and `DEBUG` (`DEBUG SLEEP` stalls a replica that stays
+ * connected). Returns undefined (printing SKIPPED) when `redis-server` is
  * not installed, outside CI; in CI that fails the run.
  */
 export function redisReplication(): RedisReplication | undefined {
@@ -43,14 +47,18 @@ export function redisReplication(): RedisReplication | undefined {
     return undefined
   }
   const servers: ChildProcess[] = []
+  const dirs: string[] = []
   const self: RedisReplication = {
     async start({ replicaOf } = {}) {
       const port = await freePort()
+      // A replica writes the snapshot it receives to its folder, persistence off or not.
+      const dir = mkdtempSync(join(tmpdir(), 'idem-redis-replication-'))
+      dirs.push(dir)
       const server = spawn(
         'redis-server',
         [
-          '--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no',
-          '--repl-diskless-sync', 'yes', '--repl-diskless-sync-delay', '0',
+          '--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir,
+          '--repl-diskless-sync', 'yes', '--repl-diskless-sync-delay', '0', '--enable-debug-command', 'local',
           ...(replicaOf === undefined ? [] : ['--replicaof', '127.0.0.1', String(replicaOf.port)]),
         ],
         { stdio: 'ignore' },
@@ -78,9 +86,12 @@ export function redisReplication(): RedisReplication | undefined {
       await until(`${replica.port} a primary`, async () => ((await replica.ask('ROLE')) as string[])[0] === 'master')
     },
     async caughtUp(primary, replica) {
+      // The primary counts a replica's acknowledgements (for WAIT) only once it calls it online.
       await until(`${replica.port} in sync with ${primary.port}`, async () => {
         const [theirs, mine] = await Promise.all([primary.ask('INFO', 'replication'), replica.ask('INFO', 'replication')])
-        return field(mine, 'master_link_status') === 'up' && field(mine, 'slave_repl_offset') === field(theirs, 'master_repl_offset')
+        const offset = field(theirs, 'master_repl_offset')
+        const listed = new RegExp(`^slave\\d+:ip=[^,]*,port=${replica.port},state=online,offset=${offset},`, 'm').test(String(theirs))
+        return listed && field(mine, 'master_link_status') === 'up' && field(mine, 'slave_repl_offset') === offset
       })
     },
     async stop() {
@@ -92,6 +103,7 @@ export function redisReplication(): RedisReplication | undefined {
           await gone
         }),
       )
+      for (const dir of dirs.splice(0)) rmSync(dir, { recursive: true, force: true })
     },
   }
   return self

@@ -39,7 +39,7 @@ export type InboxSend = <T>(
   keys: string[],
   args: Array<string | number>,
   decode: (reply: unknown) => T,
-  late?: (value: T) => void,
+  abandoned?: (value: T) => void,
 ) => Promise<T>
 
 // A failure count lives from a message's first failure to its success or dead letter;
@@ -60,9 +60,9 @@ export function redisInboxTable(send: InboxSend, prefix: string, holdMs: number)
       let token = randomUUID()
       for (;;) {
         const mine = token
-        const state = await send('begin', 'idemInboxBeginV1', [keys.id], [mine, holdMs], String, (late) => {
+        const state = await send('begin', 'idemInboxBeginV1', [keys.id], [mine, holdMs], String, (abandoned) => {
           // The caller gave up on this claim: hand it back rather than hold it for holdMs.
-          if (late === 'new') send('rollback', 'idemInboxReleaseV1', [keys.id], [mine], String).catch(() => {})
+          if (abandoned === 'new') send('rollback', 'idemInboxReleaseV1', [keys.id], [mine], String).catch(() => {})
         })
         if (state === 'new') break
         if (state === 'processed') return settledInboxSession('processed', new Staged(key))

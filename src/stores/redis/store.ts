@@ -7,6 +7,7 @@ import type { WithInboxTable } from '../../queue/inbox-table.js'
 import { INBOX_SCRIPTS, type InboxScriptName } from './inbox-scripts.js'
 import { redisInboxTable, type RedisTx } from './inbox-table.js'
 import { redisKeys, type RedisKeys } from './keys.js'
+import { replicaWait, waitedScripts, type RedisWaitForReplicas } from './replicas.js'
 import { SCRIPTS, type ScriptName } from './scripts.js'
 import type { RedisClient } from './types.js'
 
@@ -37,6 +38,16 @@ export interface RedisStoreOptions {
    * the id from other deliveries this long. @default 30000
    */
   holdMs?: number
+  /**
+   * Wait for replicas to acknowledge each write a later call relies on (the claim, its
+   * renewals, steps and completion; an inbox delivery's commit and failure count) with
+   * Redis's `WAIT`, in the same round trip, and treat fewer acknowledgements as
+   * `StoreUnavailableError`: then a failover that promotes one of those replicas loses
+   * nothing idem acknowledged. Without it a write the primary acknowledged but had not
+   * yet sent to a replica is lost by such a failover, and the key can run again (see
+   * docs/guarantees.md). @default off: the primary's acknowledgement is enough
+   */
+  waitForReplicas?: RedisWaitForReplicas
 }
 
 /**
@@ -52,6 +63,24 @@ export interface RedisStore extends LeasedStore, WithInboxTable<RedisTx>, KeyPee
 
 type Reply = unknown
 type ScriptCall = (...args: Array<string | number>) => Promise<Reply>
+
+/**
+ * The writes `waitForReplicas` waits for: those a later call relies on. A lost claim or
+ * renewal lets a second caller run beside a holder that was told it holds the key; a
+ * lost step runs again; a lost completion runs the key again; a lost inbox commit (the
+ * handler's commands with the id) loses a message the broker was told is done; a lost
+ * failure count gives a message one attempt more. Not waited for: releases (losing one
+ * only keeps a key held until its lease runs out) and an inbox delivery's hold and its
+ * renewals (losing one lets a second delivery start, and the commit is fenced).
+ */
+const WAITED: ReadonlySet<ScriptName | InboxScriptName> = new Set([
+  'idemLeaseClaimV1',
+  'idemLeaseRenewV1',
+  'idemLeaseSaveStepV1',
+  'idemLeaseCompleteV1',
+  'idemInboxCommitV1',
+  'idemInboxFailureV1',
+])
 
 /**
  * The leased store on Redis. Each transition is one Lua script, so it is atomic; a
@@ -81,14 +110,22 @@ export function redisStore(options: RedisStoreOptions): RedisStore {
   }
   assertDuration('redisStore: option "timeoutMs"', timeoutMs, 1)
   assertDuration('redisStore: option "holdMs"', holdMs, 3)
+  const wait = replicaWait(options.waitForReplicas, client, timeoutMs)
   for (const [name, lua] of Object.entries(SCRIPTS)) client.defineCommand(name, { lua, numberOfKeys: 2 })
   // The inbox's scripts take their number of keys first: a commit names the handler's keys too.
   for (const [name, lua] of Object.entries(INBOX_SCRIPTS)) client.defineCommand(name, { lua })
   const commands = client as unknown as Record<ScriptName | InboxScriptName, ScriptCall>
+  const waited = wait === undefined ? undefined : waitedScripts(client, { ...SCRIPTS, ...INBOX_SCRIPTS }, wait)
+  const required = wait?.count ?? 0
+  // With WAIT, a claim that finds the key completed writes the record's state again, so
+  // that its WAIT covers the record: a replay never serves what the primary alone holds.
+  const confirmCompleted = wait === undefined ? '0' : '1'
 
   /**
-   * Runs one script with a deadline. A reply that comes after the deadline is handed
-   * to `late`: the caller was told the store is unavailable, but the script ran.
+   * Runs one script with a deadline (and, for the writes in WAITED, its WAIT). A reply
+   * the caller will not act on is handed to `abandoned`: it came after the deadline (the
+   * caller was told the store is unavailable, but the script ran), or too few replicas
+   * acknowledged it.
    */
   function send<T>(
     operation: string,
@@ -96,7 +133,7 @@ export function redisStore(options: RedisStoreOptions): RedisStore {
     keys: RedisKeys | string[],
     args: Array<string | number>,
     decode: (reply: Reply) => T,
-    late?: (value: T) => void,
+    abandoned?: (value: T) => void,
   ): Promise<T> {
     return new Promise<T>((resolve, reject) => {
       let settled = false
@@ -110,14 +147,7 @@ export function redisStore(options: RedisStoreOptions): RedisStore {
         clearTimeout(timer)
         reject(unavailable(error))
       }
-      let reply: Promise<Reply>
-      try {
-        reply = Array.isArray(keys) ? commands[script](keys.length, ...keys, ...args) : commands[script](keys.claim, keys.steps, ...args)
-      } catch (error) {
-        fail(error)
-        return
-      }
-      reply.then((raw) => {
+      const answer = (raw: Reply, acks: number): void => {
         let value: T
         try {
           value = decode(raw)
@@ -126,13 +156,32 @@ export function redisStore(options: RedisStoreOptions): RedisStore {
           return
         }
         if (settled) {
-          late?.(value)
+          abandoned?.(value)
+          return
+        }
+        if (acks < required) {
+          abandoned?.(value)
+          fail(
+            new StoreUnavailableError(
+              `Redis replicas did not acknowledge ${operation}: ${acks} of ${required} within ${wait!.timeoutMs} ms (waitForReplicas); a failover may lose it`,
+            ),
+          )
           return
         }
         settled = true
         clearTimeout(timer)
         resolve(value)
-      }, fail)
+      }
+      try {
+        if (waited !== undefined && WAITED.has(script)) {
+          waited(script, Array.isArray(keys) ? keys : [keys.claim, keys.steps], args).then(([raw, acks]) => answer(raw, acks), fail)
+        } else {
+          const reply = Array.isArray(keys) ? commands[script](keys.length, ...keys, ...args) : commands[script](keys.claim, keys.steps, ...args)
+          reply.then((raw) => answer(raw, required), fail)
+        }
+      } catch (error) {
+        fail(error)
+      }
     })
   }
 
@@ -144,9 +193,9 @@ export function redisStore(options: RedisStoreOptions): RedisStore {
     keysOf,
     inbox: redisInboxTable(send, prefix, holdMs),
     claim(scope, key, fingerprint, leaseMs, ttlMs) {
-      return send('claim', 'idemLeaseClaimV1', keysOf(scope, key), [fingerprint, leaseMs, ttlMs], toClaim, (claim) => {
-        // The caller gave up on this claim, so nobody will run under it: hand it back
-        // rather than leave the key in flight until the lease runs out.
+      return send('claim', 'idemLeaseClaimV1', keysOf(scope, key), [fingerprint, leaseMs, ttlMs, confirmCompleted], toClaim, (claim) => {
+        // Nobody will run under this claim: hand it back rather than leave the key in
+        // flight until the lease runs out.
         if (claim.state === 'acquired') store.release(scope, key, claim.token).catch(() => {})
       })
     },
