@@ -119,6 +119,7 @@ interface Measured {
   costMs?: { without: number; with: number }
 }
 
+const n = (count: number) => count.toLocaleString('en-US')
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
 
 // The median, not the mean: other processes share the cores, and a stall of theirs would dominate a mean.
@@ -266,11 +267,11 @@ describe.skipIf(servers === undefined)('a Redis failover under load (primary kil
       unexpected5xx: withWait.unexpected.length,
       maxRecoveryMs: withWait.recoveryMs,
       notes:
-        `waitForReplicas { count: 1, timeoutMs: ${WAIT_FOR_REPLICAS.timeoutMs} }: ${withWait.claimedTwice} of ${withWait.keys} keys claimed twice, ` +
-        `${withWait.unavailable} 503s (replicas did not acknowledge, or the primary was gone), ${withWait.inFlight} 409s, ` +
-        `${withWait.answeredByOldPrimary} keys answered by the cut-off primary; ` +
-        `without it (control): ${without.claimedTwice} of ${without.keys} keys claimed twice, ${without.answersDiffer} answered with two different runs, ` +
-        `${without.answeredByOldPrimary} answered by the cut-off primary; ` +
+        `waitForReplicas { count: 1, timeoutMs: ${WAIT_FOR_REPLICAS.timeoutMs} }: ${n(withWait.claimedTwice)} of ${n(withWait.keys)} keys claimed twice, ` +
+        `${n(withWait.unavailable)} 503s (replicas did not acknowledge, or the primary was gone), ${n(withWait.inFlight)} 409s, ` +
+        `${n(withWait.answeredByOldPrimary)} keys answered by the cut-off primary; ` +
+        `without it (control): ${n(without.claimedTwice)} of ${n(without.keys)} keys claimed twice, ${n(without.answersDiffer)} answered with two different runs, ` +
+        `${n(without.answeredByOldPrimary)} answered by the cut-off primary; ` +
         `median per fresh key on loopback (claim, step, completion, one after another): ${cost.without.toFixed(2)} ms without WAIT, ${cost.with.toFixed(2)} ms with`,
     })
     // The control shows the scenario can see the fault: every key the cut-off primary

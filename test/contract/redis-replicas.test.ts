@@ -16,7 +16,8 @@ if (primary !== undefined) await servers!.start({ replicaOf: primary })
 describe.skipIf(servers === undefined)('redis store contracts, waiting for a replica (waitForReplicas)', () => {
   const client = new Redis(primary!.port, '127.0.0.1')
   const prefix = `idem-test:replicas:${randomBytes(4).toString('hex')}:`
-  const store = redisStore({ client, prefix, waitForReplicas: { count: 1, timeoutMs: 400 } })
+  // Generous: a loaded machine can take a few hundred ms to hear from the replica.
+  const store = redisStore({ client, prefix, timeoutMs: 5_000, waitForReplicas: { count: 1, timeoutMs: 2_000 } })
   const closed: Redis[] = [client]
   afterAll(async () => {
     for (const c of closed) c.disconnect()

@@ -8,9 +8,9 @@ import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { Redis } from 'ioredis'
-import { afterAll, describe, expect, it } from 'vitest'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { StoreUnavailableError } from '../../src/core/errors/index.js'
-import { redisKeys, redisScripts, redisStore } from '../../src/stores/redis/index.js'
+import { redisInboxKeys, redisKeys, redisScripts, redisStore } from '../../src/stores/redis/index.js'
 import { freePort } from '../support/free-port.js'
 import { startRedisCluster, type TestCluster } from '../support/redis-cluster.js'
 
@@ -46,8 +46,8 @@ describe.skipIf(cluster === undefined)('waitForReplicas on Redis Cluster', () =>
     rmSync(dir, { recursive: true, force: true })
   })
 
-  it("sends each write's WAIT to the master holding its key", async () => {
-    // A replica for the first master only.
+  // A replica for the first master only.
+  beforeAll(async () => {
     const first = probe(nodes[0]!.port)
     const myself = String(await first.call('CLUSTER', 'NODES')).split('\n').find((line) => line.includes('myself'))!
     const [firstId, address] = myself.split(' ') as [string, string]
@@ -67,27 +67,30 @@ describe.skipIf(cluster === undefined)('waitForReplicas on Redis Cluster', () =>
     await until('the replica meets the first master', async () => String(await added.call('CLUSTER', 'NODES')).includes(firstId))
     await until('the replica follows the first master', async () => (await added.call('CLUSTER', 'REPLICATE', firstId)) === 'OK')
     await until('the first master has its replica online', async () => /^slave0:.*state=online/m.test(await first.info('replication')))
+  })
 
-    const client = connect({ scaleReads: 'master' })
-    const prefix = `idem-test:cluster-replicas:${randomBytes(4).toString('hex')}:`
-    // A loaded machine can take a few hundred ms to hear from the replica; refusals on one
-    // master take turns, each its full WAIT, so the store's timeout leaves room for them.
-    const store = redisStore({ client, prefix, timeoutMs: 10_000, waitForReplicas: { count: 1, timeoutMs: 1_000 } })
-    // Keys of each master's slots (the one that does not answer MOVED owns the key):
-    // four on the first, two on each other.
-    const masters = nodes.map((node) => probe(node.port))
-    const owner = async (key: string) => {
-      for (const [at, redis] of masters.entries()) {
-        const moved = await redis.exists(redisKeys(prefix, 'acct', key).claim).then(() => false, (error: Error) => error.message.startsWith('MOVED'))
-        if (!moved) return at
-      }
-      throw new Error(`no master owns ${key}`)
+  const client = connect({ scaleReads: 'master' })
+  const prefix = `idem-test:cluster-replicas:${randomBytes(4).toString('hex')}:`
+  // A loaded machine can take a few hundred ms to hear from the replica; refusals on one
+  // master take turns, each its full WAIT, so the store's timeout leaves room for them.
+  const store = redisStore({ client, prefix, timeoutMs: 10_000, waitForReplicas: { count: 1, timeoutMs: 1_000 } })
+  const masters = nodes.map((node) => probe(node.port))
+  /** The master (by index) that owns a key: the one that does not answer MOVED. */
+  const owner = async (key: string) => {
+    for (const [at, redis] of masters.entries()) {
+      const moved = await redis.exists(key).then(() => false, (error: Error) => error.message.startsWith('MOVED'))
+      if (!moved) return at
     }
+    throw new Error(`no master owns ${key}`)
+  }
+
+  it("sends each write's WAIT to the master holding its key", async () => {
+    // Keys of each master's slots: four on the first, two on each other.
     const wanted = [4, 2, 2]
     const keys: Array<{ key: string; onFirst: boolean }> = []
     for (let i = 0; keys.length < 8; i++) {
       const key = `spread-${i}`
-      const at = await owner(key)
+      const at = await owner(redisKeys(prefix, 'acct', key).claim)
       if (wanted[at]! > 0) {
         wanted[at]!--
         keys.push({ key, onFirst: at === 0 })
@@ -113,10 +116,9 @@ describe.skipIf(cluster === undefined)('waitForReplicas on Redis Cluster', () =>
   })
 
   it("an inbox handler's command outside the message's slot is still refused as CROSSSLOT, not retried", async () => {
-    const client = connect({ scaleReads: 'master' })
-    const prefix = `idem-test:cluster-replicas:${randomBytes(4).toString('hex')}:`
-    const store = redisStore({ client, prefix, waitForReplicas: { count: 1, timeoutMs: 100 } })
-    const key = `cross-${randomBytes(4).toString('hex')}`
+    // A message of the first master's slots, so that its begin is acknowledged.
+    let key = ''
+    for (let i = 0; key === ''; i++) if ((await owner(redisInboxKeys(prefix, 'c', `cross-${i}`).id)) === 0) key = `cross-${i}`
     const session = await store.inbox.begin({ consumer: 'c', key, waitMs: 0, retentionMs: 60_000 })
     session.tx.call('INCR', session.tx.key(`${prefix}effect:`))
     session.tx.call('INCR', `${prefix}elsewhere:{${key}-other}`)

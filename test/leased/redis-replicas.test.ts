@@ -2,7 +2,7 @@
 // relies on goes with a WAIT, and one the replica did not acknowledge (the replica
 // detached with REPLICAOF NO ONE) is StoreUnavailableError: a claim is handed back and
 // its function never runs, a completion, a step, a renewal and an inbox commit are
-// reported unavailable, and a replay needs the replica too.
+// reported unavailable, and a replay (or an inbox duplicate) needs the replica too.
 import { randomBytes } from 'node:crypto'
 import { Redis } from 'ioredis'
 import { afterAll, beforeEach, describe, expect, it } from 'vitest'
@@ -165,11 +165,21 @@ describe.skipIf(servers === undefined)('waitForReplicas on a primary and its rep
   })
 
   it('an inbox commit the replica did not acknowledge is StoreUnavailableError', async () => {
-    const session = await store.inbox.begin({ consumer: 'c', key, waitMs: 0, retentionMs: 60_000 })
+    const session = await patient.inbox.begin({ consumer: 'c', key, waitMs: 0, retentionMs: 60_000 })
     expect(session.state).toBe('new')
     session.tx.call('INCR', session.tx.key(`${prefix}effect:`))
     await detach()
     await expect(session.commit()).rejects.toThrow(/did not acknowledge commit: 0 of 1/)
+  })
+
+  it('an inbox delivery that finds its message processed needs the replica too, before it is dropped as a duplicate', async () => {
+    const first = await patient.inbox.begin({ consumer: 'c', key, waitMs: 0, retentionMs: 60_000 })
+    expect(first.state).toBe('new')
+    await first.commit()
+    await detach()
+    await expect(store.inbox.begin({ consumer: 'c', key, waitMs: 0, retentionMs: 60_000 })).rejects.toThrow(/did not acknowledge begin: 0 of 1/)
+    await attach()
+    expect((await patient.inbox.begin({ consumer: 'c', key, waitMs: 0, retentionMs: 60_000 })).state).toBe('processed')
   })
 
   it('a script the primary lost (SCRIPT FLUSH) is sent again with EVAL, its WAIT after it', async () => {

@@ -18,7 +18,7 @@ export const DEFAULT_REDIS_TIMEOUT_MS = 1_000
 /** How long an inbox delivery's claim on its message id holds without renewal, by default. */
 export const DEFAULT_REDIS_HOLD_MS = 30_000
 
-/** What `redisStore` takes: the client, the key prefix and the per-command timeout. */
+/** What `redisStore` takes: the client, the key prefix, the per-command timeout, the inbox's hold and whether writes wait for replicas. */
 export interface RedisStoreOptions {
   /**
    * An ioredis `Redis` or `Cluster`. The store defines its scripts on it
@@ -40,7 +40,7 @@ export interface RedisStoreOptions {
   holdMs?: number
   /**
    * Wait for replicas to acknowledge each write a later call relies on (the claim, its
-   * renewals, steps and completion; an inbox delivery's commit and failure count) with
+   * renewals, steps and completion; an inbox delivery's begin, commit and failure count) with
    * Redis's `WAIT`, in the same round trip, and treat fewer acknowledgements as
    * `StoreUnavailableError`: then a failover that promotes one of those replicas loses
    * nothing idem acknowledged. Without it a write the primary acknowledged but had not
@@ -65,19 +65,23 @@ type Reply = unknown
 type ScriptCall = (...args: Array<string | number>) => Promise<Reply>
 
 /**
- * The writes `waitForReplicas` waits for: those a later call relies on. A lost claim or
- * renewal lets a second caller run beside a holder that was told it holds the key; a
- * lost step runs again; a lost completion runs the key again; a lost inbox commit (the
- * handler's commands with the id) loses a message the broker was told is done; a lost
- * failure count gives a message one attempt more. Not waited for: releases (losing one
- * only keeps a key held until its lease runs out) and an inbox delivery's hold and its
- * renewals (losing one lets a second delivery start, and the commit is fenced).
+ * The scripts `waitForReplicas` waits for: the writes a later call relies on, and the
+ * reads an answer is made of. A lost claim or renewal lets a second caller run beside a
+ * holder that was told it holds the key; a lost step runs again; a lost completion runs
+ * the key again, and so would one replayed before a failover lost it (a claim finding
+ * the key completed); a lost inbox commit (the handler's commands with the id) loses a
+ * message the broker was told is done, and so would a delivery dropped as a duplicate of
+ * a commit a failover lost (a begin finding the id processed); a lost failure count
+ * gives a message one attempt more. Not waited for: releases (losing one only keeps a
+ * key held until its lease runs out) and an inbox hold's renewals (losing one lets a
+ * second delivery start, and the commit is fenced).
  */
 const WAITED: ReadonlySet<ScriptName | InboxScriptName> = new Set([
   'idemLeaseClaimV1',
   'idemLeaseRenewV1',
   'idemLeaseSaveStepV1',
   'idemLeaseCompleteV1',
+  'idemInboxBeginV1',
   'idemInboxCommitV1',
   'idemInboxFailureV1',
 ])
@@ -92,12 +96,15 @@ const WAITED: ReadonlySet<ScriptName | InboxScriptName> = new Set([
  *
  * Durability is Redis's: with no persistence a restart forgets every key (and the
  * next call for a key runs again); use AOF (`appendfsync everysec` or `always`) where
- * that matters.
+ * that matters. Replication is asynchronous, so a failover can lose what the primary
+ * alone acknowledged and run a key twice, unless `waitForReplicas` is set.
  *
  * @example
  * import Redis from 'ioredis'
  * const store = redisStore({ client: new Redis(process.env.REDIS_URL), prefix: 'myapp:idem:' })
  * const idem = createLeasedIdem({ store })
+ * // With a replica: nothing idem acknowledges is on the primary alone.
+ * const replicated = redisStore({ client: new Redis(process.env.REDIS_URL), waitForReplicas: { count: 1, timeoutMs: 100 } })
  */
 export function redisStore(options: RedisStoreOptions): RedisStore {
   if (options === null || typeof options !== 'object') throw new InvalidOptionError('redisStore: pass { client }')
@@ -191,7 +198,7 @@ export function redisStore(options: RedisStoreOptions): RedisStore {
     name: 'redis',
     prefix,
     keysOf,
-    inbox: redisInboxTable(send, prefix, holdMs),
+    inbox: redisInboxTable(send, prefix, holdMs, wait !== undefined),
     claim(scope, key, fingerprint, leaseMs, ttlMs) {
       return send('claim', 'idemLeaseClaimV1', keysOf(scope, key), [fingerprint, leaseMs, ttlMs, confirmCompleted], toClaim, (claim) => {
         // Nobody will run under this claim: hand it back rather than leave the key in
