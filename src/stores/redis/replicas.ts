@@ -22,10 +22,11 @@ export interface RedisWaitForReplicas {
   timeoutMs?: number
 }
 
-/** `waitForReplicas` checked, with its default. */
+/** `waitForReplicas` checked, with its default, and the client's pipeline it sends through. */
 export interface ReplicaWait {
   readonly count: number
   readonly timeoutMs: number
+  readonly pipeline: () => RedisPipeline
 }
 
 /**
@@ -47,7 +48,7 @@ export function replicaWait(option: unknown, client: RedisClient, storeTimeoutMs
     )
   }
   if (typeof client.pipeline !== 'function') throw new InvalidOptionError(`${name} needs a client with pipeline() (an ioredis Redis or Cluster)`)
-  return { count, timeoutMs }
+  return { count, timeoutMs, pipeline: client.pipeline.bind(client) }
 }
 
 /** Runs one script followed by WAIT: its reply, and how many replicas acknowledged its writes. */
@@ -64,7 +65,7 @@ export type WaitedScript = (script: string, keys: readonly string[], args: Reado
  * again alone, so a WAIT never runs on a new connection (where it would count replicas
  * that have nothing of ours).
  */
-export function waitedScripts(client: RedisClient, scripts: Readonly<Record<string, string>>, wait: ReplicaWait): WaitedScript {
+export function waitedScripts(scripts: Readonly<Record<string, string>>, wait: ReplicaWait): WaitedScript {
   const shas = new Map(Object.entries(scripts).map(([name, lua]) => [name, createHash('sha1').update(lua).digest('hex')]))
   const run = async (pipeline: RedisPipeline): Promise<[unknown, number]> => {
     let replies: Awaited<ReturnType<RedisPipeline['exec']>>
@@ -87,10 +88,10 @@ export function waitedScripts(client: RedisClient, scripts: Readonly<Record<stri
   }
   return async (script, keys, args) => {
     try {
-      return await run(client.pipeline!().evalsha(shas.get(script)!, keys.length, ...keys, ...args))
+      return await run(wait.pipeline().evalsha(shas.get(script)!, keys.length, ...keys, ...args))
     } catch (error) {
       if (!(error instanceof Error && error.message.startsWith('NOSCRIPT'))) throw error
-      return await run(client.pipeline!().eval(scripts[script]!, keys.length, ...keys, ...args))
+      return await run(wait.pipeline().eval(scripts[script]!, keys.length, ...keys, ...args))
     }
   }
 }

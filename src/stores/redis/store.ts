@@ -40,12 +40,13 @@ export interface RedisStoreOptions {
   holdMs?: number
   /**
    * Wait for replicas to acknowledge each write a later call relies on (the claim, its
-   * renewals, steps and completion; an inbox delivery's begin, commit and failure count) with
-   * Redis's `WAIT`, in the same round trip, and treat fewer acknowledgements as
-   * `StoreUnavailableError`: then a failover that promotes one of those replicas loses
-   * nothing idem acknowledged. Without it a write the primary acknowledged but had not
-   * yet sent to a replica is lost by such a failover, and the key can run again (see
-   * docs/guarantees.md). @default off: the primary's acknowledgement is enough
+   * renewals, steps and completion; an inbox delivery's begin, commit and failure
+   * count) with Redis's `WAIT`, in the same round trip, and treat fewer
+   * acknowledgements as `StoreUnavailableError`: then a failover that promotes one of
+   * those replicas loses nothing idem acknowledged. Without it a write the primary
+   * acknowledged but had not yet sent to a replica is lost by such a failover, and the
+   * key can run again (see docs/guarantees.md). @default off: the primary's
+   * acknowledgement is enough
    */
   waitForReplicas?: RedisWaitForReplicas
 }
@@ -122,8 +123,9 @@ export function redisStore(options: RedisStoreOptions): RedisStore {
   // The inbox's scripts take their number of keys first: a commit names the handler's keys too.
   for (const [name, lua] of Object.entries(INBOX_SCRIPTS)) client.defineCommand(name, { lua })
   const commands = client as unknown as Record<ScriptName | InboxScriptName, ScriptCall>
-  const waited = wait === undefined ? undefined : waitedScripts(client, { ...SCRIPTS, ...INBOX_SCRIPTS }, wait)
+  const waited = wait === undefined ? undefined : waitedScripts({ ...SCRIPTS, ...INBOX_SCRIPTS }, wait)
   const required = wait?.count ?? 0
+  const waitMs = wait?.timeoutMs ?? 0
   // With WAIT, a claim that finds the key completed writes the record's state again, so
   // that its WAIT covers the record: a replay never serves what the primary alone holds.
   const confirmCompleted = wait === undefined ? '0' : '1'
@@ -170,7 +172,7 @@ export function redisStore(options: RedisStoreOptions): RedisStore {
           abandoned?.(value)
           fail(
             new StoreUnavailableError(
-              `Redis replicas did not acknowledge ${operation}: ${acks} of ${required} within ${wait!.timeoutMs} ms (waitForReplicas); a failover may lose it`,
+              `Redis replicas did not acknowledge ${operation}: ${acks} of ${required} within ${waitMs} ms (waitForReplicas); a failover may lose it`,
             ),
           )
           return
