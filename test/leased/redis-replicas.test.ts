@@ -164,12 +164,13 @@ describe.skipIf(servers === undefined)('waitForReplicas on a primary and its rep
     ).rejects.toThrow(StoreUnavailableError)
   })
 
-  it('an inbox commit the replica did not acknowledge is StoreUnavailableError', async () => {
+  it('an inbox commit and a failure count the replica did not acknowledge are StoreUnavailableError', async () => {
     const session = await patient.inbox.begin({ consumer: 'c', key, waitMs: 0, retentionMs: 60_000 })
     expect(session.state).toBe('new')
     session.tx.call('INCR', session.tx.key(`${prefix}effect:`))
     await detach()
     await expect(session.commit()).rejects.toThrow(/did not acknowledge commit: 0 of 1/)
+    await expect(store.inbox.recordFailure('c', `${key}-failed`, 'boom')).rejects.toThrow(/did not acknowledge recordFailure: 0 of 1/)
   })
 
   it('an inbox delivery that finds its message processed needs the replica too, before it is dropped as a duplicate', async () => {
