@@ -5,10 +5,18 @@
  * its key (`holdMs`), a processed id with its retention.
  */
 
-/** KEYS: id. ARGV: token, holdMs. Returns 'new', 'held' or 'processed'. */
+/**
+ * KEYS: id. ARGV: token, holdMs, confirm ('1' or '0'). Returns 'new', 'held' or
+ * 'processed'. With confirm '1' (the store waits for replicas) a processed id's state is
+ * written again, unchanged, so that the WAIT after the script covers it before the
+ * delivery is dropped as a duplicate (see CLAIM in scripts.ts).
+ */
 export const INBOX_BEGIN = `
 local state = redis.call('HGET', KEYS[1], 'state')
-if state then return state end
+if state then
+  if state == 'processed' and ARGV[3] == '1' then redis.call('HSET', KEYS[1], 'state', 'processed') end
+  return state
+end
 redis.call('HSET', KEYS[1], 'state', 'held', 'token', ARGV[1])
 redis.call('PEXPIRE', KEYS[1], ARGV[2])
 return 'new'

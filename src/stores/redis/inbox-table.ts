@@ -39,7 +39,7 @@ export type InboxSend = <T>(
   keys: string[],
   args: Array<string | number>,
   decode: (reply: unknown) => T,
-  late?: (value: T) => void,
+  abandoned?: (value: T) => void,
 ) => Promise<T>
 
 // A failure count lives from a message's first failure to its success or dead letter;
@@ -51,7 +51,8 @@ const ATTEMPTS_HORIZON_MS = 2 * MAX_DURATION_MS
  * expiring `holdMs` after its last renewal, or `processed` until its retention ends),
  * a failure count and a dead letter, all in the message's slot (see `redisInboxKeys`).
  */
-export function redisInboxTable(send: InboxSend, prefix: string, holdMs: number): InboxTable<RedisTx> {
+export function redisInboxTable(send: InboxSend, prefix: string, holdMs: number, waitsForReplicas: boolean): InboxTable<RedisTx> {
+  const confirm = waitsForReplicas ? '1' : '0'
   return {
     async begin({ consumer, key, waitMs, retentionMs }) {
       const keys = redisInboxKeys(prefix, consumer, key)
@@ -60,9 +61,9 @@ export function redisInboxTable(send: InboxSend, prefix: string, holdMs: number)
       let token = randomUUID()
       for (;;) {
         const mine = token
-        const state = await send('begin', 'idemInboxBeginV1', [keys.id], [mine, holdMs], String, (late) => {
+        const state = await send('begin', 'idemInboxBeginV1', [keys.id], [mine, holdMs, confirm], String, (abandoned) => {
           // The caller gave up on this claim: hand it back rather than hold it for holdMs.
-          if (late === 'new') send('rollback', 'idemInboxReleaseV1', [keys.id], [mine], String).catch(() => {})
+          if (abandoned === 'new') send('rollback', 'idemInboxReleaseV1', [keys.id], [mine], String).catch(() => {})
         })
         if (state === 'new') break
         if (state === 'processed') return settledInboxSession('processed', new Staged(key))

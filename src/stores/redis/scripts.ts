@@ -25,15 +25,22 @@ if held[1] ~= 'held' or held[2] ~= ARGV[1] then return 0 end
 `
 
 /**
- * ARGV: fingerprint, leaseMs, ttlMs. Returns `{'completed', fingerprint, outcome}`,
- * `{'running', fingerprint}` or `{'acquired', token, {name, result, ...}}`.
- * A new token is the previous one plus one, or the server's clock in microseconds if
- * that is greater, so tokens grow even after the claim hash expired.
+ * ARGV: fingerprint, leaseMs, ttlMs, confirm ('1' or '0'). Returns `{'completed',
+ * fingerprint, outcome}`, `{'running', fingerprint}` or `{'acquired', token, {name,
+ * result, ...}}`. A new token is the previous one plus one, or the server's clock in
+ * microseconds if that is greater, so tokens grow even after the claim hash expired.
+ * With confirm '1' (the store waits for replicas) a completed record's state is written
+ * again, unchanged, so that the WAIT after the script covers the record it replays: WAIT
+ * waits for its connection's last write, and Redis 7.2 and later do not count a command
+ * that wrote nothing (7.0 counts every command).
  */
 export const CLAIM = `${PRELUDE}
 local c = redis.call('HMGET', KEYS[1], 'state', 'fingerprint', 'outcome', 'token', 'lease_until')
 local state, fingerprint = c[1], c[2]
-if state == 'completed' then return {'completed', fingerprint, c[3]} end
+if state == 'completed' then
+  if ARGV[4] == '1' then redis.call('HSET', KEYS[1], 'state', 'completed') end
+  return {'completed', fingerprint, c[3]}
+end
 if state == 'held' and tonumber(c[5]) > now then return {'running', fingerprint} end
 local resumable = false
 if state then

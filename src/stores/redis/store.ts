@@ -7,6 +7,7 @@ import type { WithInboxTable } from '../../queue/inbox-table.js'
 import { INBOX_SCRIPTS, type InboxScriptName } from './inbox-scripts.js'
 import { redisInboxTable, type RedisTx } from './inbox-table.js'
 import { redisKeys, type RedisKeys } from './keys.js'
+import { replicaWait, waitedScripts, type RedisWaitForReplicas } from './replicas.js'
 import { SCRIPTS, type ScriptName } from './scripts.js'
 import { MAX_OUTCOME_BYTES } from '../max-outcome.js'
 import type { RedisClient } from './types.js'
@@ -18,7 +19,7 @@ export const DEFAULT_REDIS_TIMEOUT_MS = 1_000
 /** How long an inbox delivery's claim on its message id holds without renewal, by default. */
 export const DEFAULT_REDIS_HOLD_MS = 30_000
 
-/** What `redisStore` takes: the client, the key prefix and the per-command timeout. */
+/** What `redisStore` takes: the client, the key prefix, the per-command timeout, the inbox's hold and whether writes wait for replicas. */
 export interface RedisStoreOptions {
   /**
    * An ioredis `Redis` or `Cluster`. The store defines its scripts on it
@@ -38,6 +39,17 @@ export interface RedisStoreOptions {
    * the id from other deliveries this long. @default 30000
    */
   holdMs?: number
+  /**
+   * Wait for replicas to acknowledge each write a later call relies on (the claim, its
+   * renewals, steps and completion; an inbox delivery's begin, commit and failure
+   * count) with Redis's `WAIT`, in the same round trip, and treat fewer
+   * acknowledgements as `StoreUnavailableError`: then a failover that promotes one of
+   * those replicas loses nothing idem acknowledged. Without it a write the primary
+   * acknowledged but had not yet sent to a replica is lost by such a failover, and the
+   * key can run again (see docs/guarantees.md). @default off: the primary's
+   * acknowledgement is enough
+   */
+  waitForReplicas?: RedisWaitForReplicas
 }
 
 /**
@@ -54,7 +66,29 @@ export interface RedisStore extends LeasedStore, WithInboxTable<RedisTx>, KeyPee
 type Reply = unknown
 type ScriptCall = (...args: Array<string | number>) => Promise<Reply>
 
-const OPTIONS = optionNames<RedisStoreOptions>({ client: true, prefix: true, timeoutMs: true, holdMs: true })
+const OPTIONS = optionNames<RedisStoreOptions>({ client: true, prefix: true, timeoutMs: true, holdMs: true, waitForReplicas: true })
+
+/**
+ * The scripts `waitForReplicas` waits for: the writes a later call relies on, and the
+ * reads an answer is made of. A lost claim or renewal lets a second caller run beside a
+ * holder that was told it holds the key; a lost step runs again; a lost completion runs
+ * the key again, and so would one replayed before a failover lost it (a claim finding
+ * the key completed); a lost inbox commit (the handler's commands with the id) loses a
+ * message the broker was told is done, and so would a delivery dropped as a duplicate of
+ * a commit a failover lost (a begin finding the id processed); a lost failure count
+ * gives a message one attempt more. Not waited for: releases (losing one only keeps a
+ * key held until its lease runs out) and an inbox hold's renewals (losing one lets a
+ * second delivery start, and the commit is fenced).
+ */
+const WAITED: ReadonlySet<ScriptName | InboxScriptName> = new Set([
+  'idemLeaseClaimV1',
+  'idemLeaseRenewV1',
+  'idemLeaseSaveStepV1',
+  'idemLeaseCompleteV1',
+  'idemInboxBeginV1',
+  'idemInboxCommitV1',
+  'idemInboxFailureV1',
+])
 
 /**
  * The leased store on Redis. Each transition is one Lua script, so it is atomic; a
@@ -66,12 +100,15 @@ const OPTIONS = optionNames<RedisStoreOptions>({ client: true, prefix: true, tim
  *
  * Durability is Redis's: with no persistence a restart forgets every key (and the
  * next call for a key runs again); use AOF (`appendfsync everysec` or `always`) where
- * that matters.
+ * that matters. Replication is asynchronous, so a failover can lose what the primary
+ * alone acknowledged and run a key twice, unless `waitForReplicas` is set.
  *
  * @example
  * import Redis from 'ioredis'
  * const store = redisStore({ client: new Redis(process.env.REDIS_URL), prefix: 'myapp:idem:' })
  * const idem = createLeasedIdem({ store })
+ * // With a replica: nothing idem acknowledges is on the primary alone.
+ * const replicated = redisStore({ client: new Redis(process.env.REDIS_URL), waitForReplicas: { count: 1, timeoutMs: 100 } })
  */
 export function redisStore(options: RedisStoreOptions): RedisStore {
   if (options === null || typeof options !== 'object') throw new InvalidOptionError('redisStore: pass { client }')
@@ -85,14 +122,23 @@ export function redisStore(options: RedisStoreOptions): RedisStore {
   }
   assertDuration('redisStore: option "timeoutMs"', timeoutMs, 1)
   assertDuration('redisStore: option "holdMs"', holdMs, 3)
+  const wait = replicaWait(options.waitForReplicas, client, timeoutMs)
   for (const [name, lua] of Object.entries(SCRIPTS)) client.defineCommand(name, { lua, numberOfKeys: 2 })
   // The inbox's scripts take their number of keys first: a commit names the handler's keys too.
   for (const [name, lua] of Object.entries(INBOX_SCRIPTS)) client.defineCommand(name, { lua })
   const commands = client as unknown as Record<ScriptName | InboxScriptName, ScriptCall>
+  const waited = wait === undefined ? undefined : waitedScripts({ ...SCRIPTS, ...INBOX_SCRIPTS }, wait)
+  const required = wait?.count ?? 0
+  const waitMs = wait?.timeoutMs ?? 0
+  // With WAIT, a claim that finds the key completed writes the record's state again, so
+  // that its WAIT covers the record: a replay never serves what the primary alone holds.
+  const confirmCompleted = wait === undefined ? '0' : '1'
 
   /**
-   * Runs one script with a deadline. A reply that comes after the deadline is handed
-   * to `late`: the caller was told the store is unavailable, but the script ran.
+   * Runs one script with a deadline (and, for the writes in WAITED, its WAIT). A reply
+   * the caller will not act on is handed to `abandoned`: it came after the deadline (the
+   * caller was told the store is unavailable, but the script ran), or too few replicas
+   * acknowledged it.
    */
   function send<T>(
     operation: string,
@@ -100,7 +146,7 @@ export function redisStore(options: RedisStoreOptions): RedisStore {
     keys: RedisKeys | string[],
     args: Array<string | number>,
     decode: (reply: Reply) => T,
-    late?: (value: T) => void,
+    abandoned?: (value: T) => void,
   ): Promise<T> {
     return new Promise<T>((resolve, reject) => {
       let settled = false
@@ -114,14 +160,7 @@ export function redisStore(options: RedisStoreOptions): RedisStore {
         clearTimeout(timer)
         reject(unavailable(error))
       }
-      let reply: Promise<Reply>
-      try {
-        reply = Array.isArray(keys) ? commands[script](keys.length, ...keys, ...args) : commands[script](keys.claim, keys.steps, ...args)
-      } catch (error) {
-        fail(error)
-        return
-      }
-      reply.then((raw) => {
+      const answer = (raw: Reply, acks: number): void => {
         let value: T
         try {
           value = decode(raw)
@@ -130,13 +169,32 @@ export function redisStore(options: RedisStoreOptions): RedisStore {
           return
         }
         if (settled) {
-          late?.(value)
+          abandoned?.(value)
+          return
+        }
+        if (acks < required) {
+          abandoned?.(value)
+          fail(
+            new StoreUnavailableError(
+              `Redis replicas did not acknowledge ${operation}: ${acks} of ${required} within ${waitMs} ms (waitForReplicas); a failover may lose it`,
+            ),
+          )
           return
         }
         settled = true
         clearTimeout(timer)
         resolve(value)
-      }, fail)
+      }
+      try {
+        if (waited !== undefined && WAITED.has(script)) {
+          waited(script, Array.isArray(keys) ? keys : [keys.claim, keys.steps], args).then(([raw, acks]) => answer(raw, acks), fail)
+        } else {
+          const reply = Array.isArray(keys) ? commands[script](keys.length, ...keys, ...args) : commands[script](keys.claim, keys.steps, ...args)
+          reply.then((raw) => answer(raw, required), fail)
+        }
+      } catch (error) {
+        fail(error)
+      }
     })
   }
 
@@ -147,11 +205,11 @@ export function redisStore(options: RedisStoreOptions): RedisStore {
     maxOutcomeBytes: MAX_OUTCOME_BYTES,
     prefix,
     keysOf,
-    inbox: redisInboxTable(send, prefix, holdMs),
+    inbox: redisInboxTable(send, prefix, holdMs, wait !== undefined),
     claim(scope, key, fingerprint, leaseMs, ttlMs) {
-      return send('claim', 'idemLeaseClaimV1', keysOf(scope, key), [fingerprint, leaseMs, ttlMs], toClaim, (claim) => {
-        // The caller gave up on this claim, so nobody will run under it: hand it back
-        // rather than leave the key in flight until the lease runs out.
+      return send('claim', 'idemLeaseClaimV1', keysOf(scope, key), [fingerprint, leaseMs, ttlMs, confirmCompleted], toClaim, (claim) => {
+        // Nobody will run under this claim: hand it back rather than leave the key in
+        // flight until the lease runs out.
         if (claim.state === 'acquired') store.release(scope, key, claim.token).catch(() => {})
       })
     },
