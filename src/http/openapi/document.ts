@@ -136,7 +136,9 @@ export function describeIdempotency<Tx, Native>(options: IdempotencyOptions<Tx, 
       const theirs = responses[status]
       responses[status] = theirs === undefined ? ours : mergedResponse(asObject(resolveRef(document, theirs), `${name}: response ${status}`), ours, `${name}: response ${status}`)
     }
-    return { ...operation, parameters: [...parameters, parameter], responses }
+    // Parameters before responses, as generators write them.
+    const { parameters: _parameters, responses: _responses, ...rest } = operation
+    return { ...rest, parameters: [...parameters, parameter], responses }
   }
 
   return {
@@ -248,7 +250,6 @@ function problemResponses(errors: readonly PolicyError[], schemaRef: string): Ma
                   status: { type: 'integer', enum: [status] },
                   code: { type: 'string', enum: group.map((e) => e.code) },
                   type: { type: 'string', enum: group.map((e) => e.type) },
-                  title: { type: 'string', enum: [...new Set(group.map((e) => e.title))] },
                 },
               },
             ],
