@@ -7,7 +7,7 @@
 // A replay carries the documented Idempotent-Replayed header.
 import { dereference } from '@readme/openapi-parser'
 import { createRoute, OpenAPIHono, z } from '@hono/zod-openapi'
-import AjvModule from 'ajv'
+import { Ajv } from 'ajv'
 import formatsModule from 'ajv-formats'
 import pg from 'pg'
 import { afterAll, describe, expect, it } from 'vitest'
@@ -16,9 +16,6 @@ import { memoryStore } from '../../src/stores/memory/index.js'
 import { postgresStore } from '../../src/stores/postgres/index.js'
 import { expectValidOpenApi, IDEM_STATUSES } from './support/openapi.js'
 
-// ajv and ajv-formats are CommonJS with a `default` beside `module.exports`.
-const Ajv = (AjvModule as unknown as { default?: typeof AjvModule }).default ?? AjvModule
-const addFormats = (formatsModule as unknown as { default?: typeof formatsModule }).default ?? formatsModule
 
 type Json = Record<string, any>
 const DEADLINE_MS = 500
@@ -57,7 +54,8 @@ hono.openapi(down.route(createRoute({ method: 'post', path: '/payments', respons
 const document = hono.getOpenAPI31Document({ openapi: '3.1.0', info: { title: 'Orders', version: '1' } }) as Json
 const dereferenced = (await dereference(structuredClone(document) as never)) as Json
 const ajv = new Ajv({ strict: false, allErrors: true })
-addFormats(ajv)
+// CommonJS: its module.exports is the plugin, and carries it as `default` too.
+formatsModule.default(ajv)
 
 function send(path: string, key: string | undefined, body = '{}'): Promise<Response> {
   return Promise.resolve(

@@ -242,6 +242,8 @@ describe('@hono/zod-openapi: idempotencyWithOpenApi', () => {
     const hono = new OpenAPIHono()
     const listed = honoWithOpenApi(hono, { store: memoryStore(), scope, routes: ['/orders/*'] })
     expect(() => listed.route(createRoute({ method: 'post', path: '/webhooks', responses: { 204: { description: 'Received' } } }))).toThrow(/does not reach \/webhooks/)
-    expect(listed.route(createRoute({ method: 'post', path: '/orders/{id}/notes', responses: { 204: { description: 'Added' } } })).parameters).toHaveLength(1)
+    // route() keeps the route's type (for app.openapi's inference); its parameters are idem's now.
+    const notes = listed.route(createRoute({ method: 'post', path: '/orders/{id}/notes', responses: { 204: { description: 'Added' } } })) as unknown as { parameters: unknown[] }
+    expect(notes.parameters).toHaveLength(1)
   })
 })

@@ -6,10 +6,11 @@ import { parseIdempotencyKey } from '../../core/key.js'
 import { idempotencyOpenApi } from './document.js'
 
 type Json = Record<string, any>
+type Doc = { openapi: string } & Json
 
 const ok = { description: 'OK', content: { 'application/json': { schema: { type: 'object' } } } }
 
-function shop(openapi = '3.1.0'): Json {
+function shop(openapi = '3.1.0'): Doc {
   return {
     openapi,
     info: { title: 'Shop', version: '1' },
