@@ -148,7 +148,8 @@ const POLICY_ONLY: HttpEngine<never> = {
   store: { name: 'none', maxOutcomeBytes: Number.MAX_SAFE_INTEGER },
 }
 
-function describePolicy<Tx, Native>(options: IdempotencyOptions<Tx, Native>, paths: readonly string[] | undefined): IdempotencyPolicyDocument {
+/** The policy as data (what `format: 'json'` renders): the one source of the page, the CLI and the OpenAPI description. */
+export function describePolicy<Tx, Native>(options: IdempotencyOptions<Tx, Native>, paths: readonly string[] | undefined): IdempotencyPolicyDocument {
   // Not an object: the middleware's own refusal, word for word.
   if (options === null || typeof options !== 'object') resolveOptions(options)
   const given = options
@@ -441,7 +442,8 @@ function headerCase(name: string): string {
   return name.replace(/(^|-)([a-z])/g, (_, dash: string, letter: string) => dash + letter.toUpperCase())
 }
 
-function duration(ms: number): string {
+/** A duration in words, as the policy page states it (`24 hours`, `2 days`). */
+export function duration(ms: number): string {
   const units: Array<[number, string]> = [
     [24 * 3_600_000, 'day'],
     [3_600_000, 'hour'],
@@ -455,7 +457,8 @@ function duration(ms: number): string {
   return plural(ms, 'millisecond')
 }
 
-function bytes(n: number): string {
+/** A size in words, as the policy page states it (`1 MiB`, `512 bytes`). */
+export function bytes(n: number): string {
   if (n >= 1024 * 1024 && n % (1024 * 1024) === 0) return `${n / (1024 * 1024)} MiB`
   if (n >= 1024 && n % 1024 === 0) return `${n / 1024} KiB`
   return plural(n, 'byte')

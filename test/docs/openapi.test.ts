@@ -1,0 +1,23 @@
+// docs/openapi.md shows its example verbatim and, in its yaml block, exactly the document
+// the example prints: the "after" of its before/after, valid OpenAPI 3.1.
+import { parse } from 'yaml'
+import { describe, expect, it } from 'vitest'
+import { expectValidOpenApi } from '../http/support/openapi.js'
+import { expectPageShows, page, runExample } from './support.js'
+
+const PAGE = 'docs/openapi.md'
+const FILE = 'examples/guides/openapi.mjs'
+
+describe('docs/openapi.md', () => {
+  it('shows the example and the document it prints, which is valid and describes POST /orders only', async () => {
+    expectPageShows(PAGE, FILE)
+    const stdout = await runExample(FILE)
+    expect(page(PAGE).includes(`\`\`\`yaml\n${stdout.trim()}\n\`\`\``), `${PAGE} must show what ${FILE} prints`).toBe(true)
+    const document = parse(stdout) as Record<string, any>
+    await expectValidOpenApi(document)
+    expect(document.paths['/orders'].post.parameters.map((p: { name: string }) => p.name)).toEqual(['Idempotency-Key'])
+    expect(document.paths['/orders'].post.parameters[0].description).toContain('kept for 2 days')
+    expect(Object.keys(document.paths['/orders'].post.responses)).toEqual(['201', '400', '409', '413', '422', '503'])
+    expect(document.paths['/orders/{id}'].get.parameters.map((p: { name: string }) => p.name)).toEqual(['id'])
+  })
+})

@@ -1,0 +1,126 @@
+// The documented responses are what the middleware really sends. A Hono app (through
+// @hono/zod-openapi and idem's route helper, on the memory store, and on a Postgres store
+// whose server is not there) is described, and then, for every problem the document
+// lists, a request provokes it: its status is documented for the route, its body
+// validates against the documented schema (ajv, on the dereferenced document), it is
+// application/problem+json, and it carries Retry-After exactly where the document says.
+// A replay carries the documented Idempotent-Replayed header.
+import { dereference } from '@readme/openapi-parser'
+import { createRoute, OpenAPIHono, z } from '@hono/zod-openapi'
+import { Ajv } from 'ajv'
+import formatsModule from 'ajv-formats'
+import pg from 'pg'
+import { afterAll, describe, expect, it } from 'vitest'
+import { idempotencyWithOpenApi } from '../../src/http/openapi/hono.js'
+import { memoryStore } from '../../src/stores/memory/index.js'
+import { postgresStore } from '../../src/stores/postgres/index.js'
+import { expectValidOpenApi, IDEM_STATUSES } from './support/openapi.js'
+
+
+type Json = Record<string, any>
+const DEADLINE_MS = 500
+const MAX_BODY_BYTES = 64
+
+function deferred(): { promise: Promise<void>; resolve: () => void } {
+  let resolve!: () => void
+  const promise = new Promise<void>((r) => (resolve = r))
+  return { promise, resolve }
+}
+
+// Nothing listens on port 1: connecting is refused at once, as with a Postgres that is down.
+const absentPool = new pg.Pool({ connectionString: 'postgres://postgres@127.0.0.1:1/test', connectionTimeoutMillis: 2_000 })
+absentPool.on('error', () => {})
+afterAll(() => absentPool.end())
+
+const entered = deferred()
+const release = deferred()
+afterAll(() => release.resolve())
+
+const hono = new OpenAPIHono()
+const idem = idempotencyWithOpenApi(hono, { store: memoryStore(), scope: () => 'acct', deadlineMs: DEADLINE_MS, maxBodyBytes: MAX_BODY_BYTES })
+const down = idempotencyWithOpenApi(hono, { store: postgresStore({ pool: absentPool }), scope: () => 'acct' })
+const Order = z.object({ id: z.string() })
+const created = { 201: { description: 'Created', content: { 'application/json': { schema: Order } } } }
+
+hono.openapi(idem.route(createRoute({ method: 'post', path: '/orders', responses: created })), (c) => c.json({ id: '1' }, 201))
+// Holds its key until released: the duplicate meanwhile is in flight, and past the deadline the request overran.
+hono.openapi(idem.route(createRoute({ method: 'post', path: '/slow', responses: created })), async (c) => {
+  entered.resolve()
+  await release.promise
+  return c.json({ id: 'slow' }, 201)
+})
+hono.openapi(down.route(createRoute({ method: 'post', path: '/payments', responses: created })), (c) => c.json({ id: 'p' }, 201))
+
+const document = hono.getOpenAPI31Document({ openapi: '3.1.0', info: { title: 'Orders', version: '1' } }) as Json
+const dereferenced = (await dereference(structuredClone(document) as never)) as Json
+const ajv = new Ajv({ strict: false, allErrors: true })
+// CommonJS: its module.exports is the plugin, and carries it as `default` too.
+formatsModule.default(ajv)
+
+function send(path: string, key: string | undefined, body = '{}'): Promise<Response> {
+  return Promise.resolve(
+    hono.request(path, { method: 'POST', headers: { 'content-type': 'application/json', ...(key === undefined ? {} : { 'idempotency-key': key }) }, body }),
+  )
+}
+
+/** The response matches its documentation: status, media type, schema, Retry-After. */
+async function expectDocumented(path: string, response: Response, code: string): Promise<void> {
+  const documented = dereferenced.paths[path].post.responses[String(response.status)]
+  expect(documented, `${path}: ${response.status} is documented`).toBeDefined()
+  expect(response.headers.get('content-type')).toBe('application/problem+json')
+  const body = (await response.json()) as Json
+  expect(body.code).toBe(code)
+  const validate = ajv.compile(documented.content['application/problem+json'].schema)
+  expect(validate(body), JSON.stringify(validate.errors)).toBe(true)
+  const retryAfter = documented.headers?.['Retry-After']
+  if (retryAfter?.required === true) expect(response.headers.get('retry-after')).toMatch(/^\d+$/)
+  if (retryAfter === undefined) expect(response.headers.get('retry-after')).toBeNull()
+}
+
+describe('the documented problems are the ones the middleware sends', () => {
+  const provoked = new Map<string, number>()
+  const check = async (path: string, response: Response, code: string): Promise<void> => {
+    provoked.set(code, response.status)
+    await expectDocumented(path, response, code)
+  }
+
+  it('the document is valid OpenAPI 3.1', async () => {
+    await expectValidOpenApi(document)
+  })
+
+  it('400 missing-key and invalid-key', async () => {
+    await check('/orders', await send('/orders', undefined), 'missing-key')
+    await check('/orders', await send('/orders', 'a,b'), 'invalid-key')
+    await check('/orders', await send('/orders', `"${'k'.repeat(256)}"`), 'invalid-key')
+  })
+
+  it('413 body-too-large', async () => {
+    await check('/orders', await send('/orders', '"big"', JSON.stringify({ note: 'x'.repeat(MAX_BODY_BYTES) })), 'body-too-large')
+  })
+
+  it('422 fingerprint-mismatch, and a replay with its documented header', async () => {
+    expect((await send('/orders', '"k-422"', '{"n":1}')).status).toBe(201)
+    const replay = await send('/orders', '"k-422"', '{"n":1}')
+    expect(replay.status).toBe(201)
+    expect(replay.headers.get('idempotent-replayed')).toBe('true')
+    expect(dereferenced.paths['/orders'].post.responses['201'].headers['Idempotent-Replayed'].schema.enum).toEqual(['true'])
+    await check('/orders', await send('/orders', '"k-422"', '{"n":2}'), 'fingerprint-mismatch')
+  })
+
+  it('409 in-flight, then 503 overran for the request held past deadlineMs', async () => {
+    const first = send('/slow', '"k-slow"')
+    await entered.promise
+    await check('/slow', await send('/slow', '"k-slow"'), 'in-flight')
+    await check('/slow', await first, 'overran')
+  })
+
+  it('503 store-unavailable', async () => {
+    await check('/payments', await send('/payments', '"k-503"'), 'store-unavailable')
+  })
+
+  it('every problem the document lists was provoked, under its documented status', () => {
+    const listed = dereferenced.components.schemas.Problem.properties.code.enum as string[]
+    expect([...provoked.keys()].sort()).toEqual([...listed].sort())
+    expect([...new Set(provoked.values())].map(String).sort()).toEqual(IDEM_STATUSES)
+  })
+})

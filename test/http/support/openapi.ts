@@ -1,0 +1,82 @@
+// What the OpenAPI tests check of a described document: it is valid OpenAPI, and
+// exactly the protected operations carry idem's parameter, problems and replay header.
+import { compileErrors, validate } from '@readme/openapi-parser'
+import { expect } from 'vitest'
+
+type Json = Record<string, any>
+
+const METHODS = ['get', 'put', 'post', 'delete', 'options', 'head', 'patch', 'trace']
+/** The statuses idem documents on every protected operation (with a key required). */
+export const IDEM_STATUSES = ['400', '409', '413', '422', '503']
+
+/** Validates with @readme/openapi-parser (on a copy: it dereferences what it is given). */
+export async function expectValidOpenApi(document: object): Promise<void> {
+  const result = await validate(structuredClone(document) as never)
+  expect(result.valid, result.valid ? '' : compileErrors(result)).toBe(true)
+}
+
+/** Every operation of the document, as `METHOD /path`. */
+export function operations(document: Json): string[] {
+  return Object.entries(document.paths ?? {}).flatMap(([path, item]) =>
+    METHODS.filter((m) => (item as Json)[m] !== undefined).map((m) => `${m.toUpperCase()} ${path}`),
+  )
+}
+
+function operation(document: Json, name: string): Json {
+  const [method, path] = name.split(' ') as [string, string]
+  return document.paths[path][method.toLowerCase()]
+}
+
+/** Resolves a local $ref (the parameters and responses a generator may share). */
+function resolve(document: Json, value: Json): Json {
+  if (typeof value?.$ref !== 'string') return value
+  return value.$ref.slice(2).split('/').reduce((at: Json, part: string) => at[part], document)
+}
+
+/** The operations that gained idem's Idempotency-Key parameter. */
+export function describedOperations(document: Json): string[] {
+  return operations(document).filter((name) =>
+    (operation(document, name).parameters ?? []).some((p: Json) => {
+      const parameter = resolve(document, p)
+      return parameter.in === 'header' && parameter.name === 'Idempotency-Key'
+    }),
+  )
+}
+
+/**
+ * Exactly `protectedOperations` carry the key parameter (once), idem's problem responses
+ * (problem+json against the shared schema, Retry-After on 409 and 503) and the replay
+ * header on their own responses; every other operation is as the framework made it.
+ */
+export function expectDescribed(document: Json, protectedOperations: readonly string[], { required = true, problemSchema = 'Problem' } = {}): void {
+  expect(describedOperations(document).sort()).toEqual([...protectedOperations].sort())
+  expect(document.components.schemas[problemSchema]).toMatchObject({ required: ['type', 'title', 'status', 'detail', 'code'] })
+  for (const name of operations(document)) {
+    const op = operation(document, name)
+    const responses = Object.entries(op.responses ?? {}).map(([status, r]) => [status, resolve(document, r as Json)] as const)
+    const problems = responses.filter(([, r]) => r.content?.['application/problem+json'] !== undefined).map(([status]) => status)
+    const replayed = responses.filter(([, r]) => r.headers?.['Idempotent-Replayed'] !== undefined).map(([status]) => status)
+    if (!protectedOperations.includes(name)) {
+      expect(problems, name).toEqual([])
+      expect(replayed, name).toEqual([])
+      expect(JSON.stringify(op), name).not.toContain('Idempotency-Key')
+      continue
+    }
+    const keys = op.parameters.map((p: Json) => resolve(document, p)).filter((p: Json) => p.name === 'Idempotency-Key')
+    expect(keys, name).toHaveLength(1)
+    expect(keys[0], name).toMatchObject({ in: 'header', required, schema: { type: 'string' } })
+    expect(keys[0].description, name).toContain('Responses are kept for')
+    expect(problems.sort(), name).toEqual(IDEM_STATUSES)
+    for (const status of IDEM_STATUSES) {
+      const response = resolve(document, op.responses[status])
+      const schema = response.content['application/problem+json'].schema
+      expect(schema.allOf[0], `${name} ${status}`).toEqual({ $ref: `#/components/schemas/${problemSchema}` })
+      expect(schema.allOf[1].properties.status.enum, `${name} ${status}`).toEqual([Number(status)])
+      expect(response.headers?.['Retry-After'] !== undefined, `${name} ${status} Retry-After`).toBe(status === '409' || status === '503')
+    }
+    // The operation's own answers (2xx here) may be replays.
+    const own = responses.filter(([status]) => /^2/.test(status)).map(([status]) => status)
+    expect(own.length, name).toBeGreaterThan(0)
+    for (const status of own) expect(replayed, `${name} ${status}`).toContain(status)
+  }
+}
