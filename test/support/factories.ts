@@ -297,6 +297,26 @@ export const TARGETS: OptionTarget[] = [
     typos: [['header', 'headers'], ['retryAfterSecond', 'retryAfterSeconds']],
   },
 
+  // idem/openapi: each takes the middleware's options (checked by idempotency(), above) and its own
+  {
+    entry: 'idem/openapi', export: 'idempotencyOpenApi', part: 'openApi', caller: 'idempotencyOpenApi',
+    minimal: () => ({}),
+    call: (f, o, r) => f({ openapi: '3.1.0', info: { title: 't', version: '1' }, paths: {} }, { store: r.memory, scope: () => 'a' }, o),
+    typos: [['operation', 'operations'], ['problemSchem', 'problemSchema']],
+  },
+  {
+    entry: 'idem/openapi/fastify', export: 'idempotencyWithOpenApi', part: 'openApi', caller: 'idempotencyWithOpenApi (fastify)',
+    minimal: () => ({}),
+    call: (f, o, r) => f({ store: r.memory, scope: () => 'a' }, o),
+    typos: [['Operations', 'operations'], ['problemschema', 'problemSchema']],
+  },
+  {
+    entry: 'idem/openapi/hono', export: 'idempotencyWithOpenApi', part: 'openApi', caller: 'idempotencyWithOpenApi (hono)',
+    minimal: () => ({}),
+    call: (f, o, r) => f({ openAPIRegistry: { registerComponent: () => undefined } }, { store: r.memory, scope: () => 'a' }, o),
+    typos: [['problemSchemma', 'problemSchema']],
+  },
+
   // idem/nestjs
   {
     entry: 'idem/nestjs', export: 'IdempotencyModule', part: 'forRoot', caller: 'idempotency',
@@ -402,6 +422,7 @@ const NO_OPTIONS = 'takes no options object'
  * to one list or the other.
  */
 export const NOT_FACTORIES: Record<string, string> = {
+  'idem/openapi/nestjs#idempotencyOpenApiDocument': "needs a Nest app; its OpenAPI options go through the same check as idem/openapi's (tested above)",
   'idem#assertValidKey': 'checks a key value',
   'idem#createEventStream': NO_OPTIONS,
   'idem#deriveKey': 'three strings',

@@ -1,5 +1,5 @@
 import { InvalidOptionError } from '../../core/errors/invalid-option.js'
-import { assertKnownOptions } from '../../core/validate.js'
+import { assertKnownOptions, optionNames } from '../../core/validate.js'
 import type { IdempotencyOptions } from '../options.js'
 import { bytes, describePolicy, duration, type IdempotencyPolicyDocument, type PolicyError } from '../policy.js'
 import { PROBLEM_CONTENT_TYPE } from '../problem.js'
@@ -28,7 +28,7 @@ export interface OpenApiDocumentLike {
   openapi: string
 }
 
-const KNOWN = ['operations', 'problemSchema']
+const KNOWN = optionNames<OpenApiOptions>({ operations: true, problemSchema: true })
 
 /**
  * Describes idem's contract in an OpenAPI 3.0 or 3.1 document: every operation the
