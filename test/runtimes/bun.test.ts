@@ -1,0 +1,3 @@
+import { describeRuntime } from './describe-runtime.js'
+
+describeRuntime('bun')

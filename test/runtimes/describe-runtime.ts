@@ -1,0 +1,71 @@
+// What `npm test` runs under each runtime (one file per runtime: bun.test.ts, deno.test.ts):
+// the slice (test/runtimes/slice) in one process, reported group by group, and the README's
+// quickstart as a user runs it.
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { conformanceCases } from '../http/support/cases.js'
+import { REPORT_PREFIX, SLICE_GROUPS, type SliceReport } from './slice/plan.js'
+import { findRuntime, root, runOn, type Ran, type RuntimeName } from './support.js'
+
+// The whole slice: ~300 cases, the conformance table's slowest rows and the contract suites' expiries included.
+const SLICE_TIMEOUT_MS = 240_000
+
+interface GroupResult {
+  planned?: number
+  skipped?: string
+  passed: string[]
+  failed: Array<{ case: string; error: string }>
+}
+
+function readReport(ran: Ran): Map<string, GroupResult> {
+  const groups = new Map<string, GroupResult>()
+  for (const line of ran.stdout.split('\n')) {
+    if (!line.startsWith(REPORT_PREFIX)) continue
+    const entry = JSON.parse(line.slice(REPORT_PREFIX.length)) as SliceReport
+    if ('done' in entry) continue
+    const group = groups.get(entry.group) ?? { passed: [], failed: [] }
+    groups.set(entry.group, group)
+    if ('planned' in entry) group.planned = entry.planned
+    else if ('skipped' in entry) group.skipped = entry.skipped
+    else if (entry.ok) group.passed.push(entry.case)
+    else group.failed.push({ case: entry.case, error: entry.error })
+  }
+  return groups
+}
+
+export function describeRuntime(name: RuntimeName): void {
+  const runtime = findRuntime(name)
+  describe.skipIf(runtime === undefined)(`${name}: the Web-standard front ends, the engines, the stores and the client`, () => {
+    let ran: Ran
+    let groups: Map<string, GroupResult>
+    beforeAll(async () => {
+      ran = await runOn(runtime!, join(root, 'test/runtimes/slice/main.ts'), [], {
+        env: { IDEM_RUNTIME_ARGV: JSON.stringify(runtime!.argv) },
+        timeoutMs: SLICE_TIMEOUT_MS,
+      })
+      groups = readReport(ran)
+    }, SLICE_TIMEOUT_MS + 10_000)
+
+    it(`runs the slice to its end (${runtime?.version})`, () => {
+      expect(ran.stdout, `the slice ended (${ran.signal ?? ran.code}) before its last group; stderr:\n${ran.stderr}`).toContain(`${REPORT_PREFIX}{"done":true}`)
+      expect(ran.code).toBe(0)
+    })
+
+    for (const groupName of SLICE_GROUPS) {
+      it(groupName, (context) => {
+        const group = groups.get(groupName)
+        expect(group, `the slice reported nothing for this group; stderr:\n${ran.stderr}`).toBeDefined()
+        if (group!.skipped !== undefined) {
+          console.warn(`SKIPPED: ${name}: ${groupName}: ${group!.skipped}`)
+          return context.skip()
+        }
+        expect(group!.failed.map(({ case: which, error }) => `${which}\n  ${error.replaceAll('\n', '\n  ')}`)).toEqual([])
+        expect(group!.passed.length).toBe(group!.planned)
+        if (groupName.startsWith('conformance: ')) expect(group!.planned).toBe(conformanceCases.length)
+        else expect(group!.planned).toBeGreaterThan(0)
+      })
+    }
+  })
+}
