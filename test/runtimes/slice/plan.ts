@@ -20,6 +20,7 @@ export const SLICE_GROUPS: readonly string[] = [
   'contract: memory store, transactional and leased',
   'leased: a worker killed between two steps; the retry resumes at step 2',
   'client: 200 orders through lost responses, each applied once',
+  'sqlite: openSqlite opens the runtime’s own; a closed connection is unavailable at once',
   'data: content ids, upserts, memo and reconcile on the runtime’s SQLite',
 ]
 
