@@ -1,10 +1,9 @@
-// What `npm test` runs under each runtime (one file per runtime: bun.test.ts, deno.test.ts):
-// the slice (test/runtimes/slice) in one process, reported group by group, and the README's
-// quickstart as a user runs it.
+// What `npm test` runs under each runtime (runtimes.test.ts): the slice (test/runtimes/slice)
+// in one process, reported group by group, and the README's quickstart as a user runs it.
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { beforeAll, describe, expect, it } from 'vitest'
 import { conformanceCases } from '../http/support/cases.js'
 import { REPORT_PREFIX, SLICE_GROUPS, type SliceReport } from './slice/plan.js'
 import { findRuntime, root, runOn, type Ran, type RuntimeName } from './support.js'
@@ -37,20 +36,38 @@ function readReport(ran: Ran): Map<string, GroupResult> {
 
 export function describeRuntime(name: RuntimeName): void {
   const runtime = findRuntime(name)
+  // Started now, while the file is collected, so that every runtime's slice runs at once.
+  const slice =
+    runtime &&
+    runOn(runtime, join(root, 'test/runtimes/slice/main.ts'), [], {
+      env: { IDEM_RUNTIME_ARGV: JSON.stringify(runtime.argv) },
+      timeoutMs: SLICE_TIMEOUT_MS,
+    })
   describe.skipIf(runtime === undefined)(`${name}: the Web-standard front ends, the engines, the stores and the client`, () => {
     let ran: Ran
     let groups: Map<string, GroupResult>
     beforeAll(async () => {
-      ran = await runOn(runtime!, join(root, 'test/runtimes/slice/main.ts'), [], {
-        env: { IDEM_RUNTIME_ARGV: JSON.stringify(runtime!.argv) },
-        timeoutMs: SLICE_TIMEOUT_MS,
-      })
+      ran = await slice!
       groups = readReport(ran)
     }, SLICE_TIMEOUT_MS + 10_000)
 
     it(`runs the slice to its end (${runtime?.version})`, () => {
       expect(ran.stdout, `the slice ended (${ran.signal ?? ran.code}) before its last group; stderr:\n${ran.stderr}`).toContain(`${REPORT_PREFIX}{"done":true}`)
       expect(ran.code).toBe(0)
+    })
+
+    it(`the README's quickstart runs under \`${name === 'bun' ? 'bun' : 'deno run'}\` as under Node: one charge, then replays, also on a second run`, async () => {
+      const dir = mkdtempSync(join(tmpdir(), `idem-quickstart-${name}-`))
+      try {
+        const env = { QUICKSTART_DB: join(dir, 'quickstart.db') }
+        const first = await runOn(runtime!, join(root, 'examples/quickstart.mjs'), [], { env })
+        expect(first.stderr).toBe('')
+        expect(first.stdout).toBe('attempt 1: charge 1\nattempt 2: charge 1 (replayed)\nattempt 3: charge 1 (replayed)\ncharges in the table: 1\n')
+        const again = await runOn(runtime!, join(root, 'examples/quickstart.mjs'), [], { env })
+        expect(again.stdout).toBe('attempt 1: charge 1 (replayed)\nattempt 2: charge 1 (replayed)\nattempt 3: charge 1 (replayed)\ncharges in the table: 1\n')
+      } finally {
+        rmSync(dir, { recursive: true, force: true })
+      }
     })
 
     for (const groupName of SLICE_GROUPS) {

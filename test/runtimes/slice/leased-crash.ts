@@ -13,9 +13,7 @@ import type { SliceGroup } from './main.js'
 import { SLICE_GROUPS } from './plan.js'
 import { spawnOnRuntime } from './runtime.js'
 
-// Longer than test/leased/crash.test.ts's 300 ms: the slice runs its groups side by side, and
-// a renewal a busy event loop confirms late makes the holder give up (LeaseLostError), as it should.
-const LEASE_MS = 1_000
+const LEASE_MS = 300
 const FIXTURE = fileURLToPath(new URL('../../fixtures/crash-between-steps.mjs', import.meta.url))
 
 /** Runs the fixture on this runtime until it prints `CHARGED <receipt>`, then kills it. */

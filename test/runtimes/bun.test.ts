@@ -1,3 +1,0 @@
-import { describeRuntime } from './describe-runtime.js'
-
-describeRuntime('bun')
