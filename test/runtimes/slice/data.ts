@@ -1,10 +1,13 @@
 // The data helpers (`idem/data`) on the runtime: content ids are the same digest as on
-// Node, upserts and reconcile run through the runtime's own SQLite, memo on its store.
+// Node, upserts and reconcile run through the runtime's own SQLite, memo on its store;
+// and `encryptedStore` (`idem/encrypted`) seals outcomes with the runtime's AES-GCM.
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { expect } from 'vitest'
+import { createIdem } from 'idem'
 import { contentId, createMemo, reconcile, upsertSqlite } from 'idem/data'
+import { encryptedStore } from 'idem/encrypted'
 import { sqliteStore } from 'idem/sqlite'
 import type { SliceGroup } from './main.js'
 import { SLICE_GROUPS } from './plan.js'
@@ -47,6 +50,18 @@ export const dataGroup: SliceGroup = {
             expect(await summarise()).toEqual({ summary: 's1' })
             expect(await summarise()).toEqual({ summary: 's1' })
             expect(calls).toBe(1)
+          },
+        },
+        {
+          name: 'encryptedStore over the SQLite store: the row holds ciphertext, the replay the value',
+          async run() {
+            const key = new Uint8Array(32).fill(7)
+            const idem = createIdem({ store: encryptedStore(store, { keys: { k1: key }, current: 'k1' }) })
+            const call = () => idem.run({ scope: 'enc', key: 'order-1', input: { amount: 5 } }, () => ({ secret: 'card 4242' }))
+            expect(await call()).toMatchObject({ value: { secret: 'card 4242' }, replayed: false })
+            expect(await call()).toMatchObject({ value: { secret: 'card 4242' }, replayed: true })
+            const { outcome } = db.prepare("SELECT outcome FROM idem_keys WHERE scope = 'enc'").get() as { outcome: string }
+            expect(outcome).not.toContain('4242')
           },
         },
         {
