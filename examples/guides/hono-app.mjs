@@ -1,3 +1,6 @@
+// An order API on Hono with idem's SQLite store, as Bun and Deno serve it: each starts
+// the default export's fetch. `PORT=3000 bun examples/guides/hono-app.mjs`, or
+// `deno serve -A --port 3000 examples/guides/hono-app.mjs`.
 import { Hono } from 'hono'
 import { idempotency } from 'idem/hono'
 import { openSqlite, sqliteStore } from 'idem/sqlite'
@@ -11,7 +14,9 @@ const app = new Hono()
 app.use('/orders', idempotency({ store, scope: (request) => request.headers.get('authorization') ?? 'anonymous' }))
 app.post('/orders', async (c) => {
   const { tx, scope } = c.get('idem') // the key's transaction: the order commits with the key
-  const { lastInsertRowid } = tx.prepare('INSERT INTO orders (account, amount) VALUES (?, ?)').run(scope, (await c.req.json()).amount)
-  return c.json({ orderId: Number(lastInsertRowid) }, 201)
+  const { amount } = await c.req.json()
+  const { lastInsertRowid } = tx.prepare('INSERT INTO orders (account, amount) VALUES (?, ?)').run(scope, amount)
+  return c.json({ orderId: Number(lastInsertRowid), amount }, 201)
 })
+
 export default { port: Number(process.env.PORT ?? 3000), fetch: app.fetch }

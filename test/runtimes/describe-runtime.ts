@@ -6,7 +6,8 @@ import { join } from 'node:path'
 import { beforeAll, describe, expect, it } from 'vitest'
 import { conformanceCases } from '../http/support/cases.js'
 import { REPORT_PREFIX, SLICE_GROUPS, type SliceReport } from './slice/plan.js'
-import { findRuntime, root, runOn, type Ran, type RuntimeName } from './support.js'
+import { expectPageShows, expectPageShowsOutput } from '../docs/support.js'
+import { findRuntime, root, runOn, serveOn, type Ran, type RuntimeName } from './support.js'
 
 // The whole slice: ~300 cases, the conformance table's slowest rows and the contract suites' expiries included.
 const SLICE_TIMEOUT_MS = 240_000
@@ -66,6 +67,31 @@ export function describeRuntime(name: RuntimeName): void {
         const again = await runOn(runtime!, join(root, 'examples/quickstart.mjs'), [], { env })
         expect(again.stdout).toBe('attempt 1: charge 1 (replayed)\nattempt 2: charge 1 (replayed)\nattempt 3: charge 1 (replayed)\ncharges in the table: 1\n')
       } finally {
+        rmSync(dir, { recursive: true, force: true })
+      }
+    })
+
+    it(`the guide's app (docs/guides/${name}.md) serves, replays a retry and refuses a changed request, as the guide shows`, async () => {
+      const guide = `docs/guides/${name}.md`
+      expectPageShows(guide, 'examples/guides/hono-app.mjs')
+      const dir = mkdtempSync(join(tmpdir(), `idem-guide-${name}-`))
+      const app = await serveOn(runtime!, join(root, 'examples/guides/hono-app.mjs'), { ORDERS_DB: join(dir, 'orders.db') })
+      try {
+        const lines: string[] = []
+        for (const amount of [1500, 1500, 9999]) {
+          const response = await fetch(`${app.url}/orders`, {
+            method: 'POST',
+            headers: { authorization: 'Bearer acct_42', 'idempotency-key': '"order-1"', 'content-type': 'application/json' },
+            body: JSON.stringify({ amount }),
+          })
+          const body = await response.text()
+          const replayed = response.headers.get('idempotent-replayed') === 'true' ? ' (replayed)' : ''
+          lines.push(`${response.status}${replayed} ${response.status === 422 ? (JSON.parse(body) as { code: string }).code : body}`)
+        }
+        expectPageShowsOutput(guide, lines.join('\n'))
+        expect(lines).toEqual(['201 {"orderId":1,"amount":1500}', '201 (replayed) {"orderId":1,"amount":1500}', '422 fingerprint-mismatch'])
+      } finally {
+        await app.stop()
         rmSync(dir, { recursive: true, force: true })
       }
     })

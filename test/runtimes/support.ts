@@ -5,6 +5,7 @@ import { spawn, spawnSync } from 'node:child_process'
 import { existsSync } from 'node:fs'
 import { createRequire } from 'node:module'
 import { dirname, join } from 'node:path'
+import { freePort } from '../support/free-port.js'
 
 export type RuntimeName = 'bun' | 'deno'
 
@@ -15,6 +16,8 @@ export interface Runtime {
   version: string
   /** The binary and its flags: the program's path goes next, then its arguments. */
   argv: string[]
+  /** The same for a module whose default export's `fetch` the runtime serves on `port` (and `PORT`), on loopback where it lets us say so. */
+  serveArgv(port: number): string[]
   /** The environment to start it with: the test's own plus the runtime's quiet switches. */
   env: NodeJS.ProcessEnv
 }
@@ -28,13 +31,17 @@ const PACKAGES: Record<RuntimeName, { override: string; binary: string; label: s
   deno: { override: 'IDEM_DENO', binary: 'deno', label: 'Deno' },
 }
 
-const FLAGS: Record<RuntimeName, string[]> = {
-  // No auto-install: a package missing from node_modules fails instead of being fetched.
-  bun: ['--no-install'],
-  // The project's node_modules as npm installed it, never changed nor fetched into; no
-  // deno.lock written into the worktree; test files import `./x.js` for `./x.ts`, as tsc
-  // wants, which Deno resolves with sloppy imports.
-  deno: ['run', '--allow-all', '--node-modules-dir=manual', '--cached-only', '--no-lock', '--no-prompt', '--unstable-sloppy-imports', '--quiet'],
+// No auto-install: a package missing from node_modules fails instead of being fetched.
+const BUN_FLAGS = ['--no-install']
+// The project's node_modules as npm installed it, never changed nor fetched into; no
+// deno.lock written into the worktree; test files import `./x.js` for `./x.ts`, as tsc
+// wants, which Deno resolves with sloppy imports.
+const DENO_FLAGS = ['--allow-all', '--node-modules-dir=manual', '--cached-only', '--no-lock', '--no-prompt', '--unstable-sloppy-imports', '--quiet']
+
+const COMMANDS: Record<RuntimeName, { run: string[]; serve(port: number): string[] }> = {
+  // Bun serves a module's default export itself, on its `port`.
+  bun: { run: BUN_FLAGS, serve: () => BUN_FLAGS },
+  deno: { run: ['run', ...DENO_FLAGS], serve: (port) => ['serve', '--host', '127.0.0.1', '--port', String(port), ...DENO_FLAGS] },
 }
 
 const QUIET: Record<RuntimeName, NodeJS.ProcessEnv> = {
@@ -62,7 +69,13 @@ export function findRuntime(name: RuntimeName): Runtime | undefined {
     const binary = binaryOf(name)
     const probe = existsSync(binary) ? spawnSync(binary, ['--version'], { encoding: 'utf8', timeout: 30_000 }) : undefined
     if (probe?.status === 0) {
-      return { name, version: probe.stdout.trim().split('\n')[0]!, argv: [binary, ...FLAGS[name]], env: { ...process.env, ...QUIET[name] } }
+      return {
+        name,
+        version: probe.stdout.trim().split('\n')[0]!,
+        argv: [binary, ...COMMANDS[name].run],
+        serveArgv: (port) => [binary, ...COMMANDS[name].serve(port)],
+        env: { ...process.env, ...QUIET[name] },
+      }
     }
     problem = probe === undefined ? `${binary} does not exist` : `${binary} --version failed: ${(probe.error?.message ?? probe.stderr).trim()}`
   } catch (error) {
@@ -104,4 +117,46 @@ export function runOn(runtime: Runtime, program: string, args: readonly string[]
       resolve({ code, signal, stdout, stderr })
     })
   })
+}
+
+/** A server the runtime runs, until `stop`. */
+export interface Serving {
+  url: string
+  /** What it printed so far (for a failure's message). */
+  output(): string
+  stop(): Promise<void>
+}
+
+/** Serves `program`'s default export on the runtime on a free loopback port; resolves once it answers. */
+export async function serveOn(runtime: Runtime, program: string, env: NodeJS.ProcessEnv = {}): Promise<Serving> {
+  const port = await freePort()
+  const argv = runtime.serveArgv(port)
+  const child = spawn(argv[0]!, [...argv.slice(1), program], { cwd: root, env: { ...runtime.env, ...env, PORT: String(port) }, stdio: ['ignore', 'pipe', 'pipe'] })
+  let output = ''
+  child.stdout.on('data', (chunk) => (output += chunk))
+  child.stderr.on('data', (chunk) => (output += chunk))
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()))
+  const url = `http://127.0.0.1:${port}`
+  const serving: Serving = {
+    url,
+    output: () => output,
+    async stop() {
+      if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM')
+      await exited
+    },
+  }
+  for (let attempt = 0; ; attempt++) {
+    if (child.exitCode !== null) throw new Error(`${program} ended (${child.exitCode}) before it served: ${output}`)
+    // Any answer means it listens: the app has no route at /.
+    const answered = await fetch(url, { signal: AbortSignal.timeout(1_000) }).then(
+      () => true,
+      () => false,
+    )
+    if (answered) return serving
+    if (attempt >= 150) {
+      await serving.stop()
+      throw new Error(`${program} did not answer on ${url} within 30 s: ${output}`)
+    }
+    await new Promise((resolve) => setTimeout(resolve, 200))
+  }
 }
