@@ -1,8 +1,11 @@
 import { InvalidOptionError } from '../../core/errors/invalid-option.js'
 import type { SqliteDatabase } from '../../data/sql-clients.js'
 
-/** An SQLite database `openSqlite` opened, to close when the app stops. */
-export type OpenedSqlite = SqliteDatabase & { close(): void }
+/** An SQLite database `openSqlite` opened: the driver's own object, typed by the part idem uses. */
+export interface OpenedSqlite extends SqliteDatabase {
+  /** Closes the database (when the app stops); stores on it then answer `StoreUnavailableError`. */
+  close(): void
+}
 
 type Driver = new (file: string) => OpenedSqlite
 
