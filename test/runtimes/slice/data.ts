@@ -1,12 +1,12 @@
 // The data helpers (`idem/data`) on the runtime: content ids are the same digest as on
-// Node, upserts and reconcile run through the runtime's own SQLite, memo on its store;
+// Node, upserts, once and reconcile run through the runtime's own SQLite, memo on its store;
 // and `encryptedStore` (`idem/encrypted`) seals outcomes with the runtime's AES-GCM.
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { expect } from 'vitest'
 import { createIdem } from 'idem'
-import { contentId, createMemo, reconcile, upsertSqlite } from 'idem/data'
+import { contentId, createMemo, createOnce, reconcile, upsertSqlite } from 'idem/data'
 import { encryptedStore } from 'idem/encrypted'
 import { sqliteStore } from 'idem/sqlite'
 import type { SliceGroup } from './main.js'
@@ -50,6 +50,18 @@ export const dataGroup: SliceGroup = {
             expect(await summarise()).toEqual({ summary: 's1' })
             expect(await summarise()).toEqual({ summary: 's1' })
             expect(calls).toBe(1)
+          },
+        },
+        {
+          name: 'once in a store transaction: true the first time, false ever after; a rolled-back mark is forgotten',
+          async run() {
+            const once = createOnce({ store })
+            await expect(store.transaction((tx) => {
+              expect(once(tx, 'claim-received-email', 'c-1')).toBe(true)
+              throw new Error('the email could not be queued')
+            })).rejects.toThrow('could not be queued')
+            expect(await store.transaction((tx) => once(tx, 'claim-received-email', 'c-1'))).toBe(true)
+            expect(await store.transaction((tx) => once(tx, 'claim-received-email', 'c-1'))).toBe(false)
           },
         },
         {

@@ -21,7 +21,7 @@ export const SLICE_GROUPS: readonly string[] = [
   'leased: a worker killed between two steps; the retry resumes at step 2',
   'client: 200 orders through lost responses, each applied once',
   'sqlite: openSqlite opens the runtime’s own; a closed connection is unavailable at once',
-  'data: content ids, upserts, memo, reconcile and encryption on the runtime’s SQLite',
+  'data: content ids, upserts, once, memo, reconcile and encryption on the runtime’s SQLite',
 ]
 
 /** The line prefix the slice reports on: `IDEM-SLICE <json>`. */
