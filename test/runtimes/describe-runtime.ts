@@ -9,7 +9,7 @@ import { REPORT_PREFIX, SLICE_GROUPS, type SliceReport } from './slice/plan.js'
 import { expectPageShows, expectPageShowsOutput } from '../docs/support.js'
 import { findRuntime, root, runOn, serveOn, type Ran, type RuntimeName } from './support.js'
 
-// The whole slice: ~300 cases, the conformance table's slowest rows and the contract suites' expiries included.
+// The whole slice: ~370 cases, the conformance table’s slowest rows and the contract suites’ expiries included.
 const SLICE_TIMEOUT_MS = 240_000
 
 interface GroupResult {
