@@ -6,7 +6,8 @@
  *             the KeyStore and LeasedStore ports, the event stream. Imports nothing of idem's.
  *   stores    one folder per backend (postgres, sqlite, memory, redis): the only code that
  *             knows a driver, its SQL and its error codes. Implements the ports: core's,
- *             and the queue's and data's *-table.ts.
+ *             and the queue's and data's *-table.ts; takes the SQL clients typed by
+ *             shape in data/sql-clients.ts (one SqliteDatabase for store and helpers).
  *   http      the Fetch-standard middleware, its adapters, problem+json, the webhook receiver.
  *   queue     inbox, outbox, dispatcher over their ports; broker adapters.
  *   data      content ids, upserts, memo, once, reconcile.
@@ -15,7 +16,7 @@
  *   testing   contract suites and fault proxies (idem/testing).
  *   cli       the `idem` command: may use everything.
  */
-const PORTS = '^src/(queue/(inbox|outbox|dead-letter)-table|data/once-table)[.]ts$'
+const PORTS = '^src/(queue/(inbox|outbox|dead-letter)-table|data/(once-table|sql-clients))[.]ts$'
 
 module.exports = {
   forbidden: [
@@ -63,7 +64,7 @@ module.exports = {
     },
     {
       name: 'stores-implement-ports-only',
-      comment: 'a store may import core, the shared store helpers, its own folder, and the port types of queue and data',
+      comment: 'a store may import core, the shared store helpers, its own folder, and the port types of queue and data (their tables, and the SQL client shapes)',
       severity: 'error',
       from: { path: '^src/stores/' },
       to: { path: '^src/(http|cli|client|ops|testing)/|^src/(queue|data)/', pathNot: PORTS },

@@ -2,15 +2,23 @@
 // bench:redis): the server runs in a child process, so that autocannon does not share
 // its event loop, and reports its own CPU time; variants are measured interleaved.
 import autocannon from 'autocannon'
-import { fork } from 'node:child_process'
+import { fork, spawn } from 'node:child_process'
 import { randomUUID } from 'node:crypto'
-import { cpuLedger, interleaved } from './support.mjs'
+import { cpuByPid, cpuLedger, interleaved } from './support.mjs'
+
+const PORTS_LINE = 'BENCH-PORTS '
 
 /**
  * In the child: answers the parent's CPU readings and exits with it. `ports` (what the
  * parent's `startServer` resolves with) is sent once everything listens.
  */
 export function serveParent(ports) {
+  if (process.send === undefined) {
+    // Started by `startServerOn` (Bun, Deno: no IPC channel to Node): the ports on stdout,
+    // the CPU read from /proc by the parent, and SIGTERM to end.
+    process.stdout.write(`${PORTS_LINE}${JSON.stringify(ports)}\n`)
+    return
+  }
   process.on('message', (message) => message === 'cpu' && process.send({ cpu: process.cpuUsage() }))
   process.send(ports)
   process.on('disconnect', () => process.exit(0))
@@ -37,6 +45,36 @@ export async function startServer(script, env) {
     stop: async () => {
       child.disconnect()
       await new Promise((resolve) => (child.exitCode === null ? child.once('exit', resolve) : resolve()))
+    },
+  }
+}
+
+/**
+ * In the parent: starts `script --serve` on another runtime (`runtime` from
+ * tools/runtimes/runtimes.mjs: Bun, Deno) and waits for its ports. Its CPU is read from
+ * /proc (Linux), as `machineCpu` reads every process's.
+ * @returns the same as `startServer`
+ */
+export async function startServerOn(runtime, script, env) {
+  const child = spawn(runtime.argv[0], [...runtime.argv.slice(1), script, '--serve'], { env: { ...runtime.env, ...env }, stdio: ['ignore', 'pipe', 'inherit'] })
+  let out = ''
+  const ports = await new Promise((resolve, reject) => {
+    child.stdout.on('data', (chunk) => {
+      out += chunk
+      const line = out.split('\n').find((l) => l.startsWith(PORTS_LINE))
+      if (line !== undefined) resolve(JSON.parse(line.slice(PORTS_LINE.length)))
+    })
+    child.once('exit', (code) => reject(new Error(`${runtime.label} bench server exited with ${code}`)))
+  })
+  return {
+    ports,
+    pid: child.pid,
+    serverCpu: async () => cpuByPid({})?.get(String(child.pid))?.micros ?? 0,
+    stop: async () => {
+      if (child.exitCode !== null) return
+      const exited = new Promise((resolve) => child.once('exit', resolve))
+      child.kill('SIGTERM')
+      await exited
     },
   }
 }

@@ -19,9 +19,16 @@
 // not share its event loop, and so that neither framework's setup weighs on the other
 // (@hono/node-server replaces the global Request and Response, which an Express app
 // sharing its process would pay for). Build first (`npm run build`): this runs over dist/.
+//
+// Then the Hono app again on Bun and on Deno (the dev dependencies; skipped, and said
+// so, when one is not installed), on the runtime's own server (`Bun.serve`,
+// `Deno.serve`) with the same pool size: `fresh` and `replay` against the same route
+// unprotected on that runtime. Information, not a target: the ratio says what idem
+// costs there, not how the runtimes compare.
 import { existsSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'
-import { keyedVariants, measureVariants, serveParent, startServer } from './autocannon.mjs'
+import { locateRuntime } from '../tools/runtimes/runtimes.mjs'
+import { keyedVariants, measureVariants, serveParent, startServer, startServerOn } from './autocannon.mjs'
 import { fingerprintOf, handWrittenKeys, handWrittenTable } from './hand-written.mjs'
 import { ratio } from './support.mjs'
 
@@ -73,7 +80,7 @@ async function serve() {
 }
 
 async function serveHono({ pool, store, insert, inTransaction, handWritten, scope }) {
-  const [{ Hono }, { serve }, { idempotency }] = await Promise.all([import('hono'), import('@hono/node-server'), import('../dist/http/hono.js')])
+  const [{ Hono }, { idempotency }] = await Promise.all([import('hono'), import('../dist/http/hono.js')])
   const hono = new Hono()
   hono.post('/plain', async (c) => {
     const { rows } = await insert(pool, await c.req.text())
@@ -94,6 +101,15 @@ async function serveHono({ pool, store, insert, inTransaction, handWritten, scop
     const { rows } = await insert(c.get('idem').tx, await c.req.text())
     return c.json({ id: rows[0].id }, 201)
   })
+  return listenHono(hono)
+}
+
+/** Serves the app on the runtime's own server: `Bun.serve`, `Deno.serve`, or @hono/node-server on Node. */
+async function listenHono(hono) {
+  const { Bun, Deno } = globalThis
+  if (Bun !== undefined) return Bun.serve({ hostname: '127.0.0.1', port: 0, fetch: hono.fetch }).port
+  if (Deno !== undefined) return Deno.serve({ hostname: '127.0.0.1', port: 0, onListen() {} }, hono.fetch).addr.port
+  const { serve } = await import('@hono/node-server')
   const server = serve({ fetch: hono.fetch, hostname: '127.0.0.1', port: 0 })
   await new Promise((resolve) => server.once('listening', resolve))
   return server.address().port
@@ -163,6 +179,20 @@ async function drive() {
       // the key: the route's own transaction, with no key at all.
       ratio(`http.${adapter}.unprotected_tx_vs_unprotected`, unprotected_tx / unprotected)
     }
+    const runtimes = {}
+    for (const name of ['bun', 'deno']) {
+      const runtime = locateRuntime(name)
+      if (runtime.version === undefined) {
+        console.log(`bench:http: ${runtime.label} is not installed, its lines are left out (${runtime.problem}; ${runtime.hint})`)
+        continue
+      }
+      const server = await startServerOn(runtime, fileURLToPath(import.meta.url), { BENCH_SCHEMA: schema, BENCH_APP: 'hono' })
+      try {
+        runtimes[name] = await benchRuntime(`hono@${name}`, `http://127.0.0.1:${server.ports.app}`, server)
+      } finally {
+        await server.stop()
+      }
+    }
     // The issue's measures last.
     for (const adapter of ['hono', 'express']) {
       const { unprotected, fresh, replay, hand_written } = results[adapter]
@@ -171,10 +201,35 @@ async function drive() {
       ratio(`http.${adapter}.fresh_vs_unprotected`, fresh / unprotected)
       ratio(`http.${adapter}.replay_vs_unprotected`, replay / unprotected)
     }
+    // Information: idem's Hono middleware against the same route unprotected, on each runtime.
+    for (const [name, { unprotected, fresh, replay }] of Object.entries(runtimes)) {
+      ratio(`http.${name}.hono.fresh_vs_unprotected`, fresh / unprotected)
+      ratio(`http.${name}.hono.replay_vs_unprotected`, replay / unprotected)
+    }
   } finally {
     await admin.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`)
     await admin.end()
   }
+}
+
+/** The Hono app on another runtime: the route unprotected, fresh keys, replays. */
+async function benchRuntime(label, url, server) {
+  const headers = { 'content-type': 'application/json' }
+  const keyed = keyedVariants('/idem', headers, CONNECTIONS)
+  return measureVariants({
+    label,
+    url,
+    variants: { unprotected: { path: '/plain', headers }, fresh: keyed.fresh, replay: keyed.replay },
+    body: BODY,
+    rounds: ROUNDS,
+    seconds: SECONDS,
+    connections: CONNECTIONS,
+    serverCpu: server.serverCpu,
+    serverPid: server.pid,
+    afterWarmUp: () => {
+      if (keyed.issued() < 8 * CONNECTIONS) throw new Error(`${label}: only ${keyed.issued()} keys stored in the warm-up; too few to replay`)
+    },
+  })
 }
 
 async function benchAdapter(adapter, url, elsewhere, server) {

@@ -1,11 +1,11 @@
 // The smallest useful idem program: a payment that must happen once per key,
-// on an embedded SQLite file. Run it twice with `node examples/quickstart.mjs`.
-import Database from 'better-sqlite3'
+// on an embedded SQLite file. Run it twice with `node examples/quickstart.mjs`
+// (or `bun examples/quickstart.mjs`, or `deno run -A examples/quickstart.mjs`).
 import { createIdem } from 'idem'
-import { sqliteStore } from 'idem/sqlite'
+import { openSqlite, sqliteStore } from 'idem/sqlite'
 
-const db = new Database(process.env.QUICKSTART_DB ?? 'quickstart.db')
-db.pragma('journal_mode = WAL')
+// The runtime's own SQLite: better-sqlite3 on Node, bun:sqlite on Bun, node:sqlite on Deno.
+const db = await openSqlite(process.env.QUICKSTART_DB ?? 'quickstart.db')
 const store = sqliteStore({ db })
 store.migrate() // creates idem_keys (versioned, safe to repeat)
 db.exec('CREATE TABLE IF NOT EXISTS charges (id INTEGER PRIMARY KEY, customer TEXT, amount INTEGER)')

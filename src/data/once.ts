@@ -23,8 +23,9 @@ const OPTIONS = optionNames<Parameters<typeof createOnce>[0]>({ store: true })
  * transaction asking for the same pair waits until the first one commits (then gets
  * false) or rolls back (then gets true). Marks are kept until you delete them.
  *
- * On SQLite `once` is synchronous, so it fits in `db.transaction(...)`, and it refuses
- * to run outside a transaction; on Postgres pass the client of your open transaction.
+ * On SQLite `once` is synchronous, so it fits in a transaction (`db.transaction(...)`,
+ * or the store's `transaction` on node:sqlite, which has none), and it refuses to run
+ * outside one; on Postgres pass the client of your open transaction.
  *
  * @throws InvalidOptionError at creation when the store has no once table; on a call,
  *   for a malformed kind or subject, or (SQLite) no open transaction

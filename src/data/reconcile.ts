@@ -28,7 +28,7 @@ interface ReconcileCommon {
 export type ReconcileOptions =
   /** Postgres, through a pg client or pool. */
   | (ReconcileCommon & { client: PgQueryable; db?: never })
-  /** SQLite, through a better-sqlite3 Database. */
+  /** SQLite, through a better-sqlite3, bun:sqlite or node:sqlite database. */
   | (ReconcileCommon & { db: SqliteDatabase; client?: never })
 
 /** Rows that share one value of the unique columns. */
@@ -141,7 +141,7 @@ function runner(options: ReconcileOptions): Run {
   const { client, db } = options as { client?: PgQueryable; db?: SqliteDatabase }
   if (client !== undefined && db !== undefined) throw new InvalidOptionError('reconcile: pass either "client" (Postgres) or "db" (SQLite), not both')
   if (db !== undefined) {
-    if (db === null || typeof db.prepare !== 'function') throw new InvalidOptionError('reconcile: option "db" must be a better-sqlite3 Database')
+    if (db === null || typeof db.prepare !== 'function') throw new InvalidOptionError('reconcile: option "db" must be an SQLite database (better-sqlite3, bun:sqlite or node:sqlite)')
     return Object.assign(async (text: string, values: unknown[]) => db.prepare(text).all(...values), { placeholder: '?' })
   }
   if (client === undefined || client === null || typeof client.query !== 'function') {

@@ -132,16 +132,17 @@ export async function upsertPostgres(client: PgQueryable, spec: UpsertSpec, row:
 }
 
 /**
- * Upserts one row through a better-sqlite3 `Database`. Synchronous, so it fits inside
- * `db.transaction(...)`.
+ * Upserts one row through an SQLite database (better-sqlite3, bun:sqlite, node:sqlite).
+ * Synchronous, so it fits inside a transaction: `db.transaction(...)` on better-sqlite3
+ * and bun:sqlite, the SQLite store's `transaction` on any of them.
  * @returns true when a row was inserted or changed; false when `skipUnchanged` found it identical, or it existed and `columns` is empty
  * @example
  * db.transaction(() => upsertSqlite(db, { table: 'chunks', key: 'id', columns: ['text'] }, { id, text }))()
  */
 export function upsertSqlite(db: SqliteDatabase, spec: UpsertSpec, row: object): boolean {
   if (db === null || typeof db !== 'object' || typeof db.prepare !== 'function') {
-    throw new InvalidOptionError('upsertSqlite: "db" must be a better-sqlite3 Database')
+    throw new InvalidOptionError('upsertSqlite: "db" must be an SQLite database (better-sqlite3, bun:sqlite or node:sqlite)')
   }
   const sql = upsertStatement('sqlite', spec, 'upsertSqlite')
-  return db.prepare(sql.text).run(...sql.values(row)).changes > 0
+  return Number(db.prepare(sql.text).run(...sql.values(row)).changes) > 0
 }

@@ -34,8 +34,8 @@ export interface Outbox<Tx, Added extends boolean | Promise<boolean> = Promise<b
    * Queues `entry` in the caller's transaction: it commits with the caller's other
    * writes or not at all, so "the effect is owed" and "the state changed" never
    * disagree. Pass your open transaction (inside `idem.run` or `inbox.consume`, the `tx`
-   * you were given); with better-sqlite3 the call is synchronous and refuses to run
-   * outside a transaction.
+   * you were given); on SQLite the call is synchronous and refuses to run outside a
+   * transaction.
    * @returns true when queued now, false when `(topic, dedupeKey)` was already queued
    * @throws InvalidOptionError for a malformed entry; MigrationRequiredError when the outbox table is missing
    */

@@ -67,7 +67,8 @@ const OPTIONS = optionNames<FaultProxyOptions>({
  * decided by a seeded PRNG, destroys the client's connection instead of answering.
  * This is the failure idempotency keys exist for, and what a client must survive by
  * retrying with the same key. Bounded: loopback only, request and response bodies
- * capped, a limited pool of connections to the target, an upstream timeout.
+ * capped, a limited pool of connections to the target, an upstream timeout. A
+ * `node:http` server: Node only.
  *
  * @see docs/client.md
  * @example

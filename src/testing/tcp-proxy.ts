@@ -57,7 +57,8 @@ const OPTIONS = optionNames<TcpFaultProxyOptions>({ target: true, maxConnections
  * the middle of whatever it carries, `refuse(true)` turns new ones away. This is the
  * failure behind a failover or a network partition, which `pg_terminate_backend` does
  * not reproduce (the server says goodbye there; here nobody does). Bounded: loopback
- * targets only, a limited number of connections, a connect timeout.
+ * targets only, a limited number of connections, a connect timeout. A `node:net`
+ * server: Node only.
  *
  * @example
  * import { startTcpFaultProxy } from 'idem/testing'

@@ -139,7 +139,7 @@ describe.skipIf(backend === undefined)('headers set before idem (Postgres)', () 
   for (const [name, start] of frameworks) {
     it(`${name}: kept on the first answer, replays, and every problem idem answers`, async () => {
       const app = await start({})
-      const down = await start({ store: backend!.downStore() })
+      const down = await start(backend!.protection('down'))
       try {
         const key = `k-${name}-${Date.now()}`
         const first = await app.send({ path: '/orders', key, contentType: 'application/json', body: '{"a":1}' })

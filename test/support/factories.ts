@@ -433,6 +433,7 @@ export const NOT_FACTORIES: Record<string, string> = {
     ['BodyTooLargeError', 'FingerprintMismatchError', 'IdemError', 'InFlightError', 'InvalidKeyError', 'InvalidOptionError', 'LeaseLostError', 'MigrationRequiredError', 'MissingKeyError', 'OutcomeNotSerializableError', 'OutcomeTooLargeError', 'OutcomeUnreadableError', 'OverranError', 'StoreUnavailableError'].map((name) => [`idem#${name}`, ERROR_CLASS]),
   ),
   'idem/fetch#largestStoredBody': 'a number of bytes',
+  'idem/sqlite#openSqlite': 'a file name',
   'idem/queue#idFromBytes': 'the bytes of an id',
   'idem/postgres#fromPg': 'wraps a client',
   'idem/postgres#fromKysely': 'wraps a transaction',

@@ -1,7 +1,8 @@
 import type { InboxRows } from '../inbox-over-keys.js'
+import { firstRow } from './connection.js'
 import { classifySqliteError, guard, statement } from './errors.js'
 import * as sql from './sql.js'
-import type { SqliteDatabase } from './types.js'
+import type { SqliteDatabase } from '../../data/sql-clients.js'
 import { inTurn } from './writer.js'
 
 /**
@@ -12,7 +13,7 @@ import { inTurn } from './writer.js'
 export function sqliteInboxRows(db: SqliteDatabase, busyTimeoutMs: number): InboxRows<SqliteDatabase> {
   return {
     async takeFailures(tx, consumer, key) {
-      const row = guard(() => statement(tx, sql.inboxAttemptTake).get(consumer, key)) as { attempts: number; last_error: string; first_failed_at: number } | undefined
+      const row = guard(() => firstRow<{ attempts: number; last_error: string; first_failed_at: number }>(statement(tx, sql.inboxAttemptTake), consumer, key))
       return row && { attempts: row.attempts, lastError: row.last_error, firstFailedAt: new Date(row.first_failed_at) }
     },
     async deadLetter(tx, consumer, key, letter) {
@@ -23,7 +24,7 @@ export function sqliteInboxRows(db: SqliteDatabase, busyTimeoutMs: number): Inbo
       try {
         return await inTurn(db, busyTimeoutMs, 'sqliteStore (busyTimeoutMs)', () => {
           const now = Date.now()
-          return (statement(db, sql.inboxAttemptRecord).get(consumer, key, error, now, now) as { attempts: number }).attempts
+          return firstRow<{ attempts: number }>(statement(db, sql.inboxAttemptRecord), consumer, key, error, now, now)!.attempts
         }, false)
       } catch (cause) {
         throw classifySqliteError(cause)

@@ -1,6 +1,7 @@
 export { sqliteStore, type SqliteStore, type SqliteStoreOptions } from './store.js'
 export { sqliteMigrations, SQLITE_SCHEMA_VERSION, type SqliteMigration } from './migrations.js'
-export type { SqliteDatabase, SqliteStatement } from './types.js'
+export type { SqliteDatabase, SqliteStatement } from '../../data/sql-clients.js'
+export { openSqlite, type OpenedSqlite } from './open.js'
 /** Every SQL statement the SQLite store runs, for DBAs and tests. */
 export * as sqliteSql from './sql.js'
 export { leasedSqliteStore, type LeasedSqliteStore, type LeasedSqliteStoreOptions } from './leased.js'

@@ -1,17 +1,17 @@
-import { InvalidOptionError } from '../../core/errors/invalid-option.js'
 import { assertCount, assertDuration, assertKnownOptions, optionNames } from '../../core/validate.js'
 import type { LeaseClaim, LeasedStore } from '../../core/leased/store.js'
 import { MAX_OUTCOME_BYTES } from '../max-outcome.js'
+import { assertSqliteDatabase, changes, firstRow, setBusyTimeout } from './connection.js'
 import { classifySqliteError } from './errors.js'
 import * as sql from './sql.js'
 import { sqliteStore } from './store.js'
-import type { SqliteDatabase, SqliteStatement } from './types.js'
+import type { SqliteDatabase, SqliteStatement } from '../../data/sql-clients.js'
 import { inTurn } from './writer.js'
 
 /** What `leasedSqliteStore` takes: the database and how long to wait for its write lock. */
 export interface LeasedSqliteStoreOptions {
   /**
-   * An open better-sqlite3 `Database` (WAL mode recommended). Every store call is a
+   * An open SQLite database (better-sqlite3, bun:sqlite or node:sqlite; WAL mode recommended). Every store call is a
    * short transaction of its own; if another transaction is open on this connection
    * the call waits for it to end, so a step is never folded into someone else's
    * transaction (and rolled back with it).
@@ -52,25 +52,23 @@ type Statements = Record<
 >
 
 /**
- * The leased store on SQLite (better-sqlite3). Each call runs synchronously inside one
+ * The leased store on SQLite (better-sqlite3, bun:sqlite or node:sqlite). Each call runs synchronously inside one
  * `BEGIN IMMEDIATE` transaction (or one statement), so it is atomic against this
  * process and against other processes using the same file. Times are this machine's
  * clock in milliseconds.
  *
  * @example
- * const db = new Database('app.db'); db.pragma('journal_mode = WAL')
+ * const db = await openSqlite('app.db') // WAL mode
  * const store = leasedSqliteStore({ db }); store.migrate()
  * const idem = createLeasedIdem({ store })
  */
 export function leasedSqliteStore(options: LeasedSqliteStoreOptions): LeasedSqliteStore {
   assertKnownOptions('leasedSqliteStore', options, OPTIONS)
   const { db, busyTimeoutMs = 5_000 } = options
-  if (db === null || typeof db !== 'object' || typeof db.prepare !== 'function') {
-    throw new InvalidOptionError('leasedSqliteStore: option "db" must be a better-sqlite3 Database')
-  }
+  assertSqliteDatabase(db, 'leasedSqliteStore')
   assertDuration('leasedSqliteStore: option "busyTimeoutMs"', busyTimeoutMs, 0)
   // Cross-process writers are waited for by SQLite itself.
-  db.pragma(`busy_timeout = ${busyTimeoutMs}`)
+  setBusyTimeout(db, busyTimeoutMs)
   let statements: Statements | undefined
 
   function prepared(): Statements {
@@ -106,13 +104,13 @@ export function leasedSqliteStore(options: LeasedSqliteStoreOptions): LeasedSqli
 
   function claim(scope: string, key: string, fingerprint: string, leaseMs: number, ttlMs: number): Promise<LeaseClaim> {
     return run((s, now) => {
-      const row = s.read.get({ scope, key }) as LeaseRow | undefined
+      const row = firstRow<LeaseRow>(s.read, { scope, key })
       const live = row !== undefined && row.expires_at > now ? row : undefined
       if (live?.state === 'completed') return { state: 'completed', record: { fingerprint: live.fingerprint, outcome: live.outcome! } }
       if (live?.state === 'held' && live.lease_until! > now) return { state: 'running', fingerprint: live.fingerprint }
       // An expired key is a new key: its steps belong to an earlier lifetime.
       if (row !== undefined && live === undefined) s.dropSteps.run({ scope, key })
-      const resumable = live !== undefined && s.hasSteps.get({ scope, key }) !== undefined
+      const resumable = live !== undefined && firstRow(s.hasSteps, { scope, key }) !== undefined
       if (resumable && live.fingerprint !== fingerprint) return { state: 'running', fingerprint: live.fingerprint }
       const token = Math.max((row?.token ?? 0) + 1, now * 1000)
       s.claim.run({ scope, key, fingerprint, token, leaseUntil: now + leaseMs, expiresAt: now + leaseMs + ttlMs })
@@ -152,15 +150,15 @@ export function leasedSqliteStore(options: LeasedSqliteStoreOptions): LeasedSqli
     prune,
     claim,
     renew: (scope, key, token, leaseMs) =>
-      run((s, now) => s.renew.run({ scope, key, token, now, leaseUntil: now + leaseMs }).changes === 1, false),
+      run((s, now) => changes(s.renew, { scope, key, token, now, leaseUntil: now + leaseMs }) === 1, false),
     saveStep: (scope, key, token, name, result) =>
-      run((s, now) => s.saveStep.run({ scope, key, token, name, result, now }).changes === 1, false),
+      run((s, now) => changes(s.saveStep, { scope, key, token, name, result, now }) === 1, false),
     complete: (scope, key, token, outcome, ttlMs) =>
       run((s, now) => {
-        if (s.complete.run({ scope, key, token, now, outcome, expiresAt: now + ttlMs }).changes !== 1) return false
+        if (changes(s.complete, { scope, key, token, now, outcome, expiresAt: now + ttlMs }) !== 1) return false
         s.dropSteps.run({ scope, key })
         return true
       }, true),
-    release: (scope, key, token) => run((s, now) => s.release.run({ scope, key, token, now }).changes === 1, false),
+    release: (scope, key, token) => run((s, now) => changes(s.release, { scope, key, token, now }) === 1, false),
   }
 }

@@ -1,6 +1,7 @@
 import { statusOf, type KeyInspection } from '../inspection.js'
+import { firstRow } from './connection.js'
 import { sqliteMigrations, SQLITE_SCHEMA_VERSION } from './migrations.js'
-import type { SqliteDatabase } from './types.js'
+import type { SqliteDatabase } from '../../data/sql-clients.js'
 
 /**
  * What an operator (the `idem` command) asks of a SQLite database beyond the ports: its
@@ -35,12 +36,12 @@ export function sqliteMigrationScript(from = 0): string[] {
 export { SQLITE_SCHEMA_VERSION }
 
 const hasTable = (db: SqliteDatabase, name: string): boolean =>
-  db.prepare("SELECT 1 AS present FROM sqlite_master WHERE type = 'table' AND name = ?").get(name) !== undefined
+  firstRow(db.prepare("SELECT 1 AS present FROM sqlite_master WHERE type = 'table' AND name = ?"), name) !== undefined
 
 /** The version `migrate()` brought the database to: 0 when idem was never migrated there. */
 export function sqliteSchemaVersion(db: SqliteDatabase): number {
   if (!hasTable(db, 'idem_migrations')) return 0
-  return (db.prepare('SELECT coalesce(max(version), 0) AS v FROM idem_migrations').get() as { v: number }).v
+  return firstRow<{ v: number }>(db.prepare('SELECT coalesce(max(version), 0) AS v FROM idem_migrations'))!.v
 }
 
 /** idem's tables that exist although no version is recorded: SQL applied by hand without its version rows. */
@@ -64,9 +65,11 @@ const iso = (ms: number | null): string | null => (ms === null ? null : new Date
 export function sqliteInspect(db: SqliteDatabase, scope: string, key: string): KeyInspection {
   const now = Date.now()
   const report: KeyInspection = { scope, key, now: new Date(now).toISOString() }
-  const k = db
-    .prepare('SELECT fingerprint, created_at, expires_at, substr(outcome, 1, 20) AS head, length(CAST(outcome AS BLOB)) AS bytes FROM idem_keys WHERE scope = ? AND key = ?')
-    .get(scope, key) as { fingerprint: string; created_at: number; expires_at: number; head: string; bytes: number } | undefined
+  const k = firstRow<{ fingerprint: string; created_at: number; expires_at: number; head: string; bytes: number }>(
+    db.prepare('SELECT fingerprint, created_at, expires_at, substr(outcome, 1, 20) AS head, length(CAST(outcome AS BLOB)) AS bytes FROM idem_keys WHERE scope = ? AND key = ?'),
+    scope,
+    key,
+  )
   if (k !== undefined) {
     report.record = {
       fingerprint: k.fingerprint,
@@ -78,9 +81,11 @@ export function sqliteInspect(db: SqliteDatabase, scope: string, key: string): K
     }
   }
   if (hasTable(db, 'idem_leases')) {
-    const l = db
-      .prepare('SELECT fingerprint, state, token, lease_until, expires_at, substr(outcome, 1, 20) AS head FROM idem_leases WHERE scope = ? AND key = ?')
-      .get(scope, key) as { fingerprint: string; state: 'held'; token: number; lease_until: number | null; expires_at: number; head: string | null } | undefined
+    const l = firstRow<{ fingerprint: string; state: 'held'; token: number; lease_until: number | null; expires_at: number; head: string | null }>(
+      db.prepare('SELECT fingerprint, state, token, lease_until, expires_at, substr(outcome, 1, 20) AS head FROM idem_leases WHERE scope = ? AND key = ?'),
+      scope,
+      key,
+    )
     if (l !== undefined) {
       const steps = db.prepare('SELECT name, created_at, token FROM idem_steps WHERE scope = ? AND key = ? ORDER BY created_at, name').all(scope, key) as {
         name: string

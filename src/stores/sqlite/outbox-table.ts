@@ -1,8 +1,9 @@
 import type { ClaimedRow, OutboxTable } from '../../queue/outbox-table.js'
 import { InvalidOptionError } from '../../core/errors/invalid-option.js'
+import { changes, firstRow, inTransaction } from './connection.js'
 import { classifySqliteError, statement } from './errors.js'
 import * as sql from './sql.js'
-import type { SqliteDatabase } from './types.js'
+import type { SqliteDatabase } from '../../data/sql-clients.js'
 import { inTurn } from './writer.js'
 
 /** How long a dispatcher step waits for its turn on the connection before it fails (the next round retries). */
@@ -10,8 +11,8 @@ const TURN_MS = 20_000
 
 /**
  * The outbox's table on SQLite (`idem_outbox`). `add` is synchronous, so it fits in
- * `db.transaction(...)`, and refuses to run outside a transaction. SQLite has one
- * writer and better-sqlite3 is synchronous, so each dispatcher step is one synchronous
+ * a transaction, and refuses to run outside one. SQLite has one writer and its drivers
+ * (better-sqlite3, bun:sqlite, node:sqlite) are synchronous, so each dispatcher step is one synchronous
  * transaction that nothing can interleave with, taken in its turn in the connection's
  * queue (`inTurn`) with the engine's transactions: it never joins one that is open (an
  * engine call awaiting its handler), and a steady stream of them never starves it.
@@ -24,12 +25,12 @@ export function sqliteOutboxTable(db: SqliteDatabase): OutboxTable<SqliteDatabas
   return {
     filtersTopics: false,
     add(tx, { topic, dedupeKey, payload, delayMs }) {
-      if (!tx.inTransaction) {
+      if (!inTransaction(tx)) {
         throw new InvalidOptionError('outbox.add: "tx" is a Database with no open transaction; add inside the transaction whose writes the effect follows')
       }
       const now = Date.now()
       try {
-        return statement(tx, sql.outboxInsert).run(topic, dedupeKey, payload, now + delayMs, now).changes === 1
+        return changes(statement(tx, sql.outboxInsert), topic, dedupeKey, payload, now + delayMs, now) === 1
       } catch (error) {
         throw classifySqliteError(error)
       }
@@ -42,7 +43,7 @@ export function sqliteOutboxTable(db: SqliteDatabase): OutboxTable<SqliteDatabas
     renew: (claimId, ids, leaseMs) =>
       atomically(() => {
         const until = Date.now() + leaseMs
-        return new Set(ids.filter((id) => statement(db, sql.outboxRenew).run(until, until, id, claimId).changes === 1))
+        return new Set(ids.filter((id) => changes(statement(db, sql.outboxRenew), until, until, id, claimId) === 1))
       }),
     delivered: (claimId, ids) =>
       atomically(() => {
@@ -64,7 +65,7 @@ export function sqliteOutboxTable(db: SqliteDatabase): OutboxTable<SqliteDatabas
       }),
     // In turn too (one statement, no transaction): read while an engine call is open, it
     // would count rows that may roll back.
-    pending: () => atomically(() => (statement(db, sql.outboxPending).get() as { n: number }).n, false),
+    pending: () => atomically(() => firstRow<{ n: number }>(statement(db, sql.outboxPending))!.n, false),
   }
 }
 

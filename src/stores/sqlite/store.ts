@@ -10,20 +10,23 @@ import type { WithOutboxTable } from '../../queue/outbox-table.js'
 import { inboxOverKeys } from '../inbox-over-keys.js'
 import { MAX_OUTCOME_BYTES } from '../max-outcome.js'
 import { sqliteDeadLetterTable } from './dead-letter-table.js'
+import { assertSqliteDatabase, changes, firstRow, inTransaction, setBusyTimeout } from './connection.js'
 import { forgetStatements, guard } from './errors.js'
 import { sqliteInboxRows } from './inbox-rows.js'
 import { sqliteOnceTable } from './once-table.js'
 import { sqliteOutboxTable } from './outbox-table.js'
 import { sqliteMigrations, SQLITE_SCHEMA_VERSION } from './migrations.js'
 import * as sql from './sql.js'
-import type { SqliteDatabase, SqliteStatement } from './types.js'
+import type { SqliteDatabase, SqliteStatement } from '../../data/sql-clients.js'
 import { takeTurn } from './writer.js'
 
 /** What `sqliteStore` takes: the database and how long to wait for its write lock. */
 export interface SqliteStoreOptions {
   /**
-   * An open better-sqlite3 `Database`. Use WAL mode (`db.pragma('journal_mode = WAL')`)
-   * so replays read while a writer works.
+   * An open SQLite database: a better-sqlite3 or bun:sqlite `Database`, or a node:sqlite
+   * `DatabaseSync` (`openSqlite` opens the runtime's own). Use WAL mode
+   * (`db.exec('PRAGMA journal_mode = WAL')`, as `openSqlite` does) so replays read while
+   * a writer works.
    */
   db: SqliteDatabase
   /**
@@ -84,25 +87,23 @@ const OPTIONS = optionNames<SqliteStoreOptions>({ db: true, busyTimeoutMs: true 
 const PRUNE_OPTIONS = optionNames<PruneOptions>({ batchSize: true, deliveredOutboxOlderThanMs: true, onBatch: true })
 
 /**
- * The transactional SQLite store on better-sqlite3. SQLite has one writer per database,
+ * The transactional SQLite store (better-sqlite3, bun:sqlite or node:sqlite). SQLite has one writer per database,
  * so this store runs one transaction at a time per connection (`BEGIN IMMEDIATE`,
  * queued in process); replays are served from a plain read without joining the queue.
- * The caller's function gets the `Database` and writes through it; every statement it
+ * The caller's function gets the database and writes through it; every statement it
  * runs before resolving is part of the transaction.
  *
  * @example
- * const db = new Database('app.db'); db.pragma('journal_mode = WAL')
+ * const db = await openSqlite('app.db') // the runtime's own SQLite, in WAL mode
  * const store = sqliteStore({ db }); store.migrate()
  */
 export function sqliteStore(options: SqliteStoreOptions): SqliteStore {
   assertKnownOptions('sqliteStore', options, OPTIONS)
   const { db, busyTimeoutMs = 5_000 } = options
-  if (db === null || typeof db !== 'object' || typeof db.prepare !== 'function') {
-    throw new InvalidOptionError('sqliteStore: option "db" must be a better-sqlite3 Database')
-  }
+  assertSqliteDatabase(db, 'sqliteStore')
   assertDuration('sqliteStore: option "busyTimeoutMs"', busyTimeoutMs, 0)
   // Cross-process writers are waited for by SQLite itself.
-  db.pragma(`busy_timeout = ${busyTimeoutMs}`)
+  setBusyTimeout(db, busyTimeoutMs)
   const gate = new KeyGate()
   let statements: { lookup: SqliteStatement; save: SqliteStatement } | undefined
   // Prepared once: `exec` parses its SQL on every call, a few µs per transaction.
@@ -123,7 +124,9 @@ export function sqliteStore(options: SqliteStoreOptions): SqliteStore {
   }
 
   function read(scope: string, key: string): KeyRecord | undefined {
-    return guard(() => prepared().lookup.get(scope, key, Date.now()) as KeyRecord | undefined)
+    const row = guard(() => firstRow<KeyRecord>(prepared().lookup, scope, key, Date.now()))
+    // A record of its own, not the driver's row (node:sqlite's have no prototype).
+    return row && { fingerprint: row.fingerprint, outcome: row.outcome }
   }
 
   async function begin({ scope, key, waitMs, tx }: BeginRequest<SqliteDatabase>): Promise<Session<SqliteDatabase>> {
@@ -132,7 +135,7 @@ export function sqliteStore(options: SqliteStoreOptions): SqliteStore {
     // But a read on this connection also sees what an open transaction wrote, and a
     // joined call's record is uncommitted until its caller commits (or rolls back): then
     // the read waits for its turn like a new call.
-    if (!db.inTransaction) joinedRecordsOpen.delete(db)
+    if (!inTransaction(db)) joinedRecordsOpen.delete(db)
     if (!joinedRecordsOpen.has(db)) {
       const committed = read(scope, key)
       if (committed !== undefined) return endedSession({ state: 'found', record: committed })
@@ -197,7 +200,7 @@ export function sqliteStore(options: SqliteStoreOptions): SqliteStore {
 
   function joinedSession(tx: SqliteDatabase, scope: string, key: string): Session<SqliteDatabase> {
     if (tx !== db) throw new InvalidOptionError('run: option "tx" must be the same Database the SQLite store was created with')
-    if (!db.inTransaction) throw new InvalidOptionError('run: option "tx" was given but the Database has no open transaction (BEGIN IMMEDIATE first)')
+    if (!inTransaction(db)) throw new InvalidOptionError('run: option "tx" was given but the Database has no open transaction (BEGIN IMMEDIATE first)')
     const record = read(scope, key)
     return {
       tx: db,
@@ -222,7 +225,7 @@ export function sqliteStore(options: SqliteStoreOptions): SqliteStore {
 
   function rollbackQuietly(): void {
     try {
-      if (db.inTransaction) db.exec('ROLLBACK')
+      if (inTransaction(db)) db.exec('ROLLBACK')
     } catch {
       // The connection is closed or the transaction already ended: nothing to undo.
     }
@@ -235,7 +238,7 @@ export function sqliteStore(options: SqliteStoreOptions): SqliteStore {
         db.exec(
           'CREATE TABLE IF NOT EXISTS idem_migrations (version INTEGER PRIMARY KEY, description TEXT NOT NULL, applied_at INTEGER NOT NULL)',
         )
-        const from = (db.prepare('SELECT coalesce(max(version), 0) AS v FROM idem_migrations').get() as { v: number }).v
+        const from = firstRow<{ v: number }>(db.prepare('SELECT coalesce(max(version), 0) AS v FROM idem_migrations'))!.v
         if (from > SQLITE_SCHEMA_VERSION) {
           throw new Error(`idem: the SQLite schema is at version ${from}, newer than this idem (${SQLITE_SCHEMA_VERSION}); upgrade idem`)
         }
@@ -270,7 +273,7 @@ export function sqliteStore(options: SqliteStoreOptions): SqliteStore {
     let outboxDeleted = 0
     if (deliveredOutboxOlderThanMs !== undefined) {
       for (;;) {
-        const removed = await transaction(() => guard(() => db.prepare(sql.outboxPrune).run(Date.now() - deliveredOutboxOlderThanMs, batchSize).changes))
+        const removed = await transaction(() => guard(() => changes(db.prepare(sql.outboxPrune), Date.now() - deliveredOutboxOlderThanMs, batchSize)))
         outboxDeleted += removed
         onBatch?.(removed)
         if (removed < batchSize) break
@@ -289,7 +292,7 @@ export function sqliteStore(options: SqliteStoreOptions): SqliteStore {
       const rows = await transaction(() => {
         const now = Date.now()
         const found = window.all(after[0], after[1], batchSize) as { scope: string; key: string; expires_at: number }[]
-        for (const row of found) if (row.expires_at <= now) removed += remove.run(row.scope, row.key, now).changes
+        for (const row of found) if (row.expires_at <= now) removed += changes(remove, row.scope, row.key, now)
         return found
       })
       deleted += removed

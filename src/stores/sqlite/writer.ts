@@ -1,13 +1,14 @@
 import { StoreUnavailableError } from '../../core/errors/store-unavailable.js'
 import { Mutex } from '../key-gate.js'
-import type { SqliteDatabase } from './types.js'
+import { inTransaction } from './connection.js'
+import type { SqliteDatabase } from '../../data/sql-clients.js'
 
 const writers = new WeakMap<SqliteDatabase, Mutex>()
 
 /**
  * The one queue for write transactions on a connection, shared by everything in idem
  * that writes through it (transactional and leased stores, the outbox dispatcher).
- * better-sqlite3 has one transaction per connection, and an engine call keeps its
+ * An SQLite connection has one transaction at a time, and an engine call keeps its
  * transaction open while its function awaits: anything else that began on the
  * connection meanwhile would fail or fold into that transaction. Taking turns in one
  * FIFO queue also means none of them starves: polling for a moment when no transaction
@@ -31,12 +32,17 @@ export async function takeTurn(db: SqliteDatabase, timeoutMs: number, who: strin
   const deadline = Date.now() + timeoutMs
   const release = await connectionWriter(db).acquire(timeoutMs)
   if (release === undefined) throw new StoreUnavailableError(`${who}: SQLite's writer stayed busy for ${timeoutMs} ms`)
-  while (db.inTransaction) {
-    if (Date.now() >= deadline) {
-      release()
-      throw new StoreUnavailableError(`${who}: a transaction opened outside idem stayed open on the SQLite connection for ${timeoutMs} ms`)
+  try {
+    // Throws once the connection is closed (node:sqlite, bun:sqlite): the turn is handed on all the same.
+    while (inTransaction(db)) {
+      if (Date.now() >= deadline) {
+        throw new StoreUnavailableError(`${who}: a transaction opened outside idem stayed open on the SQLite connection for ${timeoutMs} ms`)
+      }
+      await new Promise((resolve) => setTimeout(resolve, 2))
     }
-    await new Promise((resolve) => setTimeout(resolve, 2))
+  } catch (error) {
+    release()
+    throw error
   }
   return release
 }
@@ -57,7 +63,7 @@ export async function inTurn<T>(db: SqliteDatabase, timeoutMs: number, who: stri
       db.exec('COMMIT')
       return value
     } catch (error) {
-      if (db.inTransaction) db.exec('ROLLBACK')
+      if (inTransaction(db)) db.exec('ROLLBACK')
       throw error
     }
   } finally {

@@ -43,7 +43,7 @@ export interface Client {
   close(): Promise<void>
 }
 
-/** The middleware options a case may set; the store comes from the backend. */
+/** The middleware options a case may set; the store (or engine) comes from the backend. */
 export type AppOptions = Omit<IdempotencyOptions<unknown>, 'store' | 'idem'> & { storeDown?: boolean }
 
 export interface FrontEnd {
@@ -58,7 +58,7 @@ function middlewareOptions<Native>(
   principal: (request: Request, native: Native) => string,
 ): IdempotencyOptions<unknown, Native> {
   return {
-    store: storeDown ? backend.downStore() : backend.store,
+    ...backend.protection(storeDown ? 'down' : undefined),
     scope: (request, native) => {
       state.scopeCalls++
       state.onScope?.()
