@@ -87,7 +87,12 @@ export function problemType(code: ProblemCode, types: ProblemTypes = DEFAULT_PRO
 /**
  * True for the errors the HTTP front end answers itself; anything else propagates.
  * @example
- * catch (error) { if (isHttpProblem(error)) return problemResponse(error); throw error }
+ * try {
+ *   return await handle(request)
+ * } catch (error) {
+ *   if (isHttpProblem(error)) return problemResponse(error)
+ *   throw error
+ * }
  */
 export function isHttpProblem(error: unknown): error is IdemError {
   return error instanceof IdemError

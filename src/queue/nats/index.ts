@@ -153,7 +153,7 @@ export interface NatsDelivererOptions {
  * and a consumer's inbox drops one after it. The JetStream client takes no abort
  * signal, so the dispatcher's signal only stops a publish that has not started; one
  * that has settles within the client's own timeout.
- * @example createDispatcher({ pool, deliver: natsDeliverer({ js: jetstream(nc) }) })
+ * @example createDispatcher({ store: postgresStore({ pool }), deliver: natsDeliverer({ js: jetstream(nc) }) }).start()
  */
 export function natsDeliverer({ js, subject = (row) => row.topic }: NatsDelivererOptions): (row: OutboxRow, context?: DeliveryContext) => Promise<void> {
   if (js === null || typeof js !== 'object' || typeof js.publish !== 'function') {

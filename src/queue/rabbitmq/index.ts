@@ -132,7 +132,7 @@ export interface RabbitmqDelivererOptions {
  * `messageId` is the row's dedupe key, so a consumer's inbox drops a repeat.
  * amqplib cannot take back a publish, so the dispatcher's signal only stops one that has
  * not started; a publish waits for the broker's confirm (or the channel's failure).
- * @example createDispatcher({ pool, deliver: rabbitmqDeliverer({ channel: confirmChannel }) })
+ * @example createDispatcher({ store: postgresStore({ pool }), deliver: rabbitmqDeliverer({ channel: confirmChannel }) }).start()
  */
 export function rabbitmqDeliverer({
   channel,

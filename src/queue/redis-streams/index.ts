@@ -248,7 +248,7 @@ export interface RedisStreamDelivererOptions {
  * field and the JSON payload in `body`, which is what `redisStreamSource` reads.
  * ioredis takes no abort signal, so the dispatcher's signal only stops an append that
  * has not started.
- * @example createDispatcher({ pool, deliver: redisStreamDeliverer({ redis }) })
+ * @example createDispatcher({ store: postgresStore({ pool }), deliver: redisStreamDeliverer({ redis }) }).start()
  */
 export function redisStreamDeliverer({
   redis,

@@ -156,7 +156,7 @@ export interface SqsDelivererOptions {
  * destroys the request and makes no further retry of it, so nothing of this attempt is
  * sent after it settles; if SQS had already taken the message, the retry carries the
  * same dedupe key.
- * @example createDispatcher({ pool, deliver: sqsDeliverer({ client, queueUrl }) })
+ * @example createDispatcher({ store: postgresStore({ pool }), deliver: sqsDeliverer({ client, queueUrl }) }).start()
  */
 export function sqsDeliverer({ client, queueUrl }: SqsDelivererOptions): (row: OutboxRow, context?: DeliveryContext) => Promise<void> {
   if (client === null || typeof client !== 'object' || typeof client.send !== 'function') {

@@ -67,8 +67,8 @@ type ScriptCall = (...args: Array<string | number>) => Promise<Reply>
  * that matters.
  *
  * @example
- * import Redis from 'ioredis'
- * const store = redisStore({ client: new Redis(process.env.REDIS_URL), prefix: 'myapp:idem:' })
+ * import { Redis } from 'ioredis'
+ * const store = redisStore({ client: new Redis(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379'), prefix: 'myapp:idem:' })
  * const idem = createLeasedIdem({ store })
  */
 export function redisStore(options: RedisStoreOptions): RedisStore {
