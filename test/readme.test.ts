@@ -54,7 +54,7 @@ describe('README: the HTTP example', () => {
     const lines = stdout.trim().split('\n')
     expect(lines[0]).toBe('201 {"orderId":1,"amount":1500}')
     expect(lines[1]).toBe('201 (replayed) {"orderId":1,"amount":1500}')
-    expect(lines[2]).toMatch(/^422 \{"type":"https:\/\/github.com\/idem-js\/idem\/blob\/main\/docs\/problems.md#fingerprint-mismatch"/)
+    expect(lines[2]).toMatch(/^422 \{"type":"urn:idem:problem#fingerprint-mismatch"/)
     expect(lines[3]).toBe('201 {"orderId":2,"amount":700}')
     expect(lines[4]).toBe('orders in the table: 2')
   })

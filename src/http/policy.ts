@@ -119,7 +119,7 @@ export interface IdempotencyPolicyDocument {
  * @param format `md`, `html` or `json`, and the page's title, heading level and paths
  * @returns the page (JSON: the `IdempotencyPolicyDocument`, indented)
  * @throws InvalidOptionError as `idempotency()` would, for the same options
- * @see https://github.com/idem-js/idem/blob/main/docs/policy.md
+ * @see docs/policy.md
  *
  * @example
  * import { idempotencyPolicy } from 'idem/fetch'

@@ -85,4 +85,13 @@ describe('links in the packed docs', () => {
     }
     expect(broken).toEqual([])
   })
+
+  it('name no home the project does not have: no repository, no problem-type or runbook URL under it', async () => {
+    // idem has no public repository or site yet: package.json names none, problem types
+    // are identifiers (docs/problems.md), runbooks name their section of docs/operating.md.
+    const { stdout } = await promisify(execFile)('npm', ['pack', '--dry-run', '--json', '--ignore-scripts'], { cwd: root, maxBuffer: 16 * 1024 * 1024 })
+    const shipped = (JSON.parse(stdout) as Array<{ files: Array<{ path: string }> }>)[0]!.files.map((file) => file.path)
+    const naming = shipped.filter((path) => /github\.com\/idem-js/.test(readFileSync(join(root, path), 'latin1')))
+    expect(naming).toEqual([])
+  })
 })
