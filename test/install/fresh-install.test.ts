@@ -5,7 +5,8 @@
 // engines, as cookie@2 under Fastify 5 and the newest NATS client do on Node 20, but
 // idem's engines are enforced in the first project):
 //
-// - beside express@4, an ESM app through one request and its replay;
+// - beside express@4, an ESM app through one request and its replay, and the README's
+//   first example;
 // - `low`: a Nest 10 app as Nest 10's CLI makes it (CommonJS, `module: commonjs`, the
 //   node10 resolution, the oldest TypeScript it generates) beside the LOWEST version of
 //   every peer range in package.json;
@@ -271,7 +272,7 @@ describe('fresh install from the packed tarball', () => {
     })
 
   it(
-    'beside express@4: installs and replays',
+    "beside express@4: installs and replays; the README's first example runs as shown",
     async () => {
       void low()
       void high()
@@ -281,6 +282,14 @@ describe('fresh install from the packed tarball', () => {
       expect(lines[0]).toBe('201 - {"order":1,"amount":5}')
       expect(lines[1]).toBe('201 true {"order":1,"amount":5}')
       expect(lines[2]).toMatch(/^express 4\./)
+      // The README's first example, as a user copies it into the project.
+      copyFileSync(join(root, 'examples/first.mjs'), join(project, 'first.mjs'))
+      const first = await run(process.execPath, ['first.mjs'], { cwd: project, env, timeout: 30_000 })
+      expect(first.stdout).toBe(
+        'attempt 1: { value: { chargeId: 1 }, replayed: false, stored: true }\n' +
+          'attempt 2: { value: { chargeId: 1 }, replayed: true, stored: true }\n' +
+          'attempt 3: { value: { chargeId: 1 }, replayed: true, stored: true }\n',
+      )
     },
     INSTALL_MS + 60_000,
   )

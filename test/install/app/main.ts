@@ -23,7 +23,7 @@ import Database = require('better-sqlite3')
 import express = require('express')
 import { fastify as Fastify } from 'fastify'
 import { Hono } from 'hono'
-import { Redis } from 'ioredis'
+import Redis from 'ioredis' // the default: ioredis exports the class by name only from 5.2.5
 import { Pool } from 'pg'
 import { Registry } from 'prom-client'
 import { createIdem, createLeasedIdem } from 'idem'
@@ -52,10 +52,12 @@ const version = (name: string): string =>
   (JSON.parse(readFileSync(join(process.cwd(), 'node_modules', name, 'package.json'), 'utf8')) as { version: string }).version
 const say = (name: string, what: string): void => console.log(`${name}@${version(name)} ${what}`)
 const suffix = randomUUID().slice(0, 8)
+// One account for every request: the app has no authentication to read a principal from.
+const scope = () => 'install-test'
 
 /** Sends the same keyed POST twice; what each answer was: `<status> <idempotent-replayed or -> <body>`. */
-async function twice(send: (headers: Record<string, string>) => Promise<Response>): Promise<string> {
-  const headers = { 'content-type': 'application/json', 'idempotency-key': `"k-${suffix}"` }
+async function twice(name: string, send: (headers: Record<string, string>) => Promise<Response>): Promise<string> {
+  const headers = { 'content-type': 'application/json', 'idempotency-key': `"${name}-${suffix}"` }
   const answers: string[] = []
   for (let i = 0; i < 2; i++) {
     const response = await send(headers)
@@ -76,7 +78,7 @@ async function nest(): Promise<void> {
     }
   }
   @Module({
-    imports: [IdempotencyModule.forRoot({ store: memoryStore() })],
+    imports: [IdempotencyModule.forRoot({ store: memoryStore(), scope })],
     controllers: [OrdersController],
   })
   class AppModule {}
@@ -87,7 +89,7 @@ async function nest(): Promise<void> {
         ? await NestFactory.create(AppModule, { logger: false, rawBody: true })
         : await NestFactory.create(AppModule, new FastifyAdapter(), { logger: false, rawBody: true })
     await app.listen(0, '127.0.0.1')
-    say(`@nestjs/platform-${platform}`, await twice(post(`${await app.getUrl()}/orders`)))
+    say(`@nestjs/platform-${platform}`, await twice(platform, post(`${await app.getUrl()}/orders`)))
     await app.close()
   }
 }
@@ -97,7 +99,7 @@ async function http(): Promise<void> {
   const handler = (amount: number) => ({ order: ++orders, amount })
 
   const app = express()
-  app.use(expressIdempotency({ store: memoryStore() }))
+  app.use(expressIdempotency({ store: memoryStore(), scope }))
   app.use(express.json())
   app.post('/orders', (req, res) => {
     res.status(201).json(handler(req.body.amount))
@@ -105,21 +107,21 @@ async function http(): Promise<void> {
   const server = app.listen(0, '127.0.0.1')
   await new Promise((listening) => server.once('listening', listening))
   const { port } = server.address() as { port: number }
-  say('express', await twice(post(`http://127.0.0.1:${port}/orders`)))
+  say('express', await twice('express', post(`http://127.0.0.1:${port}/orders`)))
   server.close()
 
   orders = 0
   const fastify = Fastify()
-  await fastify.register(fastifyIdempotency({ store: memoryStore() }))
+  await fastify.register(fastifyIdempotency({ store: memoryStore(), scope }))
   fastify.post('/orders', async (request, reply) => reply.code(201).send(handler((request.body as { amount: number }).amount)))
-  say('fastify', await twice(post(`${await fastify.listen({ port: 0, host: '127.0.0.1' })}/orders`)))
+  say('fastify', await twice('fastify', post(`${await fastify.listen({ port: 0, host: '127.0.0.1' })}/orders`)))
   await fastify.close()
 
   orders = 0
   const hono = new Hono()
-  hono.use('/orders', honoIdempotency({ store: memoryStore() }))
+  hono.use('/orders', honoIdempotency({ store: memoryStore(), scope }))
   hono.post('/orders', async (c) => c.json(handler(((await c.req.json()) as { amount: number }).amount), 201))
-  say('hono', await twice((headers) => Promise.resolve(hono.request('http://app/orders', { method: 'POST', headers, body: '{"amount":5}' }))))
+  say('hono', await twice('hono', (headers) => Promise.resolve(hono.request('http://app/orders', { method: 'POST', headers, body: '{"amount":5}' }))))
 }
 
 /** Runs one effect twice under one key: how many times it ran, and whether the second call replayed. */
@@ -133,6 +135,7 @@ async function runTwice(run: (effect: () => Promise<number>) => Promise<{ value:
 
 async function stores(): Promise<void> {
   const pool = new Pool({ connectionString: env('IDEM_TEST_PG_URL'), connectionTimeoutMillis: 5_000 })
+  pool.on('error', (error: Error) => console.error('idle Postgres connection failed:', error.message))
   const schema = `idem_install_${suffix}`
   try {
     const store = postgresStore({ pool, schema })
@@ -246,7 +249,7 @@ async function exporters(): Promise<void> {
   // The global meter (no SDK registered: the API's no-op meter): every instrument idem
   // makes must exist in this version of the API.
   const otel = openTelemetryMetrics({ meter: metrics.getMeter('idem-install') })
-  await createIdem({ store: memoryStore() }).run({ scope: 'a', key: 'k-1' }, () => 1)
+  await createIdem({ store: memoryStore() }).run({ scope: 'a', key: 'k-1', input: 1 }, () => 1)
   const calls = (await registry.metrics()).split('\n').find((line) => line.startsWith('idem_') && line.includes('outcome="fresh"'))
   say('prom-client', calls === undefined ? 'no fresh outcome exported' : 'exports the fresh outcome')
   say('@opentelemetry/api', 'instruments made, the run recorded')
