@@ -307,7 +307,7 @@ describe.skipIf(!haveDb)('guide: running prune, stats and reconcile in productio
       for (const job of cronJobs) {
         const [container] = job.spec.jobTemplate.spec.template.spec.containers
         const args = container!.args.map((arg) => arg.replace(/^\$\(\w+\)$/, PG_URL))
-        const ran = await idemCli([container!.command[3]!, ...args, '--schema', schema])
+        const ran = await idemCli([container!.command[4]!, ...args, '--schema', schema])
         expect(ran, job.metadata.name).toMatchObject({ code: 0, stderr: '' })
         results[job.metadata.name] = JSON.parse(ran.stdout)
       }
