@@ -54,8 +54,43 @@ describe('README: the HTTP example', () => {
     const lines = stdout.trim().split('\n')
     expect(lines[0]).toBe('201 {"orderId":1,"amount":1500}')
     expect(lines[1]).toBe('201 (replayed) {"orderId":1,"amount":1500}')
-    expect(lines[2]).toMatch(/^422 \{"type":"https:\/\/github.com\/idem-js\/idem\/blob\/main\/docs\/problems.md#fingerprint-mismatch"/)
+    expect(lines[2]).toMatch(/^422 \{"type":"urn:idem:problem#fingerprint-mismatch"/)
     expect(lines[3]).toBe('201 {"orderId":2,"amount":700}')
     expect(lines[4]).toBe('orders in the table: 2')
+  })
+})
+
+describe('README: the first screen', () => {
+  const section = (heading: string) => {
+    const start = readme.indexOf(`\n## ${heading}\n`)
+    expect(start, `README.md has a "## ${heading}" section`).toBeGreaterThan(-1)
+    return readme.slice(start, readme.indexOf('\n## ', start + 1))
+  }
+
+  it('opens with what a user installs, then a first example', () => {
+    expect([...readme.matchAll(/^## (.+)$/gm)].slice(0, 2).map((match) => match[1])).toEqual(['Install', 'First steps'])
+  })
+
+  it('first steps: the example runs as shown and prints what the README says', async () => {
+    expectReadmeShows('examples/first.mjs')
+    const printed = /It prints[^\n]*\n\n```\n([\s\S]*?)```/.exec(section('First steps'))
+    expect(printed, 'the section shows what the example prints').not.toBeNull()
+    const { stdout } = await run(process.execPath, [join(root, 'examples/first.mjs')])
+    expect(stdout).toBe(printed![1])
+  })
+
+  it('install: the sizes it states are what npm pack makes (within 15%)', async () => {
+    const stated = /is ([\d.]+) kB packed, ([\d.]+) MB unpacked/.exec(section('Install'))
+    expect(stated, 'the install section states the packed and unpacked size').not.toBeNull()
+    const { stdout } = await run('npm', ['pack', '--dry-run', '--json', '--ignore-scripts'], { cwd: root, maxBuffer: 16 * 1024 * 1024 })
+    const { size, unpackedSize } = (JSON.parse(stdout) as Array<{ size: number; unpackedSize: number }>)[0]!
+    expect(Math.abs(size / 1000 / Number(stated![1]) - 1), `packed ${size} B`).toBeLessThan(0.15)
+    expect(Math.abs(unpackedSize / 1e6 / Number(stated![2]) - 1), `unpacked ${unpackedSize} B`).toBeLessThan(0.15)
+  })
+
+  it('install: the Node versions it states are package.json\'s engines', () => {
+    const pkg = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { engines: { node: string } }
+    expect(pkg.engines.node).toBe('^20.19.0 || >=22.12.0')
+    expect(section('Install')).toContain('Node.js ^20.19 or ≥ 22.12')
   })
 })

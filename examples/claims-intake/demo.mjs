@@ -202,7 +202,7 @@ function report({ naive, idem }) {
     [`"claim received" emails for ${seed(idem).claimId}`, seed(naive).emails, seed(idem).emails, 1],
     [`summaries stored for ${seed(idem).claimId}`, seed(naive).summaries, seed(idem).summaries, 1],
     ['duplicate rows found by reconcile', naive.duplicates, idem.duplicates, 0],
-    ['replays served (retries answered from the store)', naive.tally.replayed, idem.tally.replayed, '—'],
+    ['orders answered by a replay (the stored 201)', naive.tally.replayed, idem.tally.replayed, '—'],
   ]
   // A client that gave up never learnt its order's outcome: that order took effect once or
   // not at all, never twice. Its retry, whenever it comes back with its key, is safe.
@@ -223,7 +223,7 @@ function report({ naive, idem }) {
   for (const [label, a, b, expected] of rows) console.log(`${label.padEnd(width)}   ${cell(a)} ${cell(b)} ${String(expected).padStart(9)}`)
   console.log(
     `\nFaults injected: naive ${naive.dropped} dropped responses, ${naive.redeliveries} redeliveries; ` +
-      `idem ${idem.dropped} dropped responses, ${idem.redeliveries} redeliveries, ${idem.tally.retries} client retries.`,
+      `idem ${idem.dropped} dropped responses, ${idem.redeliveries} redeliveries, ${idem.tally.retries} client retries (requests sent again, over all orders).`,
   )
   console.log('\nidem invariants:')
   for (const [label, holds] of invariants) console.log(`  ${holds ? 'ok  ' : 'FAIL'} ${label}`)

@@ -27,6 +27,21 @@ const database = await openDatabase(
     : { file: resolve(process.env.CLAIMS_DB ?? '.data/claims-intake.db') },
 )
 const service = createService({ mode, database, dropAfterCommit: drop, crashBeforeAck: crash })
+
+// The last minute of /metrics, a sample a second, so the status page opened on a running
+// service paints that minute at once instead of starting from one point.
+// GET /metrics/recent?names=a,b → [{ t, text }], text holding only those families' lines.
+const recent = []
+const sampler = setInterval(async () => {
+  recent.push({ t: Date.now(), text: await service.registry.metrics() })
+  while (recent[0].t < Date.now() - 60_000) recent.shift()
+}, 1000)
+service.app.get('/metrics/recent', (c) => {
+  const names = c.req.query('names')?.split(',')
+  const wanted = (line) => names === undefined || names.some((name) => line.startsWith(name))
+  return c.json(recent.map(({ t, text }) => ({ t, text: text.split('\n').filter((line) => !line.startsWith('#') && wanted(line)).join('\n') })))
+})
+
 const server = serve({ fetch: service.app.fetch, hostname: process.env.HOST ?? '127.0.0.1', port })
 await new Promise((ready) => server.once('listening', ready))
 
@@ -52,6 +67,7 @@ console.log(`           -H 'Idempotency-Key: "order-1"' -H 'content-type: applic
 for (const signal of ['SIGINT', 'SIGTERM']) {
   process.once(signal, async () => {
     stopping = true
+    clearInterval(sampler)
     await worker
     server.close()
     await database.close()

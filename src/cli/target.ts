@@ -117,7 +117,12 @@ async function driver<T>(name: string, what: string, load: () => Promise<T>): Pr
 
 const loadPg = () => driver('pg', 'Postgres', async () => (await import('pg')).default)
 const loadSqlite = () => driver('better-sqlite3', 'SQLite', async () => (await import('better-sqlite3')).default)
-const loadRedis = () => driver('ioredis', 'Redis', async () => (await import('ioredis')).Redis)
+// ioredis exports the client class by name from 5.2.5; before that only as the default.
+const loadRedis = () =>
+  driver('ioredis', 'Redis', async () => {
+    const ioredis = await import('ioredis')
+    return ioredis.Redis ?? ioredis.default
+  })
 
 type Pool = pg.Pool
 type Database = BetterSqlite3.Database

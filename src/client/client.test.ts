@@ -92,7 +92,7 @@ describe('what is retried', () => {
 
   it('parses problem+json into the error: type, title, detail, instance, code', async () => {
     const problem = {
-      type: 'https://github.com/idem-js/idem/blob/main/docs/problems.md#fingerprint-mismatch',
+      type: 'urn:idem:problem#fingerprint-mismatch',
       title: 'Idempotency-Key reused with a different request',
       status: 422,
       detail: 'This key was first used with another body',

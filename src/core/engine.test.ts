@@ -1,3 +1,4 @@
+import { inspect } from 'node:util'
 import { describe, expect, it } from 'vitest'
 import { memoryStore } from '../stores/memory/index.js'
 import { createIdem, type OutcomeEvent } from './engine.js'
@@ -9,6 +10,16 @@ import { createEventStream, type IdemEvent } from './events.js'
 import { discard } from './result.js'
 
 describe('createIdem', () => {
+  it('prints a result with its value (console.log), and spreads and serialises it whole', async () => {
+    const idem = createIdem({ store: memoryStore() })
+    const fresh = await idem.run({ scope: 's', key: 'k', input: 1 }, () => ({ orderId: 7 }))
+    expect(inspect(fresh)).toBe('{ value: { orderId: 7 }, replayed: false, stored: true }')
+    expect(JSON.stringify(fresh)).toBe('{"value":{"orderId":7},"replayed":false,"stored":true}')
+    expect({ ...fresh }).toEqual({ value: { orderId: 7 }, replayed: false, stored: true })
+    const replay = await idem.run({ scope: 's', key: 'k', input: 1 }, () => ({ orderId: 8 }))
+    expect(inspect(replay)).toBe('{ value: { orderId: 7 }, replayed: true, stored: true }')
+  })
+
   it('fails at start-up naming the option', () => {
     expect(() => createIdem({ store: undefined as never })).toThrow(/option "store"/)
     expect(() => createIdem({ store: memoryStore(), ttlMs: 0 })).toThrow(/option "ttlMs"/)

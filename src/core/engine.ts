@@ -287,13 +287,25 @@ export function replayedResult<T>(outcome: string): RunResult<T> {
 }
 
 /**
+ * What `console.log` and `util.inspect` show of a lazily parsed result: its fields with
+ * the value read, not `value: [Getter]`. On the prototype, so a spread copies the fields
+ * alone (and JSON.stringify reads the getter already).
+ */
+const PRINTS_ITS_VALUE = {
+  [Symbol.for('nodejs.util.inspect.custom')](this: object, _depth: number, options: object, inspect: (value: unknown, options: object) => string): string {
+    return inspect({ ...this }, options)
+  },
+}
+
+/**
  * A result whose value is the stored JSON text, parsed only when read: a front end that
  * answers with what the function returned (the HTTP middleware) never pays for parsing
  * back what it just serialised.
  */
 export function storedResult<T>(outcome: string, replayed: boolean): RunResult<T> {
   let parsed: { value: T } | undefined
-  return {
+  const result = {
+    __proto__: PRINTS_ITS_VALUE,
     get value() {
       parsed ??= { value: parseOutcome<T>(outcome) }
       return parsed.value
@@ -301,4 +313,5 @@ export function storedResult<T>(outcome: string, replayed: boolean): RunResult<T
     replayed,
     stored: true,
   }
+  return result
 }

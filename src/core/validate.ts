@@ -58,8 +58,8 @@ export type KnownOptions = ReadonlySet<string>
  * The option names of the options type `T`, for `assertKnownOptions`. Make it once, at
  * module load, next to the function it checks. The record lists every option of `T` and
  * nothing else, so the compiler refuses it when `T` gains an option it does not list
- * (or it lists one `T` lacks): the list cannot fall behind the type.
- * @example const OPTIONS = optionNames<LeasedPostgresStoreOptions>({ pool: true, schema: true })
+ * (or it lists one `T` lacks): the list cannot fall behind the type. For example,
+ * `optionNames<RedisStoreOptions>({ client: true, prefix: true, … })` next to `redisStore`.
  */
 export function optionNames<T extends object>(names: { readonly [K in keyof T]-?: true }): KnownOptions {
   return new Set(Object.keys(names))

@@ -53,7 +53,7 @@ const UNSET: Promise<Response> = new Promise(() => {})
  * reply sent by a later hook counts as the route's response).
  *
  * @example
- * await app.register(idempotency({ store, scope: (_request, req) => req.user.accountId }))
+ * await app.register(idempotency({ store, scope: (_request, req) => req.headers.authorization ?? 'anonymous' }))
  * app.post('/orders', async (request, reply) => {
  *   const { tx } = request.idem as IdempotencyContext<PgClient>
  *   await tx.query('INSERT INTO orders (body) VALUES ($1)', [request.body])

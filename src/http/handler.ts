@@ -41,7 +41,7 @@ export type IdempotencyHandler<Tx, Native = unknown> = (
  *
  * Options are validated here, at start-up.
  * @throws InvalidOptionError naming the option
- * @see https://github.com/idem-js/idem/blob/main/docs/http.md
+ * @see docs/http.md
  *
  * @example
  * const protect = idempotency({ store, scope: (req) => req.headers.get('x-account-id') ?? 'anonymous' })

@@ -212,7 +212,11 @@ export class IdempotencyInterceptor<Tx = unknown> implements NestInterceptor {
  * The transaction of the request's key, as a route parameter: write the route's effects
  * through it. `undefined` when the interceptor does not protect the request.
  * @example
- * \@Post() create(@Body() order: NewOrder, @IdempotencyTx() tx: PgClient) { … }
+ * class OrdersController {
+ *   \@Post() create(@Body() order: NewOrder, @IdempotencyTx() tx: PgClient) {
+ *     return tx.query('INSERT INTO orders (body) VALUES ($1)', [order])
+ *   }
+ * }
  */
 export const IdempotencyTx: () => ParameterDecorator = createParamDecorator((_data: unknown, context: ExecutionContext) => {
   return held.get(context.switchToHttp().getRequest<object>())?.tx
@@ -222,7 +226,11 @@ export const IdempotencyTx: () => ParameterDecorator = createParamDecorator((_da
  * The key, scope and transaction of the request (`{ key, scope, tx }`), as a route
  * parameter; `undefined` when the interceptor does not protect the request.
  * @example
- * \@Post() create(@Idem() idem: IdempotencyContext<PgClient> | undefined) { … }
+ * class OrdersController {
+ *   \@Post() create(@Idem() idem: IdempotencyContext<PgClient> | undefined) {
+ *     return { key: idem?.key }
+ *   }
+ * }
  */
 export const Idem: () => ParameterDecorator = createParamDecorator((_data: unknown, context: ExecutionContext) => {
   return held.get(context.switchToHttp().getRequest<object>())

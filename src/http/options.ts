@@ -164,7 +164,7 @@ export interface IdempotencyOptions<Tx, Native = unknown> {
   events?: EventStream
   /**
    * Where the `type` URIs of idem's problem answers point: a base URI (`#<code>` is
-   * appended) or a function of the code, to link your own API docs. @default idem's docs/problems.md
+   * appended) or a function of the code, to link your own API docs. @default `urn:idem:problem` (identifiers, documented in docs/problems.md)
    */
   problemTypes?: ProblemTypes
 }

@@ -44,7 +44,7 @@ describe('the policy follows the options', () => {
     const defaults = policy(base)
     expect(defaults.methods).toEqual(['POST', 'PATCH'])
     expect(defaults.retentionMs).toBe(24 * 3_600_000)
-    expect(errorOf(defaults, 'in-flight')!.type).toBe('https://github.com/idem-js/idem/blob/main/docs/problems.md#in-flight')
+    expect(errorOf(defaults, 'in-flight')!.type).toBe('urn:idem:problem#in-flight')
     expect(errorOf(defaults, 'missing-key')).toBeDefined()
 
     expect(policy({ ...base, methods: ['post', 'DELETE'] }).methods).toEqual(['POST', 'DELETE'])

@@ -122,7 +122,7 @@ const FORMAT_OPTIONS = optionNames<PolicyFormat>({ format: true, title: true, he
  * @param format `md`, `html` or `json`, and the page's title, heading level and paths
  * @returns the page (JSON: the `IdempotencyPolicyDocument`, indented)
  * @throws InvalidOptionError as `idempotency()` would, for the same options
- * @see https://github.com/idem-js/idem/blob/main/docs/policy.md
+ * @see docs/policy.md
  *
  * @example
  * import { idempotencyPolicy } from 'idem/fetch'

@@ -4,8 +4,14 @@ import { assertKnownOptions, optionNames } from '../core/validate.js'
 /** The media type of every error idem answers with (RFC 9457). */
 export const PROBLEM_CONTENT_TYPE = 'application/problem+json'
 
-/** Where idem's problem types are documented; a `type` URI is this plus `#<code>`. */
-export const DEFAULT_PROBLEM_TYPE_BASE = 'https://github.com/idem-js/idem/blob/main/docs/problems.md'
+/**
+ * The base of idem's own problem types: a `type` is this plus `#<code>`
+ * (`urn:idem:problem#in-flight`). An identifier to compare, not a page to fetch (RFC 9457
+ * allows a type URI that does not resolve); each is documented in docs/problems.md, which
+ * ships in the package. Set `problemTypes` to where you publish those docs to make them
+ * links.
+ */
+export const DEFAULT_PROBLEM_TYPE_BASE = 'urn:idem:problem'
 
 /** Every problem idem answers with over HTTP: its errors' codes, and the webhook receiver's own. */
 export type ProblemCode = IdemErrorCode | 'method-not-allowed' | 'invalid-signature' | 'handler-failed'
@@ -88,7 +94,12 @@ export function problemType(code: ProblemCode, types: ProblemTypes = DEFAULT_PRO
 /**
  * True for the errors the HTTP front end answers itself; anything else propagates.
  * @example
- * catch (error) { if (isHttpProblem(error)) return problemResponse(error); throw error }
+ * try {
+ *   return await handle(request)
+ * } catch (error) {
+ *   if (isHttpProblem(error)) return problemResponse(error)
+ *   throw error
+ * }
  */
 export function isHttpProblem(error: unknown): error is IdemError {
   return error instanceof IdemError

@@ -17,7 +17,21 @@ export interface OpenTelemetryMetrics {
   stop(): void
 }
 
-type Instrument = Counter<Attributes> | Gauge<Attributes> | Histogram<Attributes>
+type Instrument = Counter<Attributes> | Pick<Gauge<Attributes>, 'record'> | Histogram<Attributes>
+
+/**
+ * A gauge on any API of the peer range: the synchronous gauge where the meter has one
+ * (API 1.9 on), else (1.3 to 1.8) an observable gauge that reports the last value set
+ * for each attribute set, which exports the same points.
+ */
+function gaugeOf(meter: Meter, name: string, options: { description: string; unit: string }): Pick<Gauge<Attributes>, 'record'> {
+  if (typeof meter.createGauge === 'function') return meter.createGauge(name, options)
+  const last = new Map<string, { value: number; attributes: Attributes | undefined }>()
+  meter.createObservableGauge(name, options).addCallback((result) => {
+    for (const { value, attributes } of last.values()) result.observe(value, attributes)
+  })
+  return { record: (value, attributes) => last.set(JSON.stringify(attributes ?? {}), { value, attributes }) }
+}
 
 const OPTIONS = optionNames<OpenTelemetryMetricsOptions>({ events: true, stores: true, consumers: true, meter: true })
 
@@ -49,14 +63,14 @@ export function openTelemetryMetrics(options: OpenTelemetryMetricsOptions = {}):
       spec.kind === 'counter'
         ? meter.createCounter(spec.otel, common)
         : spec.kind === 'gauge'
-          ? meter.createGauge(spec.otel, common)
+          ? gaugeOf(meter, spec.otel, common)
           : meter.createHistogram(spec.otel, { ...common, advice: { explicitBucketBoundaries: [...(spec as { buckets: readonly number[] }).buckets] } }),
     )
   }
   const record = eventRecorder(
     {
       add: (id, labels, value) => (instruments.get(id) as Counter<Attributes>).add(value, labels),
-      set: (id, labels, value) => (instruments.get(id) as Gauge<Attributes>).record(value, labels),
+      set: (id, labels, value) => (instruments.get(id) as Pick<Gauge<Attributes>, 'record'>).record(value, labels),
       observe: (id, labels, value) => (instruments.get(id) as Histogram<Attributes>).record(value, labels),
     },
     options,

@@ -92,7 +92,7 @@ export async function startConsumer<Tx, Body = unknown>(options: ConsumerOptions
  * Consumes one delivery through the inbox and settles it with the broker. Exported for
  * adapters and tests that drive deliveries themselves.
  * @example
- * await handleDelivery(options, delivery) // records, runs the handler, acks or nacks
+ * await handleDelivery(inbox, delivery, handler) // records, runs the handler, acks or nacks
  */
 export async function handleDelivery<Tx, Body>(
   inbox: Inbox<Tx, Body>,

@@ -44,7 +44,12 @@ type Case = ContractCase
  * keys, so cases may share one harness and reruns never collide. `getHarness` is called
  * when a case runs, so the harness may be built in a beforeAll hook.
  * @example
- * for (const c of keyStoreContract(() => ({ store, unavailableStore: () => downStore }))) it(c.name, c.run)
+ * for (const c of keyStoreContract<PgClient>(() => ({
+ *   store,
+ *   unavailableStore: () => downStore,
+ *   writeEffect: (tx, id) => tx.query('INSERT INTO effects (id) VALUES ($1)', [id]).then(() => {}),
+ *   countEffects: async (id) => (await pool.query('SELECT count(*)::int AS n FROM effects WHERE id = $1', [id])).rows[0].n,
+ * }))) it(c.name, c.run)
  */
 export function keyStoreContract<Tx>(getHarness: () => StoreHarness<Tx>): ContractCase[] {
   // Resolved when a case runs, so the harness may be built in a beforeAll hook.

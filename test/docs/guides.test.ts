@@ -202,7 +202,7 @@ describe('guide: running prune, stats and reconcile in production (the blocks a 
     }
   })
 
-  it('CronJobs that run real `idem` commands with flags the command has, through `npx --no idem`', async () => {
+  it('CronJobs that run real `idem` commands with flags the command has, through `npx --no -- idem`', async () => {
     expect(cronJobs.map((job) => job.metadata.name)).toEqual(['idem-prune', 'idem-reconcile-payments'])
     for (const job of cronJobs) {
       expect(job).toMatchObject({ apiVersion: 'batch/v1', kind: 'CronJob', spec: { concurrencyPolicy: 'Forbid' } })
@@ -210,15 +210,27 @@ describe('guide: running prune, stats and reconcile in production (the blocks a 
       const { restartPolicy, containers } = job.spec.jobTemplate.spec.template.spec
       expect(restartPolicy).toBe('Never')
       const [container] = containers
-      const [npx, no, bin, command] = container!.command
-      expect([npx, no, bin]).toEqual(['npx', '--no', 'idem'])
+      const [npx, no, end, bin, command] = container!.command
+      expect([npx, no, end, bin]).toEqual(['npx', '--no', '--', 'idem'])
       // npx --no resolves this package's bin (here the repository's own, in an app its node_modules/.bin).
-      const { stdout: help } = await run('npx', ['--no', 'idem', command!, '--help'], { cwd: root, timeout: 60_000 })
+      const { stdout: help } = await run('npx', ['--no', '--', 'idem', command!, '--help'], { cwd: root, timeout: 60_000 })
       expect(help).toContain(`Usage: idem ${command} `)
       for (const flag of container!.args.filter((arg) => arg.startsWith('--'))) expect(help, `idem ${command} has ${flag}`).toMatch(new RegExp(`^\\s+${flag} `, 'm'))
       // Every $(NAME) in args comes from the container's env.
       for (const [, name] of container!.args.join(' ').matchAll(/\$\((\w+)\)/g)) expect(container!.env.map((e) => e.name)).toContain(name)
     }
+  })
+
+  it('the documented `npx --no -- idem --help` and `--version` reach idem, not npm (plain `npx --no idem --version` prints npm\'s)', async () => {
+    const operating = readFileSync(join(root, 'docs/operating.md'), 'utf8')
+    expect(operating).toContain('`npx --no -- idem --help`')
+    expect(operating).toContain('`npx --no -- idem --version`')
+    const npx = (args: string[]) => run('npx', args, { cwd: root, timeout: 60_000 }).then(({ stdout }) => stdout.trim())
+    const { version } = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { version: string }
+    expect(await npx(['--no', '--', 'idem', '--version'])).toBe(version)
+    expect(await npx(['--no', '--', 'idem', '--help'])).toMatch(/^Usage: idem \[options\] \[command\]/)
+    // Why the `--`: without it npm answers for itself.
+    expect(await npx(['--no', 'idem', '--version'])).not.toBe(version)
   })
 
   it('ships the rules the promtool lines name (ops/ in package.json "files", listed by npm pack)', async () => {
@@ -295,7 +307,7 @@ describe.skipIf(!haveDb)('guide: running prune, stats and reconcile in productio
       for (const job of cronJobs) {
         const [container] = job.spec.jobTemplate.spec.template.spec.containers
         const args = container!.args.map((arg) => arg.replace(/^\$\(\w+\)$/, PG_URL))
-        const ran = await idemCli([container!.command[3]!, ...args, '--schema', schema])
+        const ran = await idemCli([container!.command[4]!, ...args, '--schema', schema])
         expect(ran, job.metadata.name).toMatchObject({ code: 0, stderr: '' })
         results[job.metadata.name] = JSON.parse(ran.stdout)
       }

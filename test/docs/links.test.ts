@@ -1,8 +1,10 @@
 // Every relative link of the docs (README.md, CONTRIBUTING.md, docs/**/*.md) points at a
 // file that exists and, with a #fragment, at a heading of that page (GitHub's anchors),
 // so moving or renaming a page or a section cannot leave readers at a dead end.
+import { execFile } from 'node:child_process'
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs'
-import { dirname, join, relative } from 'node:path'
+import { dirname, join, normalize, relative } from 'node:path'
+import { promisify } from 'node:util'
 import { describe, expect, it } from 'vitest'
 import { root } from './support.js'
 
@@ -62,4 +64,34 @@ describe('links in the docs', () => {
       expect(broken).toEqual([])
     })
   }
+})
+
+// The README and docs ship in the package (package.json "files"), where a reader sees
+// them in node_modules/idem or on the registry's page: a link there to a file the
+// package leaves out (a test, a bench result, an example) points nowhere.
+describe('links in the packed docs', () => {
+  it('point only at files the package ships', async () => {
+    const { stdout } = await promisify(execFile)('npm', ['pack', '--dry-run', '--json', '--ignore-scripts'], { cwd: root, maxBuffer: 16 * 1024 * 1024 })
+    const shipped = new Set((JSON.parse(stdout) as Array<{ files: Array<{ path: string }> }>)[0]!.files.map((file) => file.path))
+    const isShipped = (path: string) => shipped.has(path) || [...shipped].some((file) => file.startsWith(`${path}/`))
+    const broken: string[] = []
+    for (const page of [...shipped].filter((path) => path.endsWith('.md'))) {
+      const text = prose(readFileSync(join(root, page), 'utf8')).replace(/`[^`\n]*`/g, '')
+      for (const [, target] of text.matchAll(/\]\(([^)\s]+)\)/g)) {
+        if (/^[a-z]+:/i.test(target!) || target!.startsWith('#')) continue
+        const path = normalize(join(dirname(page), target!.split('#')[0]!)).replace(/\/$/, '')
+        if (!isShipped(path)) broken.push(`${page}: ${target} (${path} is not in the package)`)
+      }
+    }
+    expect(broken).toEqual([])
+  })
+
+  it('name no home the project does not have: no repository, no problem-type or runbook URL under it', async () => {
+    // idem has no public repository or site yet: package.json names none, problem types
+    // are identifiers (docs/problems.md), runbooks name their section of docs/operating.md.
+    const { stdout } = await promisify(execFile)('npm', ['pack', '--dry-run', '--json', '--ignore-scripts'], { cwd: root, maxBuffer: 16 * 1024 * 1024 })
+    const shipped = (JSON.parse(stdout) as Array<{ files: Array<{ path: string }> }>)[0]!.files.map((file) => file.path)
+    const naming = shipped.filter((path) => /github\.com\/idem-js/.test(readFileSync(join(root, path), 'latin1')))
+    expect(naming).toEqual([])
+  })
 })

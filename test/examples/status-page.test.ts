@@ -130,4 +130,38 @@ describe.skipIf(!haveChromium)('the status page in headless Chromium', () => {
     expect(pixels.replayLevel).toBeGreaterThan(20)
     expect(pixels.axisText).toBeGreaterThan(20)
   })
+
+  it('paints the last minute at once when opened on a running service: full charts, apart axis labels', async () => {
+    // The service keeps a sample of /metrics a second; wait until it has a few since the
+    // traffic above, as an operator opening the page on a running service finds them.
+    let recent: unknown[] = []
+    for (let attempt = 0; attempt < 40 && recent.length < 4; attempt++) {
+      const response = await fetch(`${base}/metrics/recent`)
+      recent = response.ok ? ((await response.json()) as unknown[]) : []
+      if (recent.length < 4) await new Promise((r) => setTimeout(r, 250))
+    }
+    expect(recent.length, '/metrics/recent keeps the samples of the last minute').toBeGreaterThanOrEqual(4)
+
+    const page = await browser.newPage({ viewport: { width: 1200, height: 760 } })
+    await page.goto(base)
+    await page.waitForFunction(() => Number(document.body.dataset.updates ?? 0) >= 1)
+    mkdirSync(join(root, 'test-artifacts'), { recursive: true })
+    await page.screenshot({ path: join(root, 'test-artifacts/status-page-first-paint.png'), fullPage: true })
+    const first = await page.evaluate(() =>
+      [...document.querySelectorAll('canvas[data-series]')].map((canvas: HTMLCanvasElement) => ({
+        series: canvas.dataset.series as string,
+        points: Number(canvas.dataset.points),
+        ticks: JSON.parse(canvas.dataset.ticks ?? '[]') as Array<[number, number]>,
+      })),
+    )
+    for (const chart of first) {
+      // The first paint already has the minute before it: a line, not a dot.
+      expect(chart.points, `${chart.series}: points at the first paint`).toBeGreaterThanOrEqual(5)
+      // The time axis labels (their [left, right] in pixels) do not overlap.
+      for (let i = 1; i < chart.ticks.length; i++) expect(chart.ticks[i]![0], `${chart.series}: tick ${i} clear of tick ${i - 1}`).toBeGreaterThan(chart.ticks[i - 1]![1])
+      expect(chart.ticks.length, `${chart.series}: time labels`).toBeGreaterThanOrEqual(2)
+    }
+    expect(await page.textContent('[data-testid=requests]')).toBe('23')
+    expect(await page.textContent('[data-testid=replayRate]')).not.toBe('–')
+  })
 })

@@ -127,6 +127,33 @@ describe('the exporters', () => {
     db.close()
   })
 
+  it('set gauges on @opentelemetry/api before 1.9 too (no synchronous gauge): the last value, observed', async () => {
+    const events = createEventStream()
+    const otel = otelInMemory()
+    const sdk = otel.meter
+    // The Meter of API 1.3–1.8: everything but createGauge (added in 1.9).
+    const older = {
+      createCounter: sdk.createCounter.bind(sdk),
+      createUpDownCounter: sdk.createUpDownCounter.bind(sdk),
+      createHistogram: sdk.createHistogram.bind(sdk),
+      createObservableGauge: sdk.createObservableGauge.bind(sdk),
+      createObservableCounter: sdk.createObservableCounter.bind(sdk),
+      createObservableUpDownCounter: sdk.createObservableUpDownCounter.bind(sdk),
+      addBatchObservableCallback: sdk.addBatchObservableCallback.bind(sdk),
+      removeBatchObservableCallback: sdk.removeBatchObservableCallback.bind(sdk),
+    }
+    const exporter = openTelemetryMetrics({ meter: older as never, events })
+    stops.push(() => exporter.stop(), () => otel.shutdown())
+    const db = new Database(':memory:')
+    db.exec("CREATE TABLE summaries (claim_id TEXT); INSERT INTO summaries VALUES ('a'), ('a'), ('b'), ('c')")
+    await reconcile({ db, table: 'summaries', columns: ['claim_id'], events })
+    expect(otelValue((await otel.read()).get('idem.reconcile.duplicate_ratio'), { table: 'summaries' })).toBe(0.25)
+    db.exec("DELETE FROM summaries WHERE rowid = 1")
+    await reconcile({ db, table: 'summaries', columns: ['claim_id'], events })
+    expect(otelValue((await otel.read()).get('idem.reconcile.duplicate_ratio'), { table: 'summaries' })).toBe(0)
+    db.close()
+  })
+
   it('emit exactly the catalogued names, and nothing is built while nobody listens', async () => {
     const { registry } = both()
     const names = new Set((await registry.getMetricsAsJSON()).map((m) => m.name))

@@ -59,13 +59,13 @@ const KNOWN = optionNames<OpenApiOptions>({ operations: true, problemSchema: tru
  * @throws InvalidOptionError for options `idempotency()` would refuse, an `operations`
  *   entry that names no protected operation, or a `routes` function without `operations`
  * @throws TypeError when the document is not OpenAPI 3.0 or 3.1
- * @see https://github.com/idem-js/idem/blob/main/docs/openapi.md
+ * @see docs/openapi.md
  *
  * @example
  * import { idempotencyOpenApi } from 'idem/openapi'
  * const options = { store, scope, routes: ['/orders/*'] }
  * app.use(idempotency(options))
- * const described = idempotencyOpenApi(document, options)
+ * const described = idempotencyOpenApi(spec, options)
  */
 export function idempotencyOpenApi<D extends OpenApiDocumentLike, Tx, Native>(
   document: D,

@@ -37,10 +37,10 @@ export interface FastifyIdempotencyWithOpenApi {
  * @param options the options of `idempotency()` from `idem/fastify`
  * @param openApi `operations` (needed with a `routes` function) and the problem schema's name
  * @throws InvalidOptionError naming the option, as `idempotency()` would
- * @see https://github.com/idem-js/idem/blob/main/docs/openapi.md
+ * @see docs/openapi.md
  *
  * @example
- * const idem = idempotencyWithOpenApi({ store, scope: (_request, req) => req.user.accountId })
+ * const idem = idempotencyWithOpenApi({ store, scope: (_request, req) => String(req.headers['x-account'] ?? 'anonymous') })
  * await app.register(swagger, { openapi: { info: { title: 'Orders', version: '1' } }, transformObject: idem.transformObject })
  * await app.register(async (orders) => {
  *   await orders.register(idem.plugin)

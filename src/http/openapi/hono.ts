@@ -58,7 +58,7 @@ export interface HonoIdempotencyWithOpenApi {
  * @param options the options of `idempotency()` from `idem/hono`
  * @param openApi the problem schema's name (`operations` does not apply: the routes given to `route()` are the protected ones)
  * @throws InvalidOptionError naming the option, as `idempotency()` would
- * @see https://github.com/idem-js/idem/blob/main/docs/openapi.md
+ * @see docs/openapi.md
  *
  * @example
  * const app = new OpenAPIHono()

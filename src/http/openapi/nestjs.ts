@@ -40,7 +40,7 @@ interface Metadata {
  * @param openApi `operations` (needed with a `routes` function) and the problem schema's name
  * @returns the described document
  * @throws InvalidOptionError naming the option, as the interceptor would
- * @see https://github.com/idem-js/idem/blob/main/docs/openapi.md
+ * @see docs/openapi.md
  *
  * @example
  * const document = idempotencyOpenApiDocument(app, () => SwaggerModule.createDocument(app, config), idempotencyOptions)

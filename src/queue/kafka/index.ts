@@ -472,7 +472,7 @@ const DELIVERER_OPTIONS = optionNames<KafkaDelivererOptions>({ kafka: true, topi
  * retries until the broker takes the record, and the dispatcher keeps the row leased
  * meanwhile).
  * @example
- * const deliver = kafkaDeliverer({ kafka, key: (row) => row.payload.claimId })
+ * const deliver = kafkaDeliverer({ kafka, key: (row) => (row.payload as { claimId: string }).claimId })
  * createDispatcher({ store, deliver }).start()
  * // on shutdown, after the dispatcher: await deliver.close()
  */

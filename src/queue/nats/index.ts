@@ -159,7 +159,7 @@ const DELIVERER_OPTIONS = optionNames<NatsDelivererOptions>({ js: true, subject:
  * and a consumer's inbox drops one after it. The JetStream client takes no abort
  * signal, so the dispatcher's signal only stops a publish that has not started; one
  * that has settles within the client's own timeout.
- * @example createDispatcher({ store, deliver: natsDeliverer({ js: jetstream(nc) }) })
+ * @example createDispatcher({ store: postgresStore({ pool }), deliver: natsDeliverer({ js: jetstream(nc) }) }).start()
  */
 export function natsDeliverer(options: NatsDelivererOptions): (row: OutboxRow, context?: DeliveryContext) => Promise<void> {
   assertKnownOptions('natsDeliverer', options, DELIVERER_OPTIONS)

@@ -138,7 +138,7 @@ const DELIVERER_OPTIONS = optionNames<RabbitmqDelivererOptions>({ channel: true,
  * `messageId` is the row's dedupe key, so a consumer's inbox drops a repeat.
  * amqplib cannot take back a publish, so the dispatcher's signal only stops one that has
  * not started; a publish waits for the broker's confirm (or the channel's failure).
- * @example createDispatcher({ store, deliver: rabbitmqDeliverer({ channel: confirmChannel }) })
+ * @example createDispatcher({ store: postgresStore({ pool }), deliver: rabbitmqDeliverer({ channel: confirmChannel }) }).start()
  */
 export function rabbitmqDeliverer(options: RabbitmqDelivererOptions): (row: OutboxRow, context?: DeliveryContext) => Promise<void> {
   assertKnownOptions('rabbitmqDeliverer', options, DELIVERER_OPTIONS)

@@ -257,7 +257,7 @@ const DELIVERER_OPTIONS = optionNames<RedisStreamDelivererOptions>({ redis: true
  * field and the JSON payload in `body`, which is what `redisStreamSource` reads.
  * ioredis takes no abort signal, so the dispatcher's signal only stops an append that
  * has not started.
- * @example createDispatcher({ store, deliver: redisStreamDeliverer({ redis }) })
+ * @example createDispatcher({ store: postgresStore({ pool }), deliver: redisStreamDeliverer({ redis }) }).start()
  */
 export function redisStreamDeliverer(options: RedisStreamDelivererOptions): (row: OutboxRow, context?: DeliveryContext) => Promise<void> {
   assertKnownOptions('redisStreamDeliverer', options, DELIVERER_OPTIONS)

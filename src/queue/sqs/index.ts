@@ -162,7 +162,7 @@ const DELIVERER_OPTIONS = optionNames<SqsDelivererOptions>({ client: true, queue
  * destroys the request and makes no further retry of it, so nothing of this attempt is
  * sent after it settles; if SQS had already taken the message, the retry carries the
  * same dedupe key.
- * @example createDispatcher({ store, deliver: sqsDeliverer({ client, queueUrl }) })
+ * @example createDispatcher({ store: postgresStore({ pool }), deliver: sqsDeliverer({ client, queueUrl }) }).start()
  */
 export function sqsDeliverer(options: SqsDelivererOptions): (row: OutboxRow, context?: DeliveryContext) => Promise<void> {
   assertKnownOptions('sqsDeliverer', options, DELIVERER_OPTIONS)

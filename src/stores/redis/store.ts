@@ -104,11 +104,11 @@ const WAITED: ReadonlySet<ScriptName | InboxScriptName> = new Set([
  * alone acknowledged and run a key twice, unless `waitForReplicas` is set.
  *
  * @example
- * import Redis from 'ioredis'
- * const store = redisStore({ client: new Redis(process.env.REDIS_URL), prefix: 'myapp:idem:' })
+ * import { Redis } from 'ioredis'
+ * const store = redisStore({ client: new Redis(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379'), prefix: 'myapp:idem:' })
  * const idem = createLeasedIdem({ store })
  * // With a replica: nothing idem acknowledges is on the primary alone.
- * const replicated = redisStore({ client: new Redis(process.env.REDIS_URL), waitForReplicas: { count: 1, timeoutMs: 100 } })
+ * const replicated = redisStore({ client: new Redis(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379'), waitForReplicas: { count: 1, timeoutMs: 100 } })
  */
 export function redisStore(options: RedisStoreOptions): RedisStore {
   if (options === null || typeof options !== 'object') throw new InvalidOptionError('redisStore: pass { client }')
