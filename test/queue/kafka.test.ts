@@ -398,8 +398,8 @@ describe.skipIf(db === undefined)("Kafka adapter (kafkajs against librdkafka's m
   }
 
   it('idem-id headers that are not UTF-8 (0xff01, 0xfe01) are ids of their bytes, never one "\\uFFFD\\u0001": each record is processed', async () => {
-    await postgresStore(schemaDb).migrate()
-    const inbox = createInbox<PgClient>({ store: postgresStore(schemaDb), consumer: unique('binary') })
+    await postgresStore({ pool: schemaDb.pool, schema: schemaDb.schema }).migrate()
+    const inbox = createInbox<PgClient>({ store: postgresStore({ pool: schemaDb.pool, schema: schemaDb.schema }), consumer: unique('binary') })
     const topic = unique('binary-ids')
     const ids = [Buffer.from([0xff, 0x01]), Buffer.from([0xfe, 0x01]), Buffer.from('hex:ff01'), Buffer.from('\ufffd\u0001')]
     await producer!.send({ topic, messages: ids.map((id, n) => ({ value: JSON.stringify({ n }), partition: 0, headers: { 'idem-id': id } })) })
@@ -414,8 +414,8 @@ describe.skipIf(db === undefined)("Kafka adapter (kafkajs against librdkafka's m
   }, 90_000)
 
   it('a topic deleted and created again (a new cluster here: the mock cannot delete topics) starts at offset 0 again; its records are new messages, not duplicates', async () => {
-    await postgresStore(schemaDb).migrate()
-    const inbox = createInbox<PgClient>({ store: postgresStore(schemaDb), consumer: unique('recreated') })
+    await postgresStore({ pool: schemaDb.pool, schema: schemaDb.schema }).migrate()
+    const inbox = createInbox<PgClient>({ store: postgresStore({ pool: schemaDb.pool, schema: schemaDb.schema }), consumer: unique('recreated') })
     const topic = unique('recreated')
     const round = async (label: string) => {
       const cluster = await startKafkaMock()

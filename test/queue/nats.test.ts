@@ -123,8 +123,8 @@ describe.skipIf(db === undefined)('NATS JetStream adapter (@nats-io/jetstream, r
   }
 
   it('a stream deleted and created again starts at sequence 1 again; its messages are new messages, not duplicates', async () => {
-    await postgresStore(schemaDb).migrate()
-    const inbox = createInbox<PgClient>({ store: postgresStore(schemaDb), consumer: unique('recreated') })
+    await postgresStore({ pool: schemaDb.pool, schema: schemaDb.schema }).migrate()
+    const inbox = createInbox<PgClient>({ store: postgresStore({ pool: schemaDb.pool, schema: schemaDb.schema }), consumer: unique('recreated') })
     const stream = unique('IDEM_RECREATED').toUpperCase()
     const subject = `${stream.toLowerCase()}.events`
     streams.push(stream)
@@ -146,8 +146,8 @@ describe.skipIf(db === undefined)('NATS JetStream adapter (@nats-io/jetstream, r
   }, 60_000)
 
   it('Nats-Msg-Id headers that are not UTF-8 (0xff01, 0xfe01), which the client reads as one "\\uFFFD\\u0001", are two messages: each is processed', async () => {
-    await postgresStore(schemaDb).migrate()
-    const inbox = createInbox<PgClient>({ store: postgresStore(schemaDb), consumer: unique('binary') })
+    await postgresStore({ pool: schemaDb.pool, schema: schemaDb.schema }).migrate()
+    const inbox = createInbox<PgClient>({ store: postgresStore({ pool: schemaDb.pool, schema: schemaDb.schema }), consumer: unique('binary') })
     const stream = unique('IDEM_BINARY').toUpperCase()
     const subject = `${stream.toLowerCase()}.events`
     streams.push(stream)
