@@ -12,6 +12,7 @@ import { discard } from '../core/result.js'
 import type { KeyStore } from '../core/store.js'
 import { peekOf } from './key-peek.js'
 import { sizedValue } from './sized-value.js'
+import { resultFields } from './result-fields.js'
 
 /** What a store author supplies to run the contract against their store. */
 export interface StoreHarness<Tx> {
@@ -87,8 +88,8 @@ export function keyStoreContract<Tx>(getHarness: () => StoreHarness<Tx>): Contra
         const first = await idem.run({ scope: 'acct', key, input: { amount: 10 } }, fn)
         const second = await idem.run({ scope: 'acct', key, input: { amount: 10 } }, fn)
         assert.equal(calls.count, 1)
-        assert.deepEqual(first, { value: { orderId: 42, items: ['a', 'b'] }, replayed: false, stored: true })
-        assert.deepEqual(second, { value: { orderId: 42, items: ['a', 'b'] }, replayed: true, stored: true })
+        assert.deepEqual(resultFields(first), { value: { orderId: 42, items: ['a', 'b'] }, replayed: false, stored: true })
+        assert.deepEqual(resultFields(second), { value: { orderId: 42, items: ['a', 'b'] }, replayed: true, stored: true })
         assert.equal(await harness.countEffects(key), 1)
       },
     },
@@ -119,7 +120,7 @@ export function keyStoreContract<Tx>(getHarness: () => StoreHarness<Tx>): Contra
         assert.equal(b.value, 'secret of B')
         assert.equal(b.replayed, false)
         const again = await idem.run({ scope: 'tenant-b', key, input: 1 }, async () => 'never')
-        assert.deepEqual(again, { value: 'secret of B', replayed: true, stored: true })
+        assert.deepEqual(resultFields(again), { value: 'secret of B', replayed: true, stored: true })
       },
     },
     {
@@ -192,7 +193,7 @@ export function keyStoreContract<Tx>(getHarness: () => StoreHarness<Tx>): Contra
         await assert.rejects(idem.run({ scope: 'acct', key, input: 1 }, fn), /boom after the write/)
         assert.equal(await harness.countEffects(key), 0)
         const retry = await idem.run({ scope: 'acct', key, input: 1 }, fn)
-        assert.deepEqual(retry, { value: 'second time lucky', replayed: false, stored: true })
+        assert.deepEqual(resultFields(retry), { value: 'second time lucky', replayed: false, stored: true })
         assert.equal(await harness.countEffects(key), 1)
       },
     },
@@ -248,7 +249,7 @@ export function keyStoreContract<Tx>(getHarness: () => StoreHarness<Tx>): Contra
           return value.status < 500 ? value : discard(value)
         }
         const first = await idem.run({ scope: 'acct', key, input: 1 }, unless5xx)
-        assert.deepEqual(first, { value: { status: 503 }, replayed: false, stored: false })
+        assert.deepEqual(resultFields(first), { value: { status: 503 }, replayed: false, stored: false })
         assert.equal(await harness.countEffects(key), 0)
         await idem.run({ scope: 'acct', key, input: 1 }, unless5xx)
         assert.equal(calls.count, 2)
@@ -274,7 +275,7 @@ export function keyStoreContract<Tx>(getHarness: () => StoreHarness<Tx>): Contra
         await assert.rejects(idem.run({ scope: 'acct', key, input: 1, waitMs: 50 }, async () => 'third'), InFlightError)
         hold.open()
         assert.equal((await first).value, 'first')
-        assert.deepEqual(await idem.run({ scope: 'acct', key, input: 1, waitMs: 0 }, async () => 'later'), {
+        assert.deepEqual(resultFields(await idem.run({ scope: 'acct', key, input: 1, waitMs: 0 }, async () => 'later')), {
           value: 'first',
           replayed: true,
           stored: true,
@@ -318,7 +319,7 @@ export function keyStoreContract<Tx>(getHarness: () => StoreHarness<Tx>): Contra
           await sleep(50)
           hold.open()
           await (firstFails ? assert.rejects(first) : first)
-          assert.deepEqual(await second, { value: firstFails ? 'second' : 'first', replayed: !firstFails, stored: true })
+          assert.deepEqual(resultFields(await second), { value: firstFails ? 'second' : 'first', replayed: !firstFails, stored: true })
           assert.equal(await harness.countEffects(key), 1)
         }
       },
@@ -352,14 +353,14 @@ export function keyStoreContract<Tx>(getHarness: () => StoreHarness<Tx>): Contra
         if (outcome === 'held') {
           // The store kept the session: the function ends it, as without a deadline.
           hold.open()
-          assert.deepEqual(await first, { value: 'first', replayed: false, stored: true })
+          assert.deepEqual(resultFields(await first), { value: 'first', replayed: false, stored: true })
           assert.equal(await harness.countEffects(`${key}-late`), 1)
           return
         }
         assert.ok(outcome instanceof OverranError, `expected OverranError or an overran-held warning, got ${String(outcome)}`)
         assert.equal(outcome.retryAfterSeconds, 1)
         // The key is free at once: the retry runs while the first function still holds on.
-        assert.deepEqual(await bounded.run({ scope: 'acct', key, input: 1, waitMs: 0 }, async () => 'retry'), { value: 'retry', replayed: false, stored: true })
+        assert.deepEqual(resultFields(await bounded.run({ scope: 'acct', key, input: 1, waitMs: 0 }, async () => 'retry')), { value: 'retry', replayed: false, stored: true })
         hold.open()
         await lateDone.wait
         assert.notEqual(late, 'written', 'a write through an abandoned transaction must fail')
