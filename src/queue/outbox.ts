@@ -80,6 +80,13 @@ export function outboxTableOf<Tx, Added extends boolean | Promise<boolean>>(stor
   return table
 }
 
+/**
+ * A `\\uD800`–`\\uDFFF` escape that JSON.stringify wrote: it escapes lone surrogates only
+ * (a paired one is written as itself), and an escape is preceded by an even number of
+ * backslashes (an odd run would be an escaped backslash followed by the letters).
+ */
+const ESCAPED_LONE_SURROGATE = /(?<!\\)(?:\\\\)*\\ud[89a-f][0-9a-f]{2}/
+
 function checkEntry(entry: OutboxEntry): OutboxInsert {
   if (entry === null || typeof entry !== 'object') throw new InvalidOptionError('outbox.add: pass { topic, payload, dedupeKey }')
   assertKnownOptions('outbox.add', entry, ENTRY)
@@ -94,5 +101,10 @@ function checkEntry(entry: OutboxEntry): OutboxInsert {
     throw new InvalidOptionError(`outbox.add: "payload" must be JSON data: ${(cause as Error).message}`, { cause })
   }
   if (payload === undefined) throw new InvalidOptionError('outbox.add: "payload" must be JSON data (got undefined)')
+  if (payload.includes('\\u') && ESCAPED_LONE_SURROGATE.test(payload)) {
+    throw new InvalidOptionError(
+      'outbox.add: "payload" holds a string that is not well-formed UTF-16 (a lone surrogate), which JSON storage cannot keep (Postgres refuses it, UTF-8 text folds it into U+FFFD); encode such data, e.g. as base64',
+    )
+  }
   return { topic: entry.topic, dedupeKey: entry.dedupeKey, payload, delayMs }
 }

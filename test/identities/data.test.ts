@@ -103,6 +103,24 @@ describe('outbox', () => {
     expect(() => raw.transaction(() => outbox.add(sqlite, { topic: 't', payload: 1, dedupeKey: 'd\udc00' }))()).toThrow(/"dedupeKey" .*well-formed UTF-16/)
   })
 
+  it('sqlite: a payload holding a lone surrogate is refused by name; an escaped backslash before "ud800" is not one', () => {
+    const outbox = createOutbox({ store: sqliteStore({ db: sqlite }) })
+    const add = (payload: unknown) => raw.transaction(() => outbox.add(sqlite, { topic: 't', payload, dedupeKey: randomUUID() }))()
+    expect(() => add({ note: 'x\ud800' })).toThrow(/^outbox.add: "payload" .*not well-formed UTF-16/)
+    expect(() => add(['\\\udc00'])).toThrow(/"payload" .*not well-formed UTF-16/)
+    expect(() => add({ note: '\\ud800 and 😀' })).not.toThrow()
+  })
+
+  it.skipIf(pgStore === undefined)('postgres: a payload holding a lone surrogate is refused by name, not a DatabaseError', async () => {
+    const outbox = createOutbox({ store: pgStore! })
+    // On dfea6ee: Postgres' "unsupported Unicode escape sequence" (a DatabaseError) surfaced from add.
+    expect(await both((v) => outbox.add(pg!.pool, { topic: 'email', payload: { to: `a${v}` }, dedupeKey: randomUUID() }))).toEqual(
+      refused(/^InvalidOptionError: outbox.add: "payload" .*not well-formed UTF-16/),
+    )
+    const ok = await outbox.add(pg!.pool, { topic: 'email', payload: { to: '\\ud800 😀' }, dedupeKey: randomUUID() })
+    expect(ok).toBe(true)
+  })
+
   it.skipIf(pgStore === undefined)('postgres: dedupe keys "d\\ud800" and "d\\udc00" are refused, never one row', async () => {
     const outbox = createOutbox({ store: pgStore! })
     const base = randomUUID()
