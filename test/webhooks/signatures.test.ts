@@ -7,6 +7,7 @@
 // raw body under the client secret; Slack: `v0=` and the hex HMAC-SHA256 of
 // `v0:<timestamp>:<body>` under the signing secret).
 import { createHmac, randomBytes } from 'node:crypto'
+import type { IncomingHttpHeaders } from 'node:http'
 import { sign as githubSign } from '@octokit/webhooks-methods'
 import fc from 'fast-check'
 import { Webhook } from 'standardwebhooks'
@@ -317,6 +318,14 @@ describe('event ids', () => {
     const signature = new Webhook(secret).sign('msg_1', new Date(SIGNED_AT * 1000), BODY)
     const headers = { 'webhook-id': 'msg_2', 'webhook-timestamp': String(SIGNED_AT), 'webhook-signature': signature }
     expect(refusedBy(verify(standardWebhooksSignature({ secret }), headers, BODY))).toBe('no-matching-signature')
+  })
+
+  it("Node's header lookup fits as it is: repeated Stripe-Signature field lines are combined, as HTTP combines them", () => {
+    const secret = `whsec_${randomBytes(16).toString('hex')}`
+    const [timestamp, signature] = stripe.webhooks.generateTestHeaderString({ payload: BODY, secret, timestamp: SIGNED_AT }).split(',')
+    const headers: IncomingHttpHeaders = { 'stripe-signature': [timestamp!, signature!] }
+    const verification = stripeSignature({ secret }).verify({ header: (name) => headers[name], body: new TextEncoder().encode(BODY), now: at(SIGNED_AT) })
+    expect(verification.status).toBe('verified')
   })
 
   it('a body that is not UTF-8 is verified over its bytes as they came', () => {

@@ -36,7 +36,7 @@ export function secretKeys(caller: string, value: unknown, keyOf: (secret: strin
     try {
       key = keyOf(secret)
     } catch (error) {
-      throw new InvalidOptionError(`${name} ${(error as Error).message}`)
+      throw new InvalidOptionError(`${name} ${error instanceof Error ? error.message : String(error)}`)
     }
     return createSecretKey(typeof key === 'string' ? Buffer.from(key, 'utf8') : key)
   })
@@ -52,7 +52,7 @@ export function assertTolerance(caller: string, value: unknown): asserts value i
 }
 
 /** HMAC-SHA256 of the parts, in order, under one key: the signed content is never copied into one buffer. */
-export function hmac(key: KeyObject, parts: ReadonlyArray<string | Uint8Array>): Buffer {
+function hmac(key: KeyObject, parts: ReadonlyArray<string | Uint8Array>): Buffer {
   const mac = createHmac('sha256', key)
   for (const part of parts) mac.update(part)
   return mac.digest()
@@ -83,10 +83,14 @@ export function anySignatureMatches(keys: readonly KeyObject[], parts: ReadonlyA
   return false
 }
 
-/** A header's value, or undefined when it is absent or empty. */
+/**
+ * A header's value, or undefined when it is absent or empty. Repeated field lines (an
+ * array, as Node's types allow) are combined with ", " as HTTP combines them.
+ */
 export function headerOf(delivery: WebhookDelivery, name: string): string | undefined {
-  const value = delivery.header(name)
-  return typeof value === 'string' && value.length > 0 ? value : undefined
+  const found = delivery.header(name)
+  const value = typeof found === 'string' ? found : Array.isArray(found) ? found.join(', ') : undefined
+  return value !== undefined && value.length > 0 ? value : undefined
 }
 
 /** A refusal naming the check that failed. */

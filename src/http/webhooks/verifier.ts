@@ -5,10 +5,12 @@
 export interface WebhookDelivery {
   /**
    * The value of a request header, looked up by its lower-case name; `undefined` or
-   * `null` when the request has none (so `(name) => request.headers.get(name)` and
-   * `(name) => req.headers[name]` both fit).
+   * `null` when the request has none. So a Fetch `Request`'s
+   * `(name) => request.headers.get(name)` fits, and so does Node's
+   * `(name) => req.headers[name]` (Express, Fastify, NestJS), whose repeated field lines
+   * are combined with ", ".
    */
-  readonly header: (name: string) => string | null | undefined
+  readonly header: (name: string) => string | readonly string[] | null | undefined
   /** The raw body bytes, exactly as they arrived: signatures are over these, never over parsed JSON. */
   readonly body: Uint8Array
   /** The clock, in milliseconds since the epoch, for the timestamp window. @default Date.now */
