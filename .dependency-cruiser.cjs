@@ -4,10 +4,12 @@
  *
  *   core      key syntax, fingerprint, outcomes, errors (codes only), the two engines,
  *             the KeyStore and LeasedStore ports, the event stream. Imports nothing of idem's.
- *   stores    one folder per backend (postgres, sqlite, memory, redis): the only code that
- *             knows a driver, its SQL and its error codes. Implements the ports: core's,
- *             and the queue's and data's *-table.ts; takes the SQL clients typed by
- *             shape in data/sql-clients.ts (one SqliteDatabase for store and helpers).
+ *   ports     the contracts front ends ask of stores beyond core's two: the inbox, outbox,
+ *             dead-letter and once tables, the SQL client shapes (one SqliteDatabase for
+ *             store and helpers). Types only; they import core at most.
+ *   stores    one folder per backend (postgres, sqlite, memory, redis, dynamodb): the only
+ *             code that knows a driver, its SQL and its error codes. Implements core's and
+ *             ports' contracts; imports core, ports and the shared helpers in stores/.
  *   http      the Fetch-standard middleware, its adapters, problem+json, the webhook receiver.
  *   queue     inbox, outbox, dispatcher over their ports; broker adapters.
  *   data      content ids, upserts, memo, once, reconcile.
@@ -16,8 +18,6 @@
  *   testing   contract suites and fault proxies (idem/testing).
  *   cli       the `idem` command: may use everything.
  */
-const PORTS = '^src/(queue/(inbox|outbox|dead-letter)-table|data/(once-table|sql-clients))[.]ts$'
-
 module.exports = {
   forbidden: [
     {
@@ -29,7 +29,7 @@ module.exports = {
     },
     {
       name: 'front-ends-know-no-driver',
-      comment: 'http, queue, data and ops reach stores through ports only (core/store.ts, core/leased/store.ts, queue/*-table.ts, data/once-table.ts)',
+      comment: 'http, queue, data and ops reach stores through ports only (core/store.ts, core/leased/store.ts, ports/)',
       severity: 'error',
       from: { path: '^src/(http|queue|data|ops)/' },
       to: { path: '^src/stores/' },
@@ -63,11 +63,18 @@ module.exports = {
       to: { path: '^src/(?!client/|core/)' },
     },
     {
+      name: 'ports-are-contracts',
+      comment: 'a port is a contract between a front end and the stores: it knows core at most, no front end and no store',
+      severity: 'error',
+      from: { path: '^src/ports/' },
+      to: { path: '^src/(?!ports/|core/)' },
+    },
+    {
       name: 'stores-implement-ports-only',
-      comment: 'a store may import core, the shared store helpers, its own folder, and the port types of queue and data (their tables, and the SQL client shapes)',
+      comment: 'a store imports core, the ports, the shared store helpers and its own folder: no front end',
       severity: 'error',
       from: { path: '^src/stores/' },
-      to: { path: '^src/(http|cli|client|ops|testing)/|^src/(queue|data)/', pathNot: PORTS },
+      to: { path: '^src/(?!core/|ports/|stores/)' },
     },
     {
       name: 'one-driver-per-store',

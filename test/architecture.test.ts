@@ -1,7 +1,8 @@
-// The architecture's rules on imports (.dependency-cruiser.cjs) hold for src/, and a
-// forbidden import is caught: the rules are checked, not just written down.
+// The architecture's rules on imports (.dependency-cruiser.cjs) hold for src/, and every
+// one of them catches the import it forbids: the rules are checked, not just written down.
 import { execFile } from 'node:child_process'
 import { copyFileSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { createRequire } from 'node:module'
 import { tmpdir } from 'node:os'
 import { dirname, join } from 'node:path'
 import { promisify } from 'node:util'
@@ -9,6 +10,7 @@ import { afterAll, describe, expect, it } from 'vitest'
 
 const run = promisify(execFile)
 const root = new URL('..', import.meta.url).pathname
+const config = join(root, '.dependency-cruiser.cjs')
 const depcruise = join(root, 'node_modules/.bin/depcruise')
 
 interface Violation {
@@ -19,12 +21,36 @@ interface Violation {
 
 /** Cruises `src` of `cwd` with the project's rules; returns the violations. */
 async function violations(cwd: string): Promise<Violation[]> {
-  const { stdout } = await run(depcruise, ['src', '--config', join(root, '.dependency-cruiser.cjs'), '--output-type', 'json'], { cwd, maxBuffer: 64 * 1024 * 1024 }).catch(
+  const { stdout } = await run(depcruise, ['src', '--config', config, '--output-type', 'json'], { cwd, maxBuffer: 64 * 1024 * 1024 }).catch(
     // depcruise exits non-zero when it finds violations; its JSON is still on stdout.
     (error: { stdout?: string }) => ({ stdout: error.stdout ?? '' }),
   )
   return (JSON.parse(stdout) as { summary: { violations: Violation[] } }).summary.violations
 }
+
+/**
+ * One forbidden import per rule: `from` imports `to`, and only the named rule forbids it.
+ * Planted in a throwaway tree, never in src.
+ */
+const PLANTED: { rule: string; from: string; to: string }[] = [
+  { rule: 'core-is-pure', from: 'src/core/engine.ts', to: 'src/http/problem.ts' },
+  { rule: 'front-ends-know-no-driver', from: 'src/queue/inbox.ts', to: 'src/stores/postgres/store.ts' },
+  { rule: 'queue-knows-no-http', from: 'src/queue/outbox.ts', to: 'src/http/webhook.ts' },
+  { rule: 'data-stands-alone', from: 'src/data/once.ts', to: 'src/queue/dispatcher.ts' },
+  { rule: 'http-is-a-front-end', from: 'src/http/handler.ts', to: 'src/cli/idem.ts' },
+  { rule: 'client-has-no-server-code', from: 'src/client/client.ts', to: 'src/queue/consumer.ts' },
+  { rule: 'ports-are-contracts', from: 'src/ports/inbox-table.ts', to: 'src/queue/payload.ts' },
+  { rule: 'stores-implement-ports-only', from: 'src/stores/sqlite/store.ts', to: 'src/http/options.ts' },
+  // No whitelist: a store reaches the queue's and data's contracts in ports/, never their folders.
+  { rule: 'stores-implement-ports-only', from: 'src/stores/dynamodb/store.ts', to: 'src/data/reconcile.ts' },
+  { rule: 'one-driver-per-store', from: 'src/stores/redis/store.ts', to: 'src/stores/memory/store.ts' },
+  { rule: 'ops-subscribes', from: 'src/ops/recorder.ts', to: 'src/http/body.ts' },
+  { rule: 'nothing-imports-the-outside', from: 'src/index.ts', to: 'test/fixtures/outside.ts' },
+  // A circle, closed by CLOSING below: depcruise reports it once, at its first import.
+  { rule: 'no-circular', from: 'src/data/memo.ts', to: 'src/data/upsert.ts' },
+]
+/** Imports that complete a planted violation and break no rule of their own. */
+const CLOSING: { from: string; to: string }[] = [{ from: 'src/data/upsert.ts', to: 'src/data/memo.ts' }]
 
 describe('the import rules (.dependency-cruiser.cjs)', () => {
   const probe = mkdtempSync(join(tmpdir(), 'idem-architecture-'))
@@ -34,24 +60,39 @@ describe('the import rules (.dependency-cruiser.cjs)', () => {
     expect(await violations(root)).toEqual([])
   })
 
-  it('catch a forbidden import: a front end reaching a driver, the core reaching HTTP, the client reaching the queue', async () => {
-    const files: Record<string, string> = {
-      'src/stores/postgres/store.ts': 'export const postgresStore = 1\n',
-      'src/http/problem.ts': 'export const problem = 1\n',
-      'src/queue/inbox.ts': "import { postgresStore } from '../stores/postgres/store.js'\nexport const inbox = postgresStore\n",
-      'src/core/engine.ts': "import { problem } from '../http/problem.js'\nexport const engine = problem\n",
-      'src/client/client.ts': "import { inbox } from '../queue/inbox.js'\nexport const client = inbox\n",
+  it('plant a forbidden import for every rule', () => {
+    const rules = (createRequire(import.meta.url)(config) as { forbidden: { name: string }[] }).forbidden.map((rule) => rule.name)
+    expect([...new Set(PLANTED.map((plant) => plant.rule))].sort()).toEqual([...rules].sort())
+  })
+
+  it('each catch the import they forbid, and only that rule fires', async () => {
+    const imports = new Map<string, string[]>()
+    for (const { from, to } of [...PLANTED, ...CLOSING]) {
+      imports.set(from, [...(imports.get(from) ?? []), to])
+      imports.set(to, imports.get(to) ?? [])
     }
-    for (const [path, text] of Object.entries(files)) {
-      mkdirSync(dirname(join(probe, path)), { recursive: true })
-      writeFileSync(join(probe, path), text)
+    for (const [path, targets] of imports) {
+      const lines = targets.map((to, i) => `import * as m${i} from '${relative(path, to)}'\n`)
+      const uses = targets.map((_, i) => `m${i}`)
+      writeFile(join(probe, path), `${lines.join('')}export const value = [${uses.join(', ')}]\n`)
     }
     copyFileSync(join(root, 'tsconfig.json'), join(probe, 'tsconfig.json'))
     const found = (await violations(probe)).map((v) => `${v.rule.name}: ${v.from} → ${v.to}`).sort()
-    expect(found).toEqual([
-      'client-has-no-server-code: src/client/client.ts → src/queue/inbox.ts',
-      'core-is-pure: src/core/engine.ts → src/http/problem.ts',
-      'front-ends-know-no-driver: src/queue/inbox.ts → src/stores/postgres/store.ts',
-    ])
+    expect(found).toEqual(PLANTED.map((plant) => `${plant.rule}: ${plant.from} → ${plant.to}`).sort())
   })
 })
+
+function writeFile(path: string, text: string): void {
+  mkdirSync(dirname(path), { recursive: true })
+  writeFileSync(path, text)
+}
+
+/** The specifier `from` uses to import `to`, as the library writes it (`./x.js`, `../y/z.js`). */
+function relative(from: string, to: string): string {
+  const up = from.split('/').slice(0, -1)
+  const down = to.split('/')
+  let common = 0
+  while (common < up.length && up[common] === down[common]) common++
+  const path = [...up.slice(common).map(() => '..'), ...down.slice(common)].join('/').replace(/[.]ts$/, '.js')
+  return path.startsWith('.') ? path : `./${path}`
+}

@@ -118,6 +118,3 @@ export interface Session<Tx> {
    */
   lost?(): Error | undefined
 }
-
-/** The key store's earlier name, kept for one version. @deprecated use `KeyStore` */
-export type Store<Tx> = KeyStore<Tx>

@@ -15,7 +15,7 @@ export {
   type MemoStoreOptions,
 } from './memo.js'
 export { createOnce, type Once, type OnceSubject } from './once.js'
-export type { OnceTable, WithOnceTable } from './once-table.js'
+export type { OnceTable, WithOnceTable } from '../ports/once-table.js'
 export {
   reconcile,
   DEFAULT_RECONCILE_LIMIT,
@@ -24,4 +24,4 @@ export {
   type ReconcileOptions,
   type ReconcileReport,
 } from './reconcile.js'
-export type { PgQueryable, SqliteDatabase } from './sql-clients.js'
+export type { PgQueryable, SqliteDatabase } from '../ports/sql-clients.js'

@@ -3,7 +3,7 @@ import { InvalidOptionError } from '../core/errors/invalid-option.js'
 import type { EventStream } from '../core/events.js'
 import { fingerprintValue } from '../core/fingerprint.js'
 import { assertIdentity } from '../core/identity.js'
-import type { Store } from '../core/store.js'
+import type { KeyStore } from '../core/store.js'
 import { assertDuration, assertKnownOptions, optionNames } from '../core/validate.js'
 
 /**
@@ -18,7 +18,7 @@ export const DEFAULT_MEMO_WAIT_MS = 60_000
 /** What `createMemo` takes: the store, retention and wait. */
 export interface MemoStoreOptions<Tx> {
   /** Where outputs are kept: any idem store (`postgresStore`, `sqliteStore`, `memoryStore`). */
-  store: Store<Tx>
+  store: KeyStore<Tx>
   /** Retention of an output; an expired output is computed again. @default 14 days */
   ttlMs?: number
   /** How long a concurrent caller waits for the first before `InFlightError`. @default 60 000 */

@@ -2,7 +2,7 @@ import { InvalidOptionError } from '../core/errors/invalid-option.js'
 import { idemEvents, type EventStream } from '../core/events.js'
 import { assertKnownOptions, optionNames } from '../core/validate.js'
 import { quoteColumns, quoteTable } from './identifier.js'
-import type { PgQueryable, SqliteDatabase } from './sql-clients.js'
+import type { PgQueryable, SqliteDatabase } from '../ports/sql-clients.js'
 
 /** The alert level: 0.01% of rows being duplicates. */
 export const DEFAULT_RECONCILE_THRESHOLD = 0.0001

@@ -1,7 +1,7 @@
 import { InvalidOptionError } from '../core/errors/invalid-option.js'
 import { assertKnownOptions, optionNames } from '../core/validate.js'
 import { quoteColumns, quoteTable } from './identifier.js'
-import type { PgQueryable, SqliteDatabase } from './sql-clients.js'
+import type { PgQueryable, SqliteDatabase } from '../ports/sql-clients.js'
 
 /** The SQL dialects the upsert helpers write. */
 export type Dialect = 'postgres' | 'sqlite'

@@ -1,8 +1,8 @@
 import { InvalidOptionError } from '../core/errors/invalid-option.js'
 import { assertCount, assertKnownOptions, optionNames } from '../core/validate.js'
-import type { DeadLetterRow, WithDeadLetterTable } from './dead-letter-table.js'
+import type { DeadLetterRow, WithDeadLetterTable } from '../ports/dead-letter-table.js'
 
-export type { DeadLetterRow } from './dead-letter-table.js'
+export type { DeadLetterRow } from '../ports/dead-letter-table.js'
 
 /** Which dead letters `listDeadLetters` returns: inbox or outbox, one consumer or topic, how many. */
 export interface ListDeadLettersOptions {

@@ -5,7 +5,7 @@ import { assertCount, assertDuration, assertKnownOptions, assertName, optionName
 import { backoffDelay, type Backoff } from './backoff.js'
 import { ClaimHold } from './claim-hold.js'
 import { outboxTableOf } from './outbox.js'
-import type { ClaimedRow, OutboxTable, WithOutboxTable } from './outbox-table.js'
+import type { ClaimedRow, OutboxTable, WithOutboxTable } from '../ports/outbox-table.js'
 import { errorText } from './payload.js'
 
 /** One claimed outbox row, as the deliverer gets it. */

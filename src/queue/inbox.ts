@@ -6,7 +6,7 @@ import { OverranError } from '../core/errors/overran.js'
 import { MissingKeyError } from '../core/errors/missing-key.js'
 import { idemEvents, warn, type EventStream, type InboxEvent } from '../core/events.js'
 import { assertCount, assertDuration, assertKnownOptions, assertName, optionNames } from '../core/validate.js'
-import type { InboxSession, InboxTable, PriorFailures, WithInboxTable } from './inbox-table.js'
+import type { InboxSession, InboxTable, PriorFailures, WithInboxTable } from '../ports/inbox-table.js'
 import { messageKey, refusedMessageKey } from './message-key.js'
 import { deadLetterPayload, errorText } from './payload.js'
 

@@ -1,6 +1,6 @@
 import { InvalidOptionError } from '../core/errors/invalid-option.js'
 import { assertDuration, assertKnownOptions, assertName, optionNames } from '../core/validate.js'
-import type { OutboxInsert, OutboxTable, WithOutboxTable } from './outbox-table.js'
+import type { OutboxInsert, OutboxTable, WithOutboxTable } from '../ports/outbox-table.js'
 
 /** One effect to deliver later: a publish, an email, a webhook call. */
 export interface OutboxEntry {

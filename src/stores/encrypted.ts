@@ -5,10 +5,10 @@ import { OutcomeUnreadableError } from '../core/errors/outcome-unreadable.js'
 import type { KeyPeek, PeekResult } from '../core/dual-read.js'
 import type { LeaseClaim, LeasedStore } from '../core/leased/store.js'
 import type { KeyRecord, KeyStore, NewRecord, Session } from '../core/store.js'
-import type { WithOnceTable } from '../data/once-table.js'
-import type { WithDeadLetterTable } from '../queue/dead-letter-table.js'
-import type { WithInboxTable } from '../queue/inbox-table.js'
-import type { WithOutboxTable } from '../queue/outbox-table.js'
+import type { WithOnceTable } from '../ports/once-table.js'
+import type { WithDeadLetterTable } from '../ports/dead-letter-table.js'
+import type { WithInboxTable } from '../ports/inbox-table.js'
+import type { WithOutboxTable } from '../ports/outbox-table.js'
 
 /** Options of `encryptedStore`. */
 export interface EncryptionOptions {

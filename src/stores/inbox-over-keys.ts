@@ -1,5 +1,5 @@
 import type { KeyStore } from '../core/store.js'
-import type { InboxDeadLetter, InboxSession, InboxTable, PriorFailures } from '../queue/inbox-table.js'
+import type { InboxDeadLetter, InboxSession, InboxTable, PriorFailures } from '../ports/inbox-table.js'
 
 // Any redelivery of an id is the same message: the record's fingerprint is constant.
 const INBOX_FINGERPRINT = 'idem-inbox-v1'

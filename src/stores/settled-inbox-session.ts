@@ -1,4 +1,4 @@
-import type { InboxSession } from '../queue/inbox-table.js'
+import type { InboxSession } from '../ports/inbox-table.js'
 
 /**
  * The inbox session of a message this delivery does not own: its id was already

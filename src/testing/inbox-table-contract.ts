@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict'
 import { randomUUID } from 'node:crypto'
 import { StoreUnavailableError } from '../core/errors/store-unavailable.js'
-import type { WithDeadLetterTable } from '../queue/dead-letter-table.js'
-import type { InboxSession, WithInboxTable } from '../queue/inbox-table.js'
+import type { WithDeadLetterTable } from '../ports/dead-letter-table.js'
+import type { InboxSession, WithInboxTable } from '../ports/inbox-table.js'
 import type { ContractCase } from './key-store-contract.js'
 
 /** What a store author supplies to run the inbox-table contract against their store. */

@@ -6,7 +6,7 @@
  * @see docs/stores.md
  * @see docs/runtimes.md
  */
-export { keyStoreContract, storeContract, type StoreHarness, type ContractCase } from './key-store-contract.js'
+export { keyStoreContract, type StoreHarness, type ContractCase } from './key-store-contract.js'
 export { leasedStoreContract, type LeasedStoreHarness } from './leased-contract.js'
 export { inboxTableContract, type InboxTableHarness } from './inbox-table-contract.js'
 export { outboxTableContract, type OutboxTableHarness } from './outbox-table-contract.js'

@@ -447,6 +447,3 @@ export function keyStoreContract<Tx>(getHarness: () => StoreHarness<Tx>): Contra
 function sleep(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms))
 }
-
-/** The key-store contract's earlier name, kept for one version. @deprecated use `keyStoreContract` */
-export const storeContract = keyStoreContract

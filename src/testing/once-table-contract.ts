@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict'
 import { randomUUID } from 'node:crypto'
-import type { WithOnceTable } from '../data/once-table.js'
+import type { WithOnceTable } from '../ports/once-table.js'
 import type { ContractCase } from './key-store-contract.js'
 
 /** What a store author supplies to run the once-table contract against their store. */

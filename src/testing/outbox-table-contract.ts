@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict'
 import { randomUUID } from 'node:crypto'
 import { StoreUnavailableError } from '../core/errors/store-unavailable.js'
-import type { WithDeadLetterTable } from '../queue/dead-letter-table.js'
-import type { OutboxInsert, WithOutboxTable } from '../queue/outbox-table.js'
+import type { WithDeadLetterTable } from '../ports/dead-letter-table.js'
+import type { OutboxInsert, WithOutboxTable } from '../ports/outbox-table.js'
 import type { ContractCase } from './key-store-contract.js'
 
 /** What a store author supplies to run the outbox-table contract against their store. */

@@ -10,7 +10,7 @@
  *   replays, the LLM called once per intake; reconcile reports 0.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import type { Store } from '../../src/core/store.js'
+import type { KeyStore } from '../../src/core/store.js'
 import { contentId, createMemo, reconcile, upsertPostgres, upsertSqlite, type ReconcileReport, type UpsertSpec } from '../../src/data/index.js'
 import { postgresStore } from '../../src/stores/postgres/index.js'
 import { sqliteStore } from '../../src/stores/sqlite/index.js'
@@ -55,7 +55,7 @@ interface SummaryRow {
 /** What the scenario needs from a database. */
 interface Harness {
   /** The store memo keeps LLM outputs in. */
-  memoStore: Store<unknown>
+  memoStore: KeyStore<unknown>
   /** The naive consumer's write: a plain INSERT into `summaries_naive`. */
   insertNaive(row: SummaryRow): Promise<void>
   /** The fixed consumer's write: an upsert into `summaries` by the row's content id. */
@@ -172,7 +172,7 @@ describe('clinical summary on SQLite (real files)', () => {
   afterAll(() => files.close())
 
   itReproducesAndFixes(() => ({
-    memoStore: memoStore as Store<unknown>,
+    memoStore: memoStore as KeyStore<unknown>,
     insertNaive: async (row) => {
       app.prepare('INSERT INTO summaries_naive (intake_id, prompt_version, summary) VALUES (?, ?, ?)').run(row.intake_id, row.prompt_version, row.summary)
     },
@@ -203,7 +203,7 @@ describe.skipIf(pgDb === undefined)('clinical summary on Postgres (real Postgres
   afterAll(() => pgDb?.drop())
 
   itReproducesAndFixes(() => ({
-    memoStore: memoStore as Store<unknown>,
+    memoStore: memoStore as KeyStore<unknown>,
     insertNaive: async (row) => {
       await pool.query(`INSERT INTO ${s}.summaries_naive (intake_id, prompt_version, summary) VALUES ($1, $2, $3)`, [
         row.intake_id,

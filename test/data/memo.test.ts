@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { InFlightError, InvalidOptionError, OutcomeNotSerializableError } from '../../src/core/errors/index.js'
-import type { Store } from '../../src/core/store.js'
+import type { KeyStore } from '../../src/core/store.js'
 import { createMemo, type Memo } from '../../src/data/index.js'
 import { memoryStore } from '../../src/stores/memory/index.js'
 import { postgresStore } from '../../src/stores/postgres/index.js'
@@ -10,7 +10,7 @@ import { testSchema, type TestSchema } from '../support/postgres.js'
 import { testSqlite } from './sqlite.js'
 
 interface MemoHarness {
-  store: Store<unknown>
+  store: KeyStore<unknown>
   /** The stored JSON text of every output under `memo:<name>@…`, or undefined when the store cannot be read directly. */
   storedOutputs?: (name: string) => Promise<string[]>
 }
@@ -121,7 +121,7 @@ function itMemoises(getHarness: () => MemoHarness): void {
 }
 
 describe('memo on the memory store', () => {
-  itMemoises(() => ({ store: memoryStore() as Store<unknown> }))
+  itMemoises(() => ({ store: memoryStore() as KeyStore<unknown> }))
 
   it('refuses a missing store and bad store-wide durations, naming the option', () => {
     expect(() => createMemo({ store: undefined as never })).toThrow(/createMemo: option "store" must be an idem store/)
@@ -149,7 +149,7 @@ describe('memo on SQLite (a real file of its own)', () => {
   const outputs = db.prepare('SELECT outcome FROM idem_keys WHERE scope LIKE ?')
 
   itMemoises(() => ({
-    store: store as Store<unknown>,
+    store: store as KeyStore<unknown>,
     storedOutputs: async (name) => (outputs.all(`memo:${name}@%`) as { outcome: string }[]).map((r) => r.outcome),
   }))
 })
@@ -163,7 +163,7 @@ describe.skipIf(pgDb === undefined)('memo on Postgres (real Postgres)', () => {
   afterAll(() => pgDb?.drop())
 
   itMemoises(() => ({
-    store: store as Store<unknown>,
+    store: store as KeyStore<unknown>,
     storedOutputs: async (name) => {
       const { rows } = await pool.query(`SELECT outcome FROM "${schema}".idem_keys WHERE scope LIKE $1`, [`memo:${name}@%`])
       return rows.map((r: { outcome: string }) => r.outcome)

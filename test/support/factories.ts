@@ -409,7 +409,6 @@ export const TARGETS: OptionTarget[] = [
     dispose: stop,
     typos: [['prefx', 'prefix'], ['store', 'stores']],
   })),
-  { entry: 'idem/metrics', export: 'prometheusOutcomes', caller: 'prometheusOutcomes', minimal: (r) => ({ registry: r.registry() }), call: (f, o) => f(o), typos: [['registy', 'registry']] },
   { entry: 'idem/opentelemetry', export: 'openTelemetryMetrics', caller: 'openTelemetryMetrics', minimal: () => ({ meter: metrics.getMeter('test') }), call: (f, o) => f(o), dispose: stop, typos: [['metre', 'meter'], ['consumer', 'consumers']] },
 ]
 
@@ -441,7 +440,6 @@ export const NOT_FACTORIES: Record<string, string> = {
   'idem/memory#memoryStore': NO_OPTIONS,
   'idem/memory#memoryLeasedStore': NO_OPTIONS,
   'idem/testing#keyStoreContract': 'takes a harness getter; a wrong harness fails its cases',
-  'idem/testing#storeContract': 'takes a harness getter; a wrong harness fails its cases',
   'idem/testing#leasedStoreContract': 'takes a harness getter; a wrong harness fails its cases',
   'idem/testing#inboxTableContract': 'takes a harness getter; a wrong harness fails its cases',
   'idem/testing#outboxTableContract': 'takes a harness getter; a wrong harness fails its cases',

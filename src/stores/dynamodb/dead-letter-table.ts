@@ -1,5 +1,5 @@
 import { QueryCommand } from '@aws-sdk/client-dynamodb'
-import type { DeadLetterRow, DeadLetterTable } from '../../queue/dead-letter-table.js'
+import type { DeadLetterRow, DeadLetterTable } from '../../ports/dead-letter-table.js'
 import { expression } from './expressions.js'
 import { S, deadPk, num, str, type Item } from './items.js'
 import type { Wire } from './wire.js'

@@ -1,5 +1,5 @@
 import { GetItemCommand, PutItemCommand, UpdateItemCommand, DeleteItemCommand } from '@aws-sdk/client-dynamodb'
-import type { InboxSession, InboxTable, PriorFailures } from '../../queue/inbox-table.js'
+import type { InboxSession, InboxTable, PriorFailures } from '../../ports/inbox-table.js'
 import { MAX_DURATION_MS } from '../../core/validate.js'
 import { conditionFailed } from './errors.js'
 import { expression } from './expressions.js'

@@ -1,6 +1,6 @@
 import { PutItemCommand } from '@aws-sdk/client-dynamodb'
 import { InvalidOptionError } from '../../core/errors/invalid-option.js'
-import type { OnceTable } from '../../data/once-table.js'
+import type { OnceTable } from '../../ports/once-table.js'
 import { conditionFailed } from './errors.js'
 import { expression } from './expressions.js'
 import { HEAD_SK, N, S, oncePk, str, ttlOf, type Item } from './items.js'

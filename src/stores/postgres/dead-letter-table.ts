@@ -1,4 +1,4 @@
-import type { DeadLetterTable } from '../../queue/dead-letter-table.js'
+import type { DeadLetterTable } from '../../ports/dead-letter-table.js'
 import { queryOnPool } from './pool-query.js'
 import * as sql from './sql/index.js'
 import type { PgPool } from './types.js'

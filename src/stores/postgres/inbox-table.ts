@@ -1,4 +1,4 @@
-import type { InboxSession, InboxTable } from '../../queue/inbox-table.js'
+import type { InboxSession, InboxTable } from '../../ports/inbox-table.js'
 import { classifyPgError } from './errors.js'
 import { keySessions, type Settings } from './key-sessions.js'
 import { queryOnPool } from './pool-query.js'

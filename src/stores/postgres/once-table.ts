@@ -1,4 +1,4 @@
-import type { OnceTable } from '../../data/once-table.js'
+import type { OnceTable } from '../../ports/once-table.js'
 import { classifyPgError } from './errors.js'
 import { assertExecutor } from './executors.js'
 import * as sql from './sql/index.js'

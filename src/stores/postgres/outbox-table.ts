@@ -1,4 +1,4 @@
-import type { ClaimedRow, OutboxTable } from '../../queue/outbox-table.js'
+import type { ClaimedRow, OutboxTable } from '../../ports/outbox-table.js'
 import { classifyPgError } from './errors.js'
 import { assertExecutor } from './executors.js'
 import { queryOnPool } from './pool-query.js'

@@ -1,4 +1,4 @@
-import type { InboxSession, InboxTable, PriorFailures } from '../../queue/inbox-table.js'
+import type { InboxSession, InboxTable, PriorFailures } from '../../ports/inbox-table.js'
 import { MAX_DURATION_MS } from '../../core/validate.js'
 import { LeaseLostError } from '../../core/errors/lease-lost.js'
 import { randomUUID } from 'node:crypto'

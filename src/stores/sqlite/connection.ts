@@ -1,5 +1,5 @@
 import { InvalidOptionError } from '../../core/errors/invalid-option.js'
-import type { SqliteDatabase, SqliteStatement } from '../../data/sql-clients.js'
+import type { SqliteDatabase, SqliteStatement } from '../../ports/sql-clients.js'
 import { classifySqliteError } from './errors.js'
 
 /**

@@ -1,7 +1,7 @@
-import type { DeadLetterTable } from '../../queue/dead-letter-table.js'
+import type { DeadLetterTable } from '../../ports/dead-letter-table.js'
 import { guard, statement } from './errors.js'
 import * as sql from './sql.js'
-import type { SqliteDatabase } from '../../data/sql-clients.js'
+import type { SqliteDatabase } from '../../ports/sql-clients.js'
 
 /** Dead letters on SQLite (`idem_dead_letters`). */
 export function sqliteDeadLetterTable(db: SqliteDatabase): DeadLetterTable {

@@ -1,7 +1,7 @@
 import { IdemError } from '../../core/errors/idem-error.js'
 import { MigrationRequiredError } from '../../core/errors/migration-required.js'
 import { StoreUnavailableError } from '../../core/errors/store-unavailable.js'
-import type { SqliteDatabase, SqliteStatement } from '../../data/sql-clients.js'
+import type { SqliteDatabase, SqliteStatement } from '../../ports/sql-clients.js'
 
 // The database cannot serve now (busy, locked, failing, full, read-only, damaged), whatever
 // the statement: SQLite's primary result codes, their numbers and their messages.

@@ -2,7 +2,7 @@ import type { InboxRows } from '../inbox-over-keys.js'
 import { firstRow } from './connection.js'
 import { classifySqliteError, guard, statement } from './errors.js'
 import * as sql from './sql.js'
-import type { SqliteDatabase } from '../../data/sql-clients.js'
+import type { SqliteDatabase } from '../../ports/sql-clients.js'
 import { inTurn } from './writer.js'
 
 /**

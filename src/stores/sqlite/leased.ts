@@ -5,7 +5,7 @@ import { assertSqliteDatabase, changes, firstRow, setBusyTimeout } from './conne
 import { classifySqliteError } from './errors.js'
 import * as sql from './sql.js'
 import { sqliteStore } from './store.js'
-import type { SqliteDatabase, SqliteStatement } from '../../data/sql-clients.js'
+import type { SqliteDatabase, SqliteStatement } from '../../ports/sql-clients.js'
 import { inTurn } from './writer.js'
 
 /** What `leasedSqliteStore` takes: the database and how long to wait for its write lock. */

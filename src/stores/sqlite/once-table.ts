@@ -1,9 +1,9 @@
-import type { OnceTable } from '../../data/once-table.js'
+import type { OnceTable } from '../../ports/once-table.js'
 import { InvalidOptionError } from '../../core/errors/invalid-option.js'
 import { changes, inTransaction } from './connection.js'
 import { guard, statement } from './errors.js'
 import * as sql from './sql.js'
-import type { SqliteDatabase } from '../../data/sql-clients.js'
+import type { SqliteDatabase } from '../../ports/sql-clients.js'
 
 /**
  * `once`'s table on SQLite (`idem_once`): synchronous, so it fits inside a transaction

@@ -1,5 +1,5 @@
 import { InvalidOptionError } from '../../core/errors/invalid-option.js'
-import type { SqliteDatabase } from '../../data/sql-clients.js'
+import type { SqliteDatabase } from '../../ports/sql-clients.js'
 
 /** An SQLite database `openSqlite` opened: the driver's own object, typed by the part idem uses. */
 export interface OpenedSqlite extends SqliteDatabase {

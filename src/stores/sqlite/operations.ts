@@ -1,7 +1,7 @@
 import { statusOf, type KeyInspection } from '../inspection.js'
 import { firstRow } from './connection.js'
 import { sqliteMigrations, SQLITE_SCHEMA_VERSION } from './migrations.js'
-import type { SqliteDatabase } from '../../data/sql-clients.js'
+import type { SqliteDatabase } from '../../ports/sql-clients.js'
 
 /**
  * What an operator (the `idem` command) asks of a SQLite database beyond the ports: its

@@ -1,9 +1,9 @@
-import type { ClaimedRow, OutboxTable } from '../../queue/outbox-table.js'
+import type { ClaimedRow, OutboxTable } from '../../ports/outbox-table.js'
 import { InvalidOptionError } from '../../core/errors/invalid-option.js'
 import { changes, firstRow, inTransaction } from './connection.js'
 import { classifySqliteError, statement } from './errors.js'
 import * as sql from './sql.js'
-import type { SqliteDatabase } from '../../data/sql-clients.js'
+import type { SqliteDatabase } from '../../ports/sql-clients.js'
 import { inTurn } from './writer.js'
 
 /** How long a dispatcher step waits for its turn on the connection before it fails (the next round retries). */
