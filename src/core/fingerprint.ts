@@ -1,6 +1,7 @@
 import { hash } from 'node:crypto'
 import { MIMEType } from 'node:util'
 import canonicalize from 'canonicalize'
+import { isCanonicalJson } from './canonical-json.js'
 import { assertKnownOptions, optionNames } from './validate.js'
 
 /** What a request's fingerprint is computed from. */
@@ -111,15 +112,29 @@ function sha256Hex(parts: readonly Part[]): string {
   return hash('sha256', text, 'hex')
 }
 
-// The same encoding as sha256Hex, for a list that holds bytes from `from` on.
+// The same encoding as sha256Hex, for a list that holds bytes from `from` on: written
+// into one buffer and hashed in one call.
 function sha256HexOfBytes(text: string, parts: readonly Part[], from: number): string {
-  const chunks: Uint8Array[] = [Buffer.from(text, 'utf8')]
+  let size = Buffer.byteLength(text, 'utf8')
+  const lengths: string[] = []
   for (let i = from; i < parts.length; i++) {
     const part = parts[i]!
-    const bytes = typeof part === 'string' ? Buffer.from(part, 'utf8') : part
-    chunks.push(Buffer.from(`${bytes.byteLength}:`, 'latin1'), bytes)
+    const length = typeof part === 'string' ? Buffer.byteLength(part, 'utf8') : part.byteLength
+    lengths.push(`${length}:`)
+    size += lengths[i - from]!.length + length
   }
-  return hash('sha256', Buffer.concat(chunks), 'hex')
+  const joined = Buffer.allocUnsafe(size)
+  let at = joined.write(text, 0, 'utf8')
+  for (let i = from; i < parts.length; i++) {
+    const part = parts[i]!
+    at += joined.write(lengths[i - from]!, at, 'latin1')
+    if (typeof part === 'string') at += joined.write(part, at, 'utf8')
+    else {
+      joined.set(part, at)
+      at += part.byteLength
+    }
+  }
+  return hash('sha256', joined, 'hex')
 }
 
 // The body as the list it is hashed as: its kind, then what counts of it.
@@ -132,6 +147,8 @@ function normaliseBody({ body, contentType, fields }: FingerprintInput): Normali
   const media = (contentType ?? '').split(';', 1)[0]!.trim().toLowerCase()
   const isJson = media === 'application/json' || media.endsWith('+json')
   const isForm = media === 'application/x-www-form-urlencoded'
+  // The common case: JSON sent in canonical form counts as its own bytes.
+  if (isJson && fields === undefined && typeof body !== 'string' && isCanonicalJson(body)) return ['json', body]
   if (!isJson && !isForm) {
     if (media.startsWith('multipart/')) return multipartParts(body, contentType ?? '') ?? ['bytes', body]
     return ['bytes', body]
