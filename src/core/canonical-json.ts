@@ -11,24 +11,15 @@ import { isUtf8 } from 'node:buffer'
  * escape, a nesting deeper than `MAX_DEPTH`, a body that is not JSON at all).
  */
 export function isCanonicalJson(bytes: Uint8Array): boolean {
-  const scan: Scan = { bytes, at: 0, ascii: true }
-  if (!value(scan, 0) || scan.at !== bytes.length) return false
-  // Every byte from 0x80 on is inside a string; valid UTF-8 holds no surrogate either.
-  return scan.ascii || isUtf8(bytes)
+  // Valid UTF-8 holds no surrogate; a byte from 0x80 on can then only be in a string.
+  return isUtf8(bytes) && scan(bytes)
 }
 
 // Deeper JSON is left to the long way, which refuses what it cannot recurse into: the
 // answer for such a body stays what it was.
 const MAX_DEPTH = 64
 
-interface Scan {
-  readonly bytes: Uint8Array
-  /** The next byte to read. */
-  at: number
-  /** No byte from 0x80 on has been read. */
-  ascii: boolean
-}
-
+const NO = -1
 const QUOTE = 0x22
 const BACKSLASH = 0x5c
 const COMMA = 0x2c
@@ -37,73 +28,113 @@ const MINUS = 0x2d
 const DOT = 0x2e
 const ZERO = 0x30
 const NINE = 0x39
+const OPEN_OBJECT = 0x7b
+const CLOSE_OBJECT = 0x7d
+const OPEN_ARRAY = 0x5b
+const CLOSE_ARRAY = 0x5d
 
-// ASCII a string holds as it is: not a control character, quote or backslash.
-const PLAIN = new Uint8Array(256).fill(1, 0x20, 0x80)
+// Bytes a string holds as they are: not a control character, quote or backslash. A name
+// holds no character from U+E000 on either (no lead byte from 0xEE), so that its UTF-8
+// bytes sort as its UTF-16 units do, which RFC 8785 sorts by.
+const PLAIN = new Uint8Array(256).fill(1, 0x20)
 PLAIN[QUOTE] = 0
 PLAIN[BACKSLASH] = 0
+const PLAIN_IN_NAME = PLAIN.slice().fill(0, 0xee)
 
-function value(scan: Scan, depth: number): boolean {
-  const { bytes } = scan
-  switch (bytes[scan.at]) {
-    case 0x7b: // {
-      return depth < MAX_DEPTH && object(scan, depth + 1)
-    case 0x5b: // [
-      return depth < MAX_DEPTH && array(scan, depth + 1)
-    case QUOTE:
-      return string(scan, false)
-    case 0x74: // t
-      return literal(scan, 0x72, 0x75, 0x65, -1) // rue
-    case 0x66: // f
-      return literal(scan, 0x61, 0x6c, 0x73, 0x65) // alse
-    case 0x6e: // n
-      return literal(scan, 0x75, 0x6c, 0x6c, -1) // ull
-    default:
-      return number(scan)
+// The open containers, innermost last: the byte that closes each, and for an object where
+// its last name so far starts and ends. The scan runs to its end without yielding, so
+// one set serves every call.
+const closers = new Uint8Array(MAX_DEPTH)
+const nameStarts = new Int32Array(MAX_DEPTH)
+const nameEnds = new Int32Array(MAX_DEPTH)
+
+/**
+ * One loop over the bytes, without recursion (a call per value would cost as much as
+ * the bytes): read a value, then the commas, names and closing brackets after it.
+ */
+function scan(bytes: Uint8Array): boolean {
+  const length = bytes.length
+  let at = 0
+  let depth = 0
+  for (;;) {
+    // A value starts at `at`.
+    const first = bytes[at]
+    if (first === QUOTE) {
+      at++
+      for (;;) {
+        while (at < length && PLAIN[bytes[at]!] === 1) at++
+        const byte = bytes[at]
+        if (byte === QUOTE) break
+        if (byte !== BACKSLASH || !canonicalEscape(bytes, at)) return false
+        at += bytes[at + 1] === 0x75 ? 6 : 2
+      }
+      at++
+    } else if (first === OPEN_OBJECT || first === OPEN_ARRAY) {
+      if (depth === MAX_DEPTH) return false
+      at++
+      if (bytes[at] === first + 2) {
+        at++ // {} or []
+      } else {
+        closers[depth] = first + 2
+        depth++
+        if (first === OPEN_OBJECT) {
+          nameStarts[depth - 1] = NO
+          at = member(bytes, at, depth - 1)
+          if (at === NO) return false
+        }
+        continue
+      }
+    } else if (first === 0x74) {
+      // true
+      if (bytes[at + 1] !== 0x72 || bytes[at + 2] !== 0x75 || bytes[at + 3] !== 0x65) return false
+      at += 4
+    } else if (first === 0x66) {
+      // false
+      if (bytes[at + 1] !== 0x61 || bytes[at + 2] !== 0x6c || bytes[at + 3] !== 0x73 || bytes[at + 4] !== 0x65) return false
+      at += 5
+    } else if (first === 0x6e) {
+      // null
+      if (bytes[at + 1] !== 0x75 || bytes[at + 2] !== 0x6c || bytes[at + 3] !== 0x6c) return false
+      at += 4
+    } else {
+      at = number(bytes, at)
+      if (at === NO) return false
+    }
+    // A value ended: what follows closes containers, or leads to the next value.
+    for (;;) {
+      if (depth === 0) return at === length
+      const next = bytes[at++]
+      if (next === COMMA) {
+        if (closers[depth - 1] === CLOSE_OBJECT) {
+          at = member(bytes, at, depth - 1)
+          if (at === NO) return false
+        }
+        break
+      }
+      if (next !== closers[depth - 1]) return false
+      depth--
+    }
   }
 }
 
-function object(scan: Scan, depth: number): boolean {
-  const { bytes } = scan
-  scan.at++
-  if (bytes[scan.at] === 0x7d) {
-    scan.at++
-    return true
-  }
-  let previous = -1
-  let previousEnd = -1
-  for (;;) {
-    const name = scan.at
-    if (bytes[name] !== QUOTE || !string(scan, true)) return false
-    // Names compare by their UTF-8 bytes, which sort as their code points do; RFC 8785
-    // sorts by UTF-16 units, which differ only past U+E000 (string() sent those back).
-    if (previous !== -1 && !ascending(bytes, previous, previousEnd, name, scan.at)) return false
-    previous = name
-    previousEnd = scan.at
-    if (bytes[scan.at] !== COLON) return false
-    scan.at++
-    if (!value(scan, depth)) return false
-    const next = bytes[scan.at]
-    scan.at++
-    if (next === 0x7d) return true
-    if (next !== COMMA) return false
-  }
-}
-
-function array(scan: Scan, depth: number): boolean {
-  const { bytes } = scan
-  scan.at++
-  if (bytes[scan.at] === 0x5d) {
-    scan.at++
-    return true
-  }
-  for (;;) {
-    if (!value(scan, depth)) return false
-    const next = bytes[scan.at]
-    scan.at++
-    if (next === 0x5d) return true
-    if (next !== COMMA) return false
-  }
+/**
+ * A member's name and colon at `at`, in the object at `level`: a string without any
+ * escape, sorted after the name before it (bytes compare as the UTF-16 units RFC 8785
+ * sorts by, given PLAIN_IN_NAME), and never the same. Returns where its value starts.
+ */
+function member(bytes: Uint8Array, at: number, level: number): number {
+  if (bytes[at] !== QUOTE) return NO
+  const start = at
+  const length = bytes.length
+  at++
+  while (at < length && PLAIN_IN_NAME[bytes[at]!] === 1) at++
+  if (bytes[at] !== QUOTE || bytes[at + 1] !== COLON) return NO
+  const end = at + 1
+  const previous = nameStarts[level]!
+  if (previous !== NO && !ascending(bytes, previous, nameEnds[level]!, start, end)) return NO
+  nameStarts[level] = start
+  nameEnds[level] = end
+  return end + 1
 }
 
 // Whether the quoted name at [from, to) sorts strictly after the one at [start, end).
@@ -116,34 +147,6 @@ function ascending(bytes: Uint8Array, start: number, end: number, from: number, 
   }
   // One is a prefix of the other: the shorter sorts first.
   return end - start < to - from
-}
-
-/**
- * A string as `JSON.stringify` writes it: the escapes it writes and no other. A name
- * (`name`) has no escape at all and no character from U+E000 on, so that its bytes sort
- * as its UTF-16 units do.
- */
-function string(scan: Scan, name: boolean): boolean {
-  const { bytes } = scan
-  const length = bytes.length
-  let at = scan.at + 1
-  for (;;) {
-    while (at < length && PLAIN[bytes[at]!] === 1) at++
-    if (at >= length) return false
-    const byte = bytes[at]!
-    if (byte === QUOTE) break
-    if (byte >= 0x80) {
-      scan.ascii = false
-      if (name && byte >= 0xee) return false
-      at++
-    } else if (byte === BACKSLASH && !name && canonicalEscape(bytes, at)) {
-      at += bytes[at + 1] === 0x75 ? 6 : 2
-    } else {
-      return false
-    }
-  }
-  scan.at = at + 1
-  return true
 }
 
 // The escape at `at` is one JSON.stringify writes: \" \\ \b \f \n \r \t, or \u00xx in
@@ -171,19 +174,6 @@ function canonicalEscape(bytes: Uint8Array, at: number): boolean {
   }
 }
 
-function literal(scan: Scan, b1: number, b2: number, b3: number, b4: number): boolean {
-  const { bytes } = scan
-  const at = scan.at
-  if (bytes[at + 1] !== b1 || bytes[at + 2] !== b2 || bytes[at + 3] !== b3) return false
-  if (b4 === -1) {
-    scan.at = at + 4
-    return true
-  }
-  if (bytes[at + 4] !== b4) return false
-  scan.at = at + 5
-  return true
-}
-
 /**
  * A number as ECMAScript prints it (RFC 8785 §3.2.2.3). Fixed notation with at most 15
  * significant digits is checked by its digits: any decimal of 15 digits or fewer is the
@@ -191,20 +181,18 @@ function literal(scan: Scan, b1: number, b2: number, b3: number, b4: number): bo
  * redundant zero and lies where ECMAScript prints without an exponent (below 10^21,
  * from 10^-6). Anything else (an exponent, more digits) is printed and compared.
  */
-function number(scan: Scan): boolean {
-  const { bytes } = scan
-  const start = scan.at
+function number(bytes: Uint8Array, start: number): number {
   let at = start
   if (bytes[at] === MINUS) at++
   const integer = at
   if (bytes[at] === ZERO) at++
   else if (isDigit(bytes[at])) while (isDigit(bytes[at])) at++
-  else return false
+  else return NO
   const integerEnd = at
   let fractionEnd = at
   if (bytes[at] === DOT) {
     at++
-    if (!isDigit(bytes[at])) return false
+    if (!isDigit(bytes[at])) return NO
     while (isDigit(bytes[at])) at++
     fractionEnd = at
   }
@@ -212,15 +200,14 @@ function number(scan: Scan): boolean {
   if (exponent) {
     at++
     if (bytes[at] === 0x2b || bytes[at] === MINUS) at++
-    if (!isDigit(bytes[at])) return false
+    if (!isDigit(bytes[at])) return NO
     while (isDigit(bytes[at])) at++
   }
-  scan.at = at
   if (!exponent) {
     const fraction = fractionEnd > integerEnd
     // A redundant zero: a fraction ending in 0 (1.50, 0.0), or a zero with a sign (-0).
-    if (fraction && bytes[fractionEnd - 1] === ZERO) return false
-    if (!fraction && bytes[integer] === ZERO) return integer === start
+    if (fraction && bytes[fractionEnd - 1] === ZERO) return NO
+    if (!fraction && bytes[integer] === ZERO) return integer === start ? at : NO
     // The significant digits: from the first that is not 0 to the last that is not 0.
     let first = integer
     while (bytes[first] === ZERO || bytes[first] === DOT) first++
@@ -228,11 +215,11 @@ function number(scan: Scan): boolean {
     while (bytes[last] === ZERO) last--
     const digits = last - first + 1 - (first < integerEnd && last > integerEnd ? 1 : 0)
     const leadingZeros = bytes[integer] === ZERO ? first - integerEnd - 1 : 0
-    if (digits <= 15 && integerEnd - integer <= 21 && leadingZeros <= 5) return true
+    if (digits <= 15 && integerEnd - integer <= 21 && leadingZeros <= 5) return at
   }
   let text = ''
   for (let i = start; i < at; i++) text += String.fromCharCode(bytes[i]!)
-  return String(Number(text)) === text
+  return String(Number(text)) === text ? at : NO
 }
 
 function isDigit(byte: number | undefined): boolean {
