@@ -297,6 +297,24 @@ export const TARGETS: OptionTarget[] = [
     typos: [['header', 'headers'], ['retryAfterSecond', 'retryAfterSeconds']],
   },
 
+  // idem/webhooks: each verifier takes its secret(s) and, where the scheme has one, a tolerance
+  ...(
+    [
+      ['stripeSignature', 'whsec_c2VjcmV0LXNlY3JldC1zZWNyZXQ', true],
+      ['githubSignature', 'gh-secret', false],
+      ['standardWebhooksSignature', 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw', true],
+      ['shopifySignature', 'shop-secret', false],
+      ['slackSignature', 'slack-secret', true],
+    ] as const
+  ).map(([name, secret, tolerance]): OptionTarget => ({
+    entry: 'idem/webhooks', export: name, caller: name,
+    minimal: () => ({ secret }),
+    call: (f: Fn, o: Options) => f(o),
+    typos: tolerance
+      ? [['secrets', 'secret'], ['toleranceMS', 'toleranceMs']]
+      : [['Secret', 'secret'], ['secrte', 'secret']],
+  })),
+
   // idem/openapi: each takes the middleware's options (checked by idempotency(), above) and its own
   {
     entry: 'idem/openapi', export: 'idempotencyOpenApi', part: 'openApi', caller: 'idempotencyOpenApi',
