@@ -214,19 +214,23 @@ function number(bytes: Uint8Array, start: number): number {
  * start at `integer` (after any minus), the integer part ends at `integerEnd`.
  */
 function fixedIsCanonical(source: Uint8Array | string, start: number, integer: number, integerEnd: number, fractionEnd: number): boolean {
-  const at = typeof source === 'string' ? (i: number) => source.charCodeAt(i) : (i: number) => source[i]
   const fraction = fractionEnd > integerEnd
   // A redundant zero: a fraction ending in 0 (1.50, 0.0), or a zero with a sign (-0).
-  if (fraction && at(fractionEnd - 1) === ZERO) return false
-  if (!fraction && at(integer) === ZERO) return integer === start
+  if (fraction && codeAt(source, fractionEnd - 1) === ZERO) return false
+  if (!fraction && codeAt(source, integer) === ZERO) return integer === start
   // The significant digits: from the first that is not 0 to the last that is not 0.
   let first = integer
-  while (at(first) === ZERO || at(first) === DOT) first++
+  while (codeAt(source, first) === ZERO || codeAt(source, first) === DOT) first++
   let last = fractionEnd - 1
-  while (at(last) === ZERO) last--
+  while (codeAt(source, last) === ZERO) last--
   const digits = last - first + 1 - (first < integerEnd && last > integerEnd ? 1 : 0)
-  const leadingZeros = at(integer) === ZERO ? first - integerEnd - 1 : 0
+  const leadingZeros = codeAt(source, integer) === ZERO ? first - integerEnd - 1 : 0
   return digits <= 15 && integerEnd - integer <= 21 && leadingZeros <= 5
+}
+
+// A byte of `source`, or a UTF-16 unit of it as text.
+function codeAt(source: Uint8Array | string, i: number): number | undefined {
+  return typeof source === 'string' ? source.charCodeAt(i) : source[i]
 }
 
 function isDigit(byte: number | undefined): boolean {
@@ -242,7 +246,7 @@ function isDigit(byte: number | undefined): boolean {
  * than `MAX_DEPTH` (the long way refuses some of these, and its answer stays the answer).
  */
 export function canonicalJsonText(text: string): string | undefined {
-  const cursor: Cursor = { text, at: 0 }
+  const cursor: Cursor = { text, at: 0, value: '' }
   skipSpace(cursor)
   const canonical = readValue(cursor, 0)
   if (canonical === undefined) return undefined
@@ -254,6 +258,8 @@ interface Cursor {
   readonly text: string
   /** The next character to read. */
   at: number
+  /** The value of the string read last (its canonical text is what readString returns). */
+  value: string
 }
 
 function skipSpace(cursor: Cursor): void {
@@ -275,10 +281,8 @@ function readValue(cursor: Cursor, depth: number): string | undefined {
       return depth < MAX_DEPTH ? readObject(cursor, depth + 1) : undefined
     case OPEN_ARRAY:
       return depth < MAX_DEPTH ? readArray(cursor, depth + 1) : undefined
-    case QUOTE: {
-      const string = readString(cursor)
-      return string === undefined ? undefined : string.canonical
-    }
+    case QUOTE:
+      return readString(cursor)
     case 0x74: // t
       return readLiteral(cursor, 'true')
     case 0x66: // f
@@ -296,11 +300,6 @@ function readLiteral(cursor: Cursor, literal: string): string | undefined {
   return literal
 }
 
-interface Member {
-  readonly name: string
-  readonly text: string
-}
-
 function readObject(cursor: Cursor, depth: number): string | undefined {
   const { text } = cursor
   cursor.at++
@@ -309,36 +308,54 @@ function readObject(cursor: Cursor, depth: number): string | undefined {
     cursor.at++
     return '{}'
   }
-  const members: Member[] = []
+  // Each member's name, and its canonical text (name, colon, value), in the order read.
+  const names: string[] = []
+  const members: string[] = []
   let sorted = true
   for (;;) {
     if (text.charCodeAt(cursor.at) !== QUOTE) return undefined
     const name = readString(cursor)
     if (name === undefined) return undefined
+    const value = cursor.value
     skipSpace(cursor)
     if (text.charCodeAt(cursor.at) !== COLON) return undefined
     cursor.at++
     skipSpace(cursor)
-    const value = readValue(cursor, depth)
-    if (value === undefined) return undefined
-    const previous = members[members.length - 1]
-    if (previous !== undefined && !(previous.name < name.value)) sorted = false
-    members.push({ name: name.value, text: `${name.canonical}:${value}` })
+    const member = readValue(cursor, depth)
+    if (member === undefined) return undefined
+    if (names.length > 0 && !(names[names.length - 1]! < value)) sorted = false
+    names.push(value)
+    members.push(name + ':' + member)
     skipSpace(cursor)
     const next = text.charCodeAt(cursor.at++)
     if (next === CLOSE_OBJECT) break
     if (next !== COMMA) return undefined
     skipSpace(cursor)
   }
-  if (!sorted) {
-    // By UTF-16 units, as Array.prototype.sort compares strings; a repeated name (JSON.parse
-    // keeps the last) is left to the long way.
-    members.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))
-    for (let i = 1; i < members.length; i++) if (members[i - 1]!.name === members[i]!.name) return undefined
+  // By UTF-16 units, as Array.prototype.sort compares strings (an insertion sort: objects
+  // are small); a repeated name (JSON.parse keeps the last) is left to the long way.
+  if (!sorted && !sortMembers(names, members)) return undefined
+  let canonical = '{' + members[0]!
+  for (let i = 1; i < members.length; i++) canonical += ',' + members[i]!
+  return canonical + '}'
+}
+
+// Sorts the members by name, both lists alike; false when a name is there twice.
+function sortMembers(names: string[], members: string[]): boolean {
+  for (let i = 1; i < names.length; i++) {
+    const name = names[i]!
+    const member = members[i]!
+    let j = i - 1
+    while (j >= 0 && names[j]! > name) {
+      names[j + 1] = names[j]!
+      members[j + 1] = members[j]!
+      j--
+    }
+    if (j >= 0 && names[j] === name) return false
+    names[j + 1] = name
+    members[j + 1] = member
   }
-  let canonical = `{${members[0]!.text}`
-  for (let i = 1; i < members.length; i++) canonical += `,${members[i]!.text}`
-  return `${canonical}}`
+  return true
 }
 
 function readArray(cursor: Cursor, depth: number): string | undefined {
@@ -364,11 +381,11 @@ function readArray(cursor: Cursor, depth: number): string | undefined {
 }
 
 /**
- * A string's value and its canonical text. Without an escape, a control character or a
- * surrogate (the common case) both are slices of the text; otherwise JSON.parse reads it
- * and JSON.stringify writes it, as the long way does.
+ * A string's canonical text, its value left in `cursor.value`. Without an escape, a
+ * control character or a surrogate (the common case) both are slices of the text;
+ * otherwise JSON.parse reads it and JSON.stringify writes it, as the long way does.
  */
-function readString(cursor: Cursor): { value: string; canonical: string } | undefined {
+function readString(cursor: Cursor): string | undefined {
   const { text } = cursor
   const start = cursor.at
   let at = start + 1
@@ -376,26 +393,32 @@ function readString(cursor: Cursor): { value: string; canonical: string } | unde
   for (;;) {
     const code = text.charCodeAt(at)
     if (code === QUOTE) break
-    if (Number.isNaN(code)) return undefined
     if (code === BACKSLASH) {
       plain = false
       at += 2
-      continue
+    } else if (code >= 0x20 && (code < 0xd800 || code > 0xdfff)) {
+      at++
+    } else if (Number.isNaN(code)) {
+      return undefined
+    } else {
+      plain = false
+      at++
     }
-    if (code < 0x20 || (code >= 0xd800 && code <= 0xdfff)) plain = false
-    at++
   }
   cursor.at = at + 1
-  const quoted = text.slice(start, at + 1)
-  if (plain) return { value: quoted.slice(1, -1), canonical: quoted }
+  if (plain) {
+    cursor.value = text.slice(start + 1, at)
+    return text.slice(start, at + 1)
+  }
   let value: unknown
   try {
-    value = JSON.parse(quoted)
+    value = JSON.parse(text.slice(start, at + 1))
   } catch {
     return undefined
   }
   if (typeof value !== 'string' || !value.isWellFormed()) return undefined
-  return { value, canonical: JSON.stringify(value) }
+  cursor.value = value
+  return JSON.stringify(value)
 }
 
 // A number by the JSON grammar, written as ECMAScript prints it: as it is when it already
