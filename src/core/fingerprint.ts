@@ -1,7 +1,7 @@
 import { hash } from 'node:crypto'
 import { MIMEType } from 'node:util'
 import canonicalize from 'canonicalize'
-import { isCanonicalJson } from './canonical-json.js'
+import { canonicalJsonText, isCanonicalJson } from './canonical-json.js'
 import { assertKnownOptions, optionNames } from './validate.js'
 
 /** What a request's fingerprint is computed from. */
@@ -182,6 +182,11 @@ function normaliseBody({ body, contentType, fields }: FingerprintInput): Normali
   if (isForm) {
     const pairs = canonicalPairs(text, fields)
     return pairs === undefined ? ['bytes', body] : ['form', pairs]
+  }
+  if (fields === undefined) {
+    // Most other JSON only has whitespace to drop or members to sort: no value is built.
+    const canonical = canonicalJsonText(text)
+    if (canonical !== undefined) return ['json', canonical]
   }
   let parsed: unknown
   try {
