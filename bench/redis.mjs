@@ -5,6 +5,10 @@
 //   unprotected      the route alone
 //   two_round_trips  the route between two plain Redis commands (a read before, a write
 //                    after), without idem: the floor for any claim-then-complete design
+//   scripts_by_hand  the route between idem's own claim and complete scripts, called by
+//                    hand through ioredis: the protocol's floor (a lease, a fencing
+//                    token, the steps hash, the body's SHA-256 as the fingerprint), with
+//                    no engine and no middleware
 //   fresh            the route behind the Idempotency-Key middleware (idem/hono) on the
 //                    leased engine with the Redis store, a new key per request
 //   replay           retries of keys the fresh requests stored (the route does not run)
@@ -12,10 +16,12 @@
 // machine's CPU, not waiting, bounds throughput) and one that takes PROVIDER_MS (20 ms by
 // default; real payment APIs take 100 ms or more), where the round trips to Redis are
 // what a request waits for in addition. The providers run in a worker thread of the child.
-// Last, with no HTTP at all: Redis's own CPU per fresh key, the claim and completion
-// scripts against a plain HGET and SET.
+// Last, with no HTTP at all: the CPU per fresh key of the engine, the store and the
+// scripts by hand, by process (the bench's share is the client's), against a plain HGET
+// and SET.
 // Build first (`npm run build`): this runs over dist/.
 import { Redis } from 'ioredis'
+import { createHash } from 'node:crypto'
 import { existsSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'
 import { keyedVariants, measureVariants, serveParent, startServer } from './autocannon.mjs'
@@ -45,6 +51,7 @@ async function serve() {
   const { createLeasedIdem } = await import('../dist/index.js')
   const { redisStore } = await import('../dist/stores/redis/index.js')
   const { idempotency } = await import('../dist/http/hono.js')
+  const { SCRIPTS } = await import('../dist/stores/redis/scripts.js')
 
   const providers = await startProviders(Worker)
   // node:http with keep-alive: on this machine undici's fetch managed a tenth of its
@@ -65,6 +72,7 @@ async function serve() {
   const client = new Redis(REDIS_URL)
   const prefix = process.env.BENCH_PREFIX
   const idem = createLeasedIdem({ store: redisStore({ client, prefix }) })
+  defineByHand(client, SCRIPTS)
   let floorKeys = 0
 
   const app = new Hono()
@@ -83,6 +91,18 @@ async function serve() {
       const answer = await charge(c)
       await client.set(key, JSON.stringify(answer), 'PX', 60_000)
       return c.json(answer, 201)
+    })
+    app.post(`/${name}/scripts`, async (c) => {
+      const text = await c.req.text()
+      const fingerprint = createHash('sha256').update(text).digest('hex')
+      const keys = byHandKeys(prefix, 'bench', c.req.header('idempotency-key'))
+      const [state, token] = await client.idemByHandClaim(keys.claim, keys.steps, fingerprint, 5_000, 86_400_000, '0')
+      if (state !== 'acquired') return c.json({ state }, 409)
+      const order = JSON.parse(text)
+      const { id } = await post(providerUrl, JSON.stringify({ amount: order.amount }))
+      const body = JSON.stringify({ chargeId: id, amount: order.amount })
+      await client.idemByHandComplete(keys.claim, keys.steps, String(token), JSON.stringify({ status: 201, body }), 86_400_000)
+      return c.body(body, 201, { 'content-type': 'application/json' })
     })
     app.use(`/${name}/idem`, idempotency({ idem, scope: () => 'bench' }))
     app.post(`/${name}/idem`, route)
@@ -110,12 +130,14 @@ async function drive() {
     const headers = { 'content-type': 'application/json' }
     for (const provider of ['instant', 'slow']) {
       const keyed = keyedVariants(`/${provider}/idem`, headers, CONNECTIONS)
+      const byHand = keyedVariants(`/${provider}/scripts`, headers, CONNECTIONS)
       rates[provider] = await measureVariants({
         label: provider === 'slow' ? `${PROVIDER_MS}ms` : provider,
         url,
         variants: {
           unprotected: { path: `/${provider}/plain`, headers },
           two_round_trips: { path: `/${provider}/floor`, headers },
+          scripts_by_hand: byHand.fresh,
           fresh: keyed.fresh,
           replay: keyed.replay,
         },
@@ -136,6 +158,7 @@ async function drive() {
     await dropKeys(prefix)
   }
   const { instant, slow } = rates
+  // Information: the two round trips carry no lease, token or steps.
   ratio('redis.fresh_vs_two_round_trips', instant.fresh / instant.two_round_trips)
   // The ceiling of fresh_vs_unprotected for any claim-then-complete design: the two
   // round trips alone, with no idem logic.
@@ -145,6 +168,20 @@ async function drive() {
   // The issue's measures last.
   ratio('redis.fresh_vs_unprotected', instant.fresh / instant.unprotected)
   ratio('redis.replay_vs_unprotected', instant.replay / instant.unprotected)
+  // What idem adds to its own protocol: the engine and the middleware over the scripts by hand.
+  ratio('redis.fresh_vs_scripts_by_hand', instant.fresh / instant.scripts_by_hand)
+}
+
+/** idem's claim and complete scripts, as commands of their own on `client`, to call by hand. */
+function defineByHand(client, scripts) {
+  client.defineCommand('idemByHandClaim', { lua: scripts.idemLeaseClaimV1, numberOfKeys: 2 })
+  client.defineCommand('idemByHandComplete', { lua: scripts.idemLeaseCompleteV1, numberOfKeys: 2 })
+}
+
+/** The keys the store would use (see src/stores/redis/keys.ts), for keys that need no encoding. */
+function byHandKeys(prefix, scope, key) {
+  const tag = `${prefix}{${scope}:${key}}`
+  return { claim: `${tag}:claim`, steps: `${tag}:steps` }
 }
 
 /** The fake payment providers, in a worker thread so they do not share the app's event loop. */
@@ -182,23 +219,37 @@ async function startProviders(Worker) {
 }
 
 /**
- * What a fresh key costs the machine, by process, 16 at a time and no HTTP: the store's
- * claim and complete scripts against the floor's HGET and SET. Redis's share is what the
- * scripts' checks cost it by themselves, apart from the load of a server.
+ * What a fresh key costs the machine, by process, 16 at a time and no HTTP: the engine
+ * (`idem.run`, the fingerprint given), the store's claim and complete, the same scripts
+ * by hand, and a plain HGET and SET. The bench's share is the client's CPU; Redis's
+ * share is what the scripts' checks cost it by themselves, apart from the load of a
+ * server.
  */
 async function scriptCost(prefix) {
+  const { createLeasedIdem } = await import('../dist/index.js')
   const { redisStore } = await import('../dist/stores/redis/index.js')
+  const { SCRIPTS } = await import('../dist/stores/redis/scripts.js')
   const client = new Redis(REDIS_URL)
   const store = redisStore({ client, prefix })
-  const body = Buffer.from('{"chargeId":"ch_1","amount":1000}').toString('base64')
-  const outcome = JSON.stringify({ status: 201, headers: [['content-type', 'application/json']], bodyBase64: body })
+  const idem = createLeasedIdem({ store })
+  defineByHand(client, SCRIPTS)
+  const answer = { chargeId: 'ch_1', amount: 1000 }
+  const outcome = JSON.stringify({ status: 201, body: JSON.stringify(answer) })
   const fingerprint = 'f'.repeat(64)
   let keys = 0
   const variants = {
-    scripts: async () => {
-      const key = `scripts-${++keys}`
-      const claim = await store.claim('bench', key, fingerprint, 30_000, 86_400_000)
+    engine: async () => {
+      await idem.run({ scope: 'bench', key: `engine-${++keys}`, fingerprint }, async () => answer)
+    },
+    store: async () => {
+      const key = `store-${++keys}`
+      const claim = await store.claim('bench', key, fingerprint, 5_000, 86_400_000)
       await store.complete('bench', key, claim.token, outcome, 86_400_000)
+    },
+    scripts_by_hand: async () => {
+      const byHand = byHandKeys(prefix, 'bench', `hand-${++keys}`)
+      const [, token] = await client.idemByHandClaim(byHand.claim, byHand.steps, fingerprint, 5_000, 86_400_000, '0')
+      await client.idemByHandComplete(byHand.claim, byHand.steps, String(token), outcome, 86_400_000)
     },
     hget_set: async () => {
       const key = `${prefix}plain:${++keys}`
@@ -219,7 +270,7 @@ async function scriptCost(prefix) {
     for (const fresh of Object.values(variants)) await run(fresh, 2_000)
     const machine = cpuLedger({ [process.pid]: 'bench' })
     await interleaved(variants, 5, (fresh, name) => machine.record(name, () => run(fresh, 10_000)))
-    console.log("what the scripts cost by themselves (16 at a time, no HTTP; read Redis's share):")
+    console.log("what a fresh key costs without HTTP (16 at a time; the bench's share is the client's, Redis's the scripts'):")
     machine.print('fresh key')
   } finally {
     client.disconnect()

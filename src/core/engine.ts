@@ -287,31 +287,47 @@ export function replayedResult<T>(outcome: string): RunResult<T> {
 }
 
 /**
- * What `console.log` and `util.inspect` show of a lazily parsed result: its fields with
- * the value read, not `value: [Getter]`. On the prototype, so a spread copies the fields
- * alone (and JSON.stringify reads the getter already).
- */
-const PRINTS_ITS_VALUE = {
-  [Symbol.for('nodejs.util.inspect.custom')](this: object, _depth: number, options: object, inspect: (value: unknown, options: object) => string): string {
-    return inspect({ ...this }, options)
-  },
-}
-
-/**
  * A result whose value is the stored JSON text, parsed only when read: a front end that
  * answers with what the function returned (the HTTP middleware) never pays for parsing
  * back what it just serialised.
  */
 export function storedResult<T>(outcome: string, replayed: boolean): RunResult<T> {
-  let parsed: { value: T } | undefined
-  const result = {
-    __proto__: PRINTS_ITS_VALUE,
-    get value() {
-      parsed ??= { value: parseOutcome<T>(outcome) }
-      return parsed.value
+  return new StoredResult<T>(outcome, replayed)
+}
+
+class StoredResult<T> implements RunResult<T> {
+  // `value` is an own, enumerable accessor, so a spread or a deep equality sees the
+  // value; one shared descriptor keeps every result on one shape (an object literal
+  // with a getter cost a fresh call about 2 µs).
+  static readonly #value: PropertyDescriptor = {
+    get(this: StoredResult<unknown>) {
+      return this.#read()
     },
-    replayed,
-    stored: true,
+    enumerable: true,
+    configurable: true,
   }
-  return result
+
+  // Assigned in the constructor, in this order: the order a spread and JSON show them in.
+  declare readonly value: T
+  declare readonly replayed: boolean
+  declare readonly stored: true
+  readonly #outcome: string
+  #parsed: { value: T } | undefined
+
+  constructor(outcome: string, replayed: boolean) {
+    Object.defineProperty(this, 'value', StoredResult.#value)
+    this.replayed = replayed
+    this.stored = true
+    this.#outcome = outcome
+  }
+
+  #read(): T {
+    this.#parsed ??= { value: parseOutcome<T>(this.#outcome) }
+    return this.#parsed.value
+  }
+
+  /** What `console.log` and `util.inspect` show: the fields, with the value read, not `value: [Getter]`. */
+  [Symbol.for('nodejs.util.inspect.custom')](_depth: number, options: object, inspect: (value: unknown, options: object) => string): string {
+    return inspect({ value: this.value, replayed: this.replayed, stored: this.stored }, options)
+  }
 }

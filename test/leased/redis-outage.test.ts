@@ -33,6 +33,8 @@ describe('redis down: a closed port', () => {
   for (const [label, options] of [
     ['default client options (commands queue while it reconnects)', {}],
     ['enableOfflineQueue: false (commands fail at once)', { enableOfflineQueue: false }],
+    // The client's own timeout is shorter than the store's: the store keeps no clock of its own.
+    ['the client’s own commandTimeout', { commandTimeout: TIMEOUT_MS / 2 }],
   ] as const) {
     it(`fails with StoreUnavailableError within timeoutMs and never runs the function — ${label}`, async () => {
       // Nothing listens on port 1: every connection attempt is refused.

@@ -7,7 +7,7 @@ import { InvalidOptionError } from '../errors/invalid-option.js'
 import { LeaseLostError } from '../errors/lease-lost.js'
 import { OutcomeTooLargeError } from '../errors/outcome-too-large.js'
 import { OverranError } from '../errors/overran.js'
-import { DEFAULT_DEADLINE_MS, isThenable, withinDeadline } from '../deadline.js'
+import { DEFAULT_DEADLINE_MS, isThenable } from '../deadline.js'
 import { storeFailure } from './store-failure.js'
 import { Heartbeat } from './heartbeat.js'
 import { callReporter, resolveCall, type CallOptions } from '../call.js'
@@ -236,7 +236,7 @@ export function createLeasedIdem(options: LeasedIdemOptions): LeasedIdem {
   ): Promise<RunResult<T>> {
     const { scope, key, started } = call
     const { token } = claim
-    const heartbeat = new Heartbeat({ store: io, scope, key, token, leaseMs, heartbeatMs, claimedAt: call.claimedAt })
+    const heartbeat = new Heartbeat({ store: io, scope, key, token, leaseMs, heartbeatMs, claimedAt: call.claimedAt, deadlineMs: call.deadlineMs })
     const steps = createStepContext({ store: io, scope, key, token, steps: claim.steps, heartbeat })
 
     // A failed call gives its claim back only when a retry may safely start over.
@@ -282,7 +282,7 @@ export function createLeasedIdem(options: LeasedIdemOptions): LeasedIdem {
     let overran: OverranError | undefined
     try {
       const running = fn(steps.context)
-      returned = isThenable(running) ? await withinDeadline(running, call.deadlineMs, async () => (overran = await letGo())) : await running
+      returned = isThenable(running) ? await heartbeat.until(running, async () => (overran = await letGo())) : await running
       if (!isDiscarded(returned)) outcome = serializeOutcome(returned)
     } catch (error) {
       if (overran !== undefined && error === overran) fail(overran, 'overran', scope, started)

@@ -12,6 +12,8 @@ export interface HeldLease {
   heartbeatMs: number
   /** `performance.now()` when the claim was sent: the lease is known to last until this plus `leaseMs`. */
   claimedAt: number
+  /** How long the function may hold the key, from now (see `until`). */
+  deadlineMs: number
 }
 
 /**
@@ -35,12 +37,15 @@ export class Heartbeat {
   // is a measurable part of a fresh call's cost.
   #controller: AbortController | undefined
   #lost: LeaseLostError | OverranError | undefined
-  // One timer for both jobs: the next renewal, or the end of the confirmed lease if that
-  // comes first. Most calls end before the first beat, and then this is the only timer
-  // they ever made.
+  // One timer for all three jobs: the next renewal, the end of the confirmed lease or
+  // the call's deadline, whichever comes first. Most calls end before the first beat,
+  // and then this is the only timer they ever made.
   #timer: NodeJS.Timeout
   #nextBeat: number
   #confirmedUntil: number
+  #deadlineAt: number
+  // What `until` does at the deadline, while the function runs.
+  #onDeadline: (() => void) | undefined
   #renewing = false
   #fenced = false
   #stopped = false
@@ -48,7 +53,9 @@ export class Heartbeat {
   constructor(lease: HeldLease) {
     this.#lease = lease
     this.#confirmedUntil = lease.claimedAt + lease.leaseMs
-    this.#nextBeat = performance.now() + lease.heartbeatMs
+    const now = performance.now()
+    this.#nextBeat = now + lease.heartbeatMs
+    this.#deadlineAt = now + lease.deadlineMs
     this.#timer = this.#arm()
   }
 
@@ -112,6 +119,35 @@ export class Heartbeat {
     this.#lose(error)
   }
 
+  /**
+   * Waits for `work`, the function's promise, until the call's deadline (`deadlineMs`
+   * from when this heartbeat started), and settles as it does if it settles in time.
+   * At the deadline `expire` lets the lease go and returns the promise of the error the
+   * call fails with: this rejects with it, and ignores what `work` does afterwards. The
+   * heartbeat's own timer watches the deadline, so a call has one timer, not two.
+   */
+  until<T>(work: PromiseLike<T>, expire: () => Promise<Error>): Promise<T> {
+    return new Promise<T>((resolve, reject) => {
+      let expired = false
+      this.#onDeadline = () => {
+        expired = true
+        expire().then(reject, reject)
+      }
+      work.then(
+        (value) => {
+          if (expired) return
+          this.#onDeadline = undefined
+          resolve(value)
+        },
+        (error: unknown) => {
+          if (expired) return
+          this.#onDeadline = undefined
+          reject(error)
+        },
+      )
+    })
+  }
+
   /** Stops renewing; the lease then runs out unless the call completes or releases it. */
   stop(): void {
     this.#stopped = true
@@ -119,7 +155,7 @@ export class Heartbeat {
   }
 
   #arm(): NodeJS.Timeout {
-    const timer = setTimeout(() => this.#tick(), Math.max(0, Math.min(this.#nextBeat, this.#confirmedUntil) - performance.now()))
+    const timer = setTimeout(() => this.#tick(), Math.max(0, Math.min(this.#nextBeat, this.#confirmedUntil, this.#deadlineAt) - performance.now()))
     // Timers must not keep a process alive on their own; the running function does.
     timer.unref()
     return timer
@@ -128,6 +164,16 @@ export class Heartbeat {
   #tick(): void {
     if (this.#stopped) return
     const now = performance.now()
+    if (now >= this.#deadlineAt) {
+      const expire = this.#onDeadline
+      this.#onDeadline = undefined
+      // Nothing waits on a function that returned already: the engine stops the heartbeat next.
+      this.#deadlineAt = Infinity
+      if (expire !== undefined) {
+        expire()
+        return
+      }
+    }
     if (now >= this.#confirmedUntil) {
       this.#lose(this.#unconfirmed())
       return

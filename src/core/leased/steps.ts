@@ -74,15 +74,54 @@ export interface StepTracker {
   oversized(): OversizedSizes | undefined
 }
 
-/** The step context of one held lease. */
-export function createStepContext({ store, scope, key, token, steps, heartbeat }: StepContextInit): StepTracker {
-  // Copied only when there is something to copy: most calls resume nothing.
-  const saved = steps.size === 0 ? new Map<string, string>() : new Map(steps)
-  // Concurrent calls of one step share its single run.
-  const running = new Map<string, Promise<unknown>>()
-  let oversized: OversizedSizes | undefined
+/**
+ * The step context of one held lease. Most calls use no step: their context costs one
+ * object, and the maps of saved and running steps are made by the first step.
+ */
+export function createStepContext(init: StepContextInit): StepTracker {
+  return new LeaseSteps(init)
+}
 
-  async function runStep<T>(name: string, fn: (signal: AbortSignal) => T | Promise<T>): Promise<T> {
+class LeaseSteps implements StepTracker {
+  readonly context: StepContext
+  readonly #init: StepContextInit
+  // Saved by this call (resumed ones are in `init.steps`).
+  #saved: Map<string, string> | undefined
+  // Concurrent calls of one step share its single run.
+  #running: Map<string, Promise<unknown>> | undefined
+  #oversized: OversizedSizes | undefined
+
+  constructor(init: StepContextInit) {
+    this.#init = init
+    this.context = new LeaseContext(init, this)
+  }
+
+  savedCount(): number {
+    return this.#init.steps.size + (this.#saved?.size ?? 0)
+  }
+
+  oversized(): OversizedSizes | undefined {
+    return this.#oversized
+  }
+
+  async step<T>(name: string, fn: (signal: AbortSignal) => T | Promise<T>): Promise<T> {
+    assertStepName(name)
+    const text = this.#init.steps.get(name) ?? this.#saved?.get(name)
+    if (text !== undefined) return parseOutcome<T>(text)
+    const running = (this.#running ??= new Map())
+    const pending = running.get(name)
+    if (pending !== undefined) return (await pending) as T
+    const run = this.#run(name, fn)
+    running.set(name, run)
+    const forget = (): void => {
+      running.delete(name)
+    }
+    run.then(forget, forget)
+    return await run
+  }
+
+  async #run<T>(name: string, fn: (signal: AbortSignal) => T | Promise<T>): Promise<T> {
+    const { store, scope, key, token, heartbeat } = this.#init
     // A holder that may have been replaced must not start new effects.
     heartbeat.assertHeld()
     const value = await fn(heartbeat.signal)
@@ -90,7 +129,7 @@ export function createStepContext({ store, scope, key, token, steps, heartbeat }
     const outcomeBytes = bytesOver(text, store.maxOutcomeBytes)
     if (outcomeBytes !== undefined) {
       const sizes = { outcomeBytes, maxOutcomeBytes: store.maxOutcomeBytes }
-      oversized ??= sizes
+      this.#oversized ??= sizes
       throw new OutcomeTooLargeError(
         `The result of step ${JSON.stringify(name)} of key ${JSON.stringify(key)} is ${outcomeBytes} bytes, more than the ${store.name} store holds ` +
           `(${store.maxOutcomeBytes} bytes): the step ran but cannot be saved, so unless the call recovers, its key is recorded as completed without an outcome`,
@@ -108,33 +147,29 @@ export function createStepContext({ store, scope, key, token, steps, heartbeat }
     if (!stored) {
       throw heartbeat.fence(`Step ${JSON.stringify(name)} of key ${JSON.stringify(key)} was not saved: another call took the key over`)
     }
-    saved.set(name, text)
+    ;(this.#saved ??= new Map()).set(name, text)
     return parseOutcome<T>(text)
   }
+}
 
-  const context: StepContext = {
-    token,
-    get signal() {
-      return heartbeat.signal
-    },
-    derive(name) {
+/** What the function sees: `step` and `derive` stay bound, so they may be taken off the context. */
+class LeaseContext implements StepContext {
+  readonly token: number
+  readonly step: StepContext['step']
+  readonly derive: StepContext['derive']
+  readonly #heartbeat: Heartbeat
+
+  constructor({ scope, key, token, heartbeat }: StepContextInit, steps: LeaseSteps) {
+    this.token = token
+    this.#heartbeat = heartbeat
+    this.step = (name, fn) => steps.step(name, fn)
+    this.derive = (name) => {
       assertStepName(name)
       return deriveKey(scope, key, name)
-    },
-    async step<T>(name: string, fn: (signal: AbortSignal) => T | Promise<T>): Promise<T> {
-      assertStepName(name)
-      const text = saved.get(name)
-      if (text !== undefined) return parseOutcome<T>(text)
-      const pending = running.get(name)
-      if (pending !== undefined) return (await pending) as T
-      const run = runStep(name, fn)
-      running.set(name, run)
-      const forget = (): void => {
-        running.delete(name)
-      }
-      run.then(forget, forget)
-      return await run
-    },
+    }
   }
-  return { context, savedCount: () => saved.size, oversized: () => oversized }
+
+  get signal(): AbortSignal {
+    return this.#heartbeat.signal
+  }
 }

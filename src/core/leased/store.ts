@@ -117,3 +117,6 @@ export type LeaseClaim =
    * call's, so a different request is a mismatch even while the first still runs.
    */
   | { readonly state: 'running'; readonly fingerprint: string }
+
+/** The steps of a claim that resumes none: one map for every such claim, since nobody writes to it. */
+export const NO_STEPS: ReadonlyMap<string, string> = new Map()

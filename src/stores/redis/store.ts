@@ -2,10 +2,11 @@ import { InvalidOptionError } from '../../core/errors/invalid-option.js'
 import { StoreUnavailableError } from '../../core/errors/store-unavailable.js'
 import { assertDuration, assertKnownOptions, optionNames } from '../../core/validate.js'
 import type { KeyPeek, PeekResult } from '../../core/dual-read.js'
-import type { LeaseClaim, LeasedStore } from '../../core/leased/store.js'
+import { NO_STEPS, type LeaseClaim, type LeasedStore } from '../../core/leased/store.js'
 import type { WithInboxTable } from '../../ports/inbox-table.js'
 import { INBOX_SCRIPTS, type InboxScriptName } from './inbox-scripts.js'
 import { redisInboxTable, type RedisTx } from './inbox-table.js'
+import { CommandDeadlines } from './deadlines.js'
 import { redisKeys, type RedisKeys } from './keys.js'
 import { replicaWait, waitedScripts, type RedisWaitForReplicas } from './replicas.js'
 import { SCRIPTS, type ScriptName } from './scripts.js'
@@ -134,11 +135,17 @@ export function redisStore(options: RedisStoreOptions): RedisStore {
   // that its WAIT covers the record: a replay never serves what the primary alone holds.
   const confirmCompleted = wait === undefined ? '0' : '1'
 
+  // The client's own command timeout, when it is no longer than ours, already fails a
+  // command (queued while connecting included) in time: then the store keeps no clock.
+  const clientTimeoutMs = commandTimeoutOf(client)
+  const deadlines = clientTimeoutMs !== undefined && clientTimeoutMs <= timeoutMs ? undefined : new CommandDeadlines(timeoutMs)
+
   /**
    * Runs one script with a deadline (and, for the writes in WAITED, its WAIT). A reply
    * the caller will not act on is handed to `abandoned`: it came after the deadline (the
    * caller was told the store is unavailable, but the script ran), or too few replicas
-   * acknowledged it.
+   * acknowledged it. Under the client's own `commandTimeout` ioredis drops a late reply,
+   * and a claim that landed late is left to its lease.
    */
   function send<T>(
     operation: string,
@@ -149,53 +156,61 @@ export function redisStore(options: RedisStoreOptions): RedisStore {
     abandoned?: (value: T) => void,
   ): Promise<T> {
     return new Promise<T>((resolve, reject) => {
-      let settled = false
-      const timer = setTimeout(() => {
-        settled = true
-        reject(new StoreUnavailableError(`Redis did not answer ${operation} within ${timeoutMs} ms (timeoutMs)`))
-      }, timeoutMs)
-      const fail = (error: unknown): void => {
-        if (settled) return
-        settled = true
-        clearTimeout(timer)
-        reject(unavailable(error))
-      }
-      const answer = (raw: Reply, acks: number): void => {
-        let value: T
-        try {
-          value = decode(raw)
-        } catch (error) {
-          fail(error)
-          return
-        }
-        if (settled) {
-          abandoned?.(value)
-          return
-        }
-        if (acks < required) {
-          abandoned?.(value)
-          fail(
-            new StoreUnavailableError(
-              `Redis replicas did not acknowledge ${operation}: ${acks} of ${required} within ${waitMs} ms (waitForReplicas); a failover may lose it`,
-            ),
-          )
-          return
-        }
-        settled = true
-        clearTimeout(timer)
-        resolve(value)
-      }
-      try {
-        if (waited !== undefined && WAITED.has(script)) {
-          waited(script, Array.isArray(keys) ? keys : [keys.claim, keys.steps], args).then(([raw, acks]) => answer(raw, acks), fail)
-        } else {
-          const reply = Array.isArray(keys) ? commands[script](keys.length, ...keys, ...args) : commands[script](keys.claim, keys.steps, ...args)
-          reply.then((raw) => answer(raw, required), fail)
-        }
-      } catch (error) {
-        fail(error)
-      }
+      const deadline = deadlines?.watch(() => reject(new StoreUnavailableError(`Redis did not answer ${operation} within ${timeoutMs} ms (timeoutMs)`)))
+      // False once the deadline passed: the caller has been answered.
+      const inTime = (): boolean => deadlines === undefined || deadline === undefined || deadlines.settle(deadline)
+      dispatch(
+        script,
+        keys,
+        args,
+        (raw, acks) => {
+          // Late: the caller was told the store is unavailable, but the script ran.
+          const late = !inTime()
+          let value: T
+          try {
+            value = decode(raw)
+          } catch (error) {
+            if (!late) reject(unavailable(error))
+            return
+          }
+          if (late) {
+            abandoned?.(value)
+          } else if (acks < required) {
+            abandoned?.(value)
+            reject(
+              new StoreUnavailableError(
+                `Redis replicas did not acknowledge ${operation}: ${acks} of ${required} within ${waitMs} ms (waitForReplicas); a failover may lose it`,
+              ),
+            )
+          } else {
+            resolve(value)
+          }
+        },
+        (error) => {
+          if (inTime()) reject(unavailable(error))
+        },
+      )
     })
+  }
+
+  /** Sends one script (with its WAIT, for the writes in WAITED); its reply and acknowledgements go to `answer`, any failure to `fail`. */
+  function dispatch(
+    script: ScriptName | InboxScriptName,
+    keys: RedisKeys | string[],
+    args: Array<string | number>,
+    answer: (raw: Reply, acks: number) => void,
+    fail: (error: unknown) => void,
+  ): void {
+    try {
+      if (waited !== undefined && WAITED.has(script)) {
+        waited(script, Array.isArray(keys) ? keys : [keys.claim, keys.steps], args).then(([raw, acks]) => answer(raw, acks), fail)
+      } else {
+        const sent = Array.isArray(keys) ? commands[script](keys.length, ...keys, ...args) : commands[script](keys.claim, keys.steps, ...args)
+        sent.then((raw) => answer(raw, required), fail)
+      }
+    } catch (error) {
+      fail(error)
+    }
   }
 
   const keysOf = (scope: string, key: string): RedisKeys => redisKeys(prefix, scope, key)
@@ -237,6 +252,7 @@ function toClaim(reply: Reply): LeaseClaim {
   switch (state) {
     case 'acquired': {
       const [token, flat] = rest as [string, string[]]
+      if (flat.length === 0) return { state: 'acquired', token: Number(token), steps: NO_STEPS }
       const steps = new Map<string, string>()
       for (let i = 0; i < flat.length; i += 2) steps.set(flat[i]!, flat[i + 1]!)
       return { state: 'acquired', token: Number(token), steps }
@@ -257,6 +273,17 @@ function toPeek(reply: Reply): PeekResult {
   if (state === 'completed') return { state, record: { fingerprint: fingerprint!, outcome: outcome! } }
   if (state === 'held' || state === 'absent') return { state }
   throw new Error(`The peek script returned an unexpected reply: ${JSON.stringify(reply)}`)
+}
+
+/**
+ * A standalone ioredis client's own `commandTimeout`, if set. A Cluster's is not one:
+ * commands wait in the Cluster's own queue, without it, while it connects.
+ */
+function commandTimeoutOf(client: object): number | undefined {
+  if ('isCluster' in client && client.isCluster === true) return undefined
+  if (!('options' in client) || client.options === null || typeof client.options !== 'object') return undefined
+  const { options } = client
+  return 'commandTimeout' in options && typeof options.commandTimeout === 'number' ? options.commandTimeout : undefined
 }
 
 function toBoolean(reply: Reply): boolean {
