@@ -27,6 +27,8 @@ export interface HeldClient {
    * classify.
    */
   query(text: string, values?: unknown[]): Promise<PgQueryResult>
+  /** Runs `send` on the client, as `query` runs a text: refused once the connection is lost, and failing with `lost` when the loss interrupts it. */
+  through<T>(send: () => PromiseLike<T>): Promise<T>
   /**
    * Returns the client to the pool, or has the pool destroy it when the connection was
    * lost or `error` is given. Stops listening first: from here on the pool's own idle
@@ -78,6 +80,14 @@ export async function checkOut(pool: PgPool, schema: string): Promise<HeldClient
       if (lost !== undefined) throw lost
       try {
         return await (values === undefined ? client.query(text) : client.query(text, values))
+      } catch (error) {
+        throw lost ?? error
+      }
+    },
+    async through(send) {
+      if (lost !== undefined) throw lost
+      try {
+        return await send()
       } catch (error) {
         throw lost ?? error
       }

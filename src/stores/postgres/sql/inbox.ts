@@ -1,5 +1,5 @@
 import type { KeyTable } from './keys.js'
-import { prepared, quoteSchema, type Statement } from './statement.js'
+import { named, quoteSchema, type Statement } from './statement.js'
 
 // ---- idem_inbox (migration 5) and idem_inbox_attempts (migration 3) ----
 
@@ -43,10 +43,10 @@ export function inboxTable(schema: string): KeyTable {
     lookup,
     save,
     prepared: {
-      claim: prepared('inbox_claim', ['text', 'text', 'integer'], claim('', '', 0).text),
-      mark: prepared('inbox_mark', ['text', 'text', 'bigint'], mark('', '', '', 0).text),
-      lookup: prepared('inbox_lookup', ['text', 'text'], lookup('', '').text),
-      save: prepared('inbox_save', ['text', 'text', 'bigint'], save('', '', '', '', 0).text),
+      claim: named('inbox_claim', claim('', '', 0).text),
+      mark: named('inbox_mark', mark('', '', '', 0).text),
+      lookup: named('inbox_lookup', lookup('', '').text),
+      save: named('inbox_save', save('', '', '', '', 0).text),
     },
   }
 }
