@@ -27,6 +27,8 @@ export interface HeldClient {
    * classify.
    */
   query(text: string, values?: unknown[]): Promise<PgQueryResult>
+  /** Runs `send` on the client, as `query` runs a text: refused once the connection is lost, and failing with `lost` when the loss interrupts it. */
+  through<T>(send: () => PromiseLike<T>): Promise<T>
   /**
    * Returns the client to the pool, or has the pool destroy it when the connection was
    * lost or `error` is given. Stops listening first: from here on the pool's own idle
@@ -91,6 +93,16 @@ class Held implements HeldClient {
     if (this.#lost !== undefined) throw this.#lost
     try {
       return await (values === undefined ? this.client.query(text) : this.client.query(text, values))
+    } catch (error) {
+      throw this.#lost ?? error
+    }
+  }
+
+
+  async through<T>(send: () => Promise<T>): Promise<T> {
+    if (this.#lost !== undefined) throw this.#lost
+    try {
+      return await send()
     } catch (error) {
       throw this.#lost ?? error
     }

@@ -6,7 +6,7 @@ import type { Settings } from './key-sessions.js'
 import { queryOnPool } from './pool-query.js'
 import * as sql from './sql/index.js'
 import type { PgClient, PgPoolClient } from './types.js'
-import { inlined, wireFor, type Wire } from './wire.js'
+import { wireFor, type Wire } from './wire.js'
 
 /**
  * The inbox's table on Postgres: one narrow `idem_inbox` row per processed message
@@ -22,7 +22,7 @@ export function postgresInboxTable(settings: Settings): InboxTable<PgClient> {
   const context: Context = {
     schema,
     statements,
-    wire: wireFor(preparedStatements, [statements.mark, statements.claim, statements.save]),
+    wire: wireFor(preparedStatements),
     begin: sql.begin(isolation),
     // A stricter level keeps the usual claim, which handles its stale snapshots.
     marks: isolation === 'read committed',
@@ -33,24 +33,21 @@ export function postgresInboxTable(settings: Settings): InboxTable<PgClient> {
       const client = await checkOut(pool, schema)
       let state: string | undefined
       let marked = false
-      let prepared: boolean
       try {
         if (context.marks) {
-          const first = await context.wire.send(client, context.begin, statements.mark, { text: statements.mark.text, values: [consumer, key, retentionMs] })
-          prepared = first.prepared
-          if (first.result.rowCount === 1) marked = true
+          const [, mark] = await context.wire.send(client, [{ statement: context.begin }, { statement: statements.mark, values: [consumer, key, retentionMs] }], 'opens')
+          if (mark!.rowCount === 1) marked = true
           // A recorded id, or another delivery holding it: claimed the usual way, in the same transaction.
-          else state = stateOf(await client.query(inlined(client, { text: statements.claim.text, values: [consumer, key, waitMs] })))
+          else state = stateOf((await context.wire.send(client, [{ statement: statements.claim, values: [consumer, key, waitMs] }], 'inside'))[0]!)
         } else {
-          const first = await context.wire.send(client, context.begin, statements.claim, { text: statements.claim.text, values: [consumer, key, waitMs] })
-          prepared = first.prepared
-          state = stateOf(first.result)
+          const [, claim] = await context.wire.send(client, [{ statement: context.begin }, { statement: statements.claim, values: [consumer, key, waitMs] }], 'opens')
+          state = stateOf(claim!)
         }
       } catch (error) {
         await endClient(client, error)
         throw classifyPgError(error, schema)
       }
-      if (marked || state === 'new') return new ClaimedSession(context, client, consumer, key, retentionMs, marked, prepared)
+      if (marked || state === 'new') return new ClaimedSession(context, client, consumer, key, retentionMs, marked)
       // Nothing was written: ending it need not delay the answer (it never rejects).
       void endClient(client)
       return settledInboxSession(state === 'found' ? 'processed' : state === 'locked' ? 'in-flight' : 'stale', client.client)
@@ -69,7 +66,7 @@ interface Context {
   readonly statements: sql.InboxStatements
   readonly wire: Wire
   /** BEGIN at the store's isolation level. */
-  readonly begin: string
+  readonly begin: sql.NamedStatement
   /** Whether a claim writes its row at once (`mark`). */
   readonly marks: boolean
 }
@@ -88,8 +85,6 @@ class ClaimedSession implements InboxSession<PgPoolClient> {
     readonly retentionMs: number,
     /** The claim wrote the id's row already: the commit is a bare COMMIT. */
     readonly marked: boolean,
-    /** The claim ran prepared, so the connection has the table's statements. */
-    readonly prepared: boolean,
   ) {
     this.tx = client.client
   }
@@ -109,7 +104,8 @@ class ClaimedSession implements InboxSession<PgPoolClient> {
     this.#ended = true
     const { client } = this
     try {
-      await client.query(this.marked ? 'COMMIT' : `${this.#save()}; COMMIT`)
+      const { context } = this
+      await context.wire.send(client, this.marked ? COMMIT_ONLY : [{ statement: context.statements.save, values: [this.consumer, this.key, this.retentionMs] }, COMMIT], 'inside')
     } catch (error) {
       await endClient(client, error)
       throw classifyPgError(error, this.context.schema)
@@ -134,13 +130,6 @@ class ClaimedSession implements InboxSession<PgPoolClient> {
     return this.client.lost
   }
 
-  /** The id's row, for a claim that did not write it: prepared when the claim ran prepared (they were prepared together, and a transaction stays on its server connection). */
-  #save(): string {
-    const { save } = this.context.statements
-    const values = [this.consumer, this.key, this.retentionMs]
-    return inlined(this.client, this.prepared ? sql.execute(save, values) : { text: save.text, values })
-  }
-
   async #run(text: string, values: unknown[]) {
     try {
       return await this.tx.query(text, values)
@@ -149,6 +138,9 @@ class ClaimedSession implements InboxSession<PgPoolClient> {
     }
   }
 }
+
+const COMMIT = { statement: sql.COMMIT }
+const COMMIT_ONLY = [COMMIT]
 
 /** The state `idem_inbox_claim` returned. */
 function stateOf(result: { rows: unknown[] }): string {

@@ -6,7 +6,7 @@ import { checkOut, type HeldClient } from './held-client.js'
 import { RecentKeys } from './recent-keys.js'
 import * as sql from './sql/index.js'
 import type { PgClient, PgPool, PgPoolClient } from './types.js'
-import { inlined, wireFor } from './wire.js'
+import { wireFor } from './wire.js'
 
 /** What the sessions are opened with: the store's options. */
 export interface Settings {
@@ -34,11 +34,10 @@ export interface KeySessions {
  * `KeyStore` of `idem_keys`, and the inbox's claims on `idem_inbox`.
  */
 export function keySessions({ pool, schema, isolation, preparedStatements }: Settings, table: sql.KeyTable): KeySessions {
-  const beginText = sql.begin(isolation)
+  const opening = sql.begin(isolation)
   const fail = (error: unknown): unknown => classifyPgError(error, schema)
   const { claim: claimStatement, save: saveStatement, mark: markStatement, lookup: lookupStatement } = table.prepared
-  const wire = wireFor(preparedStatements, [claimStatement, saveStatement, markStatement, lookupStatement])
-  const sendWith = wire.send
+  const { send } = wireFor(preparedStatements)
   const recorded = new RecentKeys(RECENT_KEYS)
 
   async function begin({ scope, key, waitMs, tx, record }: SessionRequest): Promise<Session<PgClient>> {
@@ -63,8 +62,8 @@ export function keySessions({ pool, schema, isolation, preparedStatements }: Set
       // A call that stores no outcome writes its record with the claim (READ COMMITTED
       // only: the stricter levels keep the usual path, which handles their stale snapshots).
       if (record !== undefined && isolation === 'read committed') return await markedSession(client, scope, key, waitMs, record, known)
-      const first = await sendWith(client, beginText, claimStatement, table.claim(scope, key, waitMs))
-      return ownedSession(client, toClaim(first.result, known), scope, key, first.prepared)
+      const [, claimed] = await send(client, [{ statement: opening }, { statement: claimStatement, values: table.claim(scope, key, waitMs).values }], 'opens')
+      return ownedSession(client, toClaim(claimed!, known), scope, key)
     } catch (error) {
       await endClient(client, 'ROLLBACK', error)
       throw fail(error)
@@ -85,20 +84,20 @@ export function keySessions({ pool, schema, isolation, preparedStatements }: Set
     record: NonNullable<SessionRequest['record']>,
     known: KeyRecord | undefined,
   ): Promise<Session<PgClient>> {
-    const first = await sendWith(client, beginText, markStatement, table.mark(scope, key, record.fingerprint, record.ttlMs))
-    if (first.result.rowCount === 1) return ownedSession(client, { state: 'new' }, scope, key, first.prepared, true)
-    const claim = toClaim(await client.query(inlined(client, table.claim(scope, key, waitMs))), known)
-    return ownedSession(client, claim, scope, key, first.prepared)
+    const [, marked] = await send(client, [{ statement: opening }, { statement: markStatement, values: table.mark(scope, key, record.fingerprint, record.ttlMs).values }], 'opens')
+    if (marked!.rowCount === 1) return ownedSession(client, { state: 'new' }, scope, key, true)
+    const [claimed] = await send(client, [{ statement: claimStatement, values: table.claim(scope, key, waitMs).values }], 'inside')
+    return ownedSession(client, toClaim(claimed!, known), scope, key)
   }
 
   /** The key's live record, read on its own (no transaction, no lock), if there is one. */
   async function lookup(client: HeldClient, scope: string, key: string, known: KeyRecord | undefined): Promise<KeyRecord | undefined> {
-    const { result } = await sendWith(client, '', lookupStatement, table.lookup(scope, key))
-    const row = result.rows[0] as KeyRecord | undefined
+    const [result] = await send(client, [{ statement: lookupStatement, values: table.lookup(scope, key).values }], 'outside')
+    const row = result!.rows[0] as KeyRecord | undefined
     return row === undefined ? undefined : (known ?? row)
   }
 
-  function ownedSession(client: HeldClient, claim: Claim, scope: string, key: string, prepared: boolean, marked = false): Session<PgClient> {
+  function ownedSession(client: HeldClient, claim: Claim, scope: string, key: string, marked = false): Session<PgClient> {
     let ended = false
     return {
       tx: client.client,
@@ -109,7 +108,7 @@ export function keySessions({ pool, schema, isolation, preparedStatements }: Set
         ended = true
         try {
           // A marked claim wrote the record already.
-          await client.query(marked ? 'COMMIT' : `${inlined(client, saveFor(scope, key, record, prepared))}; COMMIT`)
+          await send(client, marked ? [{ statement: sql.COMMIT }] : [{ statement: saveStatement, values: save(scope, key, record).values }, { statement: sql.COMMIT }], 'inside')
         } catch (error) {
           await endClient(client, 'ROLLBACK', error)
           throw fail(error)
@@ -177,16 +176,6 @@ export function keySessions({ pool, schema, isolation, preparedStatements }: Set
 
   function save(scope: string, key: string, record: NewRecord): sql.Statement {
     return table.save(scope, key, record.fingerprint, record.outcome, record.ttlMs)
-  }
-
-  /**
-   * The record's INSERT for a transaction the store opened: prepared only when the
-   * transaction's claim ran prepared (both were prepared together, and a transaction
-   * stays on its server connection).
-   */
-  function saveFor(scope: string, key: string, record: NewRecord, prepared: boolean): sql.Statement {
-    const plain = save(scope, key, record)
-    return prepared ? sql.execute(saveStatement, plain.values) : plain
   }
 
   return { begin }

@@ -17,7 +17,7 @@ export function postgresPeek(pool: PgPool, schema: string, table: sql.KeyTable):
     let failure: unknown
     try {
       const results = (await client.query(
-        `BEGIN; ${inlined(client, table.tryLock(scope, key))}; ${inlined(client, table.lookup(scope, key))}; COMMIT`,
+        `BEGIN; ${inlined(table.tryLock(scope, key))}; ${inlined(table.lookup(scope, key))}; COMMIT`,
       )) as unknown as PgQueryResult[]
       const free = (results[1]!.rows[0] as { free: boolean }).free
       const record = results[2]!.rows[0] as KeyRecord | undefined

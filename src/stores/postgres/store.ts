@@ -34,8 +34,9 @@ export interface PostgresStoreOptions {
    */
   isolation?: sql.Isolation
   /**
-   * Prepare the claim and the record's INSERT once per connection (SQL `PREPARE`, then
-   * `EXECUTE`), so Postgres does not parse and plan them on every call. Turn it off
+   * Prepare the claim and the record's INSERT once per connection (the extended
+   * protocol's Parse, under a name), then only bind them, so Postgres does not parse and
+   * plan them on every call. Turn it off
    * behind a pooler that moves sessions between server connections (PgBouncer
    * `pool_mode=transaction`): calls stay correct there, but each one that lands on a
    * connection without the statements pays an extra round trip. @default true

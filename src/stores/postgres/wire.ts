@@ -3,105 +3,233 @@ import * as sql from './sql/index.js'
 import type { PgPoolClient, PgQueryResult } from './types.js'
 
 /**
- * How the transactional stores talk to Postgres: several statements per round trip in
- * the simple protocol (BEGIN with the claim, the record with COMMIT), each of the
- * store's own statements prepared once per connection and then run with `EXECUTE`, and
- * a fallback to plain statements whenever a connection turns out not to have them.
+ * How the transactional stores talk to Postgres on a connection of their own: several
+ * statements in one write and one round trip, over the extended protocol (Parse, Bind,
+ * Describe, Execute per statement, one Sync), each statement prepared once per
+ * connection under its name and then only bound to its values. Values travel as
+ * parameters, never inlined into the text, so a 1 MiB outcome costs what its bytes cost.
+ * A client that is not node-postgres' own (nothing to write the messages with) gets the
+ * same statements in one simple-protocol text instead, values inlined.
  */
 export interface Wire {
   /**
-   * One of the store's statements, after `opening` (BEGIN, or nothing) in the same round
-   * trip: `EXECUTE` of its prepared form with the plain statement's values (statements
-   * this connection lacks are prepared in the same round trip), or the plain statement
-   * itself when prepared statements are off or the connection lost them.
-   * @returns the statement's result, and whether the connection has the statements now
+   * Sends `steps` in one round trip and resolves to one result per step. A step whose
+   * prepared statement the connection turns out not to have (a pooler that moved the
+   * session, `DISCARD ALL`) fails the round trip; unless it ran `inside` a transaction
+   * (which that failure aborted), it is sent again, preparing everything afresh, after
+   * rolling back the transaction the steps `open`.
    */
-  send(client: HeldClient, opening: string, statement: sql.PreparedStatement, plain: sql.Statement): Promise<{ result: PgQueryResult; prepared: boolean }>
+  send(client: HeldClient, steps: readonly Step[], where: 'opens' | 'outside' | 'inside'): Promise<PgQueryResult[]>
 }
 
-/** The wire for one store's statements (`ours`), prepared or not. */
-export function wireFor(preparedStatements: boolean, ours: readonly sql.PreparedStatement[]): Wire {
-  return { send }
+/** One statement of a round trip and its values. */
+export interface Step {
+  readonly statement: sql.NamedStatement
+  readonly values?: readonly unknown[]
+}
 
-  async function send(
-    client: HeldClient,
-    opening: string,
-    statement: sql.PreparedStatement,
-    plain: sql.Statement,
-  ): Promise<{ result: PgQueryResult; prepared: boolean }> {
-    const open = opening === '' ? '' : `${opening}; `
-    if (!preparedStatements) return { result: lastResult(await client.query(`${open}${inlined(client, plain)}`)), prepared: false }
-    const ready = connections.get(client.client)
-    const missing = ours.every((s) => ready.has(s.name)) ? '' : ours.filter((s) => !ready.has(s.name)).map((s) => `${s.prepare}; `).join('')
-    try {
-      const result = lastResult(await client.query(`${open}${missing}${inlined(client, sql.execute(statement, plain.values))}`))
-      if (missing !== '') for (const s of ours) ready.add(s.name)
-      return { result, prepared: true }
-    } catch (error) {
-      if (!isPreparedMismatch(error)) throw error
-      // The connection's statements are not what this store recorded (a pooler moved the
-      // session, DISCARD ALL, another copy of idem on the pool): read what it has, and
-      // run this call with plain statements. Only an explicit BEGIN leaves a failed
-      // transaction to roll back.
-      const names = inlined(client, sql.preparedNames(ours.map((s) => s.name)))
-      const results = (await client.query(`${open === '' ? '' : 'ROLLBACK; '}${open}${inlined(client, plain)}; ${names}`)) as unknown as PgQueryResult[]
-      const present = (results[results.length - 1]!.rows as { name: string }[]).map((row) => row.name)
-      connections.reset(client.client, ours, present)
-      return { result: results[results.length - 2]!, prepared: false }
-    }
+/** The wire of the stores' statements; with `preparedStatements` off, each is parsed anew on every call. */
+export function wireFor(preparedStatements: boolean): Wire {
+  return {
+    async send(client, steps, where) {
+      const pg = client.client
+      if (!pipelines(pg)) return simple(client, steps)
+      const first = new Pipeline(steps, preparedStatements)
+      try {
+        return await client.through(() => pg.query(first))
+      } catch (error) {
+        if (!preparedStatements || where === 'inside' || !isMissingStatement(error) || client.lost !== undefined) throw error
+        // The connection lost what was prepared on it: forget it, and prepare again.
+        first.forget()
+        if (where === 'opens') await client.query('ROLLBACK')
+        const again = new Pipeline(steps, preparedStatements)
+        return await client.through(() => pg.query(again))
+      }
+    },
   }
 }
 
-/** A statement with its values inlined as the client escapes them, for the simple protocol (which carries several statements in one round trip). */
-export function inlined(client: HeldClient, statement: sql.Statement): string {
-  return sql.inline(statement, (v) => client.client.escapeLiteral(v))
+/** The steps as one simple-protocol text, values inlined: for a client without node-postgres' connection. */
+async function simple(client: HeldClient, steps: readonly Step[]): Promise<PgQueryResult[]> {
+  const text = steps.map(({ statement, values }) => (values === undefined ? statement.text : inlined({ text: statement.text, values: [...values] }))).join('; ')
+  const results: unknown = await client.query(text)
+  return Array.isArray(results) ? results : [results as PgQueryResult]
 }
 
-/** The result of the last statement of a text (pg gives an array only for several statements). */
-export function lastResult(results: unknown): PgQueryResult {
-  if (!Array.isArray(results)) return results as PgQueryResult
-  return results[results.length - 1] as PgQueryResult
+/** A statement with its values inlined as literals, for the simple protocol (which carries several statements in one round trip). */
+export function inlined(statement: sql.Statement): string {
+  return sql.inline(statement, sql.quoteLiteral)
 }
 
-// A prepared statement that is missing (26000) or already there (42P05).
-function isPreparedMismatch(error: unknown): boolean {
-  const code = (error as { code?: unknown } | null)?.code
-  return code === '26000' || code === '42P05'
+// The statement a Bind named is missing (26000).
+function isMissingStatement(error: unknown): boolean {
+  return error !== null && typeof error === 'object' && 'code' in error && error.code === '26000'
 }
 
 /**
- * Which of the store's statements each server connection has prepared. A connection is
- * known by its backend process id (stable through wrappers around the client), else by
- * the client object. Being wrong costs one round trip (see `begin`), so the record is
- * simply dropped when it grows past any plausible pool.
+ * The part of node-postgres' connection a pipeline writes with (`client.connection`), as
+ * pg-cursor and pg-query-stream use it: the extended protocol's messages, the socket
+ * to cork them into one write, and the names of the statements prepared on it.
  */
-class PreparedOn {
-  readonly #names = new Map<unknown, Set<string>>()
-  get(client: PgPoolClient): Set<string> {
-    const id = connectionId(client)
-    let names = this.#names.get(id)
-    if (names === undefined) {
-      if (this.#names.size >= 10_000) this.#names.clear()
-      this.#names.set(id, (names = new Set()))
-    }
-    return names
-  }
-  /**
-   * Corrects what is known of `checked` (one store's statements) to `present`, leaving
-   * other stores' statements on the connection as they were: dropping them too would
-   * have two stores on one pool correct each other on every call.
-   */
-  reset(client: PgPoolClient, checked: readonly sql.PreparedStatement[], present: readonly string[]): void {
-    const names = this.get(client)
-    for (const statement of checked) names.delete(statement.name)
-    for (const name of present) names.add(name)
-  }
+interface PgConnection {
+  parse(message: { name: string; text: string; types: never[] }): void
+  bind(message: { statement: string; values: readonly unknown[]; valueMapper: (value: unknown) => string | null }): void
+  describe(message: { type: 'P'; name: string }): void
+  execute(message: { portal: string; rows: number }): void
+  close(message: { type: 'S'; name: string }): void
+  sync(): void
+  readonly stream: { cork(): void; uncork(): void }
+  /** node-postgres' own record of the statements prepared on the connection, by name. */
+  readonly parsedStatements: Record<string, string>
 }
 
-// Shared by every store in the process: stores on one pool and schema prepare the same names.
-const connections = new PreparedOn()
+/** A node-postgres client: it runs a submittable (`query(pipeline)`) on its connection. */
+interface PipeliningClient {
+  readonly connection: PgConnection
+  query(pipeline: Pipeline): Pipeline
+}
 
-function connectionId(client: PgPoolClient): unknown {
-  const pid = (client as { processID?: unknown }).processID
-  return typeof pid === 'number' ? pid : client
+function pipelines(client: PgPoolClient): client is PgPoolClient & PipeliningClient {
+  if (!('connection' in client)) return false
+  const { connection } = client
+  return connection !== null && typeof connection === 'object' && 'bind' in connection && typeof connection.bind === 'function' && 'parsedStatements' in connection
+}
+
+/** A field of a RowDescription, as node-postgres' parser gives it. */
+interface Field {
+  name: string
+  dataTypeID: number
+}
+
+const BOOL = 16
+const INT2 = 21
+const INT4 = 23
+
+/**
+ * The round trip itself: a node-postgres "submittable" (the client hands it the
+ * connection when the connection is free, and the backend's messages after that) that
+ * is also the promise of its results. Rows come back as text and are read for the
+ * types idem's statements return: text, booleans and small integers.
+ */
+export class Pipeline implements PromiseLike<PgQueryResult[]> {
+  #connection: PgConnection | undefined
+  /** What the round trip sends, in order. */
+  readonly steps: readonly Step[]
+  readonly #prepared: boolean
+  readonly #results: PgQueryResult[] = []
+  #fields: Field[] = []
+  #rows: Record<string, unknown>[] = []
+  #parsing: string[] = []
+  readonly #promise: Promise<PgQueryResult[]>
+  #resolve!: (results: PgQueryResult[]) => void
+  #reject!: (error: unknown) => void
+
+  constructor(steps: readonly Step[], prepared: boolean) {
+    this.steps = steps
+    this.#prepared = prepared
+    this.#promise = new Promise<PgQueryResult[]>((resolve, reject) => {
+      this.#resolve = resolve
+      this.#reject = reject
+    })
+  }
+
+  then<A = PgQueryResult[], B = never>(
+    onFulfilled?: ((results: PgQueryResult[]) => A | PromiseLike<A>) | null,
+    onRejected?: ((reason: unknown) => B | PromiseLike<B>) | null,
+  ): Promise<A | B> {
+    return this.#promise.then(onFulfilled, onRejected)
+  }
+
+  /** Called by the client when the connection is free: writes every message at once. */
+  submit(connection: PgConnection): null {
+    this.#connection = connection
+    const parsed = connection.parsedStatements
+    connection.stream.cork()
+    try {
+      for (const { statement, values = NO_VALUES } of this.steps) {
+        const name = this.#prepared ? statement.name : ''
+        if (name === '' || parsed[name] !== statement.text) {
+          // Closing a statement the connection lacks is no error: this makes the Parse
+          // right whatever the connection had under the name.
+          if (name !== '') connection.close({ type: 'S', name })
+          connection.parse({ name, text: statement.text, types: [] })
+          if (name !== '') {
+            parsed[name] = statement.text
+            this.#parsing.push(name)
+          }
+        }
+        connection.bind({ statement: name, values, valueMapper: toParameter })
+        connection.describe({ type: 'P', name: '' })
+        connection.execute({ portal: '', rows: 0 })
+      }
+      connection.sync()
+    } finally {
+      connection.stream.uncork()
+    }
+    return null
+  }
+
+  handleRowDescription(message: { fields: Field[] }): void {
+    this.#fields = message.fields
+  }
+
+  handleDataRow(message: { fields: Array<string | null> }): void {
+    const row: Record<string, unknown> = {}
+    const fields = this.#fields
+    for (let i = 0; i < fields.length; i++) {
+      const text = message.fields[i] ?? null
+      const { name, dataTypeID } = fields[i]!
+      row[name] = text === null ? null : dataTypeID === BOOL ? text === 't' : dataTypeID === INT4 || dataTypeID === INT2 ? Number(text) : text
+    }
+    this.#rows.push(row)
+  }
+
+  handleCommandComplete(message: { text: string }): void {
+    const { text } = message
+    const space = text.lastIndexOf(' ')
+    const count = space === -1 ? Number.NaN : Number(text.slice(space + 1))
+    this.#results.push({ command: space === -1 ? text : text.slice(0, text.indexOf(' ')), rowCount: Number.isNaN(count) ? null : count, rows: this.#rows })
+    this.#fields = []
+    this.#rows = []
+  }
+
+  handleEmptyQuery(): void {
+    this.#results.push({ command: '', rowCount: null, rows: [] })
+  }
+
+  handlePortalSuspended(): void {
+    this.handleError(new Error('idem: a statement of a round trip returned its rows in parts'))
+  }
+
+  handleError(error: unknown): void {
+    // What this round trip prepared may not have been: it is prepared again next time.
+    const parsed = this.#connection?.parsedStatements
+    if (parsed !== undefined) for (const name of this.#parsing) delete parsed[name]
+    this.#reject(error)
+  }
+
+  /**
+   * Forgets that the connection has any of idem's statements (named `idem_…`, see
+   * `sql.named`): whatever dropped one dropped the others too, and the next round trip
+   * that uses one prepares it again.
+   */
+  forget(): void {
+    const parsed = this.#connection?.parsedStatements
+    if (parsed !== undefined) for (const name of Object.keys(parsed)) if (name.startsWith('idem_')) delete parsed[name]
+  }
+
+  handleReadyForQuery(): void {
+    this.#resolve(this.#results)
+  }
+
+  handleCopyInResponse(): void {}
+
+  handleCopyData(): void {}
+}
+
+const NO_VALUES: readonly unknown[] = []
+
+// Values go as text: idem's statements take text, integers and bigints.
+function toParameter(value: unknown): string | null {
+  return value === null || value === undefined ? null : typeof value === 'string' ? value : String(value)
 }

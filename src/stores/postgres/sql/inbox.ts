@@ -1,4 +1,4 @@
-import { prepared, quoteSchema, type PreparedStatement } from './statement.js'
+import { named, quoteSchema, type NamedStatement } from './statement.js'
 
 // ---- idem_inbox (migration 5) and idem_inbox_attempts (migration 3) ----
 
@@ -10,7 +10,7 @@ import { prepared, quoteSchema, type PreparedStatement } from './statement.js'
  * duplicate delivery waits for the one in flight at most `waitMs`. The fingerprint and
  * outcome of a call are not kept: any redelivery of an id is the same message.
  *
- * Each statement is a text with `$n` placeholders, prepared under a name derived from it.
+ * The three a message runs are prepared once per connection under their names (`named`).
  */
 export interface InboxStatements {
   /**
@@ -18,11 +18,11 @@ export interface InboxStatements {
    * the id's advisory lock, taken without waiting; no row when the id is recorded or
    * another transaction holds it (READ COMMITTED only: it cannot see a stale snapshot).
    */
-  readonly mark: PreparedStatement & { readonly text: string }
+  readonly mark: NamedStatement
   /** `(consumer, key, waitMs)` → `state`: `idem_inbox_claim`, which waits for the lock and forgets an expired row. */
-  readonly claim: PreparedStatement & { readonly text: string }
+  readonly claim: NamedStatement
   /** `(consumer, key, ttlMs)`: records a claimed id, at commit. */
-  readonly save: PreparedStatement & { readonly text: string }
+  readonly save: NamedStatement
   /** `(consumer, key)`: reads and removes a message's failure count in one statement, inside the transaction that processes it. */
   readonly takeFailures: string
   /** `(consumer, key, error)` → `attempts`: counts one failed attempt, keeping its error. */
@@ -31,19 +31,16 @@ export interface InboxStatements {
 
 export function inboxStatements(schema: string): InboxStatements {
   const s = quoteSchema(schema)
-  const statement = (kind: string, types: readonly string[], text: string) => ({ ...prepared(kind, types, text), text })
   return {
-    mark: statement(
+    mark: named(
       'inbox_mark',
-      ['text', 'text', 'bigint'],
       `INSERT INTO ${s}.idem_inbox (consumer, message_key, expires_at) ` +
         `SELECT $1, $2, now() + $3 * interval '1 millisecond' WHERE pg_try_advisory_xact_lock(${inboxLockId('$1', '$2')}) ` +
         `ON CONFLICT DO NOTHING`,
     ),
-    claim: statement('inbox_claim', ['text', 'text', 'integer'], `SELECT ${s}.idem_inbox_claim($1, $2, $3) AS state`),
-    save: statement(
+    claim: named('inbox_claim', `SELECT ${s}.idem_inbox_claim($1, $2, $3) AS state`),
+    save: named(
       'inbox_save',
-      ['text', 'text', 'bigint'],
       `INSERT INTO ${s}.idem_inbox (consumer, message_key, expires_at) VALUES ($1, $2, now() + $3 * interval '1 millisecond')`,
     ),
     takeFailures: `DELETE FROM ${s}.idem_inbox_attempts WHERE consumer = $1 AND message_key = $2 RETURNING attempts, last_error, first_failed_at`,

@@ -1,4 +1,4 @@
-import { prepared, quoteSchema, type PreparedStatement, type Statement } from './statement.js'
+import { named, quoteSchema, type NamedStatement, type Statement } from './statement.js'
 
 // ---- idem_keys (migration 1): the transactional engine's key records ----
 
@@ -78,8 +78,9 @@ export function tryKeyLock(scope: string, key: string, seed: 0 | 1): Statement {
 /**
  * A table the transactional store keeps keys in, as the statements it runs on it:
  * `idem_keys` (every call: fingerprint and outcome) or `idem_inbox` (the inbox's
- * message ids: only that a message was processed, until when). Each statement has the
- * same parameters in its plain and prepared forms, so the store can run either.
+ * message ids: only that a message was processed, until when). Each statement's text is
+ * built once, with the table; a call only builds its values. `prepared` holds the same
+ * texts under their names, for the wire to prepare once per connection.
  */
 export interface KeyTable {
   /** False for a table that records only that a key ran: calls on it store no outcome. */
@@ -90,41 +91,27 @@ export interface KeyTable {
   mark(scope: string, key: string, fingerprint: string, ttlMs: number): Statement
   lookup(scope: string, key: string): Statement
   save(scope: string, key: string, fingerprint: string, outcome: string, ttlMs: number): Statement
-  readonly prepared: { claim: PreparedStatement; mark: PreparedStatement; lookup: PreparedStatement; save: PreparedStatement }
+  readonly prepared: { claim: NamedStatement; mark: NamedStatement; lookup: NamedStatement; save: NamedStatement }
 }
 
-/** `idem_keys`: the statements above. */
+/** `idem_keys`: the statements above, their texts built once. */
 export function keysTable(schema: string): KeyTable {
+  const texts = {
+    claim: claim(schema, '', '', 0).text,
+    mark: mark(schema, '', '', '', 0).text,
+    lookup: lookup(schema, '', '').text,
+    save: save(schema, '', '', '', '', 0).text,
+    tryLock: tryKeyLock('', '', 0).text,
+  }
   return {
     keepsOutcomes: true,
-    tryLock: (scope, key) => tryKeyLock(scope, key, 0),
-    claim: (scope, key, waitMs) => claim(schema, scope, key, waitMs),
-    mark: (scope, key, fingerprint, ttlMs) => mark(schema, scope, key, fingerprint, ttlMs),
-    lookup: (scope, key) => lookup(schema, scope, key),
-    save: (scope, key, fingerprint, outcome, ttlMs) => save(schema, scope, key, fingerprint, outcome, ttlMs),
-    prepared: { claim: claimPrepared(schema), mark: markPrepared(schema), lookup: lookupPrepared(schema), save: savePrepared(schema) },
+    tryLock: (scope, key) => ({ text: texts.tryLock, values: [scope, key] }),
+    claim: (scope, key, waitMs) => ({ text: texts.claim, values: [scope, key, waitMs] }),
+    mark: (scope, key, fingerprint, ttlMs) => ({ text: texts.mark, values: [scope, key, fingerprint, ttlMs] }),
+    lookup: (scope, key) => ({ text: texts.lookup, values: [scope, key] }),
+    save: (scope, key, fingerprint, outcome, ttlMs) => ({ text: texts.save, values: [scope, key, fingerprint, outcome, ttlMs] }),
+    prepared: { claim: named('claim', texts.claim), mark: named('mark', texts.mark), lookup: named('lookup', texts.lookup), save: named('save', texts.save) },
   }
-}
-
-
-/** `claim`, prepared. */
-export function claimPrepared(schema: string): PreparedStatement {
-  return prepared('claim', ['text', 'text', 'integer'], claim(schema, '', '', 0).text)
-}
-
-/** `mark`, prepared. */
-export function markPrepared(schema: string): PreparedStatement {
-  return prepared('mark', ['text', 'text', 'text', 'bigint'], mark(schema, '', '', '', 0).text)
-}
-
-/** `lookup`, prepared. */
-export function lookupPrepared(schema: string): PreparedStatement {
-  return prepared('lookup', ['text', 'text'], lookup(schema, '', '').text)
-}
-
-/** `save`, prepared. */
-export function savePrepared(schema: string): PreparedStatement {
-  return prepared('save', ['text', 'text', 'text', 'text', 'bigint'], save(schema, '', '', '', '', 0).text)
 }
 
 
@@ -153,10 +140,10 @@ export function keysByDayTable(schema: string): KeyTable {
     lookup: (scope, key) => ({ text: lookupText, values: [scope, key] }),
     save: (scope, key, fingerprint, outcome, ttlMs) => ({ text: saveText, values: [scope, key, fingerprint, outcome, ttlMs] }),
     prepared: {
-      claim: prepared('claim_by_day', ['text', 'text', 'integer'], claimText),
-      mark: prepared('mark_by_day', ['text', 'text', 'text', 'bigint'], markText),
-      lookup: prepared('lookup_by_day', ['text', 'text'], lookupText),
-      save: prepared('save_by_day', ['text', 'text', 'text', 'text', 'bigint'], saveText),
+      claim: named('claim_by_day', claimText),
+      mark: named('mark_by_day', markText),
+      lookup: named('lookup_by_day', lookupText),
+      save: named('save_by_day', saveText),
     },
   }
 }

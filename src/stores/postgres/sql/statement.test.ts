@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest'
-import { lookupPrepared } from './keys.js'
-import { execute, inline } from './statement.js'
+import { keysTable } from './keys.js'
+import { inline, quoteLiteral } from './statement.js'
 
 // Quotes the way the driver's escapeLiteral does for plain text.
 const quote = (value: string): string => `'${value.replace(/'/g, "''")}'`
@@ -17,9 +17,23 @@ describe('inline', () => {
   })
 
   it('gives the same text on every call for the same statement (the split is cached)', () => {
-    const statement = execute(lookupPrepared('idem'), ['acct', "k'1"])
+    const statement = keysTable('idem').lookup('acct', "k'1")
     const first = inline(statement, quote)
     expect(inline(statement, quote)).toBe(first)
-    expect(first).toMatch(/^EXECUTE idem_lookup_[0-9a-f]{16}\('acct', 'k''1'\)$/)
+    expect(first).toBe(`SELECT fingerprint, outcome FROM "idem".idem_keys WHERE scope = 'acct' AND key = 'k''1' AND expires_at > now()`)
+  })
+})
+
+describe('quoteLiteral', () => {
+  it('quotes as node-postgres does: doubled quotes, and E with doubled backslashes when there is one', () => {
+    expect(quoteLiteral("it's")).toBe("'it''s'")
+    expect(quoteLiteral('a\\b')).toBe(" E'a\\\\b'")
+    expect(quoteLiteral("x\\'y")).toBe(" E'x\\\\''y'")
+    expect(quoteLiteral('')).toBe("''")
+  })
+
+  it('quotes a mebibyte at once', () => {
+    const text = "'".repeat(1024 * 1024)
+    expect(quoteLiteral(text).length).toBe(2 * text.length + 2)
   })
 })
