@@ -5,7 +5,7 @@
  *   core      key syntax, fingerprint, outcomes, errors (codes only), the two engines,
  *             the KeyStore and LeasedStore ports, the event stream. Imports nothing of idem's.
  *   ports     the contracts front ends ask of stores beyond core's two: the inbox, outbox,
- *             dead-letter and once tables, the SQL client shapes (one SqliteDatabase for
+ *             dead-letter and once tables, the SQL dialect of the data helpers, the SQL client shapes (one SqliteDatabase for
  *             store and helpers). Types only; they import core at most.
  *   stores    one folder per backend (postgres, sqlite, memory, redis, dynamodb): the only
  *             code that knows a driver, its SQL and its error codes. Implements core's and

@@ -4,8 +4,8 @@
 import Database from 'better-sqlite3'
 import { mkdirSync } from 'node:fs'
 import { dirname } from 'node:path'
-import { postgresStore } from 'idem/postgres'
-import { sqliteStore } from 'idem/sqlite'
+import { postgresDialect, postgresStore } from 'idem/postgres'
+import { sqliteDialect, sqliteStore } from 'idem/sqlite'
 import { createTables, pgSql, sqliteSql } from './db.mjs'
 
 /**
@@ -33,6 +33,8 @@ export async function openDatabase({ file, url, schema = 'public' }) {
       sql,
       txSql: pgSql,
       connection: { pool, schema },
+      // What idem/data's reconcile reads the app's tables through.
+      data: { dialect: postgresDialect, client: pool, schema },
       close: () => pool.end(),
     }
   }
@@ -52,6 +54,7 @@ export async function openDatabase({ file, url, schema = 'public' }) {
     sql,
     txSql: sqliteSql,
     connection: { db },
+    data: { dialect: sqliteDialect, client: db },
     close: async () => db.close(),
   }
 }

@@ -126,9 +126,8 @@ async function runPipeline(mode) {
     const emails = service.mailer.handed().filter((m) => m.subject === `Claim ${claim.claimId} received`).length
     perClaim.push({ ...claim, stored: Number(row.n), summaries: Number(count.n), wordings: summaries.length, emails })
   }
-  const target2 = database.kind === 'sqlite' ? { db: database.connection.db } : { client: database.connection.pool }
-  const chunkDupes = await reconcile({ ...target2, table: 'chunks', columns: ['claim_id', 'n'] })
-  const summaryDupes = await reconcile({ ...target2, table: 'summaries', columns: ['claim_id', 'prompt_version'] })
+  const chunkDupes = await reconcile({ ...database.data, table: 'chunks', columns: ['claim_id', 'n'] })
+  const summaryDupes = await reconcile({ ...database.data, table: 'summaries', columns: ['claim_id', 'prompt_version'] })
   const [orders] = await database.sql.all('SELECT count(*) AS n FROM orders')
   const result = {
     intended: options.orders,

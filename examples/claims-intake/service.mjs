@@ -213,8 +213,7 @@ export function createService({ mode, database, dropAfterCommit = 0, crashBefore
    * does; the results go to the event stream, so /metrics shows the duplicate ratio.
    */
   async function reconcileNow() {
-    const where = database.kind === 'postgres' ? { client: database.connection.pool, schema: database.connection.schema } : { db: database.connection.db }
-    return Promise.all(RECONCILED.map((check) => reconcile({ ...where, ...check, limit: 0, events })))
+    return Promise.all(RECONCILED.map((check) => reconcile({ ...database.data, ...check, limit: 0, events })))
   }
 
   return { app, mode, provider, mailer, llm, broker, workOnce, reconcileNow, registry, events }

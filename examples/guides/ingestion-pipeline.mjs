@@ -4,8 +4,8 @@
 // DATABASE_URL=postgres://postgres@127.0.0.1:5432/test node examples/guides/ingestion-pipeline.mjs
 import { randomBytes } from 'node:crypto'
 import pg from 'pg'
-import { contentId, createMemo, reconcile, upsertPostgres } from 'idem/data'
-import { postgresStore } from 'idem/postgres'
+import { contentId, createMemo, reconcile, upsert } from 'idem/data'
+import { postgresDialect, postgresStore } from 'idem/postgres'
 
 const pool = new pg.Pool({ connectionString: process.env.DATABASE_URL, connectionTimeoutMillis: 5_000 })
 pool.on('error', (error) => console.warn(error))
@@ -33,11 +33,11 @@ async function ingest(doc, promptVersion = 'summary-v3') {
   const words = doc.text.split(' ')
   for (let n = 0; n * 8 < words.length; n++) {
     const text = words.slice(n * 8, (n + 1) * 8).join(' ')
-    await upsertPostgres(pool, chunkSpec, { id: contentId.uuid('doc', doc.id, 'chunk', n, CHUNKER), doc_id: doc.id, n, text })
+    await upsert(postgresDialect, pool, chunkSpec, { id: contentId.uuid('doc', doc.id, 'chunk', n, CHUNKER), doc_id: doc.id, n, text })
   }
   // Committed before memo returns, so every replay writes the model's first answer.
   const summary = await memo('summarise-doc', { docId: doc.id, text: doc.text }, () => llmSummarise(doc.text), { version: promptVersion })
-  await upsertPostgres(pool, summarySpec, {
+  await upsert(postgresDialect, pool, summarySpec, {
     id: contentId.uuid('doc-summary', doc.id, promptVersion),
     doc_id: doc.id,
     prompt_version: promptVersion,
@@ -60,7 +60,7 @@ try {
   const racing = await Promise.all([ingest(doc), ingest(doc)])
   console.log(`two workers at once: ${racing.join(' | ')}`)
   console.log(`LLM calls: ${llmCalls}; chunks: ${await count('chunks')}; summaries: ${await count('summaries')}`)
-  const report = await reconcile({ client: pool, schema, table: 'chunks', columns: ['doc_id', 'n'] })
+  const report = await reconcile({ dialect: postgresDialect, client: pool, schema, table: 'chunks', columns: ['doc_id', 'n'] })
   console.log(`reconcile: ${report.duplicateRows} duplicate chunk rows of ${report.totalRows}`)
   // A new prompt version is a new memo key and a new row beside the old one.
   console.log(`prompt v4: ${await ingest(doc, 'summary-v4')} (LLM calls: ${llmCalls}; summaries: ${await count('summaries')})`)

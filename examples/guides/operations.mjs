@@ -13,7 +13,7 @@ import pg from 'pg'
 import { createIdem } from 'idem'
 import { reconcile } from 'idem/data'
 import { idempotency } from 'idem/hono'
-import { postgresStore } from 'idem/postgres'
+import { postgresDialect, postgresStore } from 'idem/postgres'
 import { prometheusMetrics } from 'idem/prometheus'
 
 // The installed package's bin: the program `npx idem` runs. Each call is a child process,
@@ -115,7 +115,7 @@ try {
   console.log(`after a backfill wrote pay-1 again: exit ${dirty.code}\n  ${dirty.stdout.replaceAll('\n', '\n  ')}`)
 
   // The same check run in a process that exports metrics sets the gauge IdemReconcileDuplicates reads.
-  await reconcile({ client: pool, schema, table: 'payments', columns: ['account', 'payment_key'] })
+  await reconcile({ dialect: postgresDialect, client: pool, schema, table: 'payments', columns: ['account', 'payment_key'] })
   const gauge = (await registry.metrics()).split('\n').find((line) => line.startsWith('idem_reconcile_duplicate_ratio{'))
   console.log(`reconcile() in the service, on its /metrics: ${gauge}`)
 

@@ -3,7 +3,7 @@ import { DEFAULT_RECONCILE_LIMIT, DEFAULT_RECONCILE_THRESHOLD, reconcile, type R
 import { printJson, type CommandContext } from './context.js'
 import { CliError, EXIT } from './io.js'
 import { count, identifier, list, rate } from './parse.js'
-import { storeError, targetOf, withPostgres, withSqlite, withTargetOptions } from './target.js'
+import { storeError, targetOf, withOperator, withTargetOptions } from './target.js'
 
 interface Flags {
   postgres?: string
@@ -41,15 +41,17 @@ Examples:
     .action(async (flags: Flags, self: Command) => {
       const target = targetOf(flags, ['postgres', 'sqlite'])
       // Without --schema the connection's search path decides, as in SQL.
-      const schema = self.getOptionValueSource('schema') === 'default' ? undefined : target.kind === 'postgres' ? target.schema : undefined
-      const options = { table: flags.table, columns: flags.columns, threshold: flags.threshold, limit: flags.limit }
-      const report = await (target.kind === 'postgres'
-        ? withPostgres(target, (client) => reconcile({ ...options, ...(schema === undefined ? {} : { schema }), client }))
-        : withSqlite(target, { readonly: true }, (db) => reconcile({ ...options, db }))
-      ).catch((error: unknown) => {
-        if (error instanceof Error && /no such (table|column)|(relation|column) "[^"]+" does not exist/.test(error.message)) {
-          throw new CliError(error.message, `check --table and --columns${target.kind === 'postgres' ? ' (and --schema)' : ''} against the database`, { cause: error })
-        }
+      const schema = self.getOptionValueSource('schema') === 'default' ? undefined : flags.schema
+      const options = { table: flags.table, columns: flags.columns, threshold: flags.threshold, limit: flags.limit, ...(schema === undefined ? {} : { schema }) }
+      const report = await withOperator(target, { readonly: true }, ({ backend, sql }) => {
+        if (sql === undefined) throw new CliError(`${backend} has no SQL tables to reconcile`, 'pass --postgres <url> or --sqlite <file>')
+        return reconcile({ ...options, ...sql }).catch((error: unknown) => {
+          if (sql.dialect.namesMissing(error)) {
+            throw new CliError((error as Error).message, `check --table and --columns${schema === undefined ? '' : ' (and --schema)'} against the database`, { cause: error })
+          }
+          throw error
+        })
+      }).catch((error: unknown) => {
         throw storeError(error, target)
       })
       if (flags.json) printJson(io, report)

@@ -114,7 +114,7 @@ function toUuid(digestBytes: Buffer): string {
  * @throws InvalidOptionError for no parts, a non-finite number, a lone surrogate or an unsupported type
  * @example
  * const id = contentId.uuid('claim', claimId, 'chunk', n, 'embed=v4')
- * await upsertPostgres(client, { table: 'chunks', key: 'id', columns: ['text', 'embedding'] }, { id, text, embedding })
+ * await upsert(postgresDialect, client, { table: 'chunks', key: 'id', columns: ['text', 'embedding'] }, { id, text, embedding })
  * @see docs/data.md
  */
 export const contentId: ContentIdFunction = Object.assign(

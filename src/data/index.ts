@@ -5,7 +5,7 @@
  * @see docs/data.md
  */
 export { contentId, type ContentIdFunction, type ContentIdPart } from './content-id.js'
-export { upsertSql, upsertPostgres, upsertSqlite, type Dialect, type UpsertSpec, type UpsertSql } from './upsert.js'
+export { upsert, upsertSql, type UpsertSpec, type UpsertSql } from './upsert.js'
 export {
   createMemo,
   DEFAULT_MEMO_TTL_MS,
@@ -25,3 +25,4 @@ export {
   type ReconcileReport,
 } from './reconcile.js'
 export type { PgQueryable, SqliteDatabase } from '../ports/sql-clients.js'
+export type { SqlDialect } from '../ports/sql-dialect.js'

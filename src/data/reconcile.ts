@@ -1,15 +1,21 @@
 import { InvalidOptionError } from '../core/errors/invalid-option.js'
 import { idemEvents, type EventStream } from '../core/events.js'
 import { assertKnownOptions, optionNames } from '../core/validate.js'
+import type { SqlDialect } from '../ports/sql-dialect.js'
 import { quoteColumns, quoteTable } from './identifier.js'
-import type { PgQueryable, SqliteDatabase } from '../ports/sql-clients.js'
+import { assertDialect } from './upsert.js'
 
 /** The alert level: 0.01% of rows being duplicates. */
 export const DEFAULT_RECONCILE_THRESHOLD = 0.0001
 /** How many offending groups a report lists by default. */
 export const DEFAULT_RECONCILE_LIMIT = 20
 
-interface ReconcileCommon {
+/** What `reconcile` checks: a table and the columns that should be unique, through a store's SQL dialect and its client. */
+export interface ReconcileOptions<Client = unknown> {
+  /** The database's dialect, from its store: `postgresDialect` (`idem/postgres`) or `sqliteDialect` (`idem/sqlite`). */
+  dialect: SqlDialect<Client>
+  /** The dialect's client: a pg client or pool; a better-sqlite3, bun:sqlite or node:sqlite database. */
+  client: Client
   /** The table to check. A plain identifier. */
   table: string
   /** Its schema (Postgres) or attached database (SQLite). @default the connection's default */
@@ -23,13 +29,6 @@ interface ReconcileCommon {
   /** Where the result is reported (`{ type: 'reconcile' }`), for the duplicate-ratio gauge. @default the process-wide `idemEvents` */
   events?: EventStream
 }
-
-/** What `reconcile` checks: a table and the columns that should be unique, on Postgres or SQLite. */
-export type ReconcileOptions =
-  /** Postgres, through a pg client or pool. */
-  | (ReconcileCommon & { client: PgQueryable; db?: never })
-  /** SQLite, through a better-sqlite3, bun:sqlite or node:sqlite database. */
-  | (ReconcileCommon & { db: SqliteDatabase; client?: never })
 
 /** Rows that share one value of the unique columns. */
 export interface DuplicateGroup {
@@ -61,7 +60,7 @@ export interface ReconcileReport {
   groups: DuplicateGroup[]
 }
 
-const OPTIONS = optionNames<ReconcileOptions>({ client: true, db: true, table: true, schema: true, columns: true, threshold: true, limit: true, events: true })
+const OPTIONS = optionNames<ReconcileOptions>({ dialect: true, client: true, table: true, schema: true, columns: true, threshold: true, limit: true, events: true })
 
 /**
  * Finds rows that should be unique by `columns` but are not: the after-the-fact check
@@ -76,12 +75,12 @@ const OPTIONS = optionNames<ReconcileOptions>({ client: true, db: true, table: t
  *
  * @throws InvalidOptionError naming the malformed option
  * @example
- * const report = await reconcile({ client: pool, table: 'summaries', columns: ['intake_id', 'prompt_version'] })
+ * const report = await reconcile({ dialect: postgresDialect, client: pool, table: 'summaries', columns: ['intake_id', 'prompt_version'] })
  * if (report.exceeded) console.error(`${report.duplicateRows} duplicate rows`, report.groups)
  * @see docs/data.md
  */
-export async function reconcile(options: ReconcileOptions): Promise<ReconcileReport> {
-  if (options === null || typeof options !== 'object') throw new InvalidOptionError('reconcile: pass { client or db, table, columns }')
+export async function reconcile<Client>(options: ReconcileOptions<Client>): Promise<ReconcileReport> {
+  if (options === null || typeof options !== 'object') throw new InvalidOptionError('reconcile: pass { dialect, client, table, columns }')
   assertKnownOptions('reconcile', options, OPTIONS)
   const { threshold = DEFAULT_RECONCILE_THRESHOLD, limit = DEFAULT_RECONCILE_LIMIT, events = idemEvents } = options
   if (events === null || typeof events !== 'object' || typeof events.emit !== 'function') {
@@ -95,19 +94,22 @@ export async function reconcile(options: ReconcileOptions): Promise<ReconcileRep
   if (!Number.isSafeInteger(limit) || limit < 0 || limit > 10_000) {
     throw new InvalidOptionError(`reconcile: option "limit" must be a whole number from 0 to 10000, got ${String(limit)}`)
   }
-  const run = runner(options)
+  const { dialect, client } = options
+  assertDialect(dialect, 'reconcile')
+  if (!dialect.isClient(client)) throw new InvalidOptionError(`reconcile: option "client" must be ${dialect.clientName}`)
 
   const list = columns.join(', ')
   // Column aliases c0, c1… keep result keys independent of the column names' case.
   const grouped = `SELECT ${columns.map((c, i) => `${c} AS c${i}`).join(', ')}, count(*) AS n FROM ${table} GROUP BY ${list} HAVING count(*) > 1`
-  const [summary] = await run(
+  const [summary] = await dialect.read(
+    client,
     `SELECT (SELECT count(*) FROM ${table}) AS total, coalesce(sum(g.n - 1), 0) AS duplicates, count(*) AS groups FROM (${grouped}) AS g`,
     [],
   )
   const rows =
     limit === 0
       ? []
-      : await run(`${grouped} ORDER BY n DESC, ${columns.map((_, i) => `c${i}`).join(', ')} LIMIT ${run.placeholder}`, [limit])
+      : await dialect.read(client, `${grouped} ORDER BY n DESC, ${columns.map((_, i) => `c${i}`).join(', ')} LIMIT ${dialect.placeholder(1)}`, [limit])
 
   const s = summary as { total: unknown; duplicates: unknown; groups: unknown }
   const totalRows = Number(s.total)
@@ -133,19 +135,4 @@ export async function reconcile(options: ReconcileOptions): Promise<ReconcileRep
       return { values, rows: Number(r.n) }
     }),
   }
-}
-
-type Run = ((text: string, values: unknown[]) => Promise<unknown[]>) & { placeholder: string }
-
-function runner(options: ReconcileOptions): Run {
-  const { client, db } = options as { client?: PgQueryable; db?: SqliteDatabase }
-  if (client !== undefined && db !== undefined) throw new InvalidOptionError('reconcile: pass either "client" (Postgres) or "db" (SQLite), not both')
-  if (db !== undefined) {
-    if (db === null || typeof db.prepare !== 'function') throw new InvalidOptionError('reconcile: option "db" must be an SQLite database (better-sqlite3, bun:sqlite or node:sqlite)')
-    return Object.assign(async (text: string, values: unknown[]) => db.prepare(text).all(...values), { placeholder: '?' })
-  }
-  if (client === undefined || client === null || typeof client.query !== 'function') {
-    throw new InvalidOptionError('reconcile: option "client" must be a pg client or pool (or pass "db" for SQLite)')
-  }
-  return Object.assign(async (text: string, values: unknown[]) => (await client.query(text, values)).rows, { placeholder: '$1' })
 }

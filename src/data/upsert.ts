@@ -1,10 +1,7 @@
 import { InvalidOptionError } from '../core/errors/invalid-option.js'
 import { assertKnownOptions, optionNames } from '../core/validate.js'
-import { quoteColumns, quoteTable } from './identifier.js'
-import type { PgQueryable, SqliteDatabase } from '../ports/sql-clients.js'
-
-/** The SQL dialects the upsert helpers write. */
-export type Dialect = 'postgres' | 'sqlite'
+import type { SqlDialect } from '../ports/sql-dialect.js'
+import { quoteColumns, quoteIdentifier, quoteTable } from './identifier.js'
 
 /** Which row to write and what a replay overwrites. */
 export interface UpsertSpec {
@@ -31,7 +28,7 @@ export interface UpsertSpec {
 
 /** An upsert statement, built once and run many times. */
 export interface UpsertSql {
-  /** The statement, with `$n` (Postgres) or `?` (SQLite) placeholders. */
+  /** The statement, with the dialect's placeholders (`$n` on Postgres, `?` on SQLite). */
   readonly text: string
   /** The column each placeholder binds, in order: the key columns, then `columns`. */
   readonly columns: readonly string[]
@@ -47,24 +44,46 @@ export interface UpsertSql {
  * Builds `INSERT … ON CONFLICT (key) DO UPDATE SET …` for a table whose rows are
  * identified by a content id, so writing the same row twice leaves one row holding
  * the latest values. Identifiers are validated and quoted; values are always bound as
- * parameters.
+ * parameters. The dialect comes from the store: `postgresDialect` (`idem/postgres`) or
+ * `sqliteDialect` (`idem/sqlite`).
  *
  * @throws InvalidOptionError naming the option that is malformed
  * @example
- * const sql = upsertSql('postgres', { table: 'summaries', key: 'id', columns: ['intake_id', 'summary'] })
+ * const sql = upsertSql(postgresDialect, { table: 'summaries', key: 'id', columns: ['intake_id', 'summary'] })
  * await client.query(sql.text, sql.values({ id, intake_id, summary }))
  * @see docs/data.md
  */
-export function upsertSql(dialect: Dialect, spec: UpsertSpec): UpsertSql {
+export function upsertSql(dialect: SqlDialect<unknown>, spec: UpsertSpec): UpsertSql {
   return upsertStatement(dialect, spec, 'upsertSql')
+}
+
+/**
+ * Upserts one row through the dialect's client: on Postgres a pg client (use the client
+ * of your open transaction to make the write part of it) or pool, and a promise; on
+ * SQLite a database of any driver, synchronously, so it fits inside a transaction
+ * (`db.transaction(...)` on better-sqlite3 and bun:sqlite, the SQLite store's
+ * `transaction` on any of them).
+ * @returns true when a row was inserted or changed; false when `skipUnchanged` found it identical, or it existed and `columns` is empty
+ * @throws InvalidOptionError naming the argument or option that is malformed
+ * @example
+ * await upsert(postgresDialect, client, { table: 'chunks', key: 'id', columns: ['text'] }, { id: contentId.uuid(doc, n), text })
+ * db.transaction(() => upsert(sqliteDialect, db, { table: 'chunks', key: 'id', columns: ['text'] }, { id, text }))()
+ */
+export function upsert<Client, Written extends boolean | Promise<boolean>>(
+  dialect: SqlDialect<Client, Written>,
+  client: Client,
+  spec: UpsertSpec,
+  row: object,
+): Written {
+  const sql = upsertStatement(dialect, spec, 'upsert')
+  if (!dialect.isClient(client)) throw new InvalidOptionError(`upsert: "client" must be ${dialect.clientName}`)
+  return dialect.write(client, sql.text, sql.values(row))
 }
 
 const SPEC = optionNames<UpsertSpec>({ table: true, schema: true, key: true, columns: true, skipUnchanged: true })
 
-function upsertStatement(dialect: Dialect, spec: UpsertSpec, caller: string): UpsertSql {
-  if (dialect !== 'postgres' && dialect !== 'sqlite') {
-    throw new InvalidOptionError(`${caller}: "dialect" must be "postgres" or "sqlite", got ${JSON.stringify(dialect)}`)
-  }
+function upsertStatement(dialect: SqlDialect<unknown>, spec: UpsertSpec, caller: string): UpsertSql {
+  assertDialect(dialect, caller)
   if (spec === null || typeof spec !== 'object') throw new InvalidOptionError(`${caller}: pass { table, key, columns }`)
   assertKnownOptions(caller, spec, SPEC)
   const table = quoteTable(spec.table, spec.schema, caller)
@@ -77,16 +96,14 @@ function upsertStatement(dialect: Dialect, spec: UpsertSpec, caller: string): Up
   }
   const names = [...(keyNames as readonly string[]), ...spec.columns]
   const all = [...keys, ...others]
-  const placeholders = all.map((_, index) => (dialect === 'postgres' ? `$${index + 1}` : '?')).join(', ')
-
-  // Postgres reaches the existing row through an alias; SQLite through the table's name.
-  const existing = dialect === 'postgres' ? '"existing"' : table.slice(table.lastIndexOf('.') + 1)
-  let text = `INSERT INTO ${table}${dialect === 'postgres' ? ' AS "existing"' : ''} (${all.join(', ')}) VALUES (${placeholders}) ON CONFLICT (${keys.join(', ')}) `
+  const placeholders = all.map((_, index) => dialect.placeholder(index + 1)).join(', ')
+  const { into, existing } = dialect.upsertTarget(table, quoteIdentifier(spec.table, `${caller}: option "table"`))
+  let text = `INSERT INTO ${into} (${all.join(', ')}) VALUES (${placeholders}) ON CONFLICT (${keys.join(', ')}) `
   if (others.length === 0) {
     text += 'DO NOTHING'
   } else {
     text += `DO UPDATE SET ${others.map((c) => `${c} = excluded.${c}`).join(', ')}`
-    if (spec.skipUnchanged === true) text += ` WHERE ${changed(dialect, existing, others)}`
+    if (spec.skipUnchanged === true) text += ` WHERE ${dialect.changed(existing, others)}`
   }
 
   return {
@@ -105,44 +122,20 @@ function upsertStatement(dialect: Dialect, spec: UpsertSpec, caller: string): Up
   }
 }
 
-// True when any column would change. NULL-safe in both dialects, so NULL → NULL is "unchanged".
-function changed(dialect: Dialect, existing: string, columns: readonly string[]): string {
-  if (dialect === 'postgres') {
-    const before = columns.map((c) => `${existing}.${c}`).join(', ')
-    const after = columns.map((c) => `excluded.${c}`).join(', ')
-    return columns.length === 1 ? `${before} IS DISTINCT FROM ${after}` : `(${before}) IS DISTINCT FROM (${after})`
-  }
-  return columns.map((c) => `${existing}.${c} IS NOT excluded.${c}`).join(' OR ')
-}
-
 /**
- * Upserts one row through a pg client (use the client of your open transaction to make
- * the write part of it).
- * @returns true when a row was inserted or changed; false when `skipUnchanged` found it identical, or it existed and `columns` is empty
- * @example
- * await upsertPostgres(client, { table: 'chunks', key: 'id', columns: ['text'] }, { id: contentId.uuid(doc, n), text })
+ * Checks that `dialect` is a store's SQL dialect.
+ * @throws InvalidOptionError naming `caller` otherwise
  */
-export async function upsertPostgres(client: PgQueryable, spec: UpsertSpec, row: object): Promise<boolean> {
-  if (client === null || typeof client !== 'object' || typeof client.query !== 'function') {
-    throw new InvalidOptionError('upsertPostgres: "client" must be a pg client or pool')
+export function assertDialect(dialect: unknown, caller: string): asserts dialect is SqlDialect<unknown> {
+  const candidate = dialect as Partial<Record<keyof SqlDialect<unknown>, unknown>> | null
+  const usable =
+    candidate !== null &&
+    typeof candidate === 'object' &&
+    typeof candidate.placeholder === 'function' &&
+    typeof candidate.upsertTarget === 'function' &&
+    typeof candidate.read === 'function' &&
+    typeof candidate.write === 'function'
+  if (!usable) {
+    throw new InvalidOptionError(`${caller}: "dialect" must be a store's SQL dialect: postgresDialect (idem/postgres) or sqliteDialect (idem/sqlite)`)
   }
-  const sql = upsertStatement('postgres', spec, 'upsertPostgres')
-  const result = await client.query(sql.text, sql.values(row))
-  return (result.rowCount ?? 0) > 0
-}
-
-/**
- * Upserts one row through an SQLite database (better-sqlite3, bun:sqlite, node:sqlite).
- * Synchronous, so it fits inside a transaction: `db.transaction(...)` on better-sqlite3
- * and bun:sqlite, the SQLite store's `transaction` on any of them.
- * @returns true when a row was inserted or changed; false when `skipUnchanged` found it identical, or it existed and `columns` is empty
- * @example
- * db.transaction(() => upsertSqlite(db, { table: 'chunks', key: 'id', columns: ['text'] }, { id, text }))()
- */
-export function upsertSqlite(db: SqliteDatabase, spec: UpsertSpec, row: object): boolean {
-  if (db === null || typeof db !== 'object' || typeof db.prepare !== 'function') {
-    throw new InvalidOptionError('upsertSqlite: "db" must be an SQLite database (better-sqlite3, bun:sqlite or node:sqlite)')
-  }
-  const sql = upsertStatement('sqlite', spec, 'upsertSqlite')
-  return Number(db.prepare(sql.text).run(...sql.values(row)).changes) > 0
 }

@@ -1,3 +1,5 @@
+import type { SqlConnection } from './sql-dialect.js'
+
 /**
  * What an operator (the `idem` command, a job or dashboard of your own) asks of a store's
  * backend beyond the engines' ports: one key's records, counts, expired records and
@@ -27,6 +29,11 @@ export interface StoreOperator {
   prune?(options?: PruneOptions): Promise<number>
   /** The schema's versioned migrations. Absent where the backend has no schema to migrate (Redis). */
   readonly migrations?: SchemaMigrations
+  /**
+   * The backend's SQL dialect with the operator's connection: what `idem reconcile`
+   * reads the caller's own tables through. Absent where the backend is not SQL (Redis, DynamoDB).
+   */
+  readonly sql?: SqlConnection
 }
 
 /** What `StoreOperator.prune` takes. */

@@ -11,9 +11,9 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { KeyStore } from '../../src/core/store.js'
-import { contentId, createMemo, reconcile, upsertPostgres, upsertSqlite, type ReconcileReport, type UpsertSpec } from '../../src/data/index.js'
-import { postgresStore } from '../../src/stores/postgres/index.js'
-import { sqliteStore } from '../../src/stores/sqlite/index.js'
+import { contentId, createMemo, reconcile, upsert, type ReconcileReport, type UpsertSpec } from '../../src/data/index.js'
+import { postgresDialect, postgresStore } from '../../src/stores/postgres/index.js'
+import { sqliteDialect, sqliteStore } from '../../src/stores/sqlite/index.js'
 import { testSchema, type TestSchema } from '../support/postgres.js'
 import { testSqlite } from './sqlite.js'
 
@@ -177,13 +177,13 @@ describe('clinical summary on SQLite (real files)', () => {
       app.prepare('INSERT INTO summaries_naive (intake_id, prompt_version, summary) VALUES (?, ?, ?)').run(row.intake_id, row.prompt_version, row.summary)
     },
     upsert: async (row) => {
-      app.transaction(() => upsertSqlite(app, summariesSpec, row))()
+      app.transaction(() => upsert(sqliteDialect, app, summariesSpec, row))()
     },
     upsertOnly: async (row) => {
-      upsertSqlite(app, { ...summariesSpec, table: 'summaries_upsert_only' }, row)
+      upsert(sqliteDialect, app, { ...summariesSpec, table: 'summaries_upsert_only' }, row)
     },
     rows: async (name) => app.prepare(`SELECT intake_id, prompt_version, summary FROM ${name} ORDER BY intake_id, id`).all() as SummaryRow[],
-    reconcile: (name) => reconcile({ db: app, table: name, columns: reconcileBy }),
+    reconcile: (name) => reconcile({ dialect: sqliteDialect, client: app, table: name, columns: reconcileBy }),
   }))
 })
 
@@ -215,7 +215,7 @@ describe.skipIf(pgDb === undefined)('clinical summary on Postgres (real Postgres
       const client = await pool.connect()
       try {
         await client.query('BEGIN')
-        await upsertPostgres(client, { ...summariesSpec, schema }, row)
+        await upsert(postgresDialect, client, { ...summariesSpec, schema }, row)
         await client.query('COMMIT')
       } catch (error) {
         await client.query('ROLLBACK')
@@ -225,9 +225,9 @@ describe.skipIf(pgDb === undefined)('clinical summary on Postgres (real Postgres
       }
     },
     upsertOnly: async (row) => {
-      await upsertPostgres(pool, { ...summariesSpec, schema, table: 'summaries_upsert_only' }, row)
+      await upsert(postgresDialect, pool, { ...summariesSpec, schema, table: 'summaries_upsert_only' }, row)
     },
     rows: async (name) => (await pool.query(`SELECT intake_id, prompt_version, summary FROM ${s}.${name} ORDER BY intake_id, id`)).rows,
-    reconcile: (name) => reconcile({ client: pool, schema, table: name, columns: reconcileBy }),
+    reconcile: (name) => reconcile({ dialect: postgresDialect, client: pool, schema, table: name, columns: reconcileBy }),
   }))
 })

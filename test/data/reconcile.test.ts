@@ -1,6 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { InvalidOptionError } from '../../src/core/errors/index.js'
 import { reconcile, type ReconcileOptions, type ReconcileReport } from '../../src/data/index.js'
+import { postgresDialect } from '../../src/stores/postgres/index.js'
+import { sqliteDialect } from '../../src/stores/sqlite/index.js'
 import { testSchema, type TestSchema } from '../support/postgres.js'
 import { testSqlite } from './sqlite.js'
 
@@ -9,7 +11,7 @@ const ROWS: [string | null, number][] = [
   ['a', 1], ['a', 1], ['a', 1], ['b', 1], ['b', 1], ['b', 2], ['c', 1], [null, 1], [null, 1], ['d', 1],
 ]
 
-type Check = (options: Omit<ReconcileOptions, 'client' | 'db'>) => Promise<ReconcileReport>
+type Check = (options: Omit<ReconcileOptions, 'dialect' | 'client'>) => Promise<ReconcileReport>
 
 function itReconciles(check: () => Check): void {
   it('counts duplicate rows (beyond the first of each group), the rate, and lists groups largest first', async () => {
@@ -68,7 +70,7 @@ describe('reconcile on SQLite (a real file)', () => {
   db.exec(`INSERT INTO clean VALUES ('x'), ('y'), ('z')`)
   afterAll(() => files.close())
 
-  itReconciles(() => (options) => reconcile({ ...options, db }))
+  itReconciles(() => (options) => reconcile({ ...options, dialect: sqliteDialect, client: db }))
 })
 
 const pgDb = await testSchema('idem_data_reconcile')
@@ -84,11 +86,12 @@ describe.skipIf(pgDb === undefined)('reconcile on Postgres (real Postgres)', () 
   })
   afterAll(() => pgDb?.drop())
 
-  itReconciles(() => (options) => reconcile({ ...options, schema, client: pool }))
+  itReconciles(() => (options) => reconcile({ ...options, schema, dialect: postgresDialect, client: pool }))
 })
 
-describe('reconcile without a connection', () => {
-  it('asks for "client" or "db"', async () => {
-    await expect(reconcile({ table: 't', columns: ['a'] } as unknown as ReconcileOptions)).rejects.toThrow(/option "client" must be a pg client or pool/)
+describe('reconcile without a dialect or a connection', () => {
+  it('asks for the dialect, and for its client', async () => {
+    await expect(reconcile({ table: 't', columns: ['a'] } as unknown as ReconcileOptions)).rejects.toThrow(/"dialect" must be a store's SQL dialect/)
+    await expect(reconcile({ dialect: postgresDialect, table: 't', columns: ['a'] } as unknown as ReconcileOptions)).rejects.toThrow(/option "client" must be a pg client or pool/)
   })
 })

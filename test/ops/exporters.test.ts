@@ -10,6 +10,7 @@ import { METRICS, prometheusNames } from '../../src/ops/catalog.js'
 import { openTelemetryMetrics } from '../../src/ops/opentelemetry.js'
 import { prometheusMetrics } from '../../src/ops/prometheus.js'
 import { memoryStore } from '../../src/stores/memory/index.js'
+import { sqliteDialect } from '../../src/stores/sqlite/index.js'
 import { memoryLeasedStore } from '../../src/stores/memory/leased.js'
 import Database from 'better-sqlite3'
 import { otelInMemory, otelValue, promValue } from '../support/metrics.js'
@@ -119,7 +120,7 @@ describe('the exporters', () => {
     const { events, registry, otel } = both()
     const db = new Database(':memory:')
     db.exec("CREATE TABLE summaries (claim_id TEXT); INSERT INTO summaries VALUES ('a'), ('a'), ('b'), ('c')")
-    await reconcile({ db, table: 'summaries', columns: ['claim_id'], events })
+    await reconcile({ dialect: sqliteDialect, client: db, table: 'summaries', columns: ['claim_id'], events })
     const text = await registry.metrics()
     expect(promValue(text, 'idem_reconcile_duplicate_ratio', { table: 'summaries' })).toBe(0.25)
     expect(promValue(text, 'idem_reconcile_duplicate_rows', { table: 'summaries' })).toBe(1)
@@ -146,10 +147,10 @@ describe('the exporters', () => {
     stops.push(() => exporter.stop(), () => otel.shutdown())
     const db = new Database(':memory:')
     db.exec("CREATE TABLE summaries (claim_id TEXT); INSERT INTO summaries VALUES ('a'), ('a'), ('b'), ('c')")
-    await reconcile({ db, table: 'summaries', columns: ['claim_id'], events })
+    await reconcile({ dialect: sqliteDialect, client: db, table: 'summaries', columns: ['claim_id'], events })
     expect(otelValue((await otel.read()).get('idem.reconcile.duplicate_ratio'), { table: 'summaries' })).toBe(0.25)
     db.exec("DELETE FROM summaries WHERE rowid = 1")
-    await reconcile({ db, table: 'summaries', columns: ['claim_id'], events })
+    await reconcile({ dialect: sqliteDialect, client: db, table: 'summaries', columns: ['claim_id'], events })
     expect(otelValue((await otel.read()).get('idem.reconcile.duplicate_ratio'), { table: 'summaries' })).toBe(0)
     db.close()
   })

@@ -1,10 +1,10 @@
 import { randomBytes, randomUUID } from 'node:crypto'
 import { expect } from 'vitest'
 import { contentId } from '../../src/data/index.js'
-import { upsertPostgres } from '../../src/data/index.js'
+import { upsert } from '../../src/data/index.js'
 import { createDispatcher, createInbox, createOutbox, handleDelivery, startConsumer, type OutboxRow } from '../../src/queue/index.js'
 import type { Delivery, MessageSource } from '../../src/queue/index.js'
-import { postgresStore } from '../../src/stores/postgres/index.js'
+import { postgresDialect, postgresStore } from '../../src/stores/postgres/index.js'
 import type { PgClient } from '../../src/stores/postgres/types.js'
 import type { TestSchema } from '../support/postgres.js'
 
@@ -81,7 +81,7 @@ export async function seedScenario(broker: BrokerHarness, db: TestSchema): Promi
     handlerRuns++
     const { claimId, chunks } = message.body
     for (let n = 0; n < chunks.length; n++) {
-      await upsertPostgres(tx, { schema, table, key: 'id', columns: ['claim_id', 'n', 'text'] }, { id: contentId('claim', claimId, 'chunk', n), claim_id: claimId, n, text: chunks[n] })
+      await upsert(postgresDialect, tx, { schema, table, key: 'id', columns: ['claim_id', 'n', 'text'] }, { id: contentId('claim', claimId, 'chunk', n), claim_id: claimId, n, text: chunks[n] })
     }
     await outbox.add(tx, { topic: 'email', payload: { to: 'claimant@example.com', template: 'claim-received', claimId }, dedupeKey: `claim-received:${claimId}` })
   }

@@ -45,6 +45,9 @@ export interface Resources {
   pool: pg.Pool
   db: Database.Database
   sqlite: Fn
+  /** The SQL dialects of `idem/data`'s helpers, from their stores. */
+  sqliteDialect: Fn
+  postgresDialect: Fn
   memory: Fn
   memoryLeased: Fn
   /** A store with `peek`, for a dual-read window's `previous`. */
@@ -60,9 +63,9 @@ export interface Resources {
 }
 
 export async function openResources(): Promise<Resources> {
-  const { sqliteStore } = (await load('idem/sqlite')) as Record<string, Fn>
+  const { sqliteStore, sqliteDialect } = (await load('idem/sqlite')) as Record<string, Fn>
   const { memoryStore, memoryLeasedStore } = (await load('idem/memory')) as Record<string, Fn>
-  const { postgresStore } = (await load('idem/postgres')) as Record<string, Fn>
+  const { postgresStore, postgresDialect } = (await load('idem/postgres')) as Record<string, Fn>
   const { createInbox } = (await load('idem/queue')) as Record<string, Fn>
   const closedPort = await freePort()
   const pool = new pg.Pool({ connectionString: `postgres://postgres@127.0.0.1:${closedPort}/none`, connectionTimeoutMillis: 1_000 })
@@ -78,6 +81,8 @@ export async function openResources(): Promise<Resources> {
     pool,
     db,
     sqlite,
+    sqliteDialect,
+    postgresDialect,
     memory: memoryStore(),
     memoryLeased: memoryLeasedStore(),
     peekable: postgresStore({ pool }),
@@ -226,26 +231,26 @@ export const TARGETS: OptionTarget[] = [
   { entry: 'idem/data', export: 'createOnce', caller: 'createOnce', minimal: (r) => ({ store: r.sqlite }), call: (f, o) => f(o), typos: [['stor', 'store']] },
   {
     entry: 'idem/data', export: 'reconcile', caller: 'reconcile',
-    minimal: (r) => ({ db: r.db, table: 'docs', columns: ['body'] }),
+    minimal: (r) => ({ dialect: r.sqliteDialect, client: r.db, table: 'docs', columns: ['body'] }),
     call: (f, o) => f(o),
     typos: [['treshold', 'threshold'], ['column', 'columns']],
   },
   {
     entry: 'idem/data', export: 'upsertSql', caller: 'upsertSql',
     minimal: () => ({ table: 'docs', key: 'id', columns: ['body'] }),
-    call: (f, o) => f('sqlite', o),
+    call: (f, o, r) => f(r.sqliteDialect, o),
     typos: [['skipUnchaged', 'skipUnchanged'], ['keys', 'key']],
   },
   {
-    entry: 'idem/data', export: 'upsertSqlite', caller: 'upsertSqlite',
+    entry: 'idem/data', export: 'upsert', part: 'sqlite', caller: 'upsert',
     minimal: () => ({ table: 'docs', key: 'id', columns: ['body'] }),
-    call: (f, o, r) => f(r.db, o, { id: 'd1', body: 'x' }),
+    call: (f, o, r) => f(r.sqliteDialect, r.db, o, { id: 'd1', body: 'x' }),
     typos: [['colums', 'columns']],
   },
   {
-    entry: 'idem/data', export: 'upsertPostgres', caller: 'upsertPostgres',
+    entry: 'idem/data', export: 'upsert', part: 'postgres', caller: 'upsert',
     minimal: () => ({ table: 'docs', key: 'id', columns: ['body'] }),
-    call: (f, o, r) => f(r.pool, o, { id: 'd1', body: 'x' }),
+    call: (f, o, r) => f(r.postgresDialect, r.pool, o, { id: 'd1', body: 'x' }),
     typos: [['schmea', 'schema']],
   },
 

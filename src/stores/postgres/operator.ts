@@ -1,6 +1,7 @@
 import { InvalidOptionError } from '../../core/errors/invalid-option.js'
 import { assertKnownOptions, optionNames } from '../../core/validate.js'
 import type { StoreOperator } from '../../ports/operator.js'
+import { postgresDialect } from './data-dialect.js'
 import { leasedPostgresStore } from './leased.js'
 import {
   POSTGRES_SCHEMA_VERSION,
@@ -30,13 +31,13 @@ const OPTIONS = optionNames<PostgresOperatorOptions>({ pool: true, schema: true,
 /**
  * The operator of a Postgres schema: one key's records, counts and sizes, expired
  * records and their pruning (keys, inbox ids, leases; delivered outbox rows on request),
- * and its versioned migrations. What `idem stats|inspect|prune|migrate --postgres` run.
+ * its versioned migrations, and its SQL dialect on the pool. What `idem stats|inspect|prune|migrate|reconcile --postgres` run.
  * @example
  * const operator = postgresOperator({ pool, schema: 'idem' })
  * const { keys } = await operator.stats(86_400_000)
  * await operator.prune({ batchSize: 5_000 })
  */
-export function postgresOperator(options: PostgresOperatorOptions): StoreOperator & Required<Pick<StoreOperator, 'stats' | 'expiredCount' | 'prune' | 'migrations'>> {
+export function postgresOperator(options: PostgresOperatorOptions): StoreOperator & Required<Pick<StoreOperator, 'stats' | 'expiredCount' | 'prune' | 'migrations' | 'sql'>> {
   if (options === null || typeof options !== 'object') throw new InvalidOptionError('postgresOperator: pass { pool, schema? }')
   assertKnownOptions('postgresOperator', options, OPTIONS)
   const { pool, schema = 'public', keyLayout } = options
@@ -53,6 +54,7 @@ export function postgresOperator(options: PostgresOperatorOptions): StoreOperato
       const { batchSize, onBatch } = prune
       return deleted + (await leases.prune({ ...(batchSize === undefined ? {} : { batchSize }), ...(onBatch === undefined ? {} : { onBatch }) }))
     },
+    sql: { dialect: postgresDialect, client: pool },
     migrations: {
       latest: POSTGRES_SCHEMA_VERSION,
       current: () => postgresSchemaVersion(pool, schema),

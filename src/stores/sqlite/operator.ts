@@ -2,6 +2,7 @@ import { assertKnownOptions, optionNames } from '../../core/validate.js'
 import type { StoreOperator } from '../../ports/operator.js'
 import type { SqliteDatabase } from '../../ports/sql-clients.js'
 import { assertSqliteDatabase } from './connection.js'
+import { sqliteDialect } from './data-dialect.js'
 import { leasedSqliteStore } from './leased.js'
 import {
   SQLITE_SCHEMA_VERSION,
@@ -26,13 +27,13 @@ const OPTIONS = optionNames<SqliteOperatorOptions>({ db: true })
 /**
  * The operator of a SQLite database: one key's records, counts and sizes, expired
  * records and their pruning (keys, inbox ids, leases; delivered outbox rows on request),
- * and its versioned migrations. What `idem stats|inspect|prune|migrate --sqlite` run.
+ * its versioned migrations, and its SQL dialect on the database. What `idem stats|inspect|prune|migrate|reconcile --sqlite` run.
  * `inspect` and `stats` only read, so a database opened read-only serves them.
  * @example
- * const operator = sqliteOperator({ db: openSqlite('app.db') })
+ * const operator = sqliteOperator({ db: await openSqlite('app.db') })
  * console.log(await operator.inspect('acct_1', 'order-42'))
  */
-export function sqliteOperator(options: SqliteOperatorOptions): StoreOperator & Required<Pick<StoreOperator, 'stats' | 'expiredCount' | 'prune' | 'migrations'>> {
+export function sqliteOperator(options: SqliteOperatorOptions): StoreOperator & Required<Pick<StoreOperator, 'stats' | 'expiredCount' | 'prune' | 'migrations' | 'sql'>> {
   assertKnownOptions('sqliteOperator', options, OPTIONS)
   const { db } = options
   assertSqliteDatabase(db, 'sqliteOperator')
@@ -48,6 +49,7 @@ export function sqliteOperator(options: SqliteOperatorOptions): StoreOperator & 
       const { batchSize, onBatch } = prune
       return deleted + (await leasedSqliteStore({ db }).prune({ ...(batchSize === undefined ? {} : { batchSize }), ...(onBatch === undefined ? {} : { onBatch }) }))
     },
+    sql: { dialect: sqliteDialect, client: db },
     migrations: {
       latest: SQLITE_SCHEMA_VERSION,
       current: async () => sqliteSchemaVersion(db),

@@ -6,9 +6,9 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { expect } from 'vitest'
 import { createIdem } from 'idem'
-import { contentId, createMemo, createOnce, reconcile, upsertSqlite } from 'idem/data'
+import { contentId, createMemo, createOnce, reconcile, upsert } from 'idem/data'
 import { encryptedStore } from 'idem/encrypted'
-import { sqliteStore } from 'idem/sqlite'
+import { sqliteDialect, sqliteStore } from 'idem/sqlite'
 import type { SliceGroup } from './main.js'
 import { SLICE_GROUPS } from './plan.js'
 import { ownSqlite } from './runtime.js'
@@ -32,12 +32,12 @@ export const dataGroup: SliceGroup = {
           },
         },
         {
-          name: 'upsertSqlite in a store transaction: written again, still one row, with the latest columns',
+          name: 'upsert on SQLite in a store transaction: written again, still one row, with the latest columns',
           async run() {
             const id = contentId.uuid('doc', 'runtime', 'chunk', 1)
             const spec = { table: 'chunks', key: 'id', columns: ['text'] }
-            await store.transaction((tx) => upsertSqlite(tx, spec, { id, text: 'first' }))
-            await store.transaction((tx) => upsertSqlite(tx, spec, { id, text: 'second' }))
+            await store.transaction((tx) => upsert(sqliteDialect, tx, spec, { id, text: 'first' }))
+            await store.transaction((tx) => upsert(sqliteDialect, tx, spec, { id, text: 'second' }))
             expect(db.prepare('SELECT id, text FROM chunks').all().map((row) => ({ ...(row as object) }))).toEqual([{ id, text: 'second' }])
           },
         },
@@ -83,7 +83,7 @@ export const dataGroup: SliceGroup = {
             insert.run('i-1', 'v3')
             insert.run('i-1', 'v3')
             insert.run('i-2', 'v3')
-            const report = await reconcile({ db, table: 'summaries', columns: ['intake_id', 'prompt_version'], threshold: 0 })
+            const report = await reconcile({ dialect: sqliteDialect, client: db, table: 'summaries', columns: ['intake_id', 'prompt_version'], threshold: 0 })
             expect(report).toMatchObject({ totalRows: 3, duplicateRows: 1, groupCount: 1, exceeded: true })
           },
         },
