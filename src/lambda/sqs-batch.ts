@@ -68,7 +68,7 @@ const IDEM_ID_ATTRIBUTE = 'idem-id'
  *
  * @throws InvalidOptionError naming the option, at creation
  * @example
- * const inbox = createInbox({ store: postgresStore({ pool }), consumer: 'shipments' })
+ * const inbox = createInbox<PgClient, { orderId: string }>({ store: postgresStore({ pool }), consumer: 'shipments' })
  * export const handler = makeSqsBatchHandler(async (tx, message) => {
  *   await tx.query('INSERT INTO shipments (order_id) VALUES ($1)', [message.body.orderId])
  * }, { inbox })
