@@ -17,7 +17,8 @@
  *   client    the retrying fetch wrapper: runs in apps that call idem'd servers.
  *   ops       metrics exporters, subscribers of the event stream.
  *   testing   contract suites and fault proxies (idem/testing).
- *   cli       the `idem` command: may use everything.
+ *   cli       the `idem` command: may use everything, stores through their entries (their
+ *             operators) only.
  */
 module.exports = {
   forbidden: [
@@ -90,6 +91,13 @@ module.exports = {
       severity: 'error',
       from: { path: '^src/stores/([^/]+)/' },
       to: { path: '^src/stores/([^/]+)/', pathNot: '^src/stores/$1/' },
+    },
+    {
+      name: 'cli-uses-stores-by-their-entry',
+      comment: "the CLI reaches a store through its public entry (index.ts: the store, its operator, its migration script), never a private module",
+      severity: 'error',
+      from: { path: '^src/cli/' },
+      to: { path: '^src/stores/', pathNot: '^src/stores/[^/]+/index[.]ts$' },
     },
     {
       name: 'ops-subscribes',

@@ -34,13 +34,13 @@ export async function queueBenchDatabase(prefix, poolSize) {
 }
 
 /**
- * The store's own claim of an inbox id (`inboxTable(schema).prepared.mark` in sql/inbox.ts),
+ * The store's own claim of an inbox id (`inboxStatements(schema).mark` in sql/inbox.ts),
  * for benches that write the inbox's row by hand: `prepare` once per connection, then
  * `execute(consumer, id, ttlMs)` with SQL literals. It is prepared under a name of the
  * bench's, so it never meets the store's own on a shared connection.
  */
 export function inboxMarkByHand(schema) {
-  const { name, prepare } = postgresSql.inboxTable(schema).prepared.mark
+  const { name, prepare } = postgresSql.inboxStatements(schema).mark
   return {
     prepare: prepare.replace(name, 'bench_inbox_mark'),
     execute: (consumer, id, ttlMs) => `EXECUTE bench_inbox_mark(${consumer}, ${id}, ${ttlMs})`,

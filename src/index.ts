@@ -34,6 +34,7 @@ export { encryptedStore, type EncryptedStore, type EncryptionOptions } from './s
 export { createLeasedIdem, DEFAULT_LEASE_MS } from './core/leased/engine.js'
 export type { LeasedIdem, LeasedIdemOptions, LeasedRunOptions, LeasedErrorPolicy } from './core/leased/engine.js'
 export type { LeasedStore, LeaseClaim } from './core/leased/store.js'
+export type { StoreOperator, KeyInspection, TableStats, PruneOptions, SchemaMigrations } from './ports/operator.js'
 export type { StepContext } from './core/leased/steps.js'
 export { deriveKey } from './core/leased/derive.js'
 export { dualReadKeyStore, dualReadStore, type DualReadOptions, type KeyPeek, type PeekResult } from './core/dual-read.js'

@@ -1,12 +1,11 @@
 import type { Command } from 'commander'
-import type { KeyInspection } from '../stores/inspection.js'
-import { postgresInspect } from '../stores/postgres/operations.js'
-import { redisInspect } from '../stores/redis/operations.js'
-import { sqliteInspect } from '../stores/sqlite/operations.js'
+import type { KeyInspection } from '../ports/operator.js'
 import { printJson, type CommandContext } from './context.js'
 import { EXIT } from './io.js'
 import { human } from './parse.js'
-import { storeError, targetFlags, targetOf, withPostgres, withRedis, withSqlite, withTargetOptions } from './target.js'
+import { storeError, targetFlags, targetOf, withOperator, withTargetOptions, type TargetFlags } from './target.js'
+
+const KINDS = ['postgres', 'sqlite', 'redis', 'dynamodb'] as const
 
 export function registerInspect(program: Command, { io, exit }: CommandContext): void {
   const command = program
@@ -19,23 +18,19 @@ export function registerInspect(program: Command, { io, exit }: CommandContext):
     )
     .argument('<scope>', 'the scope the key belongs to (account, API key)')
     .argument('<key>', 'the Idempotency-Key, as the client sent it (without the sf-string quotes)')
-  withTargetOptions(command, ['postgres', 'sqlite', 'redis'])
+  withTargetOptions(command, KINDS)
     .option('--json', 'print the records as JSON')
     .addHelpText(
       'after',
       `
 Examples:
   $ idem inspect acct_1 order-42 --postgres postgres://app@db.internal:5432/app
-  $ idem inspect acct_1 order-42 --redis redis://127.0.0.1:6379 --prefix myapp:idem:`,
+  $ idem inspect acct_1 order-42 --redis redis://127.0.0.1:6379 --prefix myapp:idem:
+  $ idem inspect acct_1 job-7 --dynamodb idem --region eu-west-1`,
     )
-    .action(async (scope: string, key: string, flags: { postgres?: string; sqlite?: string; redis?: string; schema?: string; prefix?: string; json?: boolean }) => {
-      const target = targetOf(flags, ['postgres', 'sqlite', 'redis'])
-      const report: KeyInspection = await (target.kind === 'postgres'
-        ? withPostgres(target, (pool) => postgresInspect(pool, target.schema, scope, key))
-        : target.kind === 'sqlite'
-          ? withSqlite(target, { readonly: true }, async (db) => sqliteInspect(db, scope, key))
-          : withRedis(target, (client) => redisInspect(client, target.prefix, scope, key))
-      ).catch((error: unknown) => {
+    .action(async (scope: string, key: string, flags: TargetFlags & { json?: boolean }) => {
+      const target = targetOf(flags, KINDS)
+      const report: KeyInspection = await withOperator(target, { readonly: true }, (operator) => operator.inspect(scope, key)).catch((error: unknown) => {
         throw storeError(error, target)
       })
       const found = report.record !== undefined || report.lease !== undefined

@@ -1,24 +1,12 @@
-import { existsSync } from 'node:fs'
 import type { Command } from 'commander'
-import { postgresStore } from '../stores/postgres/store.js'
-import {
-  POSTGRES_SCHEMA_VERSION,
-  postgresBaseline,
-  postgresMigrationScript,
-  postgresSchemaVersion,
-  postgresUnrecordedTables,
-} from '../stores/postgres/operations.js'
-import { sqliteStore } from '../stores/sqlite/store.js'
-import { SQLITE_SCHEMA_VERSION, sqliteBaseline, sqliteMigrationScript, sqliteSchemaVersion, sqliteUnrecordedTables } from '../stores/sqlite/operations.js'
 import { printJson, type CommandContext } from './context.js'
 import { CliError } from './io.js'
 import { count } from './parse.js'
-import { keyLayoutOf, storeError, targetFlags, targetOf, withKeyLayoutOption, withPostgres, withSqlite, withTargetOptions, type KeyLayout, type Target } from './target.js'
+import { keyLayoutOf, storeError, targetFlags, targetOf, withKeyLayoutOption, withOperator, withTargetOptions, type KeyLayout, type Target, type TargetFlags } from './target.js'
 
-interface Flags {
-  postgres?: string
-  sqlite?: string
-  schema?: string
+const KINDS = ['postgres', 'sqlite'] as const
+
+interface Flags extends TargetFlags {
   dryRun?: boolean
   baseline?: number
   keyLayout?: KeyLayout
@@ -43,7 +31,7 @@ export function registerMigrate(program: Command, { io }: CommandContext): void 
       "Creates or upgrades idem's tables to this version's schema, in one transaction under a lock (safe to run from many instances at once). " +
         'Each version applied is recorded in idem_migrations.',
     )
-  withKeyLayoutOption(withTargetOptions(command, ['postgres', 'sqlite']))
+  withKeyLayoutOption(withTargetOptions(command, KINDS))
     .option('--dry-run', 'print the SQL that would be applied, and apply nothing')
     .option('--baseline <version>', 'record versions up to <version> as applied without running them (tables created by hand)', count(1, 1_000))
     .option('--json', 'print the result as JSON')
@@ -56,8 +44,7 @@ Examples:
   $ idem migrate --postgres postgres://app@db.internal:5432/app --key-layout daily-partitions`,
     )
     .action(async (flags: Flags) => {
-      const target = targetOf(flags, ['postgres', 'sqlite'])
-      keyLayoutOf(flags, target)
+      const target = targetOf(flags, KINDS)
       const report = await migrate(target, flags).catch((error: unknown) => {
         throw storeError(error, target)
       })
@@ -73,29 +60,19 @@ Examples:
     })
 }
 
-async function migrate(target: Extract<Target, { kind: 'postgres' | 'sqlite' }>, flags: Flags): Promise<MigrateReport> {
+async function migrate(target: Target, flags: Flags): Promise<MigrateReport> {
   const where = targetFlags(target)
-  if (target.kind === 'postgres') {
-    return withPostgres(target, async (pool) => {
-      const from = await postgresSchemaVersion(pool, target.schema)
-      if (flags.dryRun) return dryRun(where, from, POSTGRES_SCHEMA_VERSION, from >= POSTGRES_SCHEMA_VERSION ? [] : postgresMigrationScript(target.schema, from))
-      if (flags.baseline !== undefined) {
-        checkBaseline(flags.baseline, POSTGRES_SCHEMA_VERSION)
-        await postgresBaseline(pool, target.schema, flags.baseline)
-      } else if (from === 0) unrecorded(await postgresUnrecordedTables(pool, target.schema), where)
-      const result = await postgresStore({ pool, schema: target.schema, ...keyLayoutOf(flags, target) }).migrate()
-      return { target: where, from: result.from, to: result.to, applied: result.applied, dryRun: false }
-    })
-  }
-  if (flags.dryRun && !existsSync(target.file)) return dryRun(where, 0, SQLITE_SCHEMA_VERSION, sqliteMigrationScript(0))
-  return withSqlite(target, { create: !flags.dryRun }, async (db) => {
-    const from = sqliteSchemaVersion(db)
-    if (flags.dryRun) return dryRun(where, from, SQLITE_SCHEMA_VERSION, from >= SQLITE_SCHEMA_VERSION ? [] : sqliteMigrationScript(from))
+  // Only a real migrate may create a new SQLite file; a dry run reads a missing one as empty.
+  const access = { ...keyLayoutOf(flags, target), create: !flags.dryRun, dryRun: flags.dryRun === true }
+  return withOperator(target, access, async ({ backend, migrations }) => {
+    if (migrations === undefined) throw new CliError(`${backend} has no schema to migrate`, 'drop migrate: the store needs no tables made for it')
+    const from = await migrations.current()
+    if (flags.dryRun) return dryRun(where, from, migrations.latest, from >= migrations.latest ? [] : migrations.script(from))
     if (flags.baseline !== undefined) {
-      checkBaseline(flags.baseline, SQLITE_SCHEMA_VERSION)
-      sqliteBaseline(db, flags.baseline)
-    } else if (from === 0) unrecorded(sqliteUnrecordedTables(db), where)
-    const result = sqliteStore({ db }).migrate()
+      checkBaseline(flags.baseline, migrations.latest)
+      await migrations.baseline(flags.baseline)
+    } else if (from === 0) unrecorded(await migrations.unrecordedTables(), where)
+    const result = await migrations.migrate()
     return { target: where, from: result.from, to: result.to, applied: result.applied, dryRun: false }
   })
 }

@@ -1,20 +1,12 @@
 import type { Command } from 'commander'
-import { leasedPostgresStore } from '../stores/postgres/leased.js'
-import { postgresExpiredCount } from '../stores/postgres/operations.js'
-import { postgresStore } from '../stores/postgres/store.js'
-import { leasedSqliteStore } from '../stores/sqlite/leased.js'
-import { sqliteExpiredCount } from '../stores/sqlite/operations.js'
-import { sqliteStore } from '../stores/sqlite/store.js'
 import { printJson, type CommandContext } from './context.js'
 import type { CliIo } from './io.js'
 import { count, duration, grouped, human } from './parse.js'
-import { keyLayoutOf, storeError, targetFlags, targetOf, withKeyLayoutOption, withPostgres, withSqlite, withTargetOptions, type KeyLayout } from './target.js'
+import { keyLayoutOf, storeError, targetFlags, targetOf, withKeyLayoutOption, withOperator, withTargetOptions, type KeyLayout, type TargetFlags } from './target.js'
 
-interface Flags {
-  postgres?: string
-  sqlite?: string
-  redis?: string
-  schema?: string
+const KINDS = ['postgres', 'sqlite', 'redis', 'dynamodb'] as const
+
+interface Flags extends TargetFlags {
   batchSize: number
   olderThan?: number
   keyLayout?: KeyLayout
@@ -38,7 +30,7 @@ export function registerPrune(program: Command, { io }: CommandContext): void {
         'statement that skips rows a running call holds, so inserts go on meanwhile. A live key is never deleted. ' +
         'On a terminal it shows a progress bar; otherwise it prints one summary line.',
     )
-  withKeyLayoutOption(withTargetOptions(command, ['postgres', 'sqlite', 'redis']))
+  withKeyLayoutOption(withTargetOptions(command, KINDS))
     .option('--batch-size <n>', 'rows deleted per statement', count(1), 1_000)
     .option('--older-than <duration>', 'also delete outbox rows delivered longer ago than this (e.g. 14d); they are kept otherwise, so adding the same effect again stays a no-op', duration)
     .option('--json', 'print { deleted, seconds, perSecond, batches } as JSON')
@@ -47,36 +39,22 @@ export function registerPrune(program: Command, { io }: CommandContext): void {
       `
 Examples:
   $ idem prune --postgres postgres://app@db.internal:5432/app --batch-size 5000
-  $ idem prune --sqlite data/app.db --older-than 14d   # cron: 0 * * * *`,
+  $ idem prune --sqlite data/app.db --older-than 14d   # cron: 0 * * * *
+  $ idem prune --dynamodb idem --batch-size 500`,
     )
     .action(async (flags: Flags) => {
-      const target = targetOf(flags, ['postgres', 'sqlite', 'redis'])
-      const layout = keyLayoutOf(flags, target)
-      if (target.kind === 'redis') {
-        const note = "Redis expires idem's keys itself (each carries its retention as a TTL): nothing to prune"
-        return flags.json ? printJson(io, { target: targetFlags(target), deleted: 0, note }) : io.out(`idem: ${note}`)
-      }
+      const target = targetOf(flags, KINDS)
       const where = targetFlags(target)
       const options = { batchSize: flags.batchSize, ...(flags.olderThan === undefined ? {} : { deliveredOutboxOlderThanMs: flags.olderThan }) }
-      const report = await (target.kind === 'postgres'
-        ? withPostgres(target, async (pool) => {
-            const keys = postgresStore({ pool, schema: target.schema, ...layout })
-            const leases = leasedPostgresStore({ pool, schema: target.schema })
-            return pruned(where, io, () => postgresExpiredCount(pool, target.schema), async (onBatch) => {
-              return (await keys.prune({ ...options, onBatch })) + (await leases.prune({ batchSize: flags.batchSize, onBatch }))
-            })
-          })
-        : withSqlite(target, {}, async (db) => {
-            const keys = sqliteStore({ db })
-            return pruned(where, io, async () => sqliteExpiredCount(db), async (onBatch) => {
-              const deleted = await keys.prune({ ...options, onBatch })
-              // Created only now: its statements need the leased tables, which older schemas lack.
-              return deleted + (await leasedSqliteStore({ db }).prune({ batchSize: flags.batchSize, onBatch }))
-            })
-          })
-      ).catch((error: unknown) => {
+      const report = await withOperator(target, keyLayoutOf(flags, target), async (operator): Promise<PruneReport | string> => {
+        const prune = operator.prune?.bind(operator)
+        const expiredCount = operator.expiredCount?.bind(operator)
+        if (prune === undefined || expiredCount === undefined) return `${operator.backend} expires idem's keys itself (each carries its retention as a TTL): nothing to prune`
+        return pruned(where, io, () => expiredCount(), (onBatch) => prune({ ...options, onBatch }))
+      }).catch((error: unknown) => {
         throw storeError(error, target)
       })
+      if (typeof report === 'string') return flags.json ? printJson(io, { target: where, deleted: 0, note: report }) : io.out(`idem: ${report}`)
       if (flags.json) return printJson(io, report)
       io.out(`idem: pruned ${grouped(report.deleted)} expired records in ${human(report.seconds * 1000)} (${grouped(report.perSecond)}/s, ${report.batches} batches)`)
     })

@@ -1,6 +1,6 @@
 import { Argument, type Command } from 'commander'
-import { POSTGRES_SCHEMA_VERSION, postgresMigrationScript } from '../stores/postgres/operations.js'
-import { SQLITE_SCHEMA_VERSION, sqliteMigrationScript } from '../stores/sqlite/operations.js'
+import { postgresMigrationScript, SCHEMA_VERSION as POSTGRES_SCHEMA_VERSION } from '../stores/postgres/index.js'
+import { SQLITE_SCHEMA_VERSION, sqliteMigrationScript } from '../stores/sqlite/index.js'
 import { printJson, type CommandContext } from './context.js'
 import { CliError } from './io.js'
 import { count, identifier } from './parse.js'

@@ -1,11 +1,12 @@
 import type { Command } from 'commander'
-import { postgresStats, type TableStats } from '../stores/postgres/operations.js'
-import { sqliteStats } from '../stores/sqlite/operations.js'
 import { HTTP_OUTCOMES } from '../ops/catalog.js'
+import type { TableStats } from '../ports/operator.js'
 import { printJson, type CommandContext } from './context.js'
 import { CliError } from './io.js'
 import { bytes, duration, grouped, httpUrl, human } from './parse.js'
-import { storeError, targetFlags, targetOf, withPostgres, withSqlite, withTargetOptions } from './target.js'
+import { storeError, targetFlags, targetOf, withOperator, withTargetOptions, type TargetFlags } from './target.js'
+
+const KINDS = ['postgres', 'sqlite', 'dynamodb'] as const
 
 /** The seed's alert levels, shown beside the rates. */
 const REPLAY_ALERT = 0.02
@@ -31,7 +32,7 @@ export function registerStats(program: Command, { io }: CommandContext): void {
         "the key table's size on disk and rows per day. The database keeps no record of replays or conflicts (they write nothing), so their rates come from " +
         "a service's /metrics (--metrics), counted since that service started. It counts whole tables: run it off-peak on large ones.",
     )
-  withTargetOptions(command, ['postgres', 'sqlite'])
+  withTargetOptions(command, KINDS)
     .option('--window <duration>', 'how far back the recent counts go', duration, 86_400_000)
     .option('--metrics <url>', "a service's Prometheus /metrics, for replay and conflict rates", httpUrl)
     .option('--json', 'print the counts as JSON')
@@ -40,15 +41,16 @@ export function registerStats(program: Command, { io }: CommandContext): void {
       `
 Examples:
   $ idem stats --postgres postgres://app@db.internal:5432/app --window 7d
-  $ idem stats --sqlite data/app.db --metrics http://127.0.0.1:3000/metrics --json`,
+  $ idem stats --sqlite data/app.db --metrics http://127.0.0.1:3000/metrics --json
+  $ idem stats --dynamodb idem --endpoint http://127.0.0.1:8000`,
     )
-    .action(async (flags: { postgres?: string; sqlite?: string; schema?: string; window: number; metrics?: string; json?: boolean }) => {
-      const target = targetOf(flags, ['postgres', 'sqlite'])
+    .action(async (flags: TargetFlags & { window: number; metrics?: string; json?: boolean }) => {
+      const target = targetOf(flags, KINDS)
       if (flags.window <= 0) throw new CliError('--window must be longer than 0', 'pass a window such as 1h, 24h or 7d')
-      const tables: TableStats = await (target.kind === 'postgres'
-        ? withPostgres(target, (pool) => postgresStats(pool, target.schema, flags.window))
-        : withSqlite(target, { readonly: true }, async (db) => sqliteStats(db, flags.window))
-      ).catch((error: unknown) => {
+      const tables: TableStats = await withOperator(target, { readonly: true }, async (operator) => {
+        if (operator.stats === undefined) throw new CliError(`${operator.backend} keeps no counts idem can read`, 'run idem inspect for one key')
+        return operator.stats(flags.window)
+      }).catch((error: unknown) => {
         throw storeError(error, target)
       })
       const requests = flags.metrics === undefined ? undefined : await scrape(flags.metrics)
@@ -96,22 +98,27 @@ async function scrape(url: string): Promise<Requests> {
 function describe(report: TableStats & { target: string; requests?: Requests }): string[] {
   const { keys, leases, inbox, outbox, deadLetters } = report
   const pct = (rate: number | null): string => (rate === null ? 'n/a (no requests yet)' : `${(rate * 100).toPrecision(3)}%`)
-  const lines = [
-    `idem stats for ${report.target}, window ${human(report.windowMs)}`,
-    `keys        ${grouped(keys.total)} (${grouped(keys.live)} live, ${grouped(keys.expired)} expired awaiting prune); ${bytes(keys.bytes)} on disk`,
-    `  in window ${grouped(keys.recent)} new, ${grouped(keys.rowsPerDay)} rows/day; by stored status: ${
-      Object.entries(keys.byStatus)
-        .map(([status, n]) => `${status} ${grouped(n)}`)
-        .join(', ') || 'none'
-    }`,
-  ]
-  for (const day of keys.byDay) lines.push(`    ${day.day}  ${grouped(day.rows)}`)
+  const lines = [`idem stats for ${report.target}, window ${human(report.windowMs)}`]
+  // A store that keeps no transactional keys or no outbox (DynamoDB) has no line for them.
+  if (keys !== undefined) {
+    lines.push(
+      `keys        ${grouped(keys.total)} (${grouped(keys.live)} live, ${grouped(keys.expired)} expired awaiting prune); ${bytes(keys.bytes)} on disk`,
+      `  in window ${grouped(keys.recent)} new, ${grouped(keys.rowsPerDay)} rows/day; by stored status: ${
+        Object.entries(keys.byStatus)
+          .map(([status, n]) => `${status} ${grouped(n)}`)
+          .join(', ') || 'none'
+      }`,
+    )
+    for (const day of keys.byDay) lines.push(`    ${day.day}  ${grouped(day.rows)}`)
+  }
   lines.push(
     `leases      held ${grouped(leases.byState.held ?? 0)}, free ${grouped(leases.byState.free ?? 0)}, completed ${grouped(leases.byState.completed ?? 0)}; ${grouped(leases.expired)} expired; ${bytes(leases.bytes)} on disk`,
     `inbox       ${grouped(inbox.live)} ids kept, ${grouped(inbox.expired)} expired`,
-    `outbox      ${grouped(outbox.pending)} pending${outbox.oldestPendingAgeMs === null ? '' : ` (oldest waiting ${human(outbox.oldestPendingAgeMs)})`}, ${grouped(outbox.delivered)} delivered kept`,
-    `dead letters ${grouped(deadLetters.total)} (${grouped(deadLetters.recent)} in window)`,
   )
+  if (outbox !== undefined) {
+    lines.push(`outbox      ${grouped(outbox.pending)} pending${outbox.oldestPendingAgeMs === null ? '' : ` (oldest waiting ${human(outbox.oldestPendingAgeMs)})`}, ${grouped(outbox.delivered)} delivered kept`)
+  }
+  lines.push(`dead letters ${grouped(deadLetters.total)} (${grouped(deadLetters.recent)} in window)`)
   const r = report.requests
   if (r === undefined) lines.push('requests    replay and conflict rates: pass --metrics <url of /metrics> (the database records no replays)')
   else {

@@ -1,10 +1,14 @@
 import { existsSync, rmSync, statSync } from 'node:fs'
 import { resolve } from 'node:path'
 import type BetterSqlite3 from 'better-sqlite3'
-import { Option, type Command } from 'commander'
+import { InvalidArgumentError, Option, type Command } from 'commander'
 import type { Redis } from 'ioredis'
 import type pg from 'pg'
 import { IdemError } from '../core/errors/idem-error.js'
+import type { StoreOperator } from '../ports/operator.js'
+import { postgresOperator } from '../stores/postgres/index.js'
+import { redisOperator } from '../stores/redis/index.js'
+import { sqliteOperator } from '../stores/sqlite/index.js'
 import { CliError } from './io.js'
 import { identifier } from './parse.js'
 
@@ -13,10 +17,11 @@ export type Target =
   | { kind: 'postgres'; url: string; schema: string }
   | { kind: 'sqlite'; file: string }
   | { kind: 'redis'; url: string; prefix: string }
+  | { kind: 'dynamodb'; table: string; endpoint?: string; region?: string }
 
 export type TargetKind = Target['kind']
 
-const FLAG: Record<TargetKind, string> = { postgres: '--postgres <url>', sqlite: '--sqlite <file>', redis: '--redis <url>' }
+const FLAG: Record<TargetKind, string> = { postgres: '--postgres <url>', sqlite: '--sqlite <file>', redis: '--redis <url>', dynamodb: '--dynamodb <table>' }
 
 /** Adds the connection flags a command accepts. */
 export function withTargetOptions(command: Command, kinds: readonly TargetKind[]): Command {
@@ -29,7 +34,23 @@ export function withTargetOptions(command: Command, kinds: readonly TargetKind[]
     command.option('--redis <url>', 'Redis URL (redis://[user:password@]host[:port][/db])')
     command.option('--prefix <prefix>', "prefix of idem's Redis keys", 'idem:')
   }
+  if (kinds.includes('dynamodb')) {
+    command.option('--dynamodb <table>', "DynamoDB table holding idem's items (credentials and region from the AWS SDK's environment)")
+    command.option('--endpoint <url>', 'DynamoDB endpoint, such as http://127.0.0.1:8000 for DynamoDB Local (default: the SDK\'s)', httpUrlOption)
+    command.option('--region <region>', 'AWS region of the table (default: the SDK\'s, from AWS_REGION)')
+  }
   return command
+}
+
+function httpUrlOption(value: string): string {
+  let url: URL
+  try {
+    url = new URL(value)
+  } catch {
+    throw new InvalidArgumentError('Expected an http(s) URL, such as http://127.0.0.1:8000.')
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new InvalidArgumentError('Expected an http(s) URL, such as http://127.0.0.1:8000.')
+  return value
 }
 
 /** How the Postgres key table is laid out (`postgresStore`'s `keyLayout`). */
@@ -56,13 +77,25 @@ export function keyLayoutOf(flags: { keyLayout?: KeyLayout }, target: Target): {
  * @throws CliError when none or several are given, or a URL is malformed
  */
 export function targetOf<K extends TargetKind>(
-  flags: { postgres?: string; sqlite?: string; redis?: string; schema?: string; prefix?: string },
+  flags: TargetFlags,
   kinds: readonly K[],
 ): Extract<Target, { kind: K }> {
   return checkedTarget(flags, kinds) as Extract<Target, { kind: K }>
 }
 
-function checkedTarget(flags: { postgres?: string; sqlite?: string; redis?: string; schema?: string; prefix?: string }, kinds: readonly TargetKind[]): Target {
+/** The connection flags of a command. */
+export interface TargetFlags {
+  postgres?: string
+  sqlite?: string
+  redis?: string
+  dynamodb?: string
+  schema?: string
+  prefix?: string
+  endpoint?: string
+  region?: string
+}
+
+function checkedTarget(flags: TargetFlags, kinds: readonly TargetKind[]): Target {
   const given = kinds.filter((kind) => flags[kind] !== undefined)
   if (given.length !== 1) {
     const choices = kinds.map((kind) => FLAG[kind]).join(' or ')
@@ -72,6 +105,11 @@ function checkedTarget(flags: { postgres?: string; sqlite?: string; redis?: stri
   if (kind === 'sqlite') {
     if (flags.sqlite!.trim() === '') throw new CliError('--sqlite needs a file name', 'pass --sqlite path/to/app.db')
     return { kind, file: resolve(flags.sqlite!) }
+  }
+  if (kind === 'dynamodb') {
+    const table = flags.dynamodb!
+    if (!/^[A-Za-z0-9_.-]{3,255}$/.test(table)) throw new CliError(`--dynamodb ${JSON.stringify(table)} is not a DynamoDB table name`, 'pass the table of dynamodbStore({ table }): 3–255 of A-Z a-z 0-9 _ . -')
+    return { kind, table, ...(flags.endpoint === undefined ? {} : { endpoint: flags.endpoint }), ...(flags.region === undefined ? {} : { region: flags.region }) }
   }
   const value = flags[kind]!
   const protocols = kind === 'postgres' ? ['postgres:', 'postgresql:'] : ['redis:', 'rediss:']
@@ -123,6 +161,12 @@ const loadRedis = () =>
     const ioredis = await import('ioredis')
     return ioredis.Redis ?? ioredis.default
   })
+// The SDK and the store's operator, which imports it, are loaded only for --dynamodb.
+const loadDynamo = () =>
+  driver('@aws-sdk/client-dynamodb', 'DynamoDB', async () => ({
+    DynamoDBClient: (await import('@aws-sdk/client-dynamodb')).DynamoDBClient,
+    dynamodbOperator: (await import('../stores/dynamodb/index.js')).dynamodbOperator,
+  }))
 
 type Pool = pg.Pool
 type Database = BetterSqlite3.Database
@@ -150,12 +194,21 @@ export async function withPostgres<T>(target: Extract<Target, { kind: 'postgres'
  */
 export async function withSqlite<T>(
   target: Extract<Target, { kind: 'sqlite' }>,
-  { create = false, readonly = false }: { create?: boolean; readonly?: boolean },
+  { create = false, readonly = false, dryRun = false }: { create?: boolean; readonly?: boolean; dryRun?: boolean },
   work: (db: Database) => Promise<T>,
 ): Promise<T> {
   const Sqlite = await loadSqlite()
   const existed = existsSync(target.file)
   if (existed && statSync(target.file).isDirectory()) throw new CliError(`--sqlite ${target.file} is a directory`, 'pass the path of a database file')
+  if (!existed && dryRun) {
+    // What a dry run would apply to a new file: everything. Nothing is created.
+    const empty = new Sqlite(':memory:')
+    try {
+      return await work(empty)
+    } finally {
+      empty.close()
+    }
+  }
   if (!existed && !create) {
     throw new CliError(`no SQLite database at ${target.file}`, `check the path; to create it with idem's tables, run: idem migrate --sqlite ${target.file}`)
   }
@@ -195,6 +248,48 @@ export async function withRedis<T>(target: Extract<Target, { kind: 'redis' }>, w
   }
 }
 
+/** How a command reaches its target: read-only, or allowed to create a new SQLite file; a dry run reads a missing file as an empty database. */
+export interface Access {
+  readonly?: boolean
+  create?: boolean
+  dryRun?: boolean
+  /** Postgres only (`keyLayoutOf` refuses it elsewhere): the key table's layout. */
+  keyLayout?: KeyLayout
+}
+
+/**
+ * Connects to the target, runs `work` with the store's operator, and disconnects: the
+ * one place that knows which operator each backend has. Commands ask the operator what
+ * it can do (`stats`, `prune`, `migrations`), never which backend it is.
+ */
+export async function withOperator<T>(target: Target, access: Access, work: (operator: StoreOperator) => Promise<T>): Promise<T> {
+  switch (target.kind) {
+    case 'postgres':
+      return withPostgres(target, (pool) => work(postgresOperator({ pool, schema: target.schema, ...(access.keyLayout === undefined ? {} : { keyLayout: access.keyLayout }) })))
+    case 'sqlite':
+      return withSqlite(target, access, (db) => work(sqliteOperator({ db })))
+    case 'redis':
+      return withRedis(target, (client) => work(redisOperator({ client, prefix: target.prefix })))
+    case 'dynamodb':
+      return withDynamo(target, work)
+  }
+}
+
+/** Makes a DynamoDB client for the target (no retries: a command should fail at once and say why), runs `work` with the operator, and destroys the client. */
+async function withDynamo<T>(target: Extract<Target, { kind: 'dynamodb' }>, work: (operator: StoreOperator) => Promise<T>): Promise<T> {
+  const { DynamoDBClient, dynamodbOperator } = await loadDynamo()
+  const client = new DynamoDBClient({ maxAttempts: 1, ...(target.endpoint === undefined ? {} : { endpoint: target.endpoint }), ...(target.region === undefined ? {} : { region: target.region }) })
+  try {
+    return await work(dynamodbOperator({ client, table: target.table })).catch((error: unknown) => {
+      if (error instanceof IdemError || error instanceof CliError) throw error
+      // The SDK's own failures before any request: no region, no credentials, no endpoint.
+      throw new CliError(`cannot reach DynamoDB table "${target.table}": ${error instanceof Error ? error.message : String(error)}`, 'check --endpoint, --region and the AWS credentials in the environment (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_REGION)', { cause: error })
+    })
+  } finally {
+    client.destroy()
+  }
+}
+
 /** A failure to connect, as cause and fix. */
 export function connectionError(what: string, url: string, error: unknown): CliError {
   const message = error instanceof Error ? error.message : String(error)
@@ -210,9 +305,11 @@ export function connectionError(what: string, url: string, error: unknown): CliE
 
 /** An idem error from a store (unavailable, tables missing), as cause and fix. */
 export function storeError(error: unknown, target: Target): unknown {
-  const where = target.kind === 'postgres' ? `schema "${target.schema}"` : target.kind === 'sqlite' ? target.file : target.url
+  const where = target.kind === 'postgres' ? `schema "${target.schema}"` : target.kind === 'sqlite' ? target.file : target.kind === 'redis' ? target.url : `DynamoDB table "${target.table}"`
   const missing = (cause: unknown) =>
-    new CliError(`idem's tables are missing in ${where}, or older than this idem`, `run: idem migrate ${targetFlags(target)}`, { cause })
+    target.kind === 'dynamodb'
+      ? new CliError(`${where} does not exist`, `create it: await dynamodbStore({ client, table: '${target.table}' }).createTable() (docs/dynamodb.md)`, { cause })
+      : new CliError(`idem's tables are missing in ${where}, or older than this idem`, `run: idem migrate ${targetFlags(target)}`, { cause })
   if (error instanceof IdemError) {
     if (error.code === 'migration-required') return missing(error)
     if (error.code === 'store-unavailable') return new CliError(error.message, 'check that the database is running and reachable, then run the command again', { cause: error })
@@ -226,5 +323,6 @@ export function storeError(error: unknown, target: Target): unknown {
 export function targetFlags(target: Target): string {
   if (target.kind === 'sqlite') return `--sqlite ${target.file}`
   if (target.kind === 'postgres') return `--postgres ${redact(target.url)}${target.schema === 'public' ? '' : ` --schema ${target.schema}`}`
+  if (target.kind === 'dynamodb') return `--dynamodb ${target.table}${target.endpoint === undefined ? '' : ` --endpoint ${target.endpoint}`}${target.region === undefined ? '' : ` --region ${target.region}`}`
   return `--redis ${redact(target.url)}`
 }

@@ -1,8 +1,9 @@
+import canonicalize from 'canonicalize'
 import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
 import { fingerprintRequest, fingerprintValue } from './fingerprint.js'
 
-const json = (body: string, extra: Partial<Parameters<typeof fingerprintRequest>[0]> = {}) =>
+const json = (body: string | Uint8Array, extra: Partial<Parameters<typeof fingerprintRequest>[0]> = {}) =>
   fingerprintRequest({ method: 'POST', route: '/orders', body, contentType: 'application/json; charset=utf-8', ...extra })
 
 /** Serialises a value with shuffled key order and random whitespace. */
@@ -48,6 +49,22 @@ describe('fingerprintRequest', () => {
         let state = seed
         const random = () => ((state = (state * 1103515245 + 12345) & 0x7fffffff) / 0x7fffffff)
         expect(json(reshape(value, random))).toBe(json(JSON.stringify(value)))
+      }),
+      { numRuns: 500 },
+    )
+  })
+
+  it('property: JSON as bytes fingerprints as the same text does, canonical (counted as sent) or not (canonicalised)', () => {
+    const bytes = (text: string) => new Uint8Array(Buffer.from(text, 'utf8'))
+    fc.assert(
+      fc.property(jsonObject, fc.integer(), (value, seed) => {
+        let state = seed
+        const random = () => ((state = (state * 1103515245 + 12345) & 0x7fffffff) / 0x7fffffff)
+        const canonical = canonicalize(value)!
+        const reshaped = reshape(value, random)
+        expect(json(bytes(canonical))).toBe(json(canonical))
+        expect(json(bytes(reshaped))).toBe(json(canonical))
+        expect(json(bytes(reshaped))).toBe(json(reshaped))
       }),
       { numRuns: 500 },
     )

@@ -1,6 +1,7 @@
 import { hash } from 'node:crypto'
 import { MIMEType } from 'node:util'
 import canonicalize from 'canonicalize'
+import { canonicalJsonText, isCanonicalJson } from './canonical-json.js'
 import { assertKnownOptions, optionNames } from './validate.js'
 
 /** What a request's fingerprint is computed from. */
@@ -70,14 +71,13 @@ export function fingerprintRequest(input: FingerprintInput): string {
  * the request path, whose input is an object literal the compiler has checked.
  */
 export function hashRequest(input: FingerprintInput): string {
-  const body = normaliseBody(input)
-  const method = input.method.toUpperCase()
   const query = input.query ?? ''
   const pairs = query === '' ? '[]' : canonicalPairs(query, undefined)
+  let head = VERSION_PART + encoded(upperCase(input.method)) + encoded(input.route)
   // 'query' and 'query-text' are never a body kind, so the shapes of the list never collide.
-  if (pairs === '[]') return sha256Hex([VERSION, method, input.route, ...body])
-  if (pairs === undefined) return sha256Hex([VERSION, method, input.route, 'query-text', query, ...body])
-  return sha256Hex([VERSION, method, input.route, 'query', pairs, ...body])
+  if (pairs === undefined) head += encoded('query-text') + encoded(query)
+  else if (pairs !== '[]') head += encoded('query') + encoded(pairs)
+  return sha256Hex(head, normaliseBody(input))
 }
 
 /**
@@ -90,34 +90,69 @@ export function hashRequest(input: FingerprintInput): string {
 export function fingerprintValue(value: unknown): string {
   const text = canonicalize(value)
   if (text === undefined) throw new TypeError('The fingerprint input has no JSON form')
-  return sha256Hex([VERSION, 'value', text])
+  return sha256Hex(VERSION_PART + encoded('value'), [text])
+}
+
+/**
+ * What is hashed of each part: its UTF-8 length, a colon, the part. With the length
+ * first the encoding is unambiguous: ("a|b","c") ≠ ("a","b|c").
+ */
+function encoded(part: string): string {
+  return `${Buffer.byteLength(part, 'utf8')}:${part}`
+}
+
+const VERSION_PART = encoded(VERSION)
+
+// Methods come upper case from every server: no copy for them.
+function upperCase(method: string): string {
+  switch (method) {
+    case 'POST':
+    case 'PUT':
+    case 'PATCH':
+    case 'DELETE':
+    case 'GET':
+      return method
+    default:
+      return method.toUpperCase()
+  }
 }
 
 type Part = string | Uint8Array
 
 /**
- * SHA-256 of the parts, each prefixed with its byte length, so the encoding is
- * unambiguous: ("a|b","c") ≠ ("a","b|c"). The parts are joined first and hashed in one
- * call (crypto.hash), which costs a third of feeding a Hash object part by part.
+ * SHA-256 in hex of `head` (parts already encoded) and then `parts`, hashed in one call
+ * (crypto.hash, which costs a third of feeding a Hash object part by part).
  */
-function sha256Hex(parts: readonly Part[]): string {
-  let text = ''
+function sha256Hex(head: string, parts: readonly Part[]): string {
+  let text = head
   for (let i = 0; i < parts.length; i++) {
     const part = parts[i]!
     // Raw bytes (a body that is not text, multipart parts): join the rest as bytes.
     if (typeof part !== 'string') return sha256HexOfBytes(text, parts, i)
-    text += `${Buffer.byteLength(part, 'utf8')}:${part}`
+    text += encoded(part)
   }
   return hash('sha256', text, 'hex')
 }
 
-// The same encoding as sha256Hex, for a list that holds bytes from `from` on.
+// The same encoding as sha256Hex, for a list that holds bytes from `from` on: written
+// into one buffer and hashed in one call. Text goes in with one write where it can (a
+// write costs more than the bytes it copies).
 function sha256HexOfBytes(text: string, parts: readonly Part[], from: number): string {
+  const bytes = parts[from]!
+  if (from === parts.length - 1 && typeof bytes !== 'string') {
+    // The usual list: text, then the body's bytes.
+    const head = `${text}${bytes.byteLength}:`
+    const headBytes = Buffer.byteLength(head, 'utf8')
+    const joined = Buffer.allocUnsafe(headBytes + bytes.byteLength)
+    joined.write(head, 0, headBytes, 'utf8')
+    joined.set(bytes, headBytes)
+    return hash('sha256', joined, 'hex')
+  }
   const chunks: Uint8Array[] = [Buffer.from(text, 'utf8')]
   for (let i = from; i < parts.length; i++) {
     const part = parts[i]!
-    const bytes = typeof part === 'string' ? Buffer.from(part, 'utf8') : part
-    chunks.push(Buffer.from(`${bytes.byteLength}:`, 'latin1'), bytes)
+    const partBytes = typeof part === 'string' ? Buffer.from(part, 'utf8') : part
+    chunks.push(Buffer.from(`${partBytes.byteLength}:`, 'latin1'), partBytes)
   }
   return hash('sha256', Buffer.concat(chunks), 'hex')
 }
@@ -129,9 +164,11 @@ const utf8 = new TextDecoder('utf-8', { fatal: true })
 
 function normaliseBody({ body, contentType, fields }: FingerprintInput): Normalised {
   if (body === undefined || body.length === 0) return ['none', '']
-  const media = (contentType ?? '').split(';', 1)[0]!.trim().toLowerCase()
+  const media = mediaType(contentType)
   const isJson = media === 'application/json' || media.endsWith('+json')
   const isForm = media === 'application/x-www-form-urlencoded'
+  // The common case: JSON sent in canonical form counts as its own bytes.
+  if (isJson && fields === undefined && typeof body !== 'string' && isCanonicalJson(body)) return ['json', body]
   if (!isJson && !isForm) {
     if (media.startsWith('multipart/')) return multipartParts(body, contentType ?? '') ?? ['bytes', body]
     return ['bytes', body]
@@ -145,6 +182,11 @@ function normaliseBody({ body, contentType, fields }: FingerprintInput): Normali
   if (isForm) {
     const pairs = canonicalPairs(text, fields)
     return pairs === undefined ? ['bytes', body] : ['form', pairs]
+  }
+  if (fields === undefined) {
+    // Most other JSON only has whitespace to drop or members to sort: no value is built.
+    const canonical = canonicalJsonText(text)
+    if (canonical !== undefined) return ['json', canonical]
   }
   let parsed: unknown
   try {
@@ -161,6 +203,12 @@ function normaliseBody({ body, contentType, fields }: FingerprintInput): Normali
     // compared as bytes, like JSON that does not parse: client input never fails here.
     return ['bytes', body]
   }
+}
+
+// The media type without parameters, lower case; the usual header needs no work.
+function mediaType(contentType: string | null | undefined): string {
+  if (contentType === 'application/json') return contentType
+  return (contentType ?? '').split(';', 1)[0]!.trim().toLowerCase()
 }
 
 /**

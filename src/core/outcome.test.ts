@@ -1,3 +1,4 @@
+import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
 import { OutcomeNotSerializableError } from './errors/outcome-not-serializable.js'
 import { parseOutcome, serializeOutcome } from './outcome.js'
@@ -27,4 +28,86 @@ describe('serializeOutcome', () => {
     cyclic.self = cyclic
     expect(() => serializeOutcome(cyclic)).toThrow(OutcomeNotSerializableError)
   })
+
+  it('property: writes what JSON.stringify with a check of every value writes, and refuses what it refuses, with the same words', () => {
+    const odd = fc.constantFrom<unknown>(
+      () => 1,
+      Symbol('s'),
+      Number.NaN,
+      Number.POSITIVE_INFINITY,
+      -0,
+      10n,
+      new Map([[1, 2]]),
+      new Set(),
+      new Uint8Array([1]),
+      new DataView(new ArrayBuffer(1)),
+      Buffer.from('hi'),
+      new Date(0),
+      new Date(Number.NaN),
+      Object.assign(new Date(0), { toJSON: () => new Map() }),
+      { toJSON: () => ({ n: Number.NaN }) },
+      { toJSON: () => 'fine' },
+      { toJSON: () => undefined },
+      new Number(Number.NaN),
+      new String('boxed'),
+      Object.create(null),
+      Object.create({ inherited: () => 1 }),
+      undefined,
+      '\ud800',
+    )
+    const value = fc.letrec((tie) => ({
+      any: fc.oneof({ depthSize: 'small' }, fc.jsonValue({ maxDepth: 1 }), odd, tie('array'), tie('object')),
+      array: fc.array(tie('any'), { maxLength: 4 }),
+      object: fc.dictionary(fc.string({ maxLength: 3 }), tie('any'), { maxKeys: 4 }),
+    })).any
+    const outcome = (f: () => string) => {
+      try {
+        return { text: f() }
+      } catch (error) {
+        return { error: error instanceof OutcomeNotSerializableError ? error.message : `not an OutcomeNotSerializableError: ${String(error)}` }
+      }
+    }
+    fc.assert(
+      fc.property(value, (v) => {
+        expect(outcome(() => serializeOutcome(v))).toEqual(outcome(() => checkedReference(v)))
+      }),
+      { numRuns: 5_000 },
+    )
+  })
 })
+
+// serializeOutcome as it was before the plain JSON.stringify path: a replacer that checks
+// every value. The current one must agree with it on every value.
+function checkedReference(value: unknown): string {
+  const problem = (v: unknown) => {
+    switch (typeof v) {
+      case 'bigint':
+        return 'a BigInt'
+      case 'function':
+        return 'a function'
+      case 'symbol':
+        return 'a symbol'
+      case 'number':
+        return Number.isFinite(v) ? undefined : `the number ${v}`
+      case 'object':
+        if (v instanceof Map) return 'a Map'
+        if (v instanceof Set) return 'a Set'
+        if (ArrayBuffer.isView(v)) return 'binary data (encode it, e.g. as base64)'
+        return undefined
+      default:
+        return undefined
+    }
+  }
+  let text: string | undefined
+  try {
+    text = JSON.stringify(value === undefined ? null : value, function check(this: unknown, key, v: unknown) {
+      const found = problem(v)
+      if (found !== undefined) throw new OutcomeNotSerializableError(`The outcome holds ${found} at ${JSON.stringify(key || '(root)')}; return plain JSON data`)
+      return v
+    })
+  } catch (cause) {
+    if (cause instanceof OutcomeNotSerializableError) throw cause
+    throw new OutcomeNotSerializableError(`The outcome cannot be serialised: ${(cause as Error).message}`, { cause })
+  }
+  return text ?? 'null'
+}

@@ -14,9 +14,52 @@ import { OutcomeUnreadableError } from './errors/outcome-unreadable.js'
  * @throws OutcomeNotSerializableError naming the path of the offending value
  */
 export function serializeOutcome(value: unknown): string {
+  const root = value === undefined ? null : value
+  // Plain JSON.stringify keeps V8's fast path (a replacer turns it off), and a walk of
+  // the value says whether the text is what the checked path would write. Anything the
+  // walk is unsure of, and every failure, takes the checked path, which says why.
+  try {
+    const text = JSON.stringify(root)
+    if (text !== undefined && storable(root)) return text
+  } catch {
+    // A BigInt, a cycle, a toJSON that throws, nesting too deep: said below.
+  }
+  return checkedSerialize(root)
+}
+
+/**
+ * Whether serialising `v` with `checkedSerialize` would find nothing to refuse, so that
+ * the plain text is its text. Conservative: an object with a `toJSON` other than Date's
+ * is left to the checked path (its JSON form is what counts, and it is only known by
+ * calling it).
+ */
+function storable(v: unknown): boolean {
+  if (typeof v !== 'object' || v === null) return describeUnstorable(v) === undefined
+  if (typeof (v as { toJSON?: unknown }).toJSON === 'function') return isPlainDate(v)
+  if (Array.isArray(v)) {
+    for (let i = 0; i < v.length; i++) if (!storable(v[i])) return false
+    return true
+  }
+  if (describeUnstorable(v) !== undefined) return false
+  for (const key in v) {
+    if (Object.hasOwn(v, key) && !storable((v as Record<string, unknown>)[key])) return false
+  }
+  return true
+}
+
+// Date's own toJSON gives a string, or null for an invalid date: both store as they are.
+const { toJSON: dateToJson, toISOString: dateToIsoString } = Date.prototype
+
+function isPlainDate(v: object): boolean {
+  return v instanceof Date && v.toJSON === dateToJson && v.toISOString === dateToIsoString
+}
+
+// JSON.stringify with a check of every value it writes (after toJSON), naming the first
+// it refuses.
+function checkedSerialize(root: unknown): string {
   let text: string | undefined
   try {
-    text = JSON.stringify(value === undefined ? null : value, function check(this: unknown, key, v: unknown) {
+    text = JSON.stringify(root, function check(this: unknown, key, v: unknown) {
       const problem = describeUnstorable(v)
       if (problem !== undefined) {
         throw new OutcomeNotSerializableError(`The outcome holds ${problem} at ${JSON.stringify(key || '(root)')}; return plain JSON data`)

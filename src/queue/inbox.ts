@@ -6,7 +6,7 @@ import { OverranError } from '../core/errors/overran.js'
 import { MissingKeyError } from '../core/errors/missing-key.js'
 import { idemEvents, warn, type EventStream, type InboxEvent } from '../core/events.js'
 import { assertCount, assertDuration, assertKnownOptions, assertName, optionNames } from '../core/validate.js'
-import type { InboxSession, InboxTable, PriorFailures, WithInboxTable } from '../ports/inbox-table.js'
+import type { InboxClaim, InboxSession, InboxTable, PriorFailures, WithInboxTable } from '../ports/inbox-table.js'
 import { messageKey, refusedMessageKey } from './message-key.js'
 import { deadLetterPayload, errorText } from './payload.js'
 
@@ -236,8 +236,9 @@ export function createInbox<Tx, Body = unknown>(options: InboxOptions<Tx, Body>)
 
   /** Claims the message; a stale snapshot gets one fresh transaction, as in the engine. */
   async function claim(key: string): Promise<InboxSession<Tx>> {
-    const session = await table.begin({ consumer, key, waitMs, retentionMs })
-    return session.state === 'stale' ? await table.begin({ consumer, key, waitMs, retentionMs }) : session
+    const request: InboxClaim = { consumer, key, waitMs, retentionMs }
+    const session = await table.begin(request)
+    return session.state === 'stale' ? await table.begin(request) : session
   }
 
   function report<R extends ConsumeResult<unknown>>(result: R, started: number, error?: unknown): R {
@@ -282,7 +283,10 @@ export function createInbox<Tx, Body = unknown>(options: InboxOptions<Tx, Body>)
     }
     let session: InboxSession<Tx>
     try {
-      session = await claim(key)
+      // As `claim`, spelled out: one async layer less on every message.
+      const request: InboxClaim = { consumer, key, waitMs, retentionMs }
+      session = await table.begin(request)
+      if (session.state === 'stale') session = await table.begin(request)
     } catch (error) {
       if (events.listening) events.emit({ type: 'inbox', consumer, status: 'error', durationMs: performance.now() - started, error })
       throw error

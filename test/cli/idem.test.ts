@@ -1,9 +1,10 @@
+import { UpdateItemCommand } from '@aws-sdk/client-dynamodb'
 import Database from 'better-sqlite3'
 import { execFile } from 'node:child_process'
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { afterAll, describe, expect, it } from 'vitest'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { main } from '../../src/cli/idem.js'
 import { createIdem } from '../../src/core/engine.js'
 import { createLeasedIdem } from '../../src/core/leased/engine.js'
@@ -16,6 +17,8 @@ import { postgresStore } from '../../src/stores/postgres/store.js'
 import { redisStore } from '../../src/stores/redis/store.js'
 import { sqliteMigrations } from '../../src/stores/sqlite/migrations.js'
 import { REDIS_URL, testRedis } from '../leased/support.js'
+import { LOCAL_CREDENTIALS, testDynamo } from '../support/dynamodb.js'
+import { leasePk } from '../../src/stores/dynamodb/items.js'
 import { PG_URL, testSchema, type TestSchema } from '../support/postgres.js'
 
 const root = new URL('../..', import.meta.url).pathname
@@ -101,6 +104,9 @@ describe('idem: every mistake names its cause and fix, exits 2, and leaves nothi
     ['a baseline newer than this idem', ['migrate', '--sqlite', 'new.db', '--baseline', '99'], 'idem migrate: --baseline 99 is newer than this idem\'s schema (version 4)\n  fix: pass a version from 1 to 4'],
     ['a SQLite file that does not exist', ['prune', '--sqlite', 'typo.db'], 'idem prune: no SQLite database at DIR/typo.db\n  fix: check the path; to create it with idem\'s tables, run: idem migrate --sqlite DIR/typo.db'],
     ['a directory for a file', ['migrate', '--sqlite', '.'], 'idem migrate: --sqlite DIR is a directory'],
+    ['a DynamoDB table name that is not one', ['stats', '--dynamodb', 'a/b'], 'idem stats: --dynamodb "a/b" is not a DynamoDB table name'],
+    ['an --endpoint that is not an http URL', ['prune', '--dynamodb', 'idem', '--endpoint', '127.0.0.1:8000'], "option '--endpoint <url>' argument '127.0.0.1:8000' is invalid"],
+    ['a backend a command does not serve', ['migrate', '--dynamodb', 'idem'], "idem: unknown option '--dynamodb'"],
   ])('%s', async (_, args, message) => {
     const ran = await idem(args, { cwd: dir })
     expect(ran.code).toBe(2)
@@ -117,16 +123,16 @@ describe('idem: every mistake names its cause and fix, exits 2, and leaves nothi
     ['better-sqlite3', ['prune', '--sqlite', 'x.db'], 'idem prune: the SQLite driver "better-sqlite3" is not installed\n  fix: npm i better-sqlite3'],
     ['pg', ['stats', '--postgres', 'postgres://127.0.0.1/x'], 'idem stats: the Postgres driver "pg" is not installed\n  fix: npm i pg'],
     ['ioredis', ['inspect', 's', 'k', '--redis', 'redis://127.0.0.1'], 'idem inspect: the Redis driver "ioredis" is not installed\n  fix: npm i ioredis'],
+    [
+      '@aws-sdk/client-dynamodb',
+      ['stats', '--dynamodb', 'idem'],
+      'idem stats: the DynamoDB driver "@aws-sdk/client-dynamodb" is not installed\n  fix: npm i @aws-sdk/client-dynamodb',
+    ],
   ])('without %s installed, says which package to install', async (module, args, message) => {
     const ran = await idem(args, { cwd: dir, node: ['--import', join(root, 'test/cli/fixtures/hide-module.mjs')], env: { IDEM_HIDE_MODULE: module } })
     expect(ran).toMatchObject({ code: 2, stdout: '' })
     expect(ran.stderr).toContain(message)
     noStack(ran)
-  })
-
-  it('answers Redis where pruning means nothing, and exits 0', async () => {
-    const ran = await idem(['prune', '--redis', 'redis://127.0.0.1:1'])
-    expect(ran).toMatchObject({ code: 0, stdout: "idem: Redis expires idem's keys itself (each carries its retention as a TTL): nothing to prune\n" })
   })
 })
 
@@ -300,6 +306,11 @@ const redis = await testRedis('cli')
 describe.skipIf(redis === undefined)('idem inspect on Redis', () => {
   afterAll(() => redis?.drop())
 
+  it('answers Redis where pruning means nothing, and exits 0', async () => {
+    const ran = await idem(['prune', '--redis', REDIS_URL, '--prefix', redis!.prefix])
+    expect(ran).toMatchObject({ code: 0, stdout: "idem: Redis expires idem's keys itself (each carries its retention as a TTL): nothing to prune\n" })
+  })
+
   it('shows a held lease: state, fencing token, steps done', async () => {
     const { client, prefix } = redis!
     const idemLeased = createLeasedIdem({ store: redisStore({ client, prefix }), leaseMs: 60_000 })
@@ -325,3 +336,86 @@ describe.skipIf(redis === undefined)('idem inspect on Redis', () => {
   })
 })
 
+
+const dynamo = await testDynamo('cli')
+
+describe.skipIf(dynamo === undefined)('idem inspect, stats and prune on DynamoDB', () => {
+  const { client, table, endpoint, store } = dynamo!
+  const where = ['--dynamodb', table, '--endpoint', endpoint]
+  // DynamoDB Local keeps one database per access key and region: the tests' own.
+  const aws = { AWS_ACCESS_KEY_ID: LOCAL_CREDENTIALS.credentials.accessKeyId, AWS_SECRET_ACCESS_KEY: LOCAL_CREDENTIALS.credentials.secretAccessKey, AWS_REGION: LOCAL_CREDENTIALS.region }
+  const saved = Object.fromEntries(Object.keys(aws).map((name) => [name, process.env[name]]))
+  beforeAll(() => Object.assign(process.env, aws))
+  afterAll(async () => {
+    for (const [name, value] of Object.entries(saved)) {
+      if (value === undefined) delete process.env[name]
+      else process.env[name] = value
+    }
+    await dynamo?.drop()
+  })
+
+  it('inspect shows a held lease (state, fencing token, steps done), then the completed key; exit 1 for an unknown key', async () => {
+    const idemLeased = createLeasedIdem({ store, leaseMs: 60_000 })
+    let release!: () => void
+    const running = idemLeased.run({ scope: 'acct_1', key: 'job-7', input: 1 }, async (ctx) => {
+      await ctx.step('charge', () => 'ch_1')
+      await new Promise<void>((resolve) => (release = resolve))
+      return 'done'
+    })
+    while (release === undefined) await new Promise((r) => setTimeout(r, 10))
+    const json = JSON.parse((await idem(['inspect', 'acct_1', 'job-7', ...where, '--json'], { env: aws })).stdout)
+    expect(json).toMatchObject({ found: true, lease: { state: 'held', leaseLive: true, expired: false, steps: [{ name: 'charge' }] } })
+    expect(Number(json.lease.token)).toBeGreaterThan(0)
+    const text = (await idem(['inspect', 'acct_1', 'job-7', ...where], { env: aws })).stdout
+    expect(text).toContain(`key "job-7" in scope "acct_1" (--dynamodb ${table} --endpoint ${endpoint})`)
+    expect(text).toMatch(/state\s+held — a holder is running/)
+    expect(text).toMatch(/steps done\s+charge/)
+    release()
+    await running
+    const completed = JSON.parse((await idem(['inspect', 'acct_1', 'job-7', ...where, '--json'], { env: aws })).stdout).lease
+    expect(completed).toMatchObject({ state: 'completed', leaseUntil: null, leaseLive: false, steps: [] })
+    expect(await idem(['inspect', 'acct_1', 'nope', ...where], { env: aws })).toMatchObject({ code: 1 })
+  })
+
+  it('stats counts leases by state and the expired ones; prune deletes only those, with a progress bar on a terminal', async () => {
+    for (let i = 0; i < 3; i++) await store.claim('acct_2', `live-${i}`, 'fp', 60_000, 60_000)
+    // Keys whose retention ran out and which DynamoDB's TTL has not deleted yet (it takes
+    // up to days; DynamoDB Local's takes seconds, so their TTL stays ahead here).
+    for (let i = 0; i < 30; i++) {
+      await store.claim('acct_2', `old-${i}`, 'fp', 60_000, 60_000)
+      await client.send(
+        new UpdateItemCommand({
+          TableName: table,
+          Key: { pk: { S: leasePk('acct_2', `old-${i}`) }, sk: { S: '#' } },
+          UpdateExpression: 'SET expiresAt = :past',
+          ExpressionAttributeValues: { ':past': { N: String(Date.now() - 1_000) } },
+        }),
+      )
+    }
+    const before = JSON.parse((await idem(['stats', ...where, '--json'], { env: aws })).stdout)
+    expect(before).toMatchObject({ target: `--dynamodb ${table} --endpoint ${endpoint}`, leases: { byState: { held: 33, completed: 1 }, expired: 30, bytes: null } })
+    expect(before.keys).toBeUndefined()
+    expect(before.outbox).toBeUndefined()
+    const text = (await idem(['stats', ...where], { env: aws })).stdout
+    expect(text).toMatch(/^leases\s+held 33, free 0, completed 1; 30 expired; unknown on disk$/m)
+    expect(text).not.toMatch(/^(keys|outbox) /m)
+
+    const tty = await inProcess(['prune', ...where, '--batch-size', '10', '--json'], true)
+    expect(tty.err).toEqual([])
+    expect(tty.code).toBe(0)
+    expect(JSON.parse(tty.out[0]!)).toMatchObject({ deleted: 30, batches: 3 })
+    expect(tty.progress.at(-2)).toMatch(/^pruning \[#{30}\] 100% 30\/30 · [\d,]+\/s$/)
+    expect(tty.progress.at(-1)).toBeUndefined()
+    const after = JSON.parse((await idem(['stats', ...where, '--json'], { env: aws })).stdout)
+    expect(after.leases).toMatchObject({ byState: { held: 3, completed: 1 }, expired: 0 })
+    expect(JSON.parse((await idem(['inspect', 'acct_2', 'live-1', ...where, '--json'], { env: aws })).stdout)).toMatchObject({ found: true, lease: { state: 'held' } })
+    expect((await idem(['prune', ...where], { env: aws })).stdout).toMatch(/^idem: pruned 0 expired records in /)
+  })
+
+  it('names a missing table and how to create it', async () => {
+    const ran = await idem(['stats', '--dynamodb', `${table}_none`, '--endpoint', endpoint], { env: aws })
+    expect(ran.code).toBe(2)
+    expect(ran.stderr).toContain(`idem stats: DynamoDB table "${table}_none" does not exist\n  fix: create it: await dynamodbStore({ client, table: '${table}_none' }).createTable()`)
+    noStack(ran)
+  })
+})

@@ -155,14 +155,9 @@ describe.skipIf(db === undefined)('postgres engine', () => {
     // connection are prepared in the first round trip.)
     expect(counting.trips.splice(0).map((trip) => trip.filter((command) => command !== 'PREPARE'))).toEqual([['BEGIN', 'INSERT'], ['INSERT'], ['COMMIT']])
     expect(await inboxRows('mark-1')).toBe(1)
+    // A redelivery: the INSERT claims nothing, and the usual claim finds the record.
     const replay = await deliver(inbox, 'mark-1', 'never')
     expect(replay).toEqual({ value: null, replayed: true, stored: true })
-    // An id this store recorded: one read.
-    expect(counting.trips.splice(0)).toEqual([['SELECT']])
-    // Elsewhere (a store that did not record it), the INSERT claims nothing, and the usual
-    // claim finds the record.
-    const elsewhere = postgresStore({ pool: counting.pool, schema }).inbox
-    expect((await deliver(elsewhere, 'mark-1', 'never')).replayed).toBe(true)
     expect(counting.trips.slice(0, 2)).toEqual([['BEGIN', 'INSERT'], ['SELECT']])
     expect(await count('never')).toBe(0)
     expect(await count('mark-1')).toBe(1)
@@ -213,7 +208,7 @@ describe.skipIf(db === undefined)('postgres engine', () => {
       expect(counting.trips).toEqual([['ROLLBACK', 'BEGIN', 'INSERT', 'SELECT'], ['INSERT'], ['COMMIT']])
       counting.reset()
       await mark('prepared-6')
-      expect(counting.trips).toEqual([['BEGIN', 'PREPARE', 'PREPARE', 'PREPARE', 'PREPARE', 'INSERT'], ['INSERT'], ['COMMIT']])
+      expect(counting.trips).toEqual([['BEGIN', 'PREPARE', 'PREPARE', 'PREPARE', 'INSERT'], ['INSERT'], ['COMMIT']])
       expect((await mark('prepared-5')).replayed).toBe(true)
       for (const key of ['prepared-5', 'prepared-6']) expect(await count(key)).toBe(1)
 

@@ -301,6 +301,24 @@ export const TARGETS: OptionTarget[] = [
     typos: [['header', 'headers'], ['retryAfterSecond', 'retryAfterSeconds']],
   },
 
+  // idem/webhooks: each verifier takes its secret(s) and, where the scheme has one, a tolerance
+  ...(
+    [
+      ['stripeSignature', 'whsec_c2VjcmV0LXNlY3JldC1zZWNyZXQ', true],
+      ['githubSignature', 'gh-secret', false],
+      ['standardWebhooksSignature', 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw', true],
+      ['shopifySignature', 'shop-secret', false],
+      ['slackSignature', 'slack-secret', true],
+    ] as const
+  ).map(([name, secret, tolerance]): OptionTarget => ({
+    entry: 'idem/webhooks', export: name, caller: name,
+    minimal: () => ({ secret }),
+    call: (f: Fn, o: Options) => f(o),
+    typos: tolerance
+      ? [['secrets', 'secret'], ['toleranceMS', 'toleranceMs']]
+      : [['Secret', 'secret'], ['secrte', 'secret']],
+  })),
+
   // idem/openapi: each takes the middleware's options (checked by idempotency(), above) and its own
   {
     entry: 'idem/openapi', export: 'idempotencyOpenApi', part: 'openApi', caller: 'idempotencyOpenApi',
@@ -409,6 +427,17 @@ export const TARGETS: OptionTarget[] = [
 
   // the other stores
   { entry: 'idem/redis', export: 'redisStore', caller: 'redisStore', minimal: (r) => ({ client: r.redis }), call: (f, o) => f(o), typos: [['prefx', 'prefix'], ['timeoutMS', 'timeoutMs']] },
+  // the stores' operators
+  { entry: 'idem/postgres', export: 'postgresOperator', caller: 'postgresOperator', minimal: (r) => ({ pool: r.pool }), call: (f, o) => f(o), typos: [['schemma', 'schema'], ['keylayout', 'keyLayout']] },
+  { entry: 'idem/sqlite', export: 'sqliteOperator', caller: 'sqliteOperator', minimal: (r) => ({ db: r.db }), call: (f, o) => f(o), typos: [['database', null], ['dB', 'db']] },
+  { entry: 'idem/redis', export: 'redisOperator', caller: 'redisOperator', minimal: (r) => ({ client: r.redis }), call: (f, o) => f(o), typos: [['prefx', 'prefix']] },
+  { entry: 'idem/dynamodb', export: 'dynamodbOperator', caller: 'dynamodbOperator', minimal: (r) => ({ client: r.dynamo, table: 'idem' }), call: (f, o) => f(o), typos: [['tabel', 'table'], ['timeoutMS', 'timeoutMs']] },
+  ...(['postgresOperator', 'sqliteOperator', 'dynamodbOperator'] as const).map((name): OptionTarget => ({
+    entry: name === 'postgresOperator' ? 'idem/postgres' : name === 'sqliteOperator' ? 'idem/sqlite' : 'idem/dynamodb', export: name, part: 'prune', caller: 'prune',
+    minimal: () => ({}),
+    call: (f, o, r) => f(name === 'postgresOperator' ? { pool: r.pool } : name === 'sqliteOperator' ? { db: r.db } : { client: r.dynamo, table: 'idem' }).prune(o),
+    typos: [['batchsize', 'batchSize'], ['onbatch', 'onBatch']],
+  })),
   { entry: 'idem/dynamodb', export: 'dynamodbStore', caller: 'dynamodbStore', minimal: (r) => ({ client: r.dynamo, table: 'idem' }), call: (f, o) => f(o), typos: [['holdMS', 'holdMs']] },
 
   // idem/lambda
@@ -455,6 +484,8 @@ export const NOT_FACTORIES: Record<string, string> = {
   'idem/sqlite#openSqlite': 'a file name',
   'idem/queue#idFromBytes': 'the bytes of an id',
   'idem/postgres#fromPg': 'wraps a client',
+  'idem/postgres#postgresMigrationScript': 'a schema and a version',
+  'idem/sqlite#sqliteMigrationScript': 'a version',
   'idem/postgres#fromKysely': 'wraps a transaction',
   'idem/postgres#fromDrizzle': 'wraps a transaction and its sql tag',
   'idem/memory#memoryStore': NO_OPTIONS,

@@ -63,42 +63,57 @@ export async function checkOut(pool: PgPool, schema: string): Promise<HeldClient
   } catch (error) {
     throw classifyPgError(error, schema)
   }
-  let lost: StoreUnavailableError | undefined
+  return new Held(client, schema)
+}
+
+// A class rather than an object of closures: one is built for every call, and its methods
+// are then not (measured: 1.4 µs less per queue message, in a quiet loop on a fake pool).
+class Held implements HeldClient {
+  readonly client: PgPoolClient
+  readonly #schema: string
+  #lost: StoreUnavailableError | undefined
   // pg can report one death twice (the server's FATAL, then the end of the socket): the first says why.
-  const onError = (error: Error): void => {
-    lost ??= lostConnection(error, schema)
+  readonly #onError = (error: Error): void => {
+    this.#lost ??= lostConnection(error, this.#schema)
   }
-  client.on?.('error', onError)
-  return {
-    client,
-    get lost() {
-      return lost
-    },
-    async query(text, values) {
-      if (lost !== undefined) throw lost
-      try {
-        return await (values === undefined ? client.query(text) : client.query(text, values))
-      } catch (error) {
-        throw lost ?? error
-      }
-    },
-    release(error) {
-      client.removeListener?.('error', onError)
-      client.release(lost ?? (error === undefined ? undefined : error instanceof Error ? error : true))
-    },
-    async abandon() {
-      client.removeListener?.('error', onError)
-      if (lost !== undefined) return client.release(lost)
-      const closed = new Promise<void>((resolve) => (client.once === undefined ? resolve() : client.once('end', resolve)))
-      const cancelled = cancelStatement(client, ABANDON_WAIT_MS)
-      // The pool ends a client released with an error (a running statement's socket is
-      // destroyed at once) and opens a new connection for its next caller.
-      client.release(new Error('idem: the call holding this connection overran its deadline'))
-      let timer: NodeJS.Timeout | undefined
-      const waited = new Promise<void>((resolve) => (timer = setTimeout(resolve, ABANDON_WAIT_MS)))
-      await Promise.race([Promise.all([closed, cancelled]), waited])
-      clearTimeout(timer)
-    },
+
+  constructor(client: PgPoolClient, schema: string) {
+    this.client = client
+    this.#schema = schema
+    client.on?.('error', this.#onError)
+  }
+
+  get lost(): StoreUnavailableError | undefined {
+    return this.#lost
+  }
+
+  async query(text: string, values?: unknown[]): Promise<PgQueryResult> {
+    if (this.#lost !== undefined) throw this.#lost
+    try {
+      return await (values === undefined ? this.client.query(text) : this.client.query(text, values))
+    } catch (error) {
+      throw this.#lost ?? error
+    }
+  }
+
+  release(error?: unknown): void {
+    this.client.removeListener?.('error', this.#onError)
+    this.client.release(this.#lost ?? (error === undefined ? undefined : error instanceof Error ? error : true))
+  }
+
+  async abandon(): Promise<void> {
+    const { client } = this
+    client.removeListener?.('error', this.#onError)
+    if (this.#lost !== undefined) return client.release(this.#lost)
+    const closed = new Promise<void>((resolve) => (client.once === undefined ? resolve() : client.once('end', resolve)))
+    const cancelled = cancelStatement(client, ABANDON_WAIT_MS)
+    // The pool ends a client released with an error (a running statement's socket is
+    // destroyed at once) and opens a new connection for its next caller.
+    client.release(new Error('idem: the call holding this connection overran its deadline'))
+    let timer: NodeJS.Timeout | undefined
+    const waited = new Promise<void>((resolve) => (timer = setTimeout(resolve, ABANDON_WAIT_MS)))
+    await Promise.race([Promise.all([closed, cancelled]), waited])
+    clearTimeout(timer)
   }
 }
 

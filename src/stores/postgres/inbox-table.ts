@@ -1,59 +1,170 @@
-import type { InboxSession, InboxTable } from '../../ports/inbox-table.js'
+import type { InboxDeadLetter, InboxSession, InboxTable, PriorFailures } from '../../ports/inbox-table.js'
+import { settledInboxSession } from '../settled-inbox-session.js'
 import { classifyPgError } from './errors.js'
-import { keySessions, type Settings } from './key-sessions.js'
+import { checkOut, type HeldClient } from './held-client.js'
+import type { Settings } from './key-sessions.js'
 import { queryOnPool } from './pool-query.js'
 import * as sql from './sql/index.js'
-import type { PgClient } from './types.js'
-
-// idem_inbox keeps no fingerprint: any redelivery of an id is the same message.
-const INBOX_RECORD = 'idem-inbox-v1'
+import type { PgClient, PgPoolClient } from './types.js'
+import { inlined, wireFor, type Wire } from './wire.js'
 
 /**
  * The inbox's table on Postgres: one narrow `idem_inbox` row per processed message
  * (consumer, key, expiry), claimed with its row already written in the round trip that
  * opens the transaction (READ COMMITTED), so a new message costs one statement more
  * than the handler's own and its commit is a bare COMMIT; failure counts in
- * `idem_inbox_attempts`, dead letters in `idem_dead_letters`.
+ * `idem_inbox_attempts`, dead letters in `idem_dead_letters`. Its statements are built
+ * once, with the store; a message costs a checkout, its round trips and one session.
  */
 export function postgresInboxTable(settings: Settings): InboxTable<PgClient> {
-  const { pool, schema } = settings
-  const sessions = keySessions(settings, sql.inboxTable(schema))
-
-  async function run(tx: PgClient, statement: sql.Statement) {
-    try {
-      return await tx.query(statement.text, statement.values)
-    } catch (error) {
-      throw classifyPgError(error, schema)
-    }
+  const { pool, schema, isolation, preparedStatements } = settings
+  const statements = sql.inboxStatements(schema)
+  const context: Context = {
+    schema,
+    statements,
+    wire: wireFor(preparedStatements, [statements.mark, statements.claim, statements.save]),
+    begin: sql.begin(isolation),
+    // A stricter level keeps the usual claim, which handles its stale snapshots.
+    marks: isolation === 'read committed',
   }
 
   return {
     async begin({ consumer, key, waitMs, retentionMs }): Promise<InboxSession<PgClient>> {
-      const session = await sessions.begin({ scope: consumer, key, waitMs, record: { fingerprint: INBOX_RECORD, ttlMs: retentionMs } })
-      const { state } = session.claim
-      // Nothing was written: ending it need not delay the answer (rollback never rejects).
-      if (state !== 'new') void session.rollback()
-      return {
-        state: state === 'new' ? 'new' : state === 'found' ? 'processed' : state === 'locked' ? 'in-flight' : 'stale',
-        tx: session.tx,
-        async takeFailures() {
-          const { rows } = await run(session.tx, sql.inboxAttemptTake(schema, consumer, key))
-          const row = rows[0] as { attempts: number; last_error: string; first_failed_at: Date } | undefined
-          return row && { attempts: row.attempts, lastError: row.last_error, firstFailedAt: row.first_failed_at }
-        },
-        async deadLetter(letter) {
-          await run(session.tx, sql.deadLetterInsert(schema, 'inbox', consumer, key, letter.payload, letter.attempts, letter.error, letter.firstSeenAt ?? null))
-        },
-        commit: () => session.commit({ fingerprint: INBOX_RECORD, outcome: 'null', ttlMs: retentionMs }),
-        rollback: () => session.rollback(),
-        ...(session.abandon === undefined ? {} : { abandon: () => session.abandon!() }),
-        lost: () => session.lost?.(),
+      const client = await checkOut(pool, schema)
+      let state: string | undefined
+      let marked = false
+      let prepared: boolean
+      try {
+        if (context.marks) {
+          const first = await context.wire.send(client, context.begin, statements.mark, { text: statements.mark.text, values: [consumer, key, retentionMs] })
+          prepared = first.prepared
+          if (first.result.rowCount === 1) marked = true
+          // A recorded id, or another delivery holding it: claimed the usual way, in the same transaction.
+          else state = stateOf(await client.query(inlined(client, { text: statements.claim.text, values: [consumer, key, waitMs] })))
+        } else {
+          const first = await context.wire.send(client, context.begin, statements.claim, { text: statements.claim.text, values: [consumer, key, waitMs] })
+          prepared = first.prepared
+          state = stateOf(first.result)
+        }
+      } catch (error) {
+        await endClient(client, error)
+        throw classifyPgError(error, schema)
       }
+      if (marked || state === 'new') return new ClaimedSession(context, client, consumer, key, retentionMs, marked, prepared)
+      // Nothing was written: ending it need not delay the answer (it never rejects).
+      void endClient(client)
+      return settledInboxSession(state === 'found' ? 'processed' : state === 'locked' ? 'in-flight' : 'stale', client.client)
     },
     async recordFailure(consumer, key, error) {
       // One upsert, atomic by itself: concurrent failures of a message each count once.
-      const { rows } = await queryOnPool(pool, schema, sql.inboxAttemptRecord(schema, consumer, key, error))
+      const { rows } = await queryOnPool(pool, schema, { text: statements.recordFailure, values: [consumer, key, error] })
       return (rows[0] as { attempts: number }).attempts
     },
+  }
+}
+
+/** What every session of one table shares. */
+interface Context {
+  readonly schema: string
+  readonly statements: sql.InboxStatements
+  readonly wire: Wire
+  /** BEGIN at the store's isolation level. */
+  readonly begin: string
+  /** Whether a claim writes its row at once (`mark`). */
+  readonly marks: boolean
+}
+
+/** A message this delivery holds: its transaction, open on a client of its own until commit or rollback. */
+class ClaimedSession implements InboxSession<PgPoolClient> {
+  readonly state = 'new'
+  readonly tx: PgPoolClient
+  #ended = false
+
+  constructor(
+    readonly context: Context,
+    readonly client: HeldClient,
+    readonly consumer: string,
+    readonly key: string,
+    readonly retentionMs: number,
+    /** The claim wrote the id's row already: the commit is a bare COMMIT. */
+    readonly marked: boolean,
+    /** The claim ran prepared, so the connection has the table's statements. */
+    readonly prepared: boolean,
+  ) {
+    this.tx = client.client
+  }
+
+  async takeFailures(): Promise<PriorFailures | undefined> {
+    const { rows } = await this.#run(this.context.statements.takeFailures, [this.consumer, this.key])
+    const row = rows[0] as { attempts: number; last_error: string; first_failed_at: Date } | undefined
+    return row && { attempts: row.attempts, lastError: row.last_error, firstFailedAt: row.first_failed_at }
+  }
+
+  async deadLetter(letter: InboxDeadLetter): Promise<void> {
+    const { text, values } = sql.deadLetterInsert(this.context.schema, 'inbox', this.consumer, this.key, letter.payload, letter.attempts, letter.error, letter.firstSeenAt ?? null)
+    await this.#run(text, values)
+  }
+
+  async commit(): Promise<void> {
+    this.#ended = true
+    const { client } = this
+    try {
+      await client.query(this.marked ? 'COMMIT' : `${this.#save()}; COMMIT`)
+    } catch (error) {
+      await endClient(client, error)
+      throw classifyPgError(error, this.context.schema)
+    }
+    client.release()
+  }
+
+  async rollback(): Promise<void> {
+    if (this.#ended) return
+    this.#ended = true
+    await endClient(this.client)
+  }
+
+  // The handler may still be using the client: it is closed, not returned to the pool.
+  async abandon(): Promise<void> {
+    if (this.#ended) return
+    this.#ended = true
+    await this.client.abandon()
+  }
+
+  lost(): Error | undefined {
+    return this.client.lost
+  }
+
+  /** The id's row, for a claim that did not write it: prepared when the claim ran prepared (they were prepared together, and a transaction stays on its server connection). */
+  #save(): string {
+    const { save } = this.context.statements
+    const values = [this.consumer, this.key, this.retentionMs]
+    return inlined(this.client, this.prepared ? sql.execute(save, values) : { text: save.text, values })
+  }
+
+  async #run(text: string, values: unknown[]) {
+    try {
+      return await this.tx.query(text, values)
+    } catch (error) {
+      throw classifyPgError(error, this.context.schema)
+    }
+  }
+}
+
+/** The state `idem_inbox_claim` returned. */
+function stateOf(result: { rows: unknown[] }): string {
+  const state = (result.rows[0] as { state?: unknown } | undefined)?.state
+  if (state === 'new' || state === 'found' || state === 'locked' || state === 'stale') return state
+  throw new Error(`idem_inbox_claim returned an unexpected row: ${JSON.stringify(result.rows[0])}`)
+}
+
+// Ends a transaction this table opened and returns its client to the pool; a client whose
+// connection failed is destroyed rather than reused, and a lost one is not even asked.
+async function endClient(client: HeldClient, cause?: unknown): Promise<void> {
+  if (client.lost !== undefined) return client.release()
+  try {
+    await client.query('ROLLBACK')
+    client.release()
+  } catch (error) {
+    client.release(error instanceof Error ? error : new Error(String(cause ?? error)))
   }
 }

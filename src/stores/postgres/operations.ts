@@ -1,4 +1,5 @@
-import { statusOf, type KeyInspection } from '../inspection.js'
+import type { KeyInspection, TableStats } from '../../ports/operator.js'
+import { statusOf } from '../inspection.js'
 import { classifyPgError } from './errors.js'
 import { migrations, SCHEMA_VERSION } from './migrations.js'
 import { quoteSchema } from './sql/index.js'
@@ -19,7 +20,10 @@ const literal = (text: string): string => `'${text.replace(/'/g, "''")}'`
  * Every statement that brings `schema` from version `from` to `SCHEMA_VERSION`, in one
  * transaction, recording each version in `idem_migrations` as `migrate()` does, so a
  * `migrate()` after the script has been applied by hand finds the schema current.
+ * What `idem sql postgres` prints.
  * @throws TypeError when `schema` is not a plain identifier
+ * @example
+ * const sql = postgresMigrationScript('billing').map((s) => (s.startsWith('--') ? s : `${s};`)).join('\n') // for psql -f
  */
 export function postgresMigrationScript(schema: string, from = 0): string[] {
   const s = quoteSchema(schema)
@@ -150,32 +154,6 @@ export async function postgresInspect(pool: PgPool, schema: string, scope: strin
   } catch (error) {
     throw classifyPgError(error, schema)
   }
-}
-
-/** Counts and sizes of idem's tables, for `idem stats`. */
-export interface TableStats {
-  /** The window the `recent` counts cover, in milliseconds back from now. */
-  windowMs: number
-  keys: {
-    total: number
-    live: number
-    /** Expired, waiting for a prune. */
-    expired: number
-    /** Created within the window. */
-    recent: number
-    /** Keys created within the window, by stored HTTP status (`other` for non-HTTP outcomes). */
-    byStatus: Record<string, number>
-    /** Keys created within the window, per calendar day (UTC). */
-    byDay: { day: string; rows: number }[]
-    /** `recent` per day of the window. */
-    rowsPerDay: number
-    /** The key table's size on disk, indexes included; null where the store cannot tell. */
-    bytes: number | null
-  }
-  leases: { byState: Record<string, number>; expired: number; bytes: number | null }
-  inbox: { live: number; expired: number }
-  outbox: { pending: number; delivered: number; oldestPendingAgeMs: number | null }
-  deadLetters: { total: number; recent: number }
 }
 
 /** Reads `TableStats` from a Postgres schema. It counts whole tables: run it off-peak on a large one. */

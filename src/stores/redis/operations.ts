@@ -1,11 +1,16 @@
-import { statusOf, type KeyInspection } from '../inspection.js'
+import type { KeyInspection } from '../../ports/operator.js'
+import { statusOf } from '../inspection.js'
 import { redisKeys, type RedisKeys } from './keys.js'
 
-/** The commands `redisInspect` reads with: an ioredis client fits. */
-interface ReadingClient {
+/** The commands an operator reads with: an ioredis client fits. */
+export interface RedisReadingClient {
+  /** The hash at `key` (HGETALL). */
   hgetall(key: string): Promise<Record<string, string>>
+  /** The fields of the hash at `key` (HKEYS). */
   hkeys(key: string): Promise<string[]>
+  /** The time `key` has left, in ms (PTTL). */
   pttl(key: string): Promise<number>
+  /** The server's clock (TIME). */
   time(): Promise<[string, string] | (string | number)[]>
 }
 
@@ -13,7 +18,7 @@ interface ReadingClient {
  * One leased key as the Redis store keeps it, read without changing anything, by the
  * server's clock.
  */
-export async function redisInspect(client: ReadingClient, prefix: string, scope: string, key: string): Promise<KeyInspection & { keys: RedisKeys }> {
+export async function redisInspect(client: RedisReadingClient, prefix: string, scope: string, key: string): Promise<KeyInspection & { keys: RedisKeys }> {
   const keys = redisKeys(prefix, scope, key)
   const [claim, stepNames, ttl, time] = await Promise.all([client.hgetall(keys.claim), client.hkeys(keys.steps), client.pttl(keys.claim), client.time()])
   const now = Number(time[0]) * 1000 + Math.floor(Number(time[1]) / 1000)

@@ -1,4 +1,5 @@
-import { statusOf, type KeyInspection } from '../inspection.js'
+import type { KeyInspection, TableStats } from '../../ports/operator.js'
+import { statusOf } from '../inspection.js'
 import { firstRow } from './connection.js'
 import { sqliteMigrations, SQLITE_SCHEMA_VERSION } from './migrations.js'
 import type { SqliteDatabase } from '../../ports/sql-clients.js'
@@ -15,6 +16,9 @@ const literal = (text: string): string => `'${text.replace(/'/g, "''")}'`
  * Every statement that brings the database from version `from` to the current one, in
  * one transaction, recording each version in `idem_migrations` as `migrate()` does, so
  * a `migrate()` after the script has been applied by hand finds the database current.
+ * What `idem sql sqlite` prints.
+ * @example
+ * const upgrade = sqliteMigrationScript(3) // from version 3 to SQLITE_SCHEMA_VERSION
  */
 export function sqliteMigrationScript(from = 0): string[] {
   const statements = [
@@ -109,7 +113,7 @@ export function sqliteInspect(db: SqliteDatabase, scope: string, key: string): K
 }
 
 /** Counts and sizes of idem's tables (the Postgres `TableStats` shape). */
-export function sqliteStats(db: SqliteDatabase, windowMs: number) {
+export function sqliteStats(db: SqliteDatabase, windowMs: number): TableStats {
   const now = Date.now()
   const since = now - windowMs
   const get = (text: string, ...values: unknown[]) => db.prepare(text).get(...values) as Record<string, number | null>

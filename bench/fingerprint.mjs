@@ -1,0 +1,93 @@
+// bench:fingerprint: what the request fingerprint costs next to one SHA-256 of the same
+// bytes, on the request path's own call (`hashRequest`, with the body as the bytes the
+// handler reads). `RATIO fingerprint.json_1kb_vs_sha256` is the target line: a compact 1 KB
+// JSON body whose keys are already in canonical order. The others are information: the
+// same body as `JSON.stringify` writes it (keys in the order the code built them), pretty
+// printed, and a 64 KB body.
+import { hash } from 'node:crypto'
+import canonicalize from 'canonicalize'
+import { hashRequest } from '../dist/core/fingerprint.js'
+import { median } from './support.mjs'
+
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 7)
+const MS = Number(process.env.BENCH_MS ?? 300)
+
+/** An order as a client would send it: nested objects, an array of items, text, numbers. */
+function order(items) {
+  return {
+    orderId: 'ord_01HZX3K9Q2',
+    customer: { id: 'cus_12345', email: 'jane.doe@example.com', name: 'Jane Doe', tier: 'gold' },
+    currency: 'EUR',
+    items: Array.from({ length: items }, (_, k) => ({ sku: `SKU-${1000 + k}-ABC`, quantity: (k % 4) + 1, unitPrice: 19.99 + k, title: `Product number ${k}` })),
+    shipping: { street: '12 Example Street', city: 'Berlin', postcode: '10115', country: 'DE', express: false },
+    note: 'Please leave the parcel at the door',
+    total: 123.45,
+  }
+}
+
+/** The number of items that makes the compact body closest to `bytes`. */
+function sized(bytes) {
+  let items = 1
+  while (canonicalize(order(items + 1)).length <= bytes) items++
+  return order(items)
+}
+
+const utf8 = (text) => new Uint8Array(Buffer.from(text, 'utf8'))
+const small = sized(1024)
+const large = sized(64 * 1024)
+const bodies = {
+  json_1kb: utf8(canonicalize(small)),
+  json_1kb_unsorted: utf8(JSON.stringify(small)),
+  json_1kb_pretty: utf8(JSON.stringify(small, null, 2)),
+  json_64kb: utf8(canonicalize(large)),
+}
+
+const fingerprint = (body) => () => hashRequest({ method: 'POST', route: '/orders', query: '', body, contentType: 'application/json', fields: undefined })
+const sha256 = (body) => () => hash('sha256', body, 'hex')
+
+/**
+ * Nanoseconds of CPU per call, over about `MS` milliseconds: CPU time, not wall time, so
+ * that other processes on a shared machine weigh less.
+ */
+function timed(op) {
+  let calls = 0
+  let sink = ''
+  const cpu = process.cpuUsage()
+  const until = performance.now() + MS
+  while (performance.now() < until) {
+    for (let i = 0; i < 100; i++) sink = op()
+    calls += 100
+  }
+  const used = process.cpuUsage(cpu)
+  if (sink.length !== 64) throw new Error('not a SHA-256 in hex')
+  return ((used.user + used.system) * 1000) / calls
+}
+
+// Every round times the fingerprint and the SHA-256 of the same bytes back to back, in
+// alternating order, so the ratio of the pair sees the same load; the median ratio counts.
+const ratios = Object.fromEntries(Object.keys(bodies).map((name) => [name, []]))
+const nanos = Object.fromEntries(Object.keys(bodies).map((name) => [name, { fingerprint: [], sha256: [] }]))
+for (const body of Object.values(bodies)) timed(fingerprint(body)) // warm up
+for (let round = 0; round < ROUNDS; round++) {
+  for (const [name, body] of Object.entries(bodies)) {
+    let ours, theirs
+    if (round % 2 === 0) {
+      ours = timed(fingerprint(body))
+      theirs = timed(sha256(body))
+    } else {
+      theirs = timed(sha256(body))
+      ours = timed(fingerprint(body))
+    }
+    nanos[name].fingerprint.push(ours)
+    nanos[name].sha256.push(theirs)
+    ratios[name].push(ours / theirs)
+  }
+}
+for (const [name, body] of Object.entries(bodies)) {
+  const spread = `${Math.min(...ratios[name]).toFixed(2)}–${Math.max(...ratios[name]).toFixed(2)}`
+  console.log(
+    `${name}: ${body.byteLength} bytes, fingerprint ${(median(nanos[name].fingerprint) / 1000).toFixed(2)} µs, ` +
+      `SHA-256 ${(median(nanos[name].sha256) / 1000).toFixed(2)} µs (ratio per round ${spread})`,
+  )
+}
+for (const name of Object.keys(bodies)) console.log(`RATIO fingerprint.${name}_vs_sha256 ${median(ratios[name]).toFixed(2)}`)

@@ -1,0 +1,65 @@
+import { InvalidOptionError } from '../../core/errors/invalid-option.js'
+import { assertKnownOptions, optionNames } from '../../core/validate.js'
+import type { StoreOperator } from '../../ports/operator.js'
+import { leasedPostgresStore } from './leased.js'
+import {
+  POSTGRES_SCHEMA_VERSION,
+  postgresBaseline,
+  postgresExpiredCount,
+  postgresInspect,
+  postgresMigrationScript,
+  postgresSchemaVersion,
+  postgresStats,
+  postgresUnrecordedTables,
+} from './operations.js'
+import { postgresStore, type PostgresStoreOptions } from './store.js'
+import type { PgExecutor, PgPool } from './types.js'
+
+/** What `postgresOperator` takes: the pool, the schema, and the key table's layout. */
+export interface PostgresOperatorOptions {
+  /** A `pg.Pool` (or anything with the same `connect()` and `query()`). */
+  pool: PgPool & PgExecutor
+  /** Schema holding idem's tables. @default 'public' */
+  schema?: string
+  /** The key table's layout, as the store's (`postgresStore`'s `keyLayout`): what `migrate` creates and `prune` drops. @default 'table' */
+  keyLayout?: PostgresStoreOptions['keyLayout']
+}
+
+const OPTIONS = optionNames<PostgresOperatorOptions>({ pool: true, schema: true, keyLayout: true })
+
+/**
+ * The operator of a Postgres schema: one key's records, counts and sizes, expired
+ * records and their pruning (keys, inbox ids, leases; delivered outbox rows on request),
+ * and its versioned migrations. What `idem stats|inspect|prune|migrate --postgres` run.
+ * @example
+ * const operator = postgresOperator({ pool, schema: 'idem' })
+ * const { keys } = await operator.stats(86_400_000)
+ * await operator.prune({ batchSize: 5_000 })
+ */
+export function postgresOperator(options: PostgresOperatorOptions): StoreOperator & Required<Pick<StoreOperator, 'stats' | 'expiredCount' | 'prune' | 'migrations'>> {
+  if (options === null || typeof options !== 'object') throw new InvalidOptionError('postgresOperator: pass { pool, schema? }')
+  assertKnownOptions('postgresOperator', options, OPTIONS)
+  const { pool, schema = 'public', keyLayout } = options
+  // The stores check the pool, the schema and the layout.
+  const keys = postgresStore({ pool, schema, ...(keyLayout === undefined ? {} : { keyLayout }) })
+  const leases = leasedPostgresStore({ pool, schema })
+  return {
+    backend: 'Postgres',
+    inspect: (scope, key) => postgresInspect(pool, schema, scope, key),
+    stats: (windowMs) => postgresStats(pool, schema, windowMs),
+    expiredCount: () => postgresExpiredCount(pool, schema),
+    async prune(prune = {}) {
+      const deleted = await keys.prune(prune)
+      const { batchSize, onBatch } = prune
+      return deleted + (await leases.prune({ ...(batchSize === undefined ? {} : { batchSize }), ...(onBatch === undefined ? {} : { onBatch }) }))
+    },
+    migrations: {
+      latest: POSTGRES_SCHEMA_VERSION,
+      current: () => postgresSchemaVersion(pool, schema),
+      script: (from) => postgresMigrationScript(schema, from),
+      unrecordedTables: () => postgresUnrecordedTables(pool, schema),
+      baseline: (version) => postgresBaseline(pool, schema, version),
+      migrate: () => keys.migrate(),
+    },
+  }
+}
