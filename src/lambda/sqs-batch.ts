@@ -127,7 +127,8 @@ export function makeSqsBatchHandler<Tx, Body = unknown>(
           if (decodeError !== undefined) throw decodeError
           return handler(tx, { id: message.id, key, body, record }, context)
         },
-        deadlineMs === undefined ? undefined : { deadlineMs },
+        // A duplicate in flight elsewhere is waited for within this invocation's time only.
+        deadlineMs === undefined ? undefined : { deadlineMs, waitMs: Math.min(inbox.waitMs, deadlineMs) },
       )
     } catch {
       // The store failed: nothing was committed or counted.

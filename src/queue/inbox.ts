@@ -51,6 +51,8 @@ export interface ConsumeOptions {
    * invocation's remaining time, a visibility timeout measured as the message arrived).
    */
   deadlineMs?: number
+  /** How long this delivery waits for another delivery of the message that is being processed, instead of the inbox's `waitMs`. */
+  waitMs?: number
 }
 
 /** Runs in the transaction that records the message; `key` is what it is recorded under (see `keyOf`). */
@@ -112,6 +114,8 @@ export interface Inbox<Tx, Body = unknown> {
   readonly consumer: string
   readonly retentionMs: number
   readonly maxAttempts: number
+  /** How long a duplicate delivery waits for the one being processed before `in-flight`. */
+  readonly waitMs: number
   /**
    * Runs `handler` once per message id: in one transaction it records the id, runs the
    * handler (whose writes go through `tx`) and commits. A redelivery resolves as
@@ -137,7 +141,7 @@ export interface Inbox<Tx, Body = unknown> {
 // An in-flight duplicate is redelivered this much later: the holder is most likely done by then.
 const IN_FLIGHT_RETRY_MS = 1_000
 
-const CONSUME_OPTIONS = optionNames<ConsumeOptions>({ deadlineMs: true })
+const CONSUME_OPTIONS = optionNames<ConsumeOptions>({ deadlineMs: true, waitMs: true })
 
 const OPTIONS = optionNames<InboxOptions<unknown>>({
   store: true, consumer: true, retentionMs: true, redeliveryHorizonMs: true, idOf: true, maxAttempts: true, maxDeliveries: true, waitMs: true, deadlineMs: true, events: true, onWarning: true,
@@ -257,11 +261,16 @@ export function createInbox<Tx, Body = unknown>(options: InboxOptions<Tx, Body>)
   async function consume<T>(message: InboxMessage<Body>, handler: InboxHandler<Tx, Body, T>, options?: ConsumeOptions): Promise<ConsumeResult<T>> {
     if (typeof handler !== 'function') throw new InvalidOptionError('consume: "handler" must be a function (tx, message) => …')
     let heldFor = deadlineMs
+    let waitFor = waitMs
     if (options !== undefined) {
       assertKnownOptions('consume', options, CONSUME_OPTIONS)
       if (options.deadlineMs !== undefined) {
         assertDuration('consume: option "deadlineMs"', options.deadlineMs, 1)
         heldFor = options.deadlineMs
+      }
+      if (options.waitMs !== undefined) {
+        assertDuration('consume: option "waitMs"', options.waitMs, 0)
+        waitFor = options.waitMs
       }
     }
     const started = performance.now()
@@ -284,7 +293,7 @@ export function createInbox<Tx, Body = unknown>(options: InboxOptions<Tx, Body>)
     let session: InboxSession<Tx>
     try {
       // As `claim`, spelled out: one async layer less on every message.
-      const request: InboxClaim = { consumer, key, waitMs, retentionMs }
+      const request: InboxClaim = { consumer, key, waitMs: waitFor, retentionMs }
       session = await table.begin(request)
       if (session.state === 'stale') session = await table.begin(request)
     } catch (error) {
@@ -388,7 +397,7 @@ export function createInbox<Tx, Body = unknown>(options: InboxOptions<Tx, Body>)
     return deadLetter(key, message, 1, errorText(error))
   }
 
-  return { consumer, retentionMs, maxAttempts, consume, keyOf, expectRedeliveryWithin }
+  return { consumer, retentionMs, maxAttempts, waitMs, consume, keyOf, expectRedeliveryWithin }
 }
 
 /** Runs the inbox's own statements in a session: on failure it is rolled back, and a lost connection is the error. */

@@ -373,7 +373,7 @@ export const TARGETS: OptionTarget[] = [
     entry: 'idem/queue', export: 'createInbox', part: 'consume', caller: 'consume',
     minimal: () => ({}),
     call: (f, o, r) => f({ store: r.sqlite, consumer: 'c' }).consume({ id: `m-${Math.random()}`, body: {} }, () => {}, o),
-    typos: [['deadlineMS', 'deadlineMs']],
+    typos: [['deadlineMS', 'deadlineMs'], ['waitMS', 'waitMs']],
   },
   { entry: 'idem/queue', export: 'createOutbox', caller: 'createOutbox', minimal: (r) => ({ store: r.sqlite }), call: (f, o) => f(o), typos: [['stores', 'store']] },
   {
