@@ -45,9 +45,11 @@ interface Held {
  * same options and behaviour: a repeated event is answered with the stored result
  * without running the handler or the `after` middlewares; the handler runs inside the
  * engine's call, its transaction or step context on `context.idem.tx`; an error frees
- * the key; the invocation's remaining time bounds the call. Put it first, so that what it
- * stores is what the handler returned (before later `after` middlewares change it), and
- * what it answers a replay with goes through those that change responses.
+ * the key; the invocation's remaining time bounds the call. Use it last (`.use()` after
+ * the others): Middy runs its `before` after theirs (a body parser has shaped the event
+ * the key comes from) and its `after` before theirs, so it stores what the handler
+ * returned. A replay is answered from `before`, and Middy runs no `after` middleware for
+ * it: the stored result is answered as the handler returned it.
  *
  * @throws InvalidOptionError naming the option, at creation
  * @example
