@@ -12,6 +12,7 @@
  *             ports' contracts; imports core, ports and the shared helpers in stores/.
  *   http      the Fetch-standard middleware, its adapters, problem+json, the webhook receiver.
  *   queue     inbox, outbox, dispatcher over their ports; broker adapters.
+ *   lambda    AWS Lambda front ends (any event, SQS batches, Middy) over the engines and the inbox.
  *   data      content ids, upserts, memo, once, reconcile.
  *   client    the retrying fetch wrapper: runs in apps that call idem'd servers.
  *   ops       metrics exporters, subscribers of the event stream.
@@ -30,9 +31,9 @@ module.exports = {
     },
     {
       name: 'front-ends-know-no-driver',
-      comment: 'http, queue, data and ops reach stores through ports only (core/store.ts, core/leased/store.ts, ports/)',
+      comment: 'http, queue, data, ops and lambda reach stores through ports only (core/store.ts, core/leased/store.ts, ports/)',
       severity: 'error',
-      from: { path: '^src/(http|queue|data|ops)/' },
+      from: { path: '^src/(http|queue|data|ops|lambda)/' },
       to: { path: '^src/stores/' },
     },
     {
@@ -54,6 +55,13 @@ module.exports = {
       comment: 'http uses core and the queue (the webhook receiver), never the CLI, client or test tools',
       severity: 'error',
       from: { path: '^src/http/' },
+      to: { path: '^src/(cli|client|ops|testing|data)/' },
+    },
+    {
+      name: 'lambda-is-a-front-end',
+      comment: 'lambda maps Lambda events onto the engines, the inbox and the HTTP handler: never the CLI, client, ops, test tools or data helpers',
+      severity: 'error',
+      from: { path: '^src/lambda/' },
       to: { path: '^src/(cli|client|ops|testing|data)/' },
     },
     {

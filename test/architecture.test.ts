@@ -38,6 +38,8 @@ const PLANTED: { rule: string; from: string; to: string }[] = [
   { rule: 'queue-knows-no-http', from: 'src/queue/outbox.ts', to: 'src/http/webhook.ts' },
   { rule: 'data-stands-alone', from: 'src/data/once.ts', to: 'src/queue/dispatcher.ts' },
   { rule: 'http-is-a-front-end', from: 'src/http/handler.ts', to: 'src/cli/idem.ts' },
+  { rule: 'lambda-is-a-front-end', from: 'src/lambda/sqs-batch.ts', to: 'src/ops/recorder.ts' },
+  { rule: 'front-ends-know-no-driver', from: 'src/lambda/engine.ts', to: 'src/stores/dynamodb/store.ts' },
   { rule: 'client-has-no-server-code', from: 'src/client/client.ts', to: 'src/queue/consumer.ts' },
   { rule: 'ports-are-contracts', from: 'src/ports/inbox-table.ts', to: 'src/queue/payload.ts' },
   { rule: 'stores-implement-ports-only', from: 'src/stores/sqlite/store.ts', to: 'src/http/options.ts' },

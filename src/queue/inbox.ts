@@ -43,6 +43,18 @@ export type ConsumeResult<T = unknown> =
   /** Another delivery of the same message is being processed right now: redeliver later; nothing was counted. */
   | { readonly status: 'in-flight'; readonly key: string; readonly retryAfterMs: number }
 
+/** What one `consume` call may set for itself, over the inbox's own settings. */
+export interface ConsumeOptions {
+  /**
+   * How long this delivery's handler may hold its message, instead of the inbox's
+   * `deadlineMs`: for a consumer whose time is bounded from outside (a Lambda
+   * invocation's remaining time, a visibility timeout measured as the message arrived).
+   */
+  deadlineMs?: number
+  /** How long this delivery waits for another delivery of the message that is being processed, instead of the inbox's `waitMs`. */
+  waitMs?: number
+}
+
 /** Runs in the transaction that records the message; `key` is what it is recorded under (see `keyOf`). */
 export type InboxHandler<Tx, Body, T> = (tx: Tx, message: InboxMessage<Body>, key: string) => T | Promise<T>
 
@@ -102,6 +114,8 @@ export interface Inbox<Tx, Body = unknown> {
   readonly consumer: string
   readonly retentionMs: number
   readonly maxAttempts: number
+  /** How long a duplicate delivery waits for the one being processed before `in-flight`. */
+  readonly waitMs: number
   /**
    * Runs `handler` once per message id: in one transaction it records the id, runs the
    * handler (whose writes go through `tx`) and commits. A redelivery resolves as
@@ -111,7 +125,7 @@ export interface Inbox<Tx, Body = unknown> {
    *
    * @throws StoreUnavailableError / MigrationRequiredError when the store fails (nothing was counted: redeliver)
    */
-  consume<T>(message: InboxMessage<Body>, handler: InboxHandler<Tx, Body, T>): Promise<ConsumeResult<T>>
+  consume<T>(message: InboxMessage<Body>, handler: InboxHandler<Tx, Body, T>, options?: ConsumeOptions): Promise<ConsumeResult<T>>
   /**
    * The key a message is recorded under (after `idOf` and hashing of long ids).
    * @throws MissingKeyError when it has no id, InvalidKeyError when its id is not well-formed UTF-16
@@ -126,6 +140,8 @@ export interface Inbox<Tx, Body = unknown> {
 
 // An in-flight duplicate is redelivered this much later: the holder is most likely done by then.
 const IN_FLIGHT_RETRY_MS = 1_000
+
+const CONSUME_OPTIONS = optionNames<ConsumeOptions>({ deadlineMs: true, waitMs: true })
 
 const OPTIONS = optionNames<InboxOptions<unknown>>({
   store: true, consumer: true, retentionMs: true, redeliveryHorizonMs: true, idOf: true, maxAttempts: true, maxDeliveries: true, waitMs: true, deadlineMs: true, events: true, onWarning: true,
@@ -242,8 +258,21 @@ export function createInbox<Tx, Body = unknown>(options: InboxOptions<Tx, Body>)
     return result
   }
 
-  async function consume<T>(message: InboxMessage<Body>, handler: InboxHandler<Tx, Body, T>): Promise<ConsumeResult<T>> {
+  async function consume<T>(message: InboxMessage<Body>, handler: InboxHandler<Tx, Body, T>, options?: ConsumeOptions): Promise<ConsumeResult<T>> {
     if (typeof handler !== 'function') throw new InvalidOptionError('consume: "handler" must be a function (tx, message) => …')
+    let heldFor = deadlineMs
+    let waitFor = waitMs
+    if (options !== undefined) {
+      assertKnownOptions('consume', options, CONSUME_OPTIONS)
+      if (options.deadlineMs !== undefined) {
+        assertDuration('consume: option "deadlineMs"', options.deadlineMs, 1)
+        heldFor = options.deadlineMs
+      }
+      if (options.waitMs !== undefined) {
+        assertDuration('consume: option "waitMs"', options.waitMs, 0)
+        waitFor = options.waitMs
+      }
+    }
     const started = performance.now()
     let id: string
     try {
@@ -264,7 +293,7 @@ export function createInbox<Tx, Body = unknown>(options: InboxOptions<Tx, Body>)
     let session: InboxSession<Tx>
     try {
       // As `claim`, spelled out: one async layer less on every message.
-      const request: InboxClaim = { consumer, key, waitMs, retentionMs }
+      const request: InboxClaim = { consumer, key, waitMs: waitFor, retentionMs }
       session = await table.begin(request)
       if (session.state === 'stale') session = await table.begin(request)
     } catch (error) {
@@ -292,8 +321,8 @@ export function createInbox<Tx, Body = unknown>(options: InboxOptions<Tx, Body>)
     try {
       const running = handler(session.tx, message, key)
       value = isThenable(running)
-        ? await withinDeadline(running, deadlineMs, () => {
-            const abandon = overrun(session, key)
+        ? await withinDeadline(running, heldFor, () => {
+            const abandon = overrun(session, key, heldFor)
             return abandon && abandon.then((error) => (overran = error))
           })
         : await running
@@ -315,8 +344,8 @@ export function createInbox<Tx, Body = unknown>(options: InboxOptions<Tx, Body>)
    * attempt fails, or, where the store cannot end it under the handler (SQLite), it stays
    * until the handler ends. Either way the log says which message overran.
    */
-  function overrun(session: InboxSession<Tx>, key: string): Promise<OverranError> | undefined {
-    const held = `idem inbox "${consumer}": the handler of message ${JSON.stringify(key)} still runs ${deadlineMs} ms after it took the message (deadlineMs)`
+  function overrun(session: InboxSession<Tx>, key: string, heldFor: number): Promise<OverranError> | undefined {
+    const held = `idem inbox "${consumer}": the handler of message ${JSON.stringify(key)} still runs ${heldFor} ms after it took the message (deadlineMs)`
     if (session.abandon === undefined) {
       warn(events, { code: 'overran-held', source: caller, message: `${held}; the store cannot end its transaction while it runs, so the message stays held until it ends` })
       return undefined
@@ -368,7 +397,7 @@ export function createInbox<Tx, Body = unknown>(options: InboxOptions<Tx, Body>)
     return deadLetter(key, message, 1, errorText(error))
   }
 
-  return { consumer, retentionMs, maxAttempts, consume, keyOf, expectRedeliveryWithin }
+  return { consumer, retentionMs, maxAttempts, waitMs, consume, keyOf, expectRedeliveryWithin }
 }
 
 /** Runs the inbox's own statements in a session: on failure it is rolled back, and a lost connection is the error. */

@@ -11,6 +11,7 @@ export {
   createInbox,
   DEFAULT_INBOX_RETENTION_MS,
   DEFAULT_MAX_ATTEMPTS,
+  type ConsumeOptions,
   type ConsumeResult,
   type Inbox,
   type InboxHandler,

@@ -6,6 +6,7 @@ import amqplib from 'amqplib'
 import { Redis } from 'ioredis'
 import pg from 'pg'
 import { expect } from 'vitest'
+import { DYNAMODB_URL } from '../support/dynamodb.js'
 import { PG_URL } from '../support/postgres.js'
 
 export const root = new URL('../..', import.meta.url).pathname
@@ -36,7 +37,8 @@ const run = promisify(execFile)
  * stderr. `nodeArgs` go before the file (`--import` a loader, say).
  */
 export async function runExample(file: string, nodeArgs: readonly string[] = []): Promise<string> {
-  const env = { ...process.env, DATABASE_URL: PG_URL, AMQP_URL, REDIS_URL }
+  // The AWS SDK warns on stderr, once per process, that Node 20 support ends in 2027.
+  const env = { ...process.env, DATABASE_URL: PG_URL, AMQP_URL, REDIS_URL, DYNAMODB_URL, AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true' }
   const { stdout, stderr } = await run(process.execPath, [...nodeArgs, join(root, file)], { env, timeout: 60_000 })
   expect(stderr).toBe('')
   return stdout

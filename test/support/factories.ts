@@ -50,6 +50,8 @@ export interface Resources {
   postgresDialect: Fn
   memory: Fn
   memoryLeased: Fn
+  /** A new leased engine over the memory leased store. */
+  leased: () => Fn
   /** A store with `peek`, for a dual-read window's `previous`. */
   peekable: Fn
   /** A new inbox over the SQLite store. */
@@ -67,6 +69,7 @@ export async function openResources(): Promise<Resources> {
   const { memoryStore, memoryLeasedStore } = (await load('idem/memory')) as Record<string, Fn>
   const { postgresStore, postgresDialect } = (await load('idem/postgres')) as Record<string, Fn>
   const { createInbox } = (await load('idem/queue')) as Record<string, Fn>
+  const { createLeasedIdem } = (await load('idem')) as Record<string, Fn>
   const closedPort = await freePort()
   const pool = new pg.Pool({ connectionString: `postgres://postgres@127.0.0.1:${closedPort}/none`, connectionTimeoutMillis: 1_000 })
   pool.on('error', () => {})
@@ -85,6 +88,7 @@ export async function openResources(): Promise<Resources> {
     postgresDialect,
     memory: memoryStore(),
     memoryLeased: memoryLeasedStore(),
+    leased: () => createLeasedIdem({ store: memoryLeasedStore() }),
     peekable: postgresStore({ pool }),
     inbox: () => createInbox({ store: sqlite, consumer: 'c' }),
     redis,
@@ -370,6 +374,12 @@ export const TARGETS: OptionTarget[] = [
     typos: [['baseMS', 'baseMs']],
   },
   { entry: 'idem/queue', export: 'createInbox', caller: 'createInbox', minimal: (r) => ({ store: r.sqlite, consumer: 'c' }), call: (f, o) => f(o), typos: [['retentionMS', 'retentionMs'], ['consummer', 'consumer']] },
+  {
+    entry: 'idem/queue', export: 'createInbox', part: 'consume', caller: 'consume',
+    minimal: () => ({}),
+    call: (f, o, r) => f({ store: r.sqlite, consumer: 'c' }).consume({ id: `m-${Math.random()}`, body: {} }, () => {}, o),
+    typos: [['deadlineMS', 'deadlineMs'], ['waitMS', 'waitMs']],
+  },
   { entry: 'idem/queue', export: 'createOutbox', caller: 'createOutbox', minimal: (r) => ({ store: r.sqlite }), call: (f, o) => f(o), typos: [['stores', 'store']] },
   {
     entry: 'idem/queue', export: 'createOutbox', part: 'add', caller: 'outbox.add',
@@ -434,6 +444,16 @@ export const TARGETS: OptionTarget[] = [
     typos: [['batchsize', 'batchSize'], ['onbatch', 'onBatch']],
   })),
   { entry: 'idem/dynamodb', export: 'dynamodbStore', caller: 'dynamodbStore', minimal: (r) => ({ client: r.dynamo, table: 'idem' }), call: (f, o) => f(o), typos: [['holdMS', 'holdMs']] },
+
+  // idem/lambda
+  { entry: 'idem/lambda', export: 'makeIdempotent', caller: 'makeIdempotent', minimal: (r) => ({ store: r.memory }), call: (f, o) => f(() => 1, o), typos: [['marginMS', 'marginMs'], ['Key', 'key'], ['expiresAfterSeconds', null]] },
+  { entry: 'idem/lambda', export: 'middyIdempotent', caller: 'middyIdempotent', minimal: (r) => ({ idem: r.leased() }), call: (f, o) => f(o), typos: [['scop', 'scope'], ['inputs', 'input']] },
+  {
+    entry: 'idem/lambda', export: 'makeSqsBatchHandler', caller: 'makeSqsBatchHandler',
+    minimal: (r) => ({ inbox: r.inbox() }),
+    call: (f, o) => f(() => {}, o),
+    typos: [['idAtribute', 'idAttribute'], ['concurency', 'concurrency']],
+  },
 
   // metrics
   ...['idem/metrics', 'idem/prometheus'].map((entry): OptionTarget => ({
