@@ -153,7 +153,7 @@ async function runPipeline(mode) {
  * advise), up to `COME_BACK` times; after that it gives up without knowing the outcome.
  */
 function idemSender(random) {
-  const client = createClient({ maxAttempts: ATTEMPTS, baseDelayMs: 5, maxDelayMs: 100, attemptTimeoutMs: 5_000, random })
+  const client = createClient({ maxAttempts: ATTEMPTS, backoff: { baseMs: 5, maxMs: 100 }, attemptTimeoutMs: 5_000, random })
   return async (url, account, body) => {
     let key
     let attempts = 0

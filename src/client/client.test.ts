@@ -12,7 +12,7 @@ import {
 import { networkError, scriptedFetch, unquote } from '../../test/client/fake-fetch.js'
 
 const UUID_V7 = /^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/
-const fast: ClientOptions = { baseDelayMs: 1, maxDelayMs: 2 }
+const fast: ClientOptions = { backoff: { baseMs: 1, maxMs: 2 } }
 const post = (body: RequestInit['body'] = '{"sku":"A-1"}'): RequestInit => ({ method: 'POST', headers: { 'content-type': 'application/json' }, body })
 
 describe('one key per call', () => {
@@ -243,7 +243,7 @@ describe('timeouts, deadline and cancel', () => {
 
   it('does not sleep past the deadline: a backoff that would end after it stops the call', async () => {
     const { fetch, sent } = scriptedFetch([{ throw: networkError() }])
-    const error = await createClient({ fetch, baseDelayMs: 60_000, maxDelayMs: 60_000, random: () => 0.9, deadlineMs: 1_000 })
+    const error = await createClient({ fetch, backoff: { baseMs: 60_000, maxMs: 60_000 }, random: () => 0.9, deadlineMs: 1_000 })
       .fetch('http://api.test/x', post())
       .catch((e: unknown) => e)
     expect(error).toBeInstanceOf(DeadlineExceededError)
@@ -262,8 +262,7 @@ describe('timeouts, deadline and cancel', () => {
     // The wait would be 60 s (random → 1, base 60 s); the abort lands as soon as it starts.
     const client = createClient({
       fetch,
-      baseDelayMs: 60_000,
-      maxDelayMs: 60_000,
+      backoff: { baseMs: 60_000, maxMs: 60_000 },
       deadlineMs: 120_000,
       random: () => 1,
       onRetry: () => queueMicrotask(() => controller.abort(reason)),
@@ -313,9 +312,10 @@ describe('options are checked at creation', () => {
   it.each<[keyof ClientOptions, unknown]>([
     ['maxAttempts', 0],
     ['maxAttempts', 2.5],
-    ['baseDelayMs', -1],
-    ['baseDelayMs', Number.NaN],
-    ['maxDelayMs', 10], // below the default base of 100
+    ['backoff', { baseMs: -1 }],
+    ['backoff', { baseMs: Number.NaN }],
+    ['backoff', { maxMs: 10 }], // below the default base of 100
+    ['backoff', 100],
     ['attemptTimeoutMs', 0],
     ['attemptTimeoutMs', Number.POSITIVE_INFINITY],
     ['deadlineMs', 0],
@@ -326,7 +326,8 @@ describe('options are checked at creation', () => {
   ])('rejects %s = %j with InvalidOptionError naming it', (option, value) => {
     const create = (): unknown => createClient({ [option]: value } as ClientOptions)
     expect(create).toThrow(InvalidOptionError)
-    expect(create).toThrow(`option "${option}"`)
+    // A nested option is named by its path: option "backoff.baseMs".
+    expect(create).toThrow(new RegExp(`option "${option}[".]`))
   })
 
   it('rejects an unknown option, suggesting the one it resembles', () => {
@@ -337,6 +338,6 @@ describe('options are checked at creation', () => {
   })
 
   it('accepts the smallest sensible values', () => {
-    expect(() => createClient({ maxAttempts: 1, baseDelayMs: 0, maxDelayMs: 0, attemptTimeoutMs: 1, deadlineMs: 1 })).not.toThrow()
+    expect(() => createClient({ maxAttempts: 1, backoff: { baseMs: 0, maxMs: 0 }, attemptTimeoutMs: 1, deadlineMs: 1 })).not.toThrow()
   })
 })

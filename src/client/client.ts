@@ -2,7 +2,6 @@ import { InvalidOptionError } from '../core/errors/invalid-option.js'
 import { assertValidKey, parseIdempotencyKey } from '../core/key.js'
 import { assertKnownOptions, optionNames } from '../core/validate.js'
 import { abortable, linkSignal, sleep } from './abort.js'
-import { retryDelay } from './retry-delay.js'
 import { DeadlineExceededError } from './errors/deadline-exceeded.js'
 import { ProblemError } from './errors/problem-error.js'
 import { RetriesExhaustedError } from './errors/retries-exhausted.js'
@@ -79,7 +78,7 @@ const CALL_OPTIONS = optionNames<FetchCallOptions>({ key: true })
  * const order = await response.json() // the original 201 body, even if an earlier response was lost
  */
 export function createClient(options: ClientOptions = {}): IdemClient {
-  const { maxAttempts, baseDelayMs, maxDelayMs, attemptTimeoutMs, deadlineMs, random, fetch: send, onRetry } = resolveClientOptions(options)
+  const { maxAttempts, delayAfter, attemptTimeoutMs, deadlineMs, fetch: send, onRetry } = resolveClientOptions(options)
 
   async function idempotentFetch(input: string | URL | Request, init?: RequestInit, call: FetchCallOptions = {}): Promise<FetchResult> {
     assertKnownOptions('fetch', call, CALL_OPTIONS)
@@ -102,7 +101,7 @@ export function createClient(options: ClientOptions = {}): IdemClient {
         retryAfterMs = parseRetryAfter(outcome.response.headers.get('retry-after'), Date.now())
       }
       if (attempt >= maxAttempts) throw giveUp(outcome, key, attempt, 'attempts', `all ${maxAttempts} attempts failed`)
-      const delayMs = retryAfterMs ?? retryDelay(attempt, { baseDelayMs, maxDelayMs }, random())
+      const delayMs = retryAfterMs ?? delayAfter(attempt)
       // Waiting past the deadline only to give up there helps nobody: stop now with the
       // answer we have. A Retry-After longer than the time left lands here too.
       if (performance.now() + delayMs >= deadlineAt) {

@@ -1,3 +1,4 @@
+import { backoffDelay, type Backoff } from '../core/backoff.js'
 import { InvalidOptionError } from '../core/errors/invalid-option.js'
 import { assertCount, assertDuration, assertKnownOptions, optionNames, shown } from '../core/validate.js'
 
@@ -35,10 +36,12 @@ export type FetchFunction = (request: Request) => Promise<Response>
 export interface ClientOptions {
   /** Attempts per call, the first included. @default 5 */
   maxAttempts?: number
-  /** The backoff ceiling after the first failure; it doubles per attempt. @default 100 */
-  baseDelayMs?: number
-  /** The largest backoff ceiling (a server's `Retry-After` may ask for longer). @default 10_000 */
-  maxDelayMs?: number
+  /**
+   * The wait between attempts: exponential with full jitter from `baseMs`, doubling per
+   * attempt up to `maxMs` (a server's `Retry-After` may ask for longer), or a function of
+   * the attempt that failed. @default { baseMs: 100, maxMs: 10_000 }
+   */
+  backoff?: Backoff
   /** How long one attempt may take, response body included. @default 10_000 */
   attemptTimeoutMs?: number
   /** How long a whole call may take, attempts and waits included. @default 30_000 */
@@ -51,8 +54,11 @@ export interface ClientOptions {
   onRetry?: (event: RetryEvent) => void
 }
 
-/** `ClientOptions` with every default filled in and checked. */
-export type ResolvedClientOptions = Required<Omit<ClientOptions, 'onRetry'>> & Pick<ClientOptions, 'onRetry'>
+/** `ClientOptions` with every default filled in and checked; the backoff made into the wait after each attempt. */
+export type ResolvedClientOptions = Required<Omit<ClientOptions, 'onRetry' | 'backoff'>> & Pick<ClientOptions, 'onRetry'> & { delayAfter: (attempt: number) => number }
+
+/** The client's backoff unless `backoff` says otherwise: 100 ms, doubling up to 10 s. */
+export const CLIENT_BACKOFF = { baseMs: 100, maxMs: 10_000 } as const
 
 /**
  * Fills in defaults and checks every option, so a mistake fails at start-up and names
@@ -66,13 +72,12 @@ export function resolveClientOptions(options: ClientOptions = {}): ResolvedClien
 }
 
 const KNOWN_OPTIONS = optionNames<ClientOptions>({
-  maxAttempts: true, baseDelayMs: true, maxDelayMs: true, attemptTimeoutMs: true, deadlineMs: true, random: true, fetch: true, onRetry: true,
+  maxAttempts: true, backoff: true, attemptTimeoutMs: true, deadlineMs: true, random: true, fetch: true, onRetry: true,
 })
 
 function resolved({
   maxAttempts = 5,
-  baseDelayMs = 100,
-  maxDelayMs = 10_000,
+  backoff,
   attemptTimeoutMs = 10_000,
   deadlineMs = 30_000,
   random = Math.random,
@@ -80,14 +85,13 @@ function resolved({
   onRetry,
 }: ClientOptions): ResolvedClientOptions {
   assertCount('createClient: option "maxAttempts"', maxAttempts, 1, 1_000)
-  assertDuration('createClient: option "baseDelayMs"', baseDelayMs, 0)
-  assertDuration('createClient: option "maxDelayMs"', maxDelayMs, baseDelayMs)
   assertDuration('createClient: option "attemptTimeoutMs"', attemptTimeoutMs, 1)
   assertDuration('createClient: option "deadlineMs"', deadlineMs, 1)
   if (typeof random !== 'function') fail('random', 'a function returning a number in [0, 1)', random)
   if (typeof fetch !== 'function') fail('fetch', 'a fetch function (no global fetch was found)', fetch)
   if (onRetry !== undefined && typeof onRetry !== 'function') fail('onRetry', 'a function', onRetry)
-  return { maxAttempts, baseDelayMs, maxDelayMs, attemptTimeoutMs, deadlineMs, random, fetch, onRetry }
+  const delayAfter = backoffDelay(backoff, 'createClient', { defaults: CLIENT_BACKOFF, random })
+  return { maxAttempts, attemptTimeoutMs, deadlineMs, random, fetch, onRetry, delayAfter }
 }
 
 function fail(option: string, expected: string, got: unknown): never {

@@ -42,14 +42,14 @@ afterAll(
 describe('with the real fetch', () => {
   it('retries a response cut off half-way through its body, with the same key', async () => {
     const retries: RetryEvent[] = []
-    const result = await createClient({ baseDelayMs: 1, onRetry: (e) => retries.push(e) }).fetch(`${base}/cut`, { method: 'POST', body: 'x' })
+    const result = await createClient({ backoff: { baseMs: 1 }, onRetry: (e) => retries.push(e) }).fetch(`${base}/cut`, { method: 'POST', body: 'x' })
     expect(result.attempts).toBe(2)
     expect(retries).toMatchObject([{ reason: 'network' }])
     expect(await result.response.json()).toMatchObject({ n: 2, body: 'x', key: `"${result.key}"` })
   })
 
   it('retries an attempt the server never answers, once attemptTimeoutMs passes', async () => {
-    const result = await createClient({ baseDelayMs: 1, attemptTimeoutMs: 50 }).fetch(`${base}/hang`, { method: 'POST', body: 'y' })
+    const result = await createClient({ backoff: { baseMs: 1 }, attemptTimeoutMs: 50 }).fetch(`${base}/hang`, { method: 'POST', body: 'y' })
     expect(result.attempts).toBe(2)
     expect(await result.response.json()).toMatchObject({ n: 2, body: 'y' })
   })
@@ -66,7 +66,7 @@ describe('with the real fetch', () => {
     await new Promise<void>((resolve) => closed.listen(0, '127.0.0.1', resolve))
     const port = (closed.address() as AddressInfo).port
     await new Promise<void>((resolve) => closed.close(() => resolve()))
-    const error = (await createClient({ baseDelayMs: 1, maxAttempts: 3 })
+    const error = (await createClient({ backoff: { baseMs: 1 }, maxAttempts: 3 })
       .fetch(`http://127.0.0.1:${port}/`, { method: 'POST', body: '' })
       .catch((e: unknown) => e)) as RetriesExhaustedError
     expect(error).toBeInstanceOf(RetriesExhaustedError)

@@ -30,7 +30,7 @@ describe('the client honours Retry-After', () => {
     const { fetch, sent } = scriptedFetch([{ status, headers: { 'retry-after': '0' } }, 201])
     const retries: RetryEvent[] = []
     // random → 1 with a large base: without Retry-After the wait would be 5 s.
-    const client = createClient({ fetch, baseDelayMs: 5_000, maxDelayMs: 5_000, random: () => 1, onRetry: (e) => retries.push(e) })
+    const client = createClient({ fetch, backoff: { baseMs: 5_000, maxMs: 5_000 }, random: () => 1, onRetry: (e) => retries.push(e) })
     const result = await client.fetch('http://api.test/x', { method: 'POST', body: 'a' })
     expect(result.attempts).toBe(2)
     expect(sent).toHaveLength(2)

@@ -28,6 +28,11 @@ export interface ParseKeyOptions {
 
 const PARSE_OPTIONS = optionNames<ParseKeyOptions>({ strict: true })
 
+/** Whether `key` has the key syntax: 1–255 visible ASCII characters. `assertValidKey` says what is wrong instead. */
+export function isKeySyntax(key: string): boolean {
+  return key.length <= MAX_KEY_LENGTH && VISIBLE_ASCII.test(key)
+}
+
 /**
  * Checks that `key` is 1–255 visible ASCII characters, the syntax every front end
  * shares (HTTP header, queue message id, engine call).

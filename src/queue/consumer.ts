@@ -1,5 +1,5 @@
 import { InvalidOptionError } from '../core/errors/invalid-option.js'
-import { backoffDelay, type Backoff } from './backoff.js'
+import { backoffDelay, type Backoff } from '../core/backoff.js'
 import { assertDuration, assertKnownOptions, optionNames } from '../core/validate.js'
 import type { ConsumeResult, Inbox, InboxMessage } from './inbox.js'
 import type { Delivery, MessageSource, Subscription } from './source.js'
@@ -77,7 +77,7 @@ export async function startConsumer<Tx, Body = unknown>(options: ConsumerOptions
   if (typeof handler !== 'function') throw new InvalidOptionError(`${caller}: option "handler" must be a function (tx, message) => …`)
   if (typeof decode !== 'function') throw new InvalidOptionError(`${caller}: option "decode" must be a function (bytes) => body`)
   assertDuration(`${caller}: option "storeRetryMs"`, storeRetryMs, 0)
-  const retryDelay = backoffDelay(retry, caller, Math.random, 'retry')
+  const retryDelay = backoffDelay(retry, caller, { option: 'retry' })
 
   const horizon = await source.redeliveryHorizonMs?.()
   if (horizon !== undefined) inbox.expectRedeliveryWithin(horizon, source.name)

@@ -1,9 +1,7 @@
 import { createHash } from 'node:crypto'
 import { InvalidKeyError } from '../core/errors/invalid-key.js'
 import { assertWellFormed } from '../core/identity.js'
-import { MAX_KEY_LENGTH } from '../core/key.js'
-
-const VISIBLE_ASCII = /^[\x21-\x7e]+$/
+import { isKeySyntax } from '../core/key.js'
 
 /**
  * The engine key for a message id. Broker ids that already fit the key syntax (1–255
@@ -18,7 +16,7 @@ const VISIBLE_ASCII = /^[\x21-\x7e]+$/
  * @example messageKey('x'.repeat(300)) // → 'sha256:…' (64 hex digits)
  */
 export function messageKey(id: string): string {
-  if (id.length <= MAX_KEY_LENGTH && VISIBLE_ASCII.test(id) && !id.startsWith('sha256:')) return id
+  if (isKeySyntax(id) && !id.startsWith('sha256:')) return id
   assertWellFormed(`message id ${JSON.stringify(id.length > 80 ? `${id.slice(0, 80)}…` : id)}`, id, InvalidKeyError)
   return `sha256:${createHash('sha256').update(id, 'utf8').digest('hex')}`
 }

@@ -92,8 +92,7 @@ describe.skipIf(db === undefined || redis === undefined)('load: lost answers and
     const random = seededRandom(SEED + 2)
     const client = createClient({
       maxAttempts: 6,
-      baseDelayMs: 5,
-      maxDelayMs: 100,
+      backoff: { baseMs: 5, maxMs: 100 },
       attemptTimeoutMs: 15_000,
       deadlineMs: 60_000,
       random,

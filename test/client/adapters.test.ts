@@ -132,7 +132,7 @@ describe.skipIf(db === undefined)('the client against every server adapter', () 
       const proxy = await startFaultProxy({ target: server.url, dropResponseProbability: 0.5, seed: 99 })
       try {
         const before = await orders.counts()
-        const client = createClient({ baseDelayMs: 2, maxDelayMs: 20, maxAttempts: 20, random: seededRandom(3) })
+        const client = createClient({ backoff: { baseMs: 2, maxMs: 20 }, maxAttempts: 20, random: seededRandom(3) })
         const results = await pooled(N, 10, async (i) => {
           const order = { customer: `${adapter.name}-${i}`, amount: i + 1 }
           const result = await client.fetch(`${proxy.url}/orders`, json(order, `${adapter.name}-${i}`))
@@ -159,7 +159,7 @@ describe.skipIf(db === undefined)('the client against every server adapter', () 
     })
 
     it('gets 422 fingerprint-mismatch, parsed and not retried, when a key is reused with another body', async () => {
-      const client = createClient({ baseDelayMs: 1 })
+      const client = createClient({ backoff: { baseMs: 1 } })
       const key = `reuse-${adapter.name}`
       const first = await client.fetch(`${server.url}/orders`, json({ customer: 'a', amount: 1 }, 'mismatch-1'), { key })
       expect(first.response.status).toBe(201)
@@ -175,14 +175,14 @@ describe.skipIf(db === undefined)('the client against every server adapter', () 
     })
 
     it('waits out a 409 (key in flight) by its Retry-After, then gets the first call’s answer replayed', async () => {
-      const client = createClient({ baseDelayMs: 1, deadlineMs: 20_000 })
+      const client = createClient({ backoff: { baseMs: 1 }, deadlineMs: 20_000 })
       const key = `in-flight-${adapter.name}`
       const order = { customer: 'slow', amount: 5 }
       const first = client.fetch(`${server.url}/orders`, json(order, 'slow-1'), { key })
       while (!seen.some((s) => s.call === 'slow-1')) await new Promise((resolve) => setTimeout(resolve, 5))
 
       const retries: RetryEvent[] = []
-      const second = createClient({ baseDelayMs: 1, deadlineMs: 20_000, onRetry: (e) => {
+      const second = createClient({ backoff: { baseMs: 1 }, deadlineMs: 20_000, onRetry: (e) => {
         retries.push(e)
         // The first call may commit now that the duplicate has been turned away once.
         orders.releaseSlow()

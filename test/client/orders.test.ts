@@ -55,8 +55,7 @@ describe.skipIf(db === undefined)('1,000 orders through a proxy that drops 30% o
   it('applies every order exactly once, and every call gets the original 201', async () => {
     let retries = 0
     const client = createClient({
-      baseDelayMs: 5,
-      maxDelayMs: 50,
+      backoff: { baseMs: 5, maxMs: 50 },
       // 0.3^12 ≈ 5e-7 per call: running out of attempts is not a plausible outcome.
       maxAttempts: 12,
       deadlineMs: 30_000,

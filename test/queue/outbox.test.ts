@@ -216,9 +216,9 @@ describe.skipIf(db === undefined)('outbox and dispatcher on Postgres', () => {
 
 describe('backoff', () => {
   it('is exponential with full jitter: attempt n waits in [0, min(max, base·2ⁿ⁻¹))', () => {
-    const top = backoffDelay({ baseMs: 100, maxMs: 1_000 }, 'test', () => 0.999999)
+    const top = backoffDelay({ baseMs: 100, maxMs: 1_000 }, 'test', { random: () => 0.999999 })
     expect([1, 2, 3, 4, 5, 10].map(top)).toEqual([99, 199, 399, 799, 999, 999])
-    const bottom = backoffDelay({ baseMs: 100, maxMs: 1_000 }, 'test', () => 0)
+    const bottom = backoffDelay({ baseMs: 100, maxMs: 1_000 }, 'test', { random: () => 0 })
     expect(bottom(7)).toBe(0)
   })
 })

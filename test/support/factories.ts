@@ -267,10 +267,16 @@ export const TARGETS: OptionTarget[] = [
     typos: [['kye', 'key'], ['Key', 'key']],
   },
   {
-    entry: 'idem/client', export: 'retryDelay', caller: 'retryDelay',
-    minimal: () => ({ baseDelayMs: 100, maxDelayMs: 1_000 }),
-    call: (f, o) => f(2, o, 0.5),
-    typos: [['maxDelayMS', 'maxDelayMs']],
+    entry: 'idem/client', export: 'createClient', part: 'backoff', caller: 'createClient: option "backoff"',
+    minimal: () => ({}),
+    call: (f, o) => f({ backoff: o }),
+    typos: [['maxMS', 'maxMs'], ['basems', 'baseMs']],
+  },
+  {
+    entry: 'idem/client', export: 'backoffDelay', caller: 'myClient: option "backoff"',
+    minimal: () => ({}),
+    call: (f, o) => f(o, 'myClient'),
+    typos: [['maxMS', 'maxMs']],
   },
 
   // idem/fetch and the framework adapters: one options checker, resolveOptions

@@ -1,4 +1,5 @@
-import type { ClaimedRow, OutboxTable } from '../../ports/outbox-table.js'
+import type { OutboxTable } from '../../ports/outbox-table.js'
+import { claimedOutboxRow, type OutboxRowColumns } from '../outbox-rows.js'
 import { classifyPgError } from './errors.js'
 import { assertExecutor } from './executors.js'
 import { queryOnPool } from './pool-query.js'
@@ -24,7 +25,7 @@ export function postgresOutboxTable(pool: PgPool, schema: string): OutboxTable<P
       }
     },
     async claim(claimId, limit, leaseMs, topics) {
-      return (await run(sql.outboxClaim(schema, limit, claimId, leaseMs, topics))).rows.map((row) => claimedRow(row as RawRow))
+      return (await run(sql.outboxClaim(schema, limit, claimId, leaseMs, topics))).rows.map((row) => claimedOutboxRow(row as OutboxRowColumns))
     },
     async renew(claimId, ids, leaseMs) {
       return new Set(((await run(sql.outboxRenew(schema, ids, claimId, leaseMs))).rows as { id: string }[]).map((row) => row.id))
@@ -41,27 +42,5 @@ export function postgresOutboxTable(pool: PgPool, schema: string): OutboxTable<P
     async pending() {
       return ((await run(sql.outboxPending(schema))).rows[0] as { n: number }).n
     },
-  }
-}
-
-interface RawRow {
-  id: string
-  topic: string
-  dedupe_key: string
-  payload: string
-  attempts: number
-  last_error: string | null
-  created_at: Date
-}
-
-function claimedRow(row: RawRow): ClaimedRow {
-  return {
-    id: String(row.id),
-    topic: row.topic,
-    dedupeKey: row.dedupe_key,
-    payload: JSON.parse(row.payload),
-    attempts: row.attempts,
-    lastError: row.last_error,
-    createdAt: row.created_at,
   }
 }

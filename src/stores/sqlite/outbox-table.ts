@@ -1,4 +1,5 @@
-import type { ClaimedRow, OutboxTable } from '../../ports/outbox-table.js'
+import type { OutboxTable } from '../../ports/outbox-table.js'
+import { claimedOutboxRow, type OutboxRowColumns } from '../outbox-rows.js'
 import { InvalidOptionError } from '../../core/errors/invalid-option.js'
 import { changes, firstRow, inTransaction } from './connection.js'
 import { classifySqliteError, statement } from './errors.js'
@@ -38,7 +39,7 @@ export function sqliteOutboxTable(db: SqliteDatabase): OutboxTable<SqliteDatabas
     claim: (claimId, limit, leaseMs) =>
       atomically(() => {
         const now = Date.now()
-        return (statement(db, sql.outboxClaim).all(claimId, now + leaseMs, now + leaseMs, now, limit) as RawRow[]).map(claimedRow)
+        return (statement(db, sql.outboxClaim).all(claimId, now + leaseMs, now + leaseMs, now, limit) as OutboxRowColumns[]).map(claimedOutboxRow)
       }),
     renew: (claimId, ids, leaseMs) =>
       atomically(() => {
@@ -66,27 +67,5 @@ export function sqliteOutboxTable(db: SqliteDatabase): OutboxTable<SqliteDatabas
     // In turn too (one statement, no transaction): read while an engine call is open, it
     // would count rows that may roll back.
     pending: () => atomically(() => firstRow<{ n: number }>(statement(db, sql.outboxPending))!.n, false),
-  }
-}
-
-interface RawRow {
-  id: number
-  topic: string
-  dedupe_key: string
-  payload: string
-  attempts: number
-  last_error: string | null
-  created_at: number
-}
-
-function claimedRow(row: RawRow): ClaimedRow {
-  return {
-    id: String(row.id),
-    topic: row.topic,
-    dedupeKey: row.dedupe_key,
-    payload: JSON.parse(row.payload),
-    attempts: row.attempts,
-    lastError: row.last_error,
-    createdAt: new Date(row.created_at),
   }
 }

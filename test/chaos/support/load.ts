@@ -37,8 +37,7 @@ export async function loadWithFault({ url, intents: count, clients, fault, fault
   for (let i = 0; i < count; i++) result.intents.push({ intent: randomUUID(), key: randomUUID() })
   const client = createClient({
     maxAttempts: 8,
-    baseDelayMs: 20,
-    maxDelayMs: 500,
+    backoff: { baseMs: 20, maxMs: 500 },
     attemptTimeoutMs: 15_000,
     deadlineMs: 30_000,
     onRetry: (event) => {

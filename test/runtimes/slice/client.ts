@@ -99,8 +99,7 @@ export const clientGroup: SliceGroup = {
             let retries = 0
             const client = createClient({
               fetch: lossyFetch,
-              baseDelayMs: 5,
-              maxDelayMs: 50,
+              backoff: { baseMs: 5, maxMs: 50 },
               maxAttempts: 12,
               deadlineMs: 30_000,
               random: seededRandom(7),
