@@ -36,13 +36,14 @@ export async function queueBenchDatabase(prefix, poolSize) {
 /**
  * The store's own claim of an inbox id (`inboxStatements(schema).mark` in sql/inbox.ts),
  * for benches that write the inbox's row by hand: `prepare` once per connection, then
- * `execute(consumer, id, ttlMs)` with SQL literals. It is prepared under a name of the
- * bench's, so it never meets the store's own on a shared connection.
+ * `execute(consumer, id, ttlMs)` with SQL literals, both in the simple protocol, so that
+ * BEGIN and it share one round trip. It is prepared under a name of the bench's, so it
+ * never meets the store's own on a shared connection.
  */
 export function inboxMarkByHand(schema) {
-  const { name, prepare } = postgresSql.inboxStatements(schema).mark
+  const { text } = postgresSql.inboxStatements(schema).mark
   return {
-    prepare: prepare.replace(name, 'bench_inbox_mark'),
+    prepare: `PREPARE bench_inbox_mark(text, text, bigint) AS ${text}`,
     execute: (consumer, id, ttlMs) => `EXECUTE bench_inbox_mark(${consumer}, ${id}, ${ttlMs})`,
   }
 }

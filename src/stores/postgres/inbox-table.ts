@@ -6,7 +6,7 @@ import type { Settings } from './key-sessions.js'
 import { queryOnPool } from './pool-query.js'
 import * as sql from './sql/index.js'
 import type { PgClient, PgPoolClient } from './types.js'
-import { wireFor, type Wire } from './wire.js'
+import { wireFor, type Step, type Wire } from './wire.js'
 
 /**
  * The inbox's table on Postgres: one narrow `idem_inbox` row per processed message
@@ -23,7 +23,7 @@ export function postgresInboxTable(settings: Settings): InboxTable<PgClient> {
     schema,
     statements,
     wire: wireFor(preparedStatements),
-    begin: sql.begin(isolation),
+    begin: { statement: sql.begin(isolation) },
     // A stricter level keeps the usual claim, which handles its stale snapshots.
     marks: isolation === 'read committed',
   }
@@ -35,12 +35,12 @@ export function postgresInboxTable(settings: Settings): InboxTable<PgClient> {
       let marked = false
       try {
         if (context.marks) {
-          const [, mark] = await context.wire.send(client, [{ statement: context.begin }, { statement: statements.mark, values: [consumer, key, retentionMs] }], 'opens')
+          const [, mark] = await context.wire.send(client, [context.begin, { statement: statements.mark, values: [consumer, key, retentionMs] }], 'opens')
           if (mark!.rowCount === 1) marked = true
           // A recorded id, or another delivery holding it: claimed the usual way, in the same transaction.
           else state = stateOf((await context.wire.send(client, [{ statement: statements.claim, values: [consumer, key, waitMs] }], 'inside'))[0]!)
         } else {
-          const [, claim] = await context.wire.send(client, [{ statement: context.begin }, { statement: statements.claim, values: [consumer, key, waitMs] }], 'opens')
+          const [, claim] = await context.wire.send(client, [context.begin, { statement: statements.claim, values: [consumer, key, waitMs] }], 'opens')
           state = stateOf(claim!)
         }
       } catch (error) {
@@ -65,8 +65,8 @@ interface Context {
   readonly schema: string
   readonly statements: sql.InboxStatements
   readonly wire: Wire
-  /** BEGIN at the store's isolation level. */
-  readonly begin: sql.NamedStatement
+  /** BEGIN at the store's isolation level, the first step of every claim's round trip. */
+  readonly begin: Step
   /** Whether a claim writes its row at once (`mark`). */
   readonly marks: boolean
 }
