@@ -3,7 +3,7 @@ import { assertKnownOptions, optionNames } from '../../core/validate.js'
 import { classifyPgError } from './errors.js'
 import { checkOut } from './held-client.js'
 import { quoteSchema } from './sql/index.js'
-import { migrations, SCHEMA_VERSION } from './migrations.js'
+import { migrationPreamble, pendingMigrations, SCHEMA_VERSION } from './migrations.js'
 import type { PgPool } from './types.js'
 
 /** What `migratePostgres` did: the version it found, the version now, and the migrations it applied. */
@@ -17,8 +17,9 @@ const OPTIONS = optionNames<{ schema?: string }>({ schema: true })
 
 /**
  * Brings the schema's idem tables to `SCHEMA_VERSION`. Runs in one transaction under
- * an advisory lock, so two instances starting at once migrate once. Refuses a schema
- * newer than this build knows.
+ * an advisory lock, so two instances starting at once migrate once: the statements
+ * `postgresMigrationScript` prints, run here. Refuses a schema newer than this build
+ * knows.
  * @param options.schema the schema holding idem's tables, default `public`
  * @throws StoreUnavailableError when Postgres cannot be reached or the connection is lost midway; running it again is safe
  * @example
@@ -32,24 +33,15 @@ export async function migratePostgres(pool: PgPool, options: { schema?: string }
   let failure: unknown
   try {
     await client.query('BEGIN')
-    await client.query('SELECT pg_advisory_xact_lock(hashtextextended($1, 0))', [`idem:migrate:${schema}`])
-    await client.query(`CREATE SCHEMA IF NOT EXISTS ${s}`)
-    await client.query(
-      `CREATE TABLE IF NOT EXISTS ${s}.idem_migrations (version integer PRIMARY KEY, description text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())`,
-    )
+    for (const statement of migrationPreamble(schema)) await client.query(statement)
     const { rows } = await client.query(`SELECT coalesce(max(version), 0) AS version FROM ${s}.idem_migrations`)
     const from = Number((rows[0] as { version: number }).version)
     if (from > SCHEMA_VERSION) {
       throw new Error(`idem: schema ${schema} is at version ${from}, newer than this idem (${SCHEMA_VERSION}); upgrade idem`)
     }
     const applied: number[] = []
-    for (const migration of migrations) {
-      if (migration.version <= from) continue
-      for (const statement of migration.up(schema)) await client.query(statement)
-      await client.query(`INSERT INTO ${s}.idem_migrations (version, description) VALUES ($1, $2)`, [
-        migration.version,
-        migration.description,
-      ])
+    for (const { migration, statements } of pendingMigrations(schema, from)) {
+      for (const statement of statements) await client.query(statement)
       applied.push(migration.version)
     }
     await client.query('COMMIT')

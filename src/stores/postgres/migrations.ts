@@ -400,3 +400,37 @@ $fn$`,
     },
   },
 ]
+
+// The plan below is the one way migrations are applied: `migratePostgres` runs it,
+// `postgresMigrationScript` prints it for `psql`, and the baseline records its versions.
+
+/** `text` as a standard SQL string literal (quotes doubled), for statements printed whole. */
+export const literal = (text: string): string => `'${text.replace(/'/g, "''")}'`
+
+/**
+ * The statements every migration of `schema` starts its transaction with: the advisory
+ * lock that makes concurrent runs take turns, the schema, and the version table.
+ */
+export function migrationPreamble(schema: string): string[] {
+  const s = quoteSchema(schema)
+  return [
+    `SELECT pg_advisory_xact_lock(hashtextextended(${literal(`idem:migrate:${schema}`)}, 0))`,
+    `CREATE SCHEMA IF NOT EXISTS ${s}`,
+    migrationsTable(schema),
+  ]
+}
+
+/** `idem_migrations`, where each applied version is recorded. */
+export function migrationsTable(schema: string): string {
+  return `CREATE TABLE IF NOT EXISTS ${quoteSchema(schema)}.idem_migrations (version integer PRIMARY KEY, description text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())`
+}
+
+/** The row recording `migration` as applied; `ifAbsent` leaves a recorded one alone (a baseline). */
+export function versionRow(schema: string, migration: Migration, { ifAbsent = false } = {}): string {
+  return `INSERT INTO ${quoteSchema(schema)}.idem_migrations (version, description) VALUES (${migration.version}, ${literal(migration.description)})${ifAbsent ? ' ON CONFLICT (version) DO NOTHING' : ''}`
+}
+
+/** Each version after `from`, oldest first, with the statements that apply it and then record it. */
+export function pendingMigrations(schema: string, from: number): { migration: Migration; statements: string[] }[] {
+  return migrations.filter((migration) => migration.version > from).map((migration) => ({ migration, statements: [...migration.up(schema), versionRow(schema, migration)] }))
+}

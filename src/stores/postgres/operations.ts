@@ -1,7 +1,7 @@
 import type { KeyInspection, TableStats } from '../../ports/operator.js'
 import { statusOf } from '../inspection.js'
 import { classifyPgError } from './errors.js'
-import { migrations, SCHEMA_VERSION } from './migrations.js'
+import { literal, migrationPreamble, migrations, migrationsTable, pendingMigrations, SCHEMA_VERSION, versionRow } from './migrations.js'
 import { quoteSchema } from './sql/index.js'
 import type { PgExecutor } from './types.js'
 
@@ -14,8 +14,6 @@ type PgPool = PgExecutor
  * sizes. Kept here because this folder is the only code that knows idem's Postgres SQL.
  */
 
-const literal = (text: string): string => `'${text.replace(/'/g, "''")}'`
-
 /**
  * Every statement that brings `schema` from version `from` to `SCHEMA_VERSION`, in one
  * transaction, recording each version in `idem_migrations` as `migrate()` does, so a
@@ -26,21 +24,12 @@ const literal = (text: string): string => `'${text.replace(/'/g, "''")}'`
  * const sql = postgresMigrationScript('billing').map((s) => (s.startsWith('--') ? s : `${s};`)).join('\n') // for psql -f
  */
 export function postgresMigrationScript(schema: string, from = 0): string[] {
-  const s = quoteSchema(schema)
-  const statements = [
+  return [
     'BEGIN',
-    `SELECT pg_advisory_xact_lock(hashtextextended(${literal(`idem:migrate:${schema}`)}, 0))`,
-    `CREATE SCHEMA IF NOT EXISTS ${s}`,
-    `CREATE TABLE IF NOT EXISTS ${s}.idem_migrations (version integer PRIMARY KEY, description text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())`,
+    ...migrationPreamble(schema),
+    ...pendingMigrations(schema, from).flatMap(({ migration, statements }) => [`-- version ${migration.version}: ${migration.description}`, ...statements]),
+    'COMMIT',
   ]
-  for (const migration of migrations) {
-    if (migration.version <= from) continue
-    statements.push(`-- version ${migration.version}: ${migration.description}`)
-    statements.push(...migration.up(schema))
-    statements.push(`INSERT INTO ${s}.idem_migrations (version, description) VALUES (${migration.version}, ${literal(migration.description)})`)
-  }
-  statements.push('COMMIT')
-  return statements
 }
 
 /** The version `migrate()` brought `schema` to: 0 when idem was never migrated there. */
@@ -229,13 +218,7 @@ export async function postgresStats(pool: PgPool, schema: string, windowMs: numb
  * applies only what comes after.
  */
 export async function postgresBaseline(pool: PgPool, schema: string, version: number): Promise<void> {
-  const s = quoteSchema(schema)
-  const statements = [
-    `CREATE TABLE IF NOT EXISTS ${s}.idem_migrations (version integer PRIMARY KEY, description text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())`,
-    ...migrations
-      .filter((m) => m.version <= version)
-      .map((m) => `INSERT INTO ${s}.idem_migrations (version, description) VALUES (${m.version}, ${literal(m.description)}) ON CONFLICT (version) DO NOTHING`),
-  ]
+  const statements = [migrationsTable(schema), ...migrations.filter((m) => m.version <= version).map((m) => versionRow(schema, m, { ifAbsent: true }))]
   try {
     // Several statements in one simple query run as one implicit transaction: all or none.
     await pool.query(statements.join(';\n'))

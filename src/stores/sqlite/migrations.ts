@@ -112,3 +112,24 @@ export const sqliteMigrations: readonly SqliteMigration[] = [
     ],
   },
 ]
+
+// The plan below is the one way migrations are applied: the store's `migrate()` runs it,
+// `sqliteMigrationScript` prints it for `sqlite3`, and the baseline records its versions.
+
+/** `idem_migrations`, where each applied version is recorded. */
+export const SQLITE_MIGRATIONS_TABLE =
+  'CREATE TABLE IF NOT EXISTS idem_migrations (version INTEGER PRIMARY KEY, description TEXT NOT NULL, applied_at INTEGER NOT NULL)'
+
+// Now in epoch milliseconds by SQLite's own clock, on every SQLite version the drivers bundle.
+const NOW_MS = 'CAST((julianday(\'now\') - 2440587.5) * 86400000 AS INTEGER)'
+
+/** The row recording `migration` as applied; `ifAbsent` leaves a recorded one alone (a baseline). */
+export function sqliteVersionRow(migration: SqliteMigration, { ifAbsent = false } = {}): string {
+  const description = `'${migration.description.replace(/'/g, "''")}'`
+  return `INSERT INTO idem_migrations (version, description, applied_at) VALUES (${migration.version}, ${description}, ${NOW_MS})${ifAbsent ? ' ON CONFLICT (version) DO NOTHING' : ''}`
+}
+
+/** Each version after `from`, oldest first, with the statements that apply it and then record it. */
+export function pendingSqliteMigrations(from: number): { migration: SqliteMigration; statements: string[] }[] {
+  return sqliteMigrations.filter((migration) => migration.version > from).map((migration) => ({ migration, statements: [...migration.up, sqliteVersionRow(migration)] }))
+}

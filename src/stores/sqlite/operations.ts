@@ -1,7 +1,7 @@
 import type { KeyInspection, TableStats } from '../../ports/operator.js'
 import { statusOf } from '../inspection.js'
 import { firstRow } from './connection.js'
-import { sqliteMigrations, SQLITE_SCHEMA_VERSION } from './migrations.js'
+import { pendingSqliteMigrations, SQLITE_MIGRATIONS_TABLE, sqliteMigrations, SQLITE_SCHEMA_VERSION, sqliteVersionRow } from './migrations.js'
 import type { SqliteDatabase } from '../../ports/sql-clients.js'
 
 /**
@@ -9,8 +9,6 @@ import type { SqliteDatabase } from '../../ports/sql-clients.js'
  * schema version, the migration SQL to apply by hand, one key's records, counts and
  * sizes. The shapes are those of the Postgres store's `operations.ts`.
  */
-
-const literal = (text: string): string => `'${text.replace(/'/g, "''")}'`
 
 /**
  * Every statement that brings the database from version `from` to the current one, in
@@ -21,20 +19,12 @@ const literal = (text: string): string => `'${text.replace(/'/g, "''")}'`
  * const upgrade = sqliteMigrationScript(3) // from version 3 to SQLITE_SCHEMA_VERSION
  */
 export function sqliteMigrationScript(from = 0): string[] {
-  const statements = [
+  return [
     'BEGIN IMMEDIATE',
-    'CREATE TABLE IF NOT EXISTS idem_migrations (version INTEGER PRIMARY KEY, description TEXT NOT NULL, applied_at INTEGER NOT NULL)',
+    SQLITE_MIGRATIONS_TABLE,
+    ...pendingSqliteMigrations(from).flatMap(({ migration, statements }) => [`-- version ${migration.version}: ${migration.description}`, ...statements]),
+    'COMMIT',
   ]
-  for (const migration of sqliteMigrations) {
-    if (migration.version <= from) continue
-    statements.push(`-- version ${migration.version}: ${migration.description}`)
-    statements.push(...migration.up)
-    statements.push(
-      `INSERT INTO idem_migrations (version, description, applied_at) VALUES (${migration.version}, ${literal(migration.description)}, CAST(unixepoch('subsec') * 1000 AS INTEGER))`,
-    )
-  }
-  statements.push('COMMIT')
-  return statements
 }
 
 export { SQLITE_SCHEMA_VERSION }
@@ -174,7 +164,6 @@ export function sqliteStats(db: SqliteDatabase, windowMs: number): TableStats {
 
 /** Records versions 1 to `version` as applied without running them (see the Postgres `postgresBaseline`). */
 export function sqliteBaseline(db: SqliteDatabase, version: number): void {
-  db.exec('CREATE TABLE IF NOT EXISTS idem_migrations (version INTEGER PRIMARY KEY, description TEXT NOT NULL, applied_at INTEGER NOT NULL)')
-  const insert = db.prepare('INSERT INTO idem_migrations (version, description, applied_at) VALUES (?, ?, ?) ON CONFLICT (version) DO NOTHING')
-  for (const migration of sqliteMigrations) if (migration.version <= version) insert.run(migration.version, migration.description, Date.now())
+  db.exec(SQLITE_MIGRATIONS_TABLE)
+  for (const migration of sqliteMigrations) if (migration.version <= version) db.exec(sqliteVersionRow(migration, { ifAbsent: true }))
 }

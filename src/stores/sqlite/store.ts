@@ -15,7 +15,7 @@ import { forgetStatements, guard } from './errors.js'
 import { sqliteInboxRows } from './inbox-rows.js'
 import { sqliteOnceTable } from './once-table.js'
 import { sqliteOutboxTable } from './outbox-table.js'
-import { sqliteMigrations, SQLITE_SCHEMA_VERSION } from './migrations.js'
+import { pendingSqliteMigrations, SQLITE_MIGRATIONS_TABLE, SQLITE_SCHEMA_VERSION } from './migrations.js'
 import * as sql from './sql.js'
 import type { SqliteDatabase, SqliteStatement } from '../../ports/sql-clients.js'
 import { takeTurn } from './writer.js'
@@ -235,22 +235,14 @@ export function sqliteStore(options: SqliteStoreOptions): SqliteStore {
     return guard(() => {
       db.exec('BEGIN IMMEDIATE')
       try {
-        db.exec(
-          'CREATE TABLE IF NOT EXISTS idem_migrations (version INTEGER PRIMARY KEY, description TEXT NOT NULL, applied_at INTEGER NOT NULL)',
-        )
+        db.exec(SQLITE_MIGRATIONS_TABLE)
         const from = firstRow<{ v: number }>(db.prepare('SELECT coalesce(max(version), 0) AS v FROM idem_migrations'))!.v
         if (from > SQLITE_SCHEMA_VERSION) {
           throw new Error(`idem: the SQLite schema is at version ${from}, newer than this idem (${SQLITE_SCHEMA_VERSION}); upgrade idem`)
         }
         const applied: number[] = []
-        for (const migration of sqliteMigrations) {
-          if (migration.version <= from) continue
-          for (const statement of migration.up) db.exec(statement)
-          db.prepare('INSERT INTO idem_migrations (version, description, applied_at) VALUES (?, ?, ?)').run(
-            migration.version,
-            migration.description,
-            Date.now(),
-          )
+        for (const { migration, statements } of pendingSqliteMigrations(from)) {
+          for (const statement of statements) db.exec(statement)
           applied.push(migration.version)
         }
         db.exec('COMMIT')
