@@ -71,7 +71,8 @@ async function serve() {
       const { rows } = await insert(client, body)
       return { status: 201, body: JSON.stringify({ id: rows[0].id }) }
     })
-  const app = { pool, store, insert, inTransaction, handWritten, scope: (request) => request.headers.get('x-account') ?? 'acct_bench' }
+  // The account: from a header, as authentication would put it; `scope` reads it from each framework's own request.
+  const app = { pool, store, insert, inTransaction, handWritten, account: (header) => header ?? 'acct_bench' }
   const start = process.env.BENCH_APP === 'express' ? serveExpress : serveHono
   // The second instance: same pool and schema, a store object of its own.
   const port = await start(app)
@@ -79,7 +80,7 @@ async function serve() {
   serveParent({ app: port, elsewhere })
 }
 
-async function serveHono({ pool, store, insert, inTransaction, handWritten, scope }) {
+async function serveHono({ pool, store, insert, inTransaction, handWritten, account }) {
   const [{ Hono }, { idempotency }] = await Promise.all([import('hono'), import('../dist/http/hono.js')])
   const hono = new Hono()
   hono.post('/plain', async (c) => {
@@ -93,10 +94,10 @@ async function serveHono({ pool, store, insert, inTransaction, handWritten, scop
   hono.post('/hand', async (c) => {
     const key = c.req.header('idempotency-key')
     if (key === undefined) return c.json({ error: 'Idempotency-Key is required' }, 400)
-    const answer = await handWritten(scope(c.req.raw), key, c.req.path, await c.req.text())
+    const answer = await handWritten(account(c.req.header('x-account')), key, c.req.path, await c.req.text())
     return c.body(answer.body, answer.status, { 'content-type': 'application/json' })
   })
-  hono.use('/idem', idempotency({ store, scope }))
+  hono.use('/idem', idempotency({ store, scope: (c) => account(c.req.header('x-account')) }))
   hono.post('/idem', async (c) => {
     const { rows } = await insert(c.get('idem').tx, await c.req.text())
     return c.json({ id: rows[0].id }, 201)
@@ -115,7 +116,7 @@ async function listenHono(hono) {
   return server.address().port
 }
 
-async function serveExpress({ pool, store, insert, inTransaction, handWritten, scope }) {
+async function serveExpress({ pool, store, insert, inTransaction, handWritten, account }) {
   const [{ default: express }, { idempotency }] = await Promise.all([import('express'), import('../dist/http/express.js')])
   const app = express()
   app.set('etag', false)
@@ -132,10 +133,10 @@ async function serveExpress({ pool, store, insert, inTransaction, handWritten, s
   app.post('/hand', text, async (req, res) => {
     const key = req.get('idempotency-key')
     if (key === undefined) return void res.status(400).json({ error: 'Idempotency-Key is required' })
-    const answer = await handWritten(req.get('x-account') ?? 'acct_bench', key, req.path, req.body)
+    const answer = await handWritten(account(req.get('x-account')), key, req.path, req.body)
     res.status(answer.status).type('application/json').send(answer.body)
   })
-  app.post('/idem', idempotency({ store, scope }), text, async (req, res) => {
+  app.post('/idem', idempotency({ store, scope: (req) => account(req.get('x-account')) }), text, async (req, res) => {
     const { rows } = await insert(req.idem.tx, req.body)
     res.status(201).json({ id: rows[0].id })
   })

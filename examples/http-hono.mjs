@@ -17,7 +17,7 @@ app.use(
   idempotency({
     store,
     // The key belongs to the authenticated principal, never to the client's say-so.
-    scope: (request) => request.headers.get('authorization') ?? 'anonymous',
+    scope: (c) => c.req.header('authorization') ?? 'anonymous',
   }),
 )
 app.post('/orders', async (c) => {

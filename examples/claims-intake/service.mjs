@@ -90,7 +90,7 @@ export function createService({ mode, database, dropAfterCommit = 0, crashBefore
       '*',
       idempotency({
         store,
-        scope: (request) => accountOf(request),
+        scope: (c) => accountOf(c.req.raw),
         routes: ['/orders', '/claims'],
         events,
       }),

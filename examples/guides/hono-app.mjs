@@ -11,7 +11,7 @@ store.migrate()
 db.exec('CREATE TABLE IF NOT EXISTS orders (id INTEGER PRIMARY KEY, account TEXT, amount INTEGER)')
 
 const app = new Hono()
-app.use('/orders', idempotency({ store, scope: (request) => request.headers.get('authorization') ?? 'anonymous' }))
+app.use('/orders', idempotency({ store, scope: (c) => c.req.header('authorization') ?? 'anonymous' }))
 app.post('/orders', async (c) => {
   const { tx, scope } = c.get('idem') // the key's transaction: the order commits with the key
   const { amount } = await c.req.json()

@@ -6,7 +6,8 @@ import { idempotencyOpenApi } from 'idem/openapi'
 
 // What the middleware is given (a store too, in the server: the description needs none).
 const options = {
-  scope: (request) => request.headers.get('authorization') ?? 'anonymous',
+  // scope gets the framework's own request: Express's, Fastify's or Nest's here.
+  scope: (req) => req.headers.authorization ?? 'anonymous',
   routes: ['/orders/*'],
   ttlMs: 48 * 60 * 60 * 1000,
   problemTypes: 'https://docs.example.com/errors',

@@ -50,7 +50,7 @@ try {
   const store = postgresStore({ pool, schema })
   const app = new Hono()
   app.get('/metrics', async (c) => c.text(await registry.metrics(), 200, { 'content-type': registry.contentType }))
-  app.use('/payments', idempotency({ store, scope: (request) => request.headers.get('authorization') ?? 'anonymous' }))
+  app.use('/payments', idempotency({ store, scope: (c) => c.req.header('authorization') ?? 'anonymous' }))
   app.post('/payments', async (c) => {
     const { amount } = await c.req.json()
     const { tx, scope, key } = c.get('idem')

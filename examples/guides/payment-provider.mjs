@@ -29,7 +29,7 @@ async function api({ schema, providerUrl, crash }) {
   const idem = createLeasedIdem({ store: leasedPostgresStore({ pool, schema }), leaseMs: 500 })
   const app = new Hono()
   // waitMs: a retry that finds the dead holder's lease waits for it to run out, then takes over.
-  app.use('/payments', idempotency({ idem, scope: (request) => request.headers.get('authorization') ?? 'anonymous', waitMs: 5_000 }))
+  app.use('/payments', idempotency({ idem, scope: (c) => c.req.header('authorization') ?? 'anonymous', waitMs: 5_000 }))
   app.post('/payments', async (c) => {
     const { amount } = await c.req.json()
     const { tx: ctx } = c.get('idem') // in leased mode, the step context

@@ -21,7 +21,7 @@ const app = express()
 app.post(
   '/payments',
   // Before express.json(): the middleware fingerprints the raw body and hands the same bytes on.
-  idempotency({ store, scope: (request) => request.headers.get('authorization') ?? 'anonymous' }),
+  idempotency({ store, scope: (req) => req.get('authorization') ?? 'anonymous' }),
   express.json(),
   // Express 4 does not catch a rejected promise: pass the error on with next(error).
   async (req, res, next) => {

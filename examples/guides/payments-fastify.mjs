@@ -19,7 +19,7 @@ let ledgerDown = true // the first attempt fails after its INSERT, as a crash th
 
 const app = Fastify()
 // Registered before the routes it protects, in the context that holds them.
-await app.register(idempotency({ store, scope: (request) => request.headers.get('authorization') ?? 'anonymous' }))
+await app.register(idempotency({ store, scope: (request) => request.headers.authorization ?? 'anonymous' }))
 app.post('/payments', async (request, reply) => {
   const { tx, scope } = request.idem
   const { rows } = await tx.query(`INSERT INTO ${schema}.payments (account, amount) VALUES ($1, $2) RETURNING id`, [scope, request.body.amount])

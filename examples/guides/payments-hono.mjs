@@ -20,7 +20,7 @@ await pool.query(`CREATE TABLE ${schema}.payments (id bigserial PRIMARY KEY, acc
 let ledgerDown = true // the first attempt fails after its INSERT, as a crash there would
 
 const app = new Hono()
-app.use('/payments', idempotency({ store, scope: (request) => request.headers.get('authorization') ?? 'anonymous' }))
+app.use('/payments', idempotency({ store, scope: (c) => c.req.header('authorization') ?? 'anonymous' }))
 app.post('/payments', async (c) => {
   const { amount } = await c.req.json()
   const { tx, scope } = c.get('idem') // the key's transaction: the payment commits with the key or not at all

@@ -27,7 +27,7 @@ await pool.query(`CREATE TABLE ${schema}.ledger (account text NOT NULL, amount i
 let ledgerDown = true // the first attempt fails after its writes, as a crash there would
 
 const app = new Hono()
-app.use('/payments', idempotency({ idem, scope: (request) => request.headers.get('authorization') ?? 'anonymous' }))
+app.use('/payments', idempotency({ idem, scope: (c) => c.req.header('authorization') ?? 'anonymous' }))
 app.post('/payments', async (c) => {
   const { amount } = await c.req.json()
   const { tx: ctx, scope } = c.get('idem') // the step context: there is no transaction to write through

@@ -43,7 +43,7 @@ export async function createApp() {
   await pool.query(`CREATE TABLE IF NOT EXISTS "${schema}".orders (id bigserial PRIMARY KEY, amount int NOT NULL)`)
 
   @Module({
-    imports: [IdempotencyModule.forRoot({ store, scope: (_request, req) => req.user.accountId })],
+    imports: [IdempotencyModule.forRoot({ store, scope: (req) => req.user.accountId })],
     controllers: [OrdersController],
     providers: [ApiKeyGuard],
   })

@@ -10,7 +10,8 @@ pool.on('error', (error) => console.warn(error))
 
 export default {
   store: postgresStore({ pool }),
-  scope: (request) => request.headers.get('authorization') ?? 'anonymous',
+  // scope gets the framework's own request: Express's, Fastify's or Nest's here.
+  scope: (req) => req.headers.authorization ?? 'anonymous',
   methods: ['POST'],
   ttlMs: 48 * 60 * 60 * 1000,
   problemTypes: 'https://docs.example.com/errors',

@@ -14,11 +14,7 @@ export function withRequestBody(request: Request, body: Uint8Array): Request {
   return new Request(request.url, { method: request.method, headers: request.headers, body })
 }
 
-/**
- * Where a request's body comes from when it is not a Web stream: Node's `http`
- * adapters read the socket's stream directly, which is much cheaper than wrapping it
- * in a ReadableStream inside a Request.
- */
+/** Where a request's body comes from, one chunk at a time: a Web stream, or Node's stream read directly. */
 export interface BodySource {
   /** The next chunk, or `undefined` at the end. */
   read(): Promise<Uint8Array | undefined>
@@ -26,49 +22,44 @@ export interface BodySource {
   cancel(): void
 }
 
-const bodySources = new WeakMap<Request, BodySource>()
-
-/** Gives a body-less `Request` its body as a `BodySource`, for `readBody`. */
-export function withBodySource(request: Request, source: BodySource): Request {
-  bodySources.set(request, source)
-  return request
-}
-
-function sourceOf(request: Request): BodySource | undefined {
-  const registered = bodySources.get(request)
-  if (registered !== undefined || request.body === null) return registered
-  const reader = request.body.getReader()
-  return {
-    read: async () => {
-      const { done, value } = await reader.read()
-      return done ? undefined : value
-    },
-    cancel: () => {
-      reader.cancel().catch(() => {})
-    },
-  }
-}
-
 /**
- * Reads a request's body into memory, at most `limit` bytes. A declared
- * `Content-Length` over the limit is refused before anything is read; a streamed body
- * is counted as it arrives and refused as soon as it passes the limit, so a client
- * cannot make the server buffer more than `limit` bytes.
+ * Reads a Web request's body into memory, at most `limit` bytes (see `readSource`). A
+ * declared length within the limit is read whole, which runtimes do faster than chunk
+ * by chunk.
  * @throws BodyTooLargeError
  */
 export async function readBody(request: Request, limit: number): Promise<Uint8Array> {
   const declared = request.headers.get('content-length')
-  if (declared !== null && Number(declared) > limit) throw tooLarge(limit)
-  if (declared !== null && !bodySources.has(request)) {
-    // The declared length is within the limit (and a server holds the client to it):
-    // read it whole, which runtimes do faster than chunk by chunk. A hand-made Request
-    // can declare less than it carries, so the size is checked again.
+  if (declared !== null) {
+    if (Number(declared) > limit) throw tooLarge(limit)
+    // A server holds the client to the declared length; a hand-made Request can declare
+    // less than it carries, so the size is checked again.
     const body = new Uint8Array(await request.arrayBuffer())
     if (body.byteLength > limit) throw tooLarge(limit)
     return body
   }
-  const source = sourceOf(request)
-  if (source === undefined) return EMPTY
+  if (request.body === null) return EMPTY
+  const reader = request.body.getReader()
+  return readSource(
+    {
+      read: async () => {
+        const { done, value } = await reader.read()
+        return done ? undefined : value
+      },
+      cancel: () => {
+        reader.cancel().catch(() => {})
+      },
+    },
+    limit,
+  )
+}
+
+/**
+ * Reads a body into memory, at most `limit` bytes: counted as it arrives and refused as
+ * soon as it passes the limit, so a client cannot make the server buffer more.
+ * @throws BodyTooLargeError
+ */
+export async function readSource(source: BodySource, limit: number): Promise<Uint8Array> {
   const chunks: Uint8Array[] = []
   let size = 0
   for (let chunk = await source.read(); chunk !== undefined; chunk = await source.read()) {
@@ -85,6 +76,7 @@ export async function readBody(request: Request, limit: number): Promise<Uint8Ar
   return Buffer.concat(chunks, size)
 }
 
-function tooLarge(limit: number): BodyTooLargeError {
+/** The error for a body over `maxBodyBytes`. */
+export function tooLarge(limit: number): BodyTooLargeError {
   return new BodyTooLargeError(`The request body is larger than ${limit} bytes (maxBodyBytes)`)
 }

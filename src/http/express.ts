@@ -1,16 +1,16 @@
 /**
- * `idem/express`: the Idempotency-Key middleware for Express 4.17+ and 5. It converts to and
- * from the neutral handler (`idem/fetch`), which holds all the behaviour.
+ * `idem/express`: the Idempotency-Key middleware for Express 4.17+ and 5. It maps Node's
+ * request and response to the middleware's exchange (`node.ts`); the middleware
+ * (`handler.ts`) holds all the behaviour.
  */
 import type { IncomingMessage } from 'node:http'
 import type { NextFunction, Request as ExpressRequest, RequestHandler, Response as ExpressResponse } from 'express'
 import { InvalidOptionError } from '../core/errors/invalid-option.js'
-import { discard } from '../core/result.js'
+import type { HttpBody, RouteResult } from './exchange.js'
 import { protectRequests, type RouteCalls } from './handler.js'
-import { captureResponse, declaresBody, isParsedObject, nodeBody, parsedBody, refillRequest, sendWebResponse, webRequest } from './node.js'
+import { captureResponse, declaresBody, isParsedObject, nodeBody, nodeRequest, parsedBody, refillRequest, sendAnswer, sendHeld } from './node.js'
 import type { IdempotencyContext, IdempotencyOptions } from './options.js'
-import { problemResponse } from './problem.js'
-import { streamlessResponse } from './stored-response.js'
+import { problemAnswer } from './problem.js'
 
 declare global {
   // eslint-disable-next-line @typescript-eslint/no-namespace
@@ -24,20 +24,16 @@ declare global {
 
 export type { IdempotencyContext, IdempotencyOptions } from './options.js'
 
-// What `next` hands back when the request passed through: Express already owns it.
-const PASSED = Symbol('passed through')
-type Outcome = Response | typeof PASSED
-
 /**
  * Express 4.17+ and 5 middleware. Mount it before body parsers (`express.json()` and friends):
  * it reads the raw body for the fingerprint and puts the same bytes back for them. The
  * route handler finds the key and its transaction on `req.idem`; the response it
- * writes is held until the transaction commits. `scope` receives the Express request,
- * so it can read what authentication set on it. A route still running at `deadlineMs`
+ * writes is held until the transaction commits. `scope` and `routes` receive the Express
+ * request, so they can read what authentication set on it. A route still running at `deadlineMs`
  * (30 s by default) is rolled back and answered 503 `overran`.
  *
  * @example
- * app.use(idempotency({ store, scope: (_request, req) => req.get('x-account-id') ?? 'anonymous' }))
+ * app.use(idempotency({ store, scope: (req) => req.get('x-account-id') ?? 'anonymous' }))
  * app.use(express.json())
  * app.post('/orders', async (req, res, next) => {
  *   try {
@@ -61,14 +57,14 @@ export function idempotency<Tx>(options: IdempotencyOptions<Tx, ExpressRequest>)
     const parsedEarlier = req.readableEnded
     if (parsedEarlier && req.body === undefined && declaresBody(req)) {
       // Something read the body and kept nothing: the fingerprint would miss the payload.
-      void sendWebResponse(res, problemResponse(new InvalidOptionError(UNREADABLE_BODY)), false).catch(next)
+      sendAnswer(res, problemAnswer(new InvalidOptionError(UNREADABLE_BODY), undefined), false)
       return
     }
     const body = parsedEarlier ? undefined : nodeBody(req)
-    let request: Request
+    let request
     try {
-      request = webRequest(req, req.originalUrl, body ?? parsedBody(req.body))
-      if (parsedEarlier && isParsedObject(req.body)) request.headers.set('content-type', 'application/json')
+      // A parsed form or JSON body is fingerprinted as JSON, compared canonically.
+      request = body === undefined ? nodeRequest(req, req.originalUrl, parsedBody(req.body), isParsedObject(req.body) ? 'application/json' : undefined) : nodeRequest(req, req.originalUrl, body)
     } catch (error) {
       next(error)
       return
@@ -76,14 +72,9 @@ export function idempotency<Tx>(options: IdempotencyOptions<Tx, ExpressRequest>)
 
     // The client left before its route started: the claim is rolled back, nothing is sent.
     let clientLeft = false
-    const route: RouteCalls<Tx> = {
-      // Every answer goes out through sendWebResponse.
-      writesBytes: true,
-      pass: async () => {
-        next()
-        return PASSED as unknown as Response
-      },
-      run: async (bytes, idem) => {
+    const route: RouteCalls<Tx, HttpBody> = {
+      pass: async () => next(),
+      run: async (bytes, idem): Promise<RouteResult<HttpBody>> => {
         // Express's body parsers skip a request whose client has gone ("already
         // finished"), so a route started now would never see the body its key's
         // fingerprint covers, and could store what it made of nothing. The client left
@@ -93,22 +84,24 @@ export function idempotency<Tx>(options: IdempotencyOptions<Tx, ExpressRequest>)
         // seen here.)
         if (body !== undefined && bytes.byteLength > 0 && clientGone(req)) {
           clientLeft = true
-          return discard(streamlessResponse(499, '', new Headers(), new Uint8Array(0)))
+          return { kind: 'discard', response: '', status: 499 }
         }
         if (body !== undefined) refillRequest(req, bytes)
         req.idem = idem
-        const response = captureResponse(res)
+        const reply = captureResponse(res)
         next()
-        return response
+        return reply
       },
     }
 
     protect(request, req, route).then(
-      (outcome: Outcome) => {
-        if (outcome === PASSED) return undefined
+      (outcome) => {
+        if (outcome.kind === 'passed') return
         // Nobody is left to answer.
         if (clientLeft) return void res.destroy()
-        return sendWebResponse(res, outcome, body?.unfinished() ?? false)
+        const close = body?.unfinished() ?? false
+        if (outcome.kind === 'route') sendHeld(res, outcome.response, close)
+        else sendAnswer(res, outcome.answer, close)
       },
       (error: unknown) => {
         // Express's error handlers answer. If the route already ran, its held response

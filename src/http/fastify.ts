@@ -1,23 +1,19 @@
 /**
- * `idem/fastify`: the Idempotency-Key plugin for Fastify 5. It converts to and from the
- * neutral handler (`idem/fetch`), which holds all the behaviour.
+ * `idem/fastify`: the Idempotency-Key plugin for Fastify 5. It maps Fastify's request and
+ * reply to the middleware's exchange; the middleware (`handler.ts`) holds all the behaviour.
  *
  * Fastify has no middleware that wraps the route, so the wrap is spread over hooks:
- * `preParsing` starts the neutral handler with the raw body (and either answers at
+ * `preParsing` starts the middleware with the raw body (and either answers at
  * once or lets Fastify go on with the same bytes), `onSend` hands the route's reply
  * back to it and sends what it answers, `onError` marks a route that threw so that
  * the transaction rolls back.
  */
-import type { OutgoingHttpHeaders } from 'node:http'
 import { Readable } from 'node:stream'
 import type { FastifyPluginCallback, FastifyReply, FastifyRequest } from 'fastify'
-import { discard, type Discarded } from '../core/result.js'
+import { NO_BODY_STATUSES, type HttpAnswer, type HttpBody, type Protected, type RouteResult } from './exchange.js'
 import { protectRequests } from './handler.js'
-import { nodeBody, setWebHeaders, webHeaders, webRequest } from './node.js'
+import { nodeBody, nodeRequest, recordHeaders } from './node.js'
 import type { IdempotencyContext, IdempotencyOptions } from './options.js'
-import { bodyBytes, streamlessResponse } from './stored-response.js'
-
-export type { IdempotencyContext, IdempotencyOptions } from './options.js'
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -26,13 +22,19 @@ declare module 'fastify' {
   }
 }
 
+/**
+ * The route's reply as Fastify's `onSend` has it: its payload, sent as it is, or (for a
+ * stream or a Web Response, read to store it) its status, headers and bytes.
+ */
+type Payload = { readonly payload: unknown } | { readonly answer: HttpAnswer }
+
 /** A protected request between `preParsing` and `onSend`. */
 interface Held {
-  /** Hands the route's reply to the neutral handler (discarded: rolled back, not stored). */
-  resolve(response: Response | Discarded<Response>): void
+  /** Hands the route's reply to the middleware (discarded: rolled back, not stored). */
+  resolve(reply: RouteResult<Payload>): void
   reject(error: unknown): void
-  /** The neutral handler's answer: the reply itself (stored), or a problem. */
-  answer: Promise<Response>
+  /** The middleware's decision: the reply itself (stored), or an answer of its own. */
+  decided: Promise<Protected<Payload>>
   /** What the route threw, seen by `onError`. */
   error?: unknown
   /** The client closed the connection before the reply was sent. */
@@ -41,19 +43,18 @@ interface Held {
   handlerDone: boolean
 }
 
-const PASSED = Symbol('passed through')
-// `Held.answer` until the neutral handler has returned its promise.
-const UNSET: Promise<Response> = new Promise(() => {})
+// `Held.decided` until the middleware has returned its promise.
+const UNSET: Promise<Protected<Payload>> = new Promise(() => {})
 
 /**
  * Fastify 5 plugin. Register it before the routes it protects, where its hooks should
  * apply (the root, or an encapsulated context). The route finds the key and its
- * transaction on `request.idem`. `scope` receives the Fastify request, so it can read
- * what an `onRequest` authentication hook set on it (authenticate in `onRequest`: a
+ * transaction on `request.idem`. `scope` and `routes` receive the Fastify request, so they
+ * can read what an `onRequest` authentication hook set on it (authenticate in `onRequest`: a
  * reply sent by a later hook counts as the route's response).
  *
  * @example
- * await app.register(idempotency({ store, scope: (_request, req) => req.headers.authorization ?? 'anonymous' }))
+ * await app.register(idempotency({ store, scope: (req) => req.headers.authorization ?? 'anonymous' }))
  * app.post('/orders', async (request, reply) => {
  *   const { tx } = request.idem as IdempotencyContext<PgClient>
  *   await tx.query('INSERT INTO orders (body) VALUES ($1)', [request.body])
@@ -74,19 +75,18 @@ export function idempotency<Tx>(options: IdempotencyOptions<Tx, FastifyRequest>)
       }
       const body = nodeBody(payload)
       let routeStarted = false
-      // Filled in below; `onSend` reads `answer`, long after `protect` returned it.
-      const entry: Held = { resolve: () => {}, reject: () => {}, answer: UNSET, closed: false, handlerDone: false }
-      let answer: Promise<Response | typeof PASSED>
+      // Filled in below; `onSend` reads `decided`, long after `protect` returned it.
+      const entry: Held = { resolve: () => {}, reject: () => {}, decided: UNSET, closed: false, handlerDone: false }
+      let decided: Promise<Protected<Payload>>
       try {
-        answer = protect(webRequest(request.raw, request.url, body), request, {
+        decided = protect(nodeRequest(request.raw, request.url, body), request, {
           pass: async () => {
             routeStarted = true
             hookDone(null, payload)
-            return PASSED as unknown as Response
           },
           run: async (bytes, idem) => {
             routeStarted = true
-            const route = new Promise<Response | Discarded<Response>>((resolve, reject) => Object.assign(entry, { resolve, reject }))
+            const route = new Promise<RouteResult<Payload>>((resolve, reject) => Object.assign(entry, { resolve, reject }))
             held.set(request, entry)
             request.idem = idem
             reply.raw.once('close', () => {
@@ -97,24 +97,26 @@ export function idempotency<Tx>(options: IdempotencyOptions<Tx, FastifyRequest>)
             return route
           },
         })
-        entry.answer = answer as Promise<Response>
+        entry.decided = decided
       } catch (error) {
         hookDone(error as Error)
         return
       }
-      answer.then(
-        (response) => {
+      decided.then(
+        (outcome) => {
           if (routeStarted) {
             // Answered while the route still runs (past its deadline): idem answers for it,
             // and a reply the route sends later is Fastify's to refuse ("already sent").
-            if (response !== PASSED && held.get(request) === entry) {
+            if (outcome.kind === 'answer' && held.get(request) === entry) {
               held.delete(request)
-              void writeReply(reply, response).then((bytes) => reply.send(bytes), (error: unknown) => reply.send(error))
+              void reply.send(bufferOf(writeAnswer(reply, outcome.answer, true)))
             }
             return
           }
+          if (outcome.kind !== 'answer') return
+          const sent = writeAnswer(reply, outcome.answer, false)
           if (body.unfinished()) reply.header('connection', 'close')
-          void reply.send(response)
+          void reply.send(bufferOf(sent))
         },
         (error: unknown) => {
           if (!routeStarted) hookDone(error as Error)
@@ -157,15 +159,15 @@ export function idempotency<Tx>(options: IdempotencyOptions<Tx, FastifyRequest>)
       if (entry.error !== undefined) {
         // The route threw: roll back, and let Fastify's error reply go out as it is.
         entry.reject(entry.error)
-        entry.answer.then(
-          (response) => writeReply(reply, response).then((bytes) => hookDone(null, bytes)),
+        entry.decided.then(
+          (outcome) => hookDone(null, outcome.kind === 'answer' ? writeAnswer(reply, outcome.answer, true) : payload),
           () => hookDone(null, payload),
         )
         return
       }
-      replyResponse(reply, payload).then(entry.resolve, entry.reject)
-      entry.answer.then(
-        (response) => writeReply(reply, response).then((bytes) => hookDone(null, bytes)),
+      routeReply(reply, payload).then(entry.resolve, entry.reject)
+      entry.decided.then(
+        (outcome) => hookDone(null, outcome.kind === 'answer' ? writeAnswer(reply, outcome.answer, true) : outcome.kind === 'route' ? writePayload(reply, outcome.response) : payload),
         (error: unknown) => hookDone(error as Error),
       )
     })
@@ -181,8 +183,8 @@ export function idempotency<Tx>(options: IdempotencyOptions<Tx, FastifyRequest>)
     if (entry === undefined || !entry.closed || !entry.handlerDone) return
     held.delete(request)
     // Nobody is left to answer: roll back, and the retry runs again.
-    entry.resolve(discard(streamlessResponse(499, '', new Headers(), new Uint8Array(0))))
-    entry.answer.catch(() => {})
+    entry.resolve({ kind: 'discard', response: { payload: null }, status: 499 })
+    entry.decided.catch(() => {})
   }
 
   // Applies the hooks to the context that registers the plugin, as fastify-plugin would.
@@ -190,35 +192,71 @@ export function idempotency<Tx>(options: IdempotencyOptions<Tx, FastifyRequest>)
   return plugin
 }
 
-/** The route's reply as a Web Response (Fastify's payload is text, bytes, a stream, a Response or nothing). */
-async function replyResponse(reply: FastifyReply, payload: unknown): Promise<Response> {
-  const headers = webHeaders(reply.getHeaders() as OutgoingHttpHeaders)
+/** The route's reply: Fastify's payload is text, bytes, a stream, a Web Response or nothing. */
+async function routeReply(reply: FastifyReply, payload: unknown): Promise<RouteResult<Payload>> {
+  if (payload === null || payload === undefined || typeof payload === 'string' || payload instanceof Uint8Array) {
+    const body: HttpBody = payload ?? ''
+    return { kind: 'reply', response: { payload }, status: reply.statusCode, body, headers: (names) => recordHeaders(reply.getHeaders(), names) }
+  }
+  // A stream or a Response is read whole to store it; the bytes read are what is sent.
   let status = reply.statusCode
-  let bytes: Uint8Array
+  const headers = recordHeaders(reply.getHeaders())
+  let body: Uint8Array
   if (isWebResponse(payload)) {
     status = payload.status
-    payload.headers.forEach((value, name) => (name === 'set-cookie' ? headers.append(name, value) : headers.set(name, value)))
-    bytes = new Uint8Array(await payload.arrayBuffer())
-  } else if (payload === null || payload === undefined) {
-    bytes = new Uint8Array(0)
-  } else if (typeof payload === 'string') {
-    bytes = Buffer.from(payload)
-  } else if (payload instanceof Uint8Array) {
-    bytes = payload
-  } else {
-    bytes = new Uint8Array(await new Response(payload as ConstructorParameters<typeof Response>[0]).arrayBuffer())
-  }
-  // Read only through bodyBytes (to store it, and by writeReply), so it needs no body stream.
-  return streamlessResponse(status, '', headers, bytes)
+    for (const [name, value] of payload.headers) {
+      if (name !== 'set-cookie') removeField(headers, name)
+      headers.push(name, value)
+    }
+    body = new Uint8Array(await payload.arrayBuffer())
+  } else body = new Uint8Array(await new Response(payload as ConstructorParameters<typeof Response>[0]).arrayBuffer())
+  const answer: HttpAnswer = { status, headers, body }
+  return { kind: 'reply', response: { answer }, status, body, headers: (names) => picked(headers, names) }
 }
 
-/** Puts a Web Response on the reply, replacing what the route set, and returns its body. */
-async function writeReply(reply: FastifyReply, response: Response): Promise<Buffer | null> {
-  for (const name of Object.keys(reply.getHeaders())) reply.removeHeader(name)
-  reply.code(response.status)
-  setWebHeaders((name, value) => reply.header(name, value), response.headers)
-  const bytes = await bodyBytes(response)
-  return bytes.byteLength === 0 ? null : Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength)
+// The fields of a flat list whose names are in `names`.
+function picked(headers: readonly string[], names: ReadonlySet<string>): string[] {
+  const list: string[] = []
+  for (let i = 0; i + 1 < headers.length; i += 2) if (names.has(headers[i]!)) list.push(headers[i]!, headers[i + 1]!)
+  return list
+}
+
+function removeField(headers: string[], name: string): void {
+  for (let i = headers.length - 2; i >= 0; i -= 2) if (headers[i] === name) headers.splice(i, 2)
+}
+
+/** The route's own reply: its payload as it is, or what was read of it. */
+function writePayload(reply: FastifyReply, response: Payload): unknown {
+  return 'payload' in response ? response.payload : writeAnswer(reply, response.answer, true)
+}
+
+/**
+ * Puts an answer on the reply and returns its body for Fastify to send. `replace` drops
+ * what the route set first; otherwise (the route did not run) the headers set before it
+ * (CORS, a request id) are kept, and the answer's own replace any of the same name.
+ */
+function writeAnswer(reply: FastifyReply, answer: HttpAnswer, replace: boolean): Buffer | string | null {
+  if (replace) for (const name of Object.keys(reply.getHeaders())) reply.removeHeader(name)
+  reply.code(answer.status)
+  // Fastify keeps one value a name: a repeated field is joined, as a list of values, but Set-Cookie stays a list.
+  const fields = new Map<string, string[]>()
+  const { headers } = answer
+  for (let i = 0; i + 1 < headers.length; i += 2) {
+    const values = fields.get(headers[i]!)
+    if (values === undefined) fields.set(headers[i]!, [headers[i + 1]!])
+    else values.push(headers[i + 1]!)
+  }
+  for (const [name, values] of fields) reply.header(name, name === 'set-cookie' ? values : values.join(', '))
+  const { body } = answer
+  if (NO_BODY_STATUSES.has(answer.status)) return null
+  if (typeof body === 'string') return body === '' ? null : body
+  return body.byteLength === 0 ? null : Buffer.from(body.buffer, body.byteOffset, body.byteLength)
+}
+
+// `reply.send` adds a charset to the content type of a string, and sends null as JSON
+// ("null"): bytes go out as they are, and no body as nothing.
+function bufferOf(body: Buffer | string | null): Buffer | undefined {
+  return typeof body === 'string' ? Buffer.from(body, 'utf8') : (body ?? undefined)
 }
 
 function isThenable(value: unknown): value is PromiseLike<unknown> {

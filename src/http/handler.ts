@@ -1,31 +1,28 @@
+import type { IdemError } from '../core/errors/idem-error.js'
 import { MissingKeyError } from '../core/errors/missing-key.js'
+import { warn, type HttpOutcome } from '../core/events.js'
 import { hashRequest } from '../core/fingerprint.js'
 import { parseKeyHeader } from '../core/key.js'
-import { readBody, withRequestBody } from './body.js'
-import { pathOf, queryOf, resolveOptions, type IdempotencyContext, type IdempotencyOptions } from './options.js'
-import { isHttpProblem, problemResponse } from './problem.js'
-import type { IdemError } from '../core/errors/idem-error.js'
-import { warn, type HttpOutcome } from '../core/events.js'
-import { discard, isDiscarded, type Discarded } from '../core/result.js'
-import { bodyBytes, replayResponse, storeResponse, withBody, type StoredLimits, type StoredResponse } from './stored-response.js'
+import { discard } from '../core/result.js'
+import { withRequestBody } from './body.js'
+import type { HttpRequest, Protected, RouteResult } from './exchange.js'
+import { resolveOptions, type IdempotencyContext, type IdempotencyOptions } from './options.js'
+import { isHttpProblem, problemAnswer } from './problem.js'
+import { replayAnswer, storeResponse, type StoredLimits, type StoredResponse } from './stored-response.js'
+import { webReply, webRequest, webResponse } from './web.js'
+
+const PASSED: Protected<never> = { kind: 'passed' }
 
 /**
- * The route handler behind the middleware. `request` carries the body (buffered, when
- * the request is protected); `idem` is the held key and its transaction, or
+ * The route handler behind the Fetch middleware. `request` carries the body (buffered,
+ * when the request is protected); `idem` is the held key and its transaction, or
  * `undefined` when the request is not protected (another method or route, or no key
  * where none is required).
  */
 export type IdempotencyNext<Tx> = (request: Request, idem: IdempotencyContext<Tx> | undefined) => Promise<Response>
 
-/**
- * The framework-neutral middleware: `(request, next, native?) => response`. `native` is
- * the framework's own request object, passed on to the `scope` option.
- */
-export type IdempotencyHandler<Tx, Native = unknown> = (
-  request: Request,
-  next: IdempotencyNext<Tx>,
-  native?: Native,
-) => Promise<Response>
+/** The Fetch middleware: `(request, next) => response`. */
+export type IdempotencyHandler<Tx> = (request: Request, next: IdempotencyNext<Tx>) => Promise<Response>
 
 /**
  * Makes the Idempotency-Key middleware on Web-standard `Request`/`Response`.
@@ -37,60 +34,59 @@ export type IdempotencyHandler<Tx, Native = unknown> = (
  * response back, byte for byte, with `Idempotent-Replayed: true`, without running
  * `next`. 5xx and transient 4xx responses are rolled back, so their retry runs again.
  * Errors of idem become `application/problem+json`; anything `next` throws propagates
- * after the rollback.
+ * after the rollback. `scope` and `routes` receive the `Request`.
  *
  * Options are validated here, at start-up.
  * @throws InvalidOptionError naming the option
  * @see docs/http.md
  *
  * @example
- * const protect = idempotency({ store, scope: (req) => req.headers.get('x-account-id') ?? 'anonymous' })
+ * const protect = idempotency({ store, scope: (request) => request.headers.get('x-account-id') ?? 'anonymous' })
  * const response = await protect(request, async (req, idem) => {
  *   await idem?.tx.query('INSERT INTO orders (body) VALUES ($1)', [await req.text()])
  *   return Response.json({ ok: true }, { status: 201 })
  * })
  */
-export function idempotency<Tx, Native = unknown>(options: IdempotencyOptions<Tx, Native>): IdempotencyHandler<Tx, Native> {
-  const { protect } = protectRequests<Tx, Native>(options)
-  return function idempotency(request, next, native) {
-    return protect(request, native, {
-      pass: () => next(request, undefined),
+export function idempotency<Tx>(options: IdempotencyOptions<Tx, Request>): IdempotencyHandler<Tx> {
+  const { protect } = protectRequests<Tx, Request>(options)
+  return async function idempotency(request, next) {
+    let passed: Response | undefined
+    const outcome = await protect(webRequest(request), request, {
+      pass: async () => {
+        passed = await next(request, undefined)
+      },
       // The body was read; the route gets a request carrying the same bytes.
-      run: (body, idem) => next(request.method === 'GET' || request.method === 'HEAD' ? request : withRequestBody(request, body), idem),
+      run: async (body, idem) => webReply(await next(request.method === 'GET' || request.method === 'HEAD' ? request : withRequestBody(request, body), idem)),
     })
+    if (outcome.kind === 'passed') return passed!
+    return outcome.kind === 'route' ? outcome.response : webResponse(outcome.answer)
   }
 }
 
 /**
- * How an adapter hands a request on once the middleware has decided. The adapters use
- * this directly: each gives the buffered bytes to its framework in the framework's own
- * way, which is much cheaper than building a second Web `Request` around them.
+ * How an adapter hands a request on once the middleware has decided, each in its
+ * framework's own way. `R` is the adapter's own form of the route's reply.
  */
-export interface RouteCalls<Tx> {
+export interface RouteCalls<Tx, R> {
   /** The request is not protected (another method or route, or no key where none is required): pass it on untouched. */
-  pass(): Promise<Response>
+  pass(): Promise<void>
   /**
    * Runs the route of a protected request, whose `body` the middleware has read, while
-   * `idem` holds the key. Resolve with `discard(response)` to roll back and send
-   * `response` unstored (the route threw and the framework answered for it, say).
+   * `idem` holds the key; resolves with its reply, or with a discarded one to roll back
+   * and send it unstored (the route threw and the framework answered for it, say).
    */
-  run(body: Uint8Array, idem: IdempotencyContext<Tx>): Promise<Response | Discarded<Response>>
-  /**
-   * True when the adapter writes every answer to the socket itself, reading its body
-   * with `bodyBytes` (`sendWebResponse`): replays are then made without a body stream
-   * (`streamlessResponse`), which saves most of a Response's cost.
-   */
-  readonly writesBytes?: boolean
+  run(body: Uint8Array, idem: IdempotencyContext<Tx>): Promise<RouteResult<R>>
 }
 
 /** The middleware behind every front end. */
 export interface RequestProtection<Tx, Native> {
   /**
    * False for a method that is never protected (GET, by default): an adapter passes such
-   * requests on at once, without converting them to a Web `Request`.
+   * requests on at once, without looking further.
    */
   covers(method: string): boolean
-  protect(request: Request, native: Native | undefined, route: RouteCalls<Tx>): Promise<Response>
+  /** Decides on one request: `native` is the framework's own request, for `scope` and `routes`. */
+  protect<R>(request: HttpRequest, native: Native, route: RouteCalls<Tx, R>): Promise<Protected<R>>
 }
 
 /** How each idem error is counted over HTTP (`HttpEvent`); the rest answer 500 and count as `error`. */
@@ -109,16 +105,16 @@ const HTTP_OUTCOMES: Partial<Record<IdemError['code'], HttpOutcome>> = {
 export function protectRequests<Tx, Native = unknown>(options: IdempotencyOptions<Tx, Native>): RequestProtection<Tx, Native> {
   const o = resolveOptions(options)
   const covers = (method: string): boolean => o.methods.has(method)
-  const answer = (error: IdemError, request: Request): Response => {
-    const response = problemResponse(error, o.problemTypes)
-    if (error.code === 'overran') return overran(response, request)
-    if (o.events.listening) o.events.emit({ type: 'http', outcome: HTTP_OUTCOMES[error.code] ?? 'error', method: request.method, status: response.status })
-    return response
+  const answer = (error: IdemError, request: HttpRequest): Protected<never> => {
+    const problem = problemAnswer(error, o.problemTypes)
+    if (error.code === 'overran') overran(problem.status, request)
+    else if (o.events.listening) o.events.emit({ type: 'http', outcome: HTTP_OUTCOMES[error.code] ?? 'error', method: request.method, status: problem.status })
+    return { kind: 'answer', answer: problem }
   }
   // A route held its key past the deadline: the event and the log name it, every time.
-  const overran = (response: Response, request: Request): Response => {
-    const path = pathOf(request.url)
-    if (o.events.listening) o.events.emit({ type: 'http', outcome: 'overran', method: request.method, status: response.status, path })
+  const overran = (status: number, request: HttpRequest): void => {
+    const { path } = request
+    if (o.events.listening) o.events.emit({ type: 'http', outcome: 'overran', method: request.method, status, path })
     warn(o.events, {
       code: 'route-overran',
       source: 'idempotency',
@@ -126,7 +122,6 @@ export function protectRequests<Tx, Native = unknown>(options: IdempotencyOption
         `idem: ${request.method} ${path} still ran ${o.deadlineMs} ms after it took its Idempotency-Key (deadlineMs), so its transaction was ` +
         'rolled back (or its lease let go), the key freed and the client answered 503; a route that never answers has lost an error (on Express 4, pass async errors to next(err))',
     })
-    return response
   }
   const limits: StoredLimits = { maxBodyBytes: o.maxStoredBodyBytes, maxOutcomeBytes: o.maxOutcomeBytes }
   let omittedBefore = false
@@ -149,59 +144,61 @@ export function protectRequests<Tx, Native = unknown>(options: IdempotencyOption
 
   return { covers, protect }
 
-  async function protect(request: Request, native: Native | undefined, route: RouteCalls<Tx>): Promise<Response> {
-    if (!covers(request.method) || !o.routes(request)) return route.pass()
+  async function protect<R>(request: HttpRequest, native: Native, route: RouteCalls<Tx, R>): Promise<Protected<R>> {
+    if (!covers(request.method) || !o.routes(native, request.path)) {
+      await route.pass()
+      return PASSED
+    }
 
     let key: string
     try {
-      key = parseKeyHeader(request.headers.get('idempotency-key'), o.strict)
+      key = parseKeyHeader(request.header('idempotency-key'), o.strict)
     } catch (error) {
       if (error instanceof MissingKeyError && !o.required) {
         if (o.events.listening) o.events.emit({ type: 'http', outcome: 'unprotected', method: request.method })
-        return route.pass()
+        await route.pass()
+        return PASSED
       }
       if (isHttpProblem(error)) return answer(error, request)
       throw error
     }
 
     try {
-      const scope = await o.scope(request, native as Native)
-      const body = await readBody(request, o.maxBodyBytes)
+      const scope = await o.scope(native)
+      const body = await request.body(o.maxBodyBytes)
       const fingerprint = hashRequest({
         method: request.method,
-        route: pathOf(request.url),
-        query: queryOf(request.url),
+        route: request.path,
+        query: request.query,
         body,
-        contentType: request.headers.get('content-type'),
+        contentType: request.header('content-type'),
         fields: o.fields,
       })
 
-      // The handler's own response, kept whole for its caller; only the stored form is trimmed.
-      let first: Response | undefined
-      const result = await o.idem.run<StoredResponse>(
+      // The route's own reply, sent as it is; only its stored form is trimmed. Null is
+      // what a discarded reply leaves to store: nothing.
+      let first: RouteResult<R> | undefined
+      const result = await o.idem.run<StoredResponse | null>(
         { scope, key, fingerprint, waitMs: o.waitMs, deadlineMs: o.deadlineMs, ...(o.ttlMs === undefined ? {} : { ttlMs: o.ttlMs }) },
         async (tx) => {
-          const answered = await route.run(body, { tx, key, scope })
-          if (isDiscarded(answered)) {
-            first = answered.value
-            return discard(undefined as unknown as StoredResponse)
-          }
-          const bytes = await bodyBytes(answered)
-          first = withBody(answered, bytes)
+          const reply = await route.run(body, { tx, key, scope })
+          first = reply
           // A 5xx or a transient 4xx rolls back, so its retry runs again.
-          if (!o.storeStatus(answered.status)) return discard(storeResponse(answered, bytes, o.replayHeaders))
-          const stored = storeResponse(answered, bytes, o.replayHeaders, limits)
+          if (reply.kind === 'discard' || !o.storeStatus(reply.status)) return discard(null)
+          const stored = storeResponse(reply.status, reply.headers(o.replayHeaders), reply.body, limits)
           if (stored.omittedBodyBytes !== undefined) warnOmitted(stored.omittedBodyBytes)
           return stored
         },
       )
       // A fresh answer is the route's own: its stored form is never read back.
-      const response = result.replayed || first === undefined ? replayResponse(result.value, route.writesBytes === true, o.replayHeaders) : first
+      const decided: Protected<R> =
+        !result.replayed && first !== undefined ? { kind: 'route', response: first.response } : { kind: 'answer', answer: replayAnswer(result.value, o.replayHeaders) }
       if (o.events.listening) {
         const outcome = result.replayed ? 'replayed' : result.stored ? 'fresh' : 'not-stored'
-        o.events.emit({ type: 'http', outcome, method: request.method, status: response.status })
+        const status = decided.kind === 'answer' ? decided.answer.status : first!.status
+        o.events.emit({ type: 'http', outcome, method: request.method, status })
       }
-      return response
+      return decided
     } catch (error) {
       if (isHttpProblem(error)) return answer(error, request)
       if (o.events.listening) o.events.emit({ type: 'http', outcome: 'error', method: request.method })

@@ -1,12 +1,12 @@
 /**
- * `idem/hono`: the Idempotency-Key middleware for Hono 4. It converts to and from the
- * neutral handler (`idem/fetch`), which holds all the behaviour.
+ * `idem/hono`: the Idempotency-Key middleware for Hono 4. It maps Hono's request and
+ * response to the middleware's exchange (`web.ts`); the middleware holds all the behaviour.
  */
 import type { Context, HonoRequest, MiddlewareHandler } from 'hono'
 import { cloneRawRequest } from 'hono/request'
-import { discard } from '../core/result.js'
 import { protectRequests } from './handler.js'
 import type { IdempotencyContext, IdempotencyOptions } from './options.js'
+import { webReply, webRequest, webResponse } from './web.js'
 
 export type { IdempotencyContext, IdempotencyOptions } from './options.js'
 
@@ -19,12 +19,12 @@ export type IdemVariables<Tx> = { idem: IdempotencyContext<Tx> | undefined }
  * (`json()`, `text()`, `arrayBuffer()`, `parseBody()`, validators): Hono serves it from
  * the bytes the middleware read. The raw request's body has been read, as after any
  * middleware that reads it; `cloneRawRequest(c.req)` from `hono/request` gives a
- * `Request` carrying it. `scope` receives the Hono context, so it can read what
- * authentication set on it.
+ * `Request` carrying it. `scope` and `routes` receive the Hono context, so they can read
+ * what authentication set on it.
  *
  * @example
  * const app = new Hono<{ Variables: IdemVariables<PgClient> }>()
- * app.use('/orders/*', idempotency({ store, scope: (_request, c) => c.get('jwtPayload').sub }))
+ * app.use('/orders/*', idempotency({ store, scope: (c) => c.get('jwtPayload').sub }))
  * app.post('/orders', async (c) => {
  *   await c.get('idem')?.tx.query('INSERT INTO orders (body) VALUES ($1)', [await c.req.json()])
  *   return c.json({ ok: true }, 201)
@@ -37,22 +37,24 @@ export function idempotency<Tx>(options: IdempotencyOptions<Tx, Context>): Middl
     // An earlier middleware may have read the body through c.req; Hono cached it.
     const request = c.req.raw.bodyUsed ? await cloneRawRequest(c.req) : c.req.raw
     let routeRan = false
-    const runRoute = async (idem: IdempotencyContext<Tx> | undefined): Promise<Response> => {
+    const runRoute = async (idem: IdempotencyContext<Tx> | undefined): Promise<void> => {
       routeRan = true
       c.set('idem', idem)
       await next()
-      return c.res
     }
-    const response = await protect(request, c, {
+    const outcome = await protect(webRequest(request), c, {
       pass: () => runRoute(undefined),
       run: async (body, idem) => {
         serveBody(c.req, body)
-        const answered = await runRoute(idem)
+        await runRoute(idem)
         // The route threw: Hono has turned the error into the app's error response, which
         // goes out as it is while the effects and the key roll back.
-        return c.error !== undefined ? discard(answered) : answered
+        if (c.error !== undefined) return { kind: 'discard', response: c.res, status: c.res.status }
+        return webReply(c.res)
       },
     })
+    if (outcome.kind === 'passed') return
+    const response = outcome.kind === 'route' ? outcome.response : webResponse(outcome.answer)
     if (!routeRan) return response
     if (response === c.res) return
     // Assigning c.res merges the old response's headers in; clear it first so the

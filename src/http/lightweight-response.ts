@@ -8,12 +8,13 @@
  * server, so every assumption is checked, and any other response gets `undefined`: the
  * caller then reads the body the standard way.
  */
+import type { HttpBody } from './exchange.js'
 
 // The server's symbol, found on the first lightweight response seen.
 let cacheSymbol: symbol | undefined
 
-/** The body bytes of a lightweight response whose body is text or bytes; `undefined` for any other response. */
-export function lightweightBody(response: Response): Uint8Array | undefined {
+/** The body of a lightweight response whose body is text or bytes; `undefined` for any other response. */
+export function lightweightBody(response: Response): HttpBody | undefined {
   if (cacheSymbol === undefined) {
     cacheSymbol = Object.getOwnPropertySymbols(response).find((symbol) => symbol.description === 'cache')
     if (cacheSymbol === undefined) return undefined
@@ -21,8 +22,7 @@ export function lightweightBody(response: Response): Uint8Array | undefined {
   const cache: unknown = (response as unknown as Record<symbol, unknown>)[cacheSymbol]
   if (!Array.isArray(cache) || cache.length !== 3 || cache[0] !== response.status) return undefined
   const body: unknown = cache[1]
-  if (body === null) return new Uint8Array(0)
-  if (typeof body === 'string') return Buffer.from(body, 'utf8')
-  if (body instanceof Uint8Array) return body
+  if (body === null) return ''
+  if (typeof body === 'string' || body instanceof Uint8Array) return body
   return undefined // a stream or a Blob: only the standard reader gets it whole
 }

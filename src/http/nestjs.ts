@@ -1,7 +1,7 @@
 /**
  * `idem/nestjs`: the Idempotency-Key interceptor for NestJS 10 and 11, on the Express
- * and the Fastify platform. It converts to and from the neutral handler (`idem/fetch`),
- * which holds all the behaviour.
+ * and the Fastify platform. It maps Node's request and response, which both platforms
+ * end in, to the middleware's exchange (`node.ts`); the middleware holds all the behaviour.
  *
  * An interceptor rather than a middleware: Nest runs interceptors after its guards, so
  * `scope` can read the principal that authentication put on the request (`req.user`),
@@ -27,18 +27,29 @@ import {
 import { Observable, type Subscription } from 'rxjs'
 import { InvalidOptionError } from '../core/errors/invalid-option.js'
 import { assertKnownOptions, optionNames } from '../core/validate.js'
-import { discard, type Discarded } from '../core/result.js'
+import type { HttpAnswer, HttpBody, HttpRequest, RouteResult } from './exchange.js'
 import { protectRequests, type RequestProtection, type RouteCalls } from './handler.js'
-import { captureResponse, declaresBody, isParsedObject, nodeBody, parsedBody, refillRequest, sendWebResponse, webHeaders, webRequest, type NodeBody } from './node.js'
+import {
+  captureResponse,
+  declaresBody,
+  isParsedObject,
+  nodeBody,
+  nodeRequest,
+  parsedBody,
+  recordHeaders,
+  refillRequest,
+  sendAnswer,
+  sendHeld,
+  type NodeRequestBody,
+} from './node.js'
 import type { IdempotencyContext, IdempotencyOptions } from './options.js'
-import { problemResponse } from './problem.js'
-import { streamlessResponse } from './stored-response.js'
+import { problemAnswer } from './problem.js'
 
 export type { IdempotencyContext, IdempotencyOptions } from './options.js'
 
 /**
  * The request as Nest hands it to guards and handlers: Express's `req` or Fastify's
- * `request`, with whatever authentication set on it (`req.user`). `scope` receives it.
+ * `request`, with whatever authentication set on it (`req.user`). `scope` and `routes` receive it.
  */
 export interface NestRequest {
   readonly method: string
@@ -60,11 +71,11 @@ export type NestIdempotencyOptions<Tx = unknown> = IdempotencyOptions<Tx, NestRe
 export const IDEMPOTENCY_PROTECTION: InjectionToken = 'idem:IdempotencyProtection'
 
 /**
- * The neutral handler made from the options, shared by every interceptor the module hands
+ * The middleware made from the options, shared by every interceptor the module hands
  * out. `IdempotencyModule` provides it; make one yourself only to share one handler
  * between interceptors built by hand.
  * @example
- * const protection = new IdempotencyProtection({ store, scope: (_request, req) => req.user.accountId })
+ * const protection = new IdempotencyProtection({ store, scope: (req) => req.user.accountId })
  * const interceptor = new IdempotencyInterceptor(protection)
  */
 export class IdempotencyProtection {
@@ -77,9 +88,6 @@ export class IdempotencyProtection {
 
 // The key and transaction of each request while the interceptor holds its key.
 const held = new WeakMap<object, IdempotencyContext<unknown>>()
-
-// What `run` gets back once Nest has sent a request that idem lets through.
-const PASSED = Symbol('passed through')
 
 /**
  * The interceptor. Bind it with `@UseInterceptors(IdempotencyInterceptor)` on the
@@ -123,7 +131,7 @@ export class IdempotencyInterceptor<Tx = unknown> implements NestInterceptor {
     const handled = sendsOwnResponse(context)
     return new Observable<unknown>((subscriber) => {
       // Headers set before the route (CORS, @Header(), a request id) stay on idem's own answers.
-      const earlier = webHeaders(reply.getHeaders() as Record<string, string | string[] | number>)
+      const earlier = recordHeaders(reply.getHeaders())
       let routeStarted = false
       let route: Subscription | undefined
       // The route's Observable has completed or failed; and Nest has written its answer.
@@ -131,29 +139,27 @@ export class IdempotencyInterceptor<Tx = unknown> implements NestInterceptor {
       let answered = false
       const abandon = nothingSentFor(res, () => settled && !answered)
 
-      let body: NodeBody | string | Uint8Array | null
-      let web: Request
+      let body: NodeRequestBody
+      let exchange: HttpRequest
       try {
         const found = requestBody(request, req)
         if (found === undefined) {
           // Something read the body and kept nothing: the fingerprint would miss the payload.
-          return answerInstead(subscriber, res, problemResponse(new InvalidOptionError(UNREADABLE_BODY)), earlier, handled)
+          return answerInstead(subscriber, res, problemAnswer(new InvalidOptionError(UNREADABLE_BODY), undefined), earlier, handled)
         }
         body = found
-        web = webRequest(req, req.originalUrl ?? req.url ?? '/', body)
         // A parsed form or JSON body is fingerprinted as JSON, compared canonically.
-        if (typeof body === 'string' && isParsedObject(request.body)) web.headers.set('content-type', 'application/json')
+        const json = typeof body === 'string' && isParsedObject(request.body) ? 'application/json' : undefined
+        exchange = nodeRequest(req, req.originalUrl ?? req.url ?? '/', body, json)
       } catch (error) {
         subscriber.error(error)
         return
       }
 
-      const calls: RouteCalls<unknown> = {
-        writesBytes: true,
+      const calls: RouteCalls<unknown, HttpBody> = {
         pass: async () => {
           routeStarted = true
           route = next.handle().subscribe(subscriber)
-          return PASSED as unknown as Response
         },
         run: async (bytes, idem) => {
           routeStarted = true
@@ -178,24 +184,25 @@ export class IdempotencyInterceptor<Tx = unknown> implements NestInterceptor {
               abandon.check()
             },
           })
-          const answer = await Promise.race([sent, abandon.promise])
+          const reply = await Promise.race([sent, abandon.promise])
           // The route threw: Nest's exception filter has answered, and that answer goes
           // out unstored while the effects and the key roll back.
-          return threw && !isDiscardedResponse(answer) ? discard(answer) : answer
+          return threw && reply.kind === 'reply' ? { kind: 'discard', response: reply.response, status: reply.status } : reply
         },
       }
 
-      this.protection.protect(web, request, calls).then(
-        (outcome: Response | typeof PASSED) => {
-          if (outcome === PASSED) return undefined
-          if (routeStarted) return sendWebResponse(res, outcome, false)
-          return answerInstead(subscriber, res, outcome, earlier, handled)
+      this.protection.protect(exchange, request, calls).then(
+        (outcome) => {
+          if (outcome.kind === 'passed') return
+          if (outcome.kind === 'route') sendHeld(res, outcome.response, false)
+          else if (routeStarted) sendAnswer(res, outcome.answer, false)
+          else answerInstead(subscriber, res, outcome.answer, earlier, handled)
         },
         (error: unknown) => {
           // Before the route: Nest's exception filters answer. After it, what Nest wrote
           // for the route is dropped, since the transaction rolled back.
           if (!routeStarted) subscriber.error(error)
-          else void sendWebResponse(res, new Response('Internal Server Error', { status: 500 }), false).catch(() => res.destroy())
+          else sendAnswer(res, INTERNAL_ERROR, false)
         },
       ).catch(() => res.destroy())
 
@@ -261,7 +268,7 @@ const ASYNC_OPTIONS = optionNames<IdempotencyModuleAsyncOptions>({ useFactory: t
  *
  * @example
  * \@Module({
- *   imports: [IdempotencyModule.forRoot({ store, scope: (_request, req) => req.user.accountId })],
+ *   imports: [IdempotencyModule.forRoot({ store, scope: (req) => req.user.accountId })],
  *   controllers: [OrdersController],
  * })
  * export class AppModule {}
@@ -309,7 +316,7 @@ const UNREADABLE_BODY =
  * what the parser made of it (parsed objects as JSON, compared canonically). `undefined`
  * when a body was read and nothing of it kept.
  */
-function requestBody(request: NestRequest, req: IncomingMessage): NodeBody | string | Uint8Array | null | undefined {
+function requestBody(request: NestRequest, req: IncomingMessage): NodeRequestBody | undefined {
   if (request.rawBody instanceof Uint8Array) return request.rawBody
   if (!req.readableEnded && !req.readableDidRead) return nodeBody(req)
   const parsed = parsedBody(request.body)
@@ -352,25 +359,29 @@ function sendsOwnResponse(context: ExecutionContext): boolean {
  * writes nothing, so the answer goes at once; for any other Nest writes the value, which
  * is held and dropped, and the answer goes in its place.
  */
-function answerInstead(subscriber: { next(value: unknown): void; complete(): void }, res: ServerResponse, answer: Response, earlier: Headers, handled: boolean): void {
-  const written = handled ? writeAnswer(res, answer, earlier) : captureResponse(res).then(() => writeAnswer(res, answer, earlier))
-  void written.catch(() => res.destroy())
+function answerInstead(subscriber: { next(value: unknown): void; complete(): void }, res: ServerResponse, answer: HttpAnswer, earlier: readonly string[], handled: boolean): void {
+  const write = (): void => {
+    try {
+      writeAnswer(res, answer, earlier)
+    } catch {
+      res.destroy()
+    }
+  }
+  if (handled) write()
+  else void captureResponse(res).then(write)
   subscriber.next(undefined)
   subscriber.complete()
 }
 
 /** Writes idem's answer with the headers that were there before the route, and no others. */
-async function writeAnswer(res: ServerResponse, response: Response, earlier: Headers): Promise<void> {
+function writeAnswer(res: ServerResponse, answer: HttpAnswer, earlier: readonly string[]): void {
   for (const name of res.getHeaderNames()) res.removeHeader(name)
-  for (const [name, value] of earlier) if (name !== 'set-cookie' && name !== 'content-length') res.setHeader(name, value)
-  const cookies = earlier.getSetCookie()
-  if (cookies.length > 0) res.setHeader('set-cookie', cookies)
-  await sendWebResponse(res, response, false)
+  for (let i = 0; i + 1 < earlier.length; i += 2) if (earlier[i] !== 'content-length') res.appendHeader(earlier[i]!, earlier[i + 1]!)
+  sendAnswer(res, answer, false)
 }
 
-function isDiscardedResponse(value: Response | Discarded<Response>): value is Discarded<Response> {
-  return !(value instanceof Response)
-}
+// What goes out when the middleware fails after Nest has written the route's answer (dropped: it rolled back).
+const INTERNAL_ERROR: HttpAnswer = { status: 500, headers: ['content-type', 'text/plain; charset=utf-8'], body: 'Internal Server Error' }
 
 /**
  * The call's way out when Nest sends nothing for a route: its client left and Nest let
@@ -378,11 +389,11 @@ function isDiscardedResponse(value: Response | Discarded<Response>): value is Di
  * settled after its client left and Nest wrote nothing. The held transaction then rolls
  * back instead of staying open; the retry runs the route.
  */
-function nothingSentFor(res: ServerResponse, waiting: () => boolean): { promise: Promise<Discarded<Response>>; check(): void; leave(): void } {
-  let resolve!: (value: Discarded<Response>) => void
-  const promise = new Promise<Discarded<Response>>((r) => (resolve = r))
+function nothingSentFor(res: ServerResponse, waiting: () => boolean): { promise: Promise<RouteResult<HttpBody>>; check(): void; leave(): void } {
+  let resolve!: (value: RouteResult<HttpBody>) => void
+  const promise = new Promise<RouteResult<HttpBody>>((r) => (resolve = r))
   let closed = false
-  const leave = (): void => resolve(discard(streamlessResponse(499, '', new Headers(), new Uint8Array(0))))
+  const leave = (): void => resolve({ kind: 'discard', response: '', status: 499 })
   // Nest writes in the turn the route settles in; a macrotask later, nothing is coming.
   const check = (): void => {
     if (closed && waiting()) setImmediate(() => waiting() && leave())

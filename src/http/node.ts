@@ -1,11 +1,14 @@
 /**
- * Conversions between Node's `http` objects and Web-standard Request/Response, shared
- * by the Express, Fastify and NestJS adapters. Mapping only: no idempotency behaviour here.
+ * Node's `http` objects mapped to the middleware's exchange, shared by the Express,
+ * Fastify and NestJS adapters: the request read from `IncomingMessage` as it is, the
+ * route's reply held on the `ServerResponse` (its headers stay there, in Node's own
+ * list), answers written with `writeHead` and `end`. No Web `Request`, `Response` or
+ * `Headers` is made. Mapping only: no idempotency behaviour here.
  */
-import type { IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:http'
+import type { IncomingMessage, ServerResponse } from 'node:http'
 import { Readable, type ReadableOptions } from 'node:stream'
-import { withBodySource, type BodySource } from './body.js'
-import { bodyBytes, streamlessResponse } from './stored-response.js'
+import { readSource, tooLarge, type BodySource } from './body.js'
+import { byteLength, NO_BODY_STATUSES, type HttpAnswer, type HttpBody, type HttpRequest, type RouteReply } from './exchange.js'
 
 /** A Node stream as a `BodySource`, and whether reading it was started but not finished. */
 export interface NodeBody {
@@ -82,86 +85,126 @@ export function nodeBody(stream: Readable): NodeBody {
   return { source, unfinished: () => started && !ended }
 }
 
+/** What a Node request's body is: its stream (not read yet), what a parser left of it (text or bytes), or nothing. */
+export type NodeRequestBody = NodeBody | string | Uint8Array | null
+
+const EMPTY = new Uint8Array(0)
+
 /**
- * The Web `Request` for a Node request. Headers are copied field by field from
- * `rawHeaders`, so two `Idempotency-Key` fields arrive as a list, which the middleware
- * rejects. `url` is the path and query as the framework sees them. A `NodeBody` is
- * attached as the request's `BodySource` (the Request itself then has no body stream).
+ * A Node request as the middleware reads it. `url` is the path and query as the
+ * framework sees them; `contentType`, when given, stands for the request's own (a body
+ * a parser turned into an object is fingerprinted as JSON). Header values are Node's:
+ * repeated fields joined with `, `, so two `Idempotency-Key` fields arrive as a list,
+ * which the middleware rejects.
  */
-export function webRequest(req: IncomingMessage, url: string, body: NodeBody | string | Uint8Array | null): Request {
-  const headers = new Headers()
-  const raw = req.rawHeaders
-  for (let i = 0; i + 1 < raw.length; i += 2) headers.append(raw[i]!, raw[i + 1]!)
+export function nodeRequest(req: IncomingMessage, url: string, body: NodeRequestBody, contentType?: string): HttpRequest {
   const method = req.method ?? 'GET'
-  const bodyAllowed = method !== 'GET' && method !== 'HEAD'
-  const init: RequestInit = { method, headers }
-  if (bodyAllowed && (typeof body === 'string' || body instanceof Uint8Array)) init.body = body
-  const path = url.startsWith('/') ? url : `/${url}`
-  const host = req.headers.host
-  let request: Request
-  try {
-    request = new Request(`http://${host !== undefined && AUTHORITY.test(host) ? host : 'localhost'}${path}`, init)
-  } catch (error) {
-    // A Host that passes the pattern but no URL parser (a port past 65535): the path is
-    // what the middleware matches, so it stands on localhost. (Parsing first to check
-    // would parse every URL twice.)
-    if (!(error instanceof TypeError)) throw error
-    request = new Request(`http://localhost${path}`, init)
+  const target = url.startsWith('/') ? url : `/${url}`
+  const hash = target.indexOf('#')
+  const end = hash === -1 ? target.length : hash
+  const mark = target.indexOf('?')
+  const query = mark === -1 || mark > end ? -1 : mark
+  const headers = req.headers
+  return {
+    method,
+    path: target.slice(0, query === -1 ? end : query),
+    query: query === -1 ? '' : target.slice(query + 1, end),
+    header(name) {
+      if (name === 'content-type' && contentType !== undefined) return contentType
+      const value = headers[name]
+      if (value === undefined) return null
+      return typeof value === 'string' ? value : value.join(', ')
+    },
+    async body(limit) {
+      if (method === 'GET' || method === 'HEAD' || body === null) return EMPTY
+      const declared = headers['content-length']
+      if (declared !== undefined && Number(declared) > limit) throw tooLarge(limit)
+      if (typeof body === 'object' && 'source' in body) return readSource(body.source, limit)
+      const bytes = typeof body === 'string' ? Buffer.from(body, 'utf8') : body
+      if (bytes.byteLength > limit) throw tooLarge(limit)
+      return bytes
+    },
   }
-  return bodyAllowed && body !== null && typeof body === 'object' && 'source' in body ? withBodySource(request, body.source) : request
 }
 
-// A host name or address with an optional port, nothing else: a Host such as "a?" or
-// "a/b" would otherwise move the real path into the query and dodge the `routes` match.
-const AUTHORITY = /^(?:[A-Za-z0-9.-]+|\[[0-9A-Fa-f:.]+\])(?::\d{1,5})?$/
-
-/** Node's outgoing headers (`res.getHeaders()`) as Web `Headers`, repeated fields kept apart. */
-export function webHeaders(headers: OutgoingHttpHeaders): Headers {
-  const result = new Headers()
-  for (const [name, value] of Object.entries(headers)) {
-    if (value === undefined) continue
-    if (Array.isArray(value)) for (const item of value) result.append(name, item)
-    else result.append(name, String(value))
-  }
-  return result
-}
-
+// A small body goes out as latin1 text (one byte per character, so any bytes survive):
+// Node then sends headers and body in one write instead of a writev of two buffers.
 const SMALL_BODY = 16 * 1024
-// Statuses whose answers carry no body and may not declare one (RFC 9110 §8.6).
-const NO_BODY_STATUSES = new Set([101, 103, 204, 205, 304])
+
+function endWith(res: ServerResponse, body: HttpBody): void {
+  if (typeof body === 'string') {
+    if (body === '') res.end()
+    else res.end(body, 'utf8')
+  } else if (body.byteLength === 0) res.end()
+  else if (body.byteLength <= SMALL_BODY) res.end(Buffer.from(body.buffer, body.byteOffset, body.byteLength).toString('latin1'), 'latin1')
+  else res.end(Buffer.from(body.buffer, body.byteOffset, body.byteLength))
+}
 
 /**
- * Writes a Web `Response` to a Node response that has not started. Headers that earlier
- * middleware set (CORS, HSTS, a request id) are kept, as they would be without idem;
- * the response's own headers are added and replace any of the same name, and
+ * Sends the route's reply that `captureResponse` held: its status and headers are on the
+ * response already; its body goes out with its own `Content-Length` (set, never removed:
+ * without it Node does not frame the body at all, and a keep-alive client then cannot
+ * tell where the answer ends).
+ */
+export function sendHeld(res: ServerResponse, body: HttpBody, closeConnection: boolean): void {
+  if (closeConnection) res.setHeader('connection', 'close')
+  if (NO_BODY_STATUSES.has(res.statusCode)) {
+    if (res.hasHeader('content-length')) res.removeHeader('content-length')
+    res.end()
+    return
+  }
+  res.setHeader('content-length', byteLength(body))
+  endWith(res, body)
+}
+
+/**
+ * Writes an answer of idem's own to a Node response that has not started. Headers that
+ * earlier middleware set (CORS, HSTS, a request id) are kept, as they would be without
+ * idem; the answer's own replace any of the same name, repeated fields kept apart, and
  * `Content-Length` is the body's own.
  */
-export async function sendWebResponse(res: ServerResponse, response: Response, closeConnection: boolean): Promise<void> {
+export function sendAnswer(res: ServerResponse, answer: HttpAnswer, closeConnection: boolean): void {
   // A route still captured (it ran past its deadline, and idem answers for it) has
   // written nothing: the answer goes out through the response's own methods.
   captured.get(res)?.()
-  res.statusCode = response.status
-  if (response.statusText !== '') res.statusMessage = response.statusText
-  setWebHeaders((name, value) => res.setHeader(name, value), response.headers)
-  if (closeConnection) res.setHeader('connection', 'close')
-  const bytes = await bodyBytes(response)
-  // Set, never removed: removing Content-Length tells Node not to frame the body at
-  // all, and a keep-alive client then cannot tell where the answer ends.
-  if (NO_BODY_STATUSES.has(response.status)) {
+  const headers = answer.headers.slice()
+  if (NO_BODY_STATUSES.has(answer.status)) {
     if (res.hasHeader('content-length')) res.removeHeader('content-length')
-  } else res.setHeader('content-length', bytes.byteLength)
-  if (bytes.byteLength === 0) res.end()
-  // A small body goes out as latin1 text (one byte per character, so any bytes survive):
-  // Node then sends headers and body in one write instead of a writev of two buffers.
-  else if (bytes.byteLength <= SMALL_BODY) res.end(Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('latin1'), 'latin1')
-  else res.end(Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength))
+  } else headers.push('content-length', String(byteLength(answer.body)))
+  if (closeConnection) headers.push('connection', 'close')
+  // Not writeHead(status, list): once any header was set on the response, it sets each
+  // field of the list over the last, and a repeated field (Set-Cookie) keeps one value.
+  for (let i = 0; i < headers.length; i += 2) res.removeHeader(headers[i]!)
+  for (let i = 0; i + 1 < headers.length; i += 2) res.appendHeader(headers[i]!, headers[i + 1]!)
+  res.writeHead(answer.status)
+  if (NO_BODY_STATUSES.has(answer.status)) res.end()
+  else endWith(res, answer.body)
 }
 
-/** Copies Web headers through a Node-style setter, giving `Set-Cookie` as one list. */
-export function setWebHeaders(set: (name: string, value: string | string[]) => unknown, headers: Headers): void {
-  for (const [name, value] of headers) if (name !== 'set-cookie') set(name, value)
-  const cookies = headers.getSetCookie()
-  if (cookies.length > 0) set('set-cookie', cookies)
+/** The header fields set on a Node response whose names are in `names`, as a flat list, each repeated field on its own. */
+export function responseHeaders(res: ServerResponse, names: ReadonlySet<string>): string[] {
+  const list: string[] = []
+  for (const name of res.getHeaderNames()) if (names.has(name)) pushField(list, name, res.getHeader(name))
+  return list
+}
+
+/** The fields of a header record (lower-case names: Node's `getHeaders()`, Fastify's) whose names are in `names`, as a flat list. */
+export function recordHeaders(headers: Readonly<Record<string, unknown>>, names?: ReadonlySet<string>): string[] {
+  const list: string[] = []
+  for (const name in headers) if (names === undefined || names.has(name)) pushField(list, name, headers[name])
+  return list
+}
+
+function pushField(list: string[], name: string, value: unknown): void {
+  if (Array.isArray(value)) for (const item of value) list.push(name, fieldValue(String(item)))
+  else if (value !== undefined && value !== null) list.push(name, fieldValue(String(value)))
+}
+
+// Without the spaces and tabs around it, as a field's value is read (RFC 9110 §5.5).
+function fieldValue(value: string): string {
+  const first = value.charCodeAt(0)
+  const last = value.charCodeAt(value.length - 1)
+  return first === 32 || first === 9 || last === 32 || last === 9 ? value.replace(/^[\t ]+|[\t ]+$/g, '') : value
 }
 
 /** True when a Node request says it carries a body (a length above 0, or chunked). */
@@ -182,13 +225,20 @@ export function isParsedObject(body: unknown): boolean {
 export function parsedBody(parsed: unknown): string | Uint8Array | null {
   if (parsed === undefined || parsed === null) return null
   if (typeof parsed === 'string' || parsed instanceof Uint8Array) return parsed
-  return jsonText(parsed)
+  try {
+    return JSON.stringify(parsed)
+  } catch (error) {
+    // Nesting deeper than the stack: the same text, made without recursion.
+    if (error instanceof RangeError) return jsonText(parsed)
+    throw error
+  }
 }
 
 /**
  * `JSON.stringify` without recursion: a client can nest a parsed body deeper than the
  * stack goes (`[[[[…]]]]` 60,000 deep parses, and then JSON.stringify throws), and the
- * fingerprint must still be made from it rather than answer 500. Same text as
+ * fingerprint must still be made from it rather than answer 500 (`parsedBody` falls back
+ * on it then). Same text as
  * JSON.stringify for what a body parser produces (plain objects, arrays, strings,
  * numbers, booleans, null); `toJSON` (Dates, Buffers) is honoured one level at a time.
  */
@@ -254,22 +304,24 @@ type WriteCallback = (error?: Error | null) => void
 const captured = new WeakMap<ServerResponse, () => void>()
 
 /**
- * Holds what is written to a Node response (status, headers, body) instead of sending
- * it, and resolves with it as a Web Response when the response is ended. The real
- * methods are put back at that point, so the adapter can send the final answer.
+ * Holds what is written to a Node response instead of sending it, and resolves with the
+ * route's reply when the response is ended: its status and body, its headers where the
+ * route set them, on the response (`responseHeaders` reads them). The real methods are
+ * put back at that point, so the adapter can send the final answer (`sendHeld` the
+ * reply itself, `sendAnswer` idem's own).
  *
  * A client that goes away changes nothing here: the route's transaction must stay
  * open until the route has finished with it (a rollback while it still writes would
  * let those writes land outside any transaction). It commits as usual, and a retry
  * with the same key gets the stored response. A route that never ends the response is
- * given up on at its deadline (`deadlineMs`); `sendWebResponse` then puts the methods
+ * given up on at its deadline (`deadlineMs`); `sendAnswer` then puts the methods
  * back before it sends idem's answer, and what the route writes later fails as a write
  * after the end does.
  */
-export function captureResponse(res: ServerResponse): Promise<Response> {
+export function captureResponse(res: ServerResponse): Promise<RouteReply<HttpBody>> {
   const original = { writeHead: res.writeHead, write: res.write, end: res.end, flushHeaders: res.flushHeaders }
-  const chunks: Buffer[] = []
-  return new Promise<Response>((resolve, reject) => {
+  const chunks: HttpBody[] = []
+  return new Promise<RouteReply<HttpBody>>((resolve, reject) => {
     const restore = (): void => {
       captured.delete(res)
       Object.assign(res, original)
@@ -277,8 +329,11 @@ export function captureResponse(res: ServerResponse): Promise<Response> {
     captured.set(res, restore)
     const collect = (chunk: unknown, encoding: unknown): void => {
       if (chunk === undefined || chunk === null || typeof chunk === 'function') return
-      if (typeof chunk === 'string') chunks.push(Buffer.from(chunk, typeof encoding === 'string' ? (encoding as BufferEncoding) : 'utf8'))
-      else if (chunk instanceof Uint8Array) chunks.push(Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength))
+      if (typeof chunk === 'string') {
+        // Text as it is (the common case: one string, stored and sent as UTF-8).
+        if (typeof encoding !== 'string' || UTF8.has(encoding)) chunks.push(chunk)
+        else chunks.push(Buffer.from(chunk, encoding as BufferEncoding))
+      } else if (chunk instanceof Uint8Array) chunks.push(chunk)
     }
     res.writeHead = function writeHead(this: ServerResponse, status: number, ...rest: unknown[]) {
       res.statusCode = status
@@ -298,8 +353,8 @@ export function captureResponse(res: ServerResponse): Promise<Response> {
       restore()
       const done = [chunk, encoding, callback].find((arg) => typeof arg === 'function')
       try {
-        const bytes = new Uint8Array(Buffer.concat(chunks))
-        resolve(streamlessResponse(res.statusCode, res.statusMessage ?? '', webHeaders(res.getHeaders()), bytes))
+        const body = joined(chunks)
+        resolve({ kind: 'reply', response: body, status: res.statusCode, body, headers: (names) => responseHeaders(res, names) })
       } catch (error) {
         reject(error)
       }
@@ -307,6 +362,15 @@ export function captureResponse(res: ServerResponse): Promise<Response> {
       return this
     } as ServerResponse['end']
   })
+}
+
+const UTF8 = new Set(['utf8', 'utf-8', 'UTF8', 'UTF-8'])
+
+function joined(chunks: readonly HttpBody[]): HttpBody {
+  if (chunks.length === 0) return ''
+  if (chunks.length === 1) return chunks[0]!
+  if (chunks.every((chunk) => typeof chunk === 'string')) return chunks.join('')
+  return Buffer.concat(chunks.map((chunk) => (typeof chunk === 'string' ? Buffer.from(chunk, 'utf8') : chunk)))
 }
 
 // writeHead(status, headers) takes an object or a flat [name, value, ...] list.

@@ -80,10 +80,10 @@ export interface HttpEngine<Tx> {
 }
 
 /**
- * Options of the HTTP middleware, shared by `idem/fetch`, `idem/hono`, `idem/express`
- * and `idem/fastify`. `Native` is the framework's own request object (Hono's `Context`,
- * Express's and Fastify's request), handed to `scope` so it can read the principal
- * that authentication put there.
+ * Options of the HTTP middleware, shared by `idem/fetch`, `idem/hono`, `idem/express`,
+ * `idem/fastify` and `idem/nestjs`. `Native` is the framework's own request (the Fetch
+ * `Request`, Hono's `Context`, Express's `req`, Fastify's request, Nest's request),
+ * handed to `scope` and `routes` so they can read what authentication put there.
  */
 export interface IdempotencyOptions<Tx, Native = unknown> {
   /** Where keys and outcomes live (e.g. `postgresStore(...)`). Give this or `idem`. */
@@ -100,7 +100,7 @@ export interface IdempotencyOptions<Tx, Native = unknown> {
    * The principal the key belongs to (account, API key), from the server side, never
    * from the client. Without it every caller shares one key space, and idem warns once.
    */
-  scope?: (request: Request, native: Native) => string | Promise<string>
+  scope?: (request: Native) => string | Promise<string>
   /** Methods that require a key. @default ['POST', 'PATCH'] */
   methods?: readonly string[]
   /**
@@ -108,11 +108,11 @@ export interface IdempotencyOptions<Tx, Native = unknown> {
    * `/prefix/*` patterns and regular expressions. A list fails closed: paths are
    * compared case-insensitively, percent-decoded, without duplicate or trailing slashes
    * (see `routingPath`), so no framework's routing can reach a listed route unprotected.
-   * A predicate gets the raw request and is the caller's to get right. Mounting the
+   * A predicate gets the framework's own request and is the caller's to get right. Mounting the
    * middleware on the protected routes with the framework's own router needs neither.
    * @default every path
    */
-  routes?: ((request: Request) => boolean) | readonly (string | RegExp)[]
+  routes?: ((request: Native) => boolean) | readonly (string | RegExp)[]
   /** Missing key: `true` answers 400, `false` lets the request through unprotected. @default true */
   required?: boolean
   /** Accept only quoted sf-string keys (`"…"`), not bare ones. @default false */
@@ -172,9 +172,10 @@ export interface IdempotencyOptions<Tx, Native = unknown> {
 /** The options after validation, with every default applied. */
 export interface ResolvedOptions<Tx, Native> {
   idem: HttpEngine<Tx>
-  scope: (request: Request, native: Native) => string | Promise<string>
+  scope: (request: Native) => string | Promise<string>
   methods: ReadonlySet<string>
-  routes: (request: Request) => boolean
+  /** Whether the request, with this path (as sent, without the query), is protected. */
+  routes: (request: Native, path: string) => boolean
   required: boolean
   strict: boolean
   ttlMs: number | undefined
@@ -271,7 +272,7 @@ export function resolveOptions<Tx, Native>(options: IdempotencyOptions<Tx, Nativ
     idem: engine,
     scope: scope ?? sharedScope(),
     methods: new Set(methods.map((m) => m.toUpperCase())),
-    routes: routeMatcher(routes),
+    routes: routeMatcher<Native>(routes),
     required,
     strict,
     // The precedence rule: the middleware's own setting, then the engine's explicit one, then HTTP's default.
@@ -331,9 +332,9 @@ function sharedScope(): () => string {
  * Fastify decode `%XX` first), so paths and listed routes are both compared in their
  * `routingPath` form, and regular expressions are tried on the raw path and on that form.
  */
-function routeMatcher(routes: IdempotencyOptions<unknown>['routes']): (request: Request) => boolean {
+function routeMatcher<Native>(routes: IdempotencyOptions<unknown, Native>['routes']): (request: Native, path: string) => boolean {
   if (routes === undefined) return () => true
-  if (typeof routes === 'function') return routes
+  if (typeof routes === 'function') return (request) => routes(request)
   if (!isList(routes) || !routes.every((r) => r instanceof RegExp || (typeof r === 'string' && r.startsWith('/')))) {
     fail('routes', 'must be a function (request) => boolean or a list of paths ("/orders", "/orders/*") and regular expressions')
   }
@@ -348,8 +349,7 @@ function routeMatcher(routes: IdempotencyOptions<unknown>['routes']): (request: 
       prefixes.push(base === '/' ? '/' : `${base}/`)
     } else exact.add(routingPath(route))
   }
-  return (request) => {
-    const raw = pathOf(request.url)
+  return (_request, raw) => {
     const path = routingPath(raw)
     return exact.has(path) || prefixes.some((p) => path.startsWith(p)) || patterns.some((p) => p.test(raw) || p.test(path))
   }
@@ -396,26 +396,6 @@ function withoutDotSegments(path: string): string {
     else out.push(segment)
   }
   return `/${out.join('/')}${path.endsWith('/') || path.endsWith('/.') || path.endsWith('/..') ? '/' : ''}`
-}
-
-/** The path of a request URL, without parsing the whole URL on the hot path. */
-export function pathOf(url: string): string {
-  const start = url.indexOf('/', url.indexOf('//') + 2)
-  if (start === -1) return '/'
-  let end = url.length
-  const query = url.indexOf('?', start)
-  if (query !== -1) end = query
-  const hash = url.indexOf('#', start)
-  if (hash !== -1 && hash < end) end = hash
-  return url.slice(start, end)
-}
-
-/** The query string of a URL, without `?` (empty when there is none). */
-export function queryOf(url: string): string {
-  const hash = url.indexOf('#')
-  const end = hash === -1 ? url.length : hash
-  const start = url.indexOf('?')
-  return start === -1 || start > end ? '' : url.slice(start + 1, end)
 }
 
 function isList(value: unknown): value is readonly unknown[] {

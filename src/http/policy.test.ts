@@ -1,7 +1,7 @@
 // The policy says what the middleware does: it changes with the options, and a real Hono
 // app built with the same options behaves as the policy states (methods, retention,
 // replayed headers, problem types, Retry-After, required, strict, body limit, storage).
-import { Hono } from 'hono'
+import { Hono, type Context } from 'hono'
 import { describe, expect, it } from 'vitest'
 import { createIdem } from '../core/engine.js'
 import { InvalidOptionError } from '../core/errors/invalid-option.js'
@@ -11,8 +11,8 @@ import { memoryStore } from '../stores/memory/store.js'
 import { idempotencyPolicy, type IdempotencyOptions, type IdempotencyPolicyDocument } from './fetch/index.js'
 import { idempotency } from './hono.js'
 
-type Options = IdempotencyOptions<unknown, unknown>
-const scope = (request: Request): string => request.headers.get('authorization') ?? 'anonymous'
+type Options = IdempotencyOptions<unknown, Context>
+const scope = (c: Context): string => c.req.header('authorization') ?? 'anonymous'
 const policy = (options: Options): IdempotencyPolicyDocument => JSON.parse(idempotencyPolicy(options, { format: 'json' })) as IdempotencyPolicyDocument
 const errorOf = (doc: IdempotencyPolicyDocument, code: string) => doc.errors.find((e) => e.code === code)
 const typeOf = async (response: Response): Promise<string> => ((await response.json()) as { type: string }).type

@@ -1,5 +1,7 @@
 import { IdemError, type IdemErrorCode } from '../core/errors/idem-error.js'
 import { assertKnownOptions, optionNames } from '../core/validate.js'
+import type { HttpAnswer } from './exchange.js'
+import { webResponse } from './web.js'
 
 /** The media type of every error idem answers with (RFC 9457). */
 export const PROBLEM_CONTENT_TYPE = 'application/problem+json'
@@ -120,13 +122,19 @@ export function problemStatus(error: IdemError): number {
  * port or driver message), and `Retry-After` when the error says when to retry (409,
  * 503).
  *
- * This and `problem` are the only places an error becomes a response.
+ * This, `problem` and the middleware's own `problemAnswer` are the only places an error
+ * becomes an answer.
  *
  * @example problemResponse(new MissingKeyError('The Idempotency-Key header is missing')) // 400
  */
 export function problemResponse(error: IdemError, types?: ProblemTypes): Response {
+  return webResponse(problemAnswer(error, types))
+}
+
+/** `problemResponse` as the middleware's own answer, for every adapter. */
+export function problemAnswer(error: IdemError, types: ProblemTypes | undefined): HttpAnswer {
   const spec = PROBLEMS[error.code]
-  return problem(error.code, spec.detail ?? error.message, { types, retryAfterSeconds: error.retryAfterSeconds })
+  return answerOf(error.code, spec.detail ?? error.message, types, error.retryAfterSeconds, [])
 }
 
 const PROBLEM_OPTIONS = optionNames<NonNullable<Parameters<typeof problem>[2]>>({ types: true, retryAfterSeconds: true, headers: true })
@@ -142,11 +150,16 @@ export function problem(
   options: { types?: ProblemTypes | undefined; retryAfterSeconds?: number | undefined; headers?: Record<string, string> } = {},
 ): Response {
   assertKnownOptions('problem', options, PROBLEM_OPTIONS)
-  const { types, retryAfterSeconds, headers } = options
+  const { types, retryAfterSeconds, headers = {} } = options
+  const extra: string[] = []
+  for (const [name, value] of new Headers(headers)) if (name !== 'content-type' && name !== 'retry-after') extra.push(name, value)
+  return webResponse(answerOf(code, detail, types, retryAfterSeconds, extra))
+}
+
+function answerOf(code: ProblemCode, detail: string, types: ProblemTypes | undefined, retryAfterSeconds: number | undefined, extra: string[]): HttpAnswer {
   const spec = PROBLEMS[code]
-  const answer = new Headers(headers)
-  answer.set('content-type', PROBLEM_CONTENT_TYPE)
-  if (retryAfterSeconds !== undefined) answer.set('retry-after', String(retryAfterSeconds))
+  const headers = [...extra, 'content-type', PROBLEM_CONTENT_TYPE]
+  if (retryAfterSeconds !== undefined) headers.push('retry-after', String(retryAfterSeconds))
   const body = JSON.stringify({ type: problemType(code, types), title: spec.title, status: spec.status, detail, code })
-  return new Response(body, { status: spec.status, headers: answer })
+  return { status: spec.status, headers, body }
 }

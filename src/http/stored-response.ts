@@ -1,5 +1,5 @@
 import { OutcomeUnreadableError } from '../core/errors/outcome-unreadable.js'
-import { lightweightBody } from './lightweight-response.js'
+import { byteLength, NO_BODY_STATUSES, type HttpAnswer, type HttpBody } from './exchange.js'
 
 /** The header that marks a response as the stored outcome of an earlier request. */
 export const REPLAYED_HEADER = 'idempotent-replayed'
@@ -25,19 +25,29 @@ export const DEFAULT_MAX_STORED_BODY_BYTES = 1024 * 1024
 export const STORED_HEADERS_ROOM = 16 * 1024
 
 /**
- * A response as the engine stores it: plain JSON, so the store needs to know nothing
- * about HTTP. Headers are name/value pairs (lower-case names) so that repeated fields
- * such as `Set-Cookie` survive; the body is base64 so any bytes survive.
+ * A response as the engine stores it (format 2): plain JSON, so the store needs to know
+ * nothing about HTTP. Headers are a flat list of names (lower case) and values, so that
+ * repeated fields such as `Set-Cookie` survive. The body is `text` when it is UTF-8
+ * (most are: JSON, HTML), else `base64`, so any bytes survive.
+ *
+ * Rows of format 1 (`{ status, headers: [[name, value], …], bodyBase64 }`) still replay.
  */
 export interface StoredResponse {
-  status: number
-  headers: Array<[string, string]>
-  bodyBase64: string
+  /** First in the JSON, where operations tools look for it (`idem stats` counts keys by stored status). */
+  readonly status: number
+  readonly v: 2
+  /** `[name, value, name, value, …]`, names in lower case. */
+  readonly headers: readonly string[]
+  /** The body, when it is UTF-8 text. */
+  readonly text?: string
+  /** The body as base64, when it is not UTF-8. */
+  readonly base64?: string
   /**
-   * Set when the body was larger than `maxStoredBodyBytes` and was not kept: its size in
-   * bytes. `bodyBase64` is then empty, and the replay says the body was omitted.
+   * Set when the body was larger than `maxStoredBodyBytes` (or left no room in what the
+   * store holds) and was not kept: its size in bytes. `text` is then empty, and the
+   * replay says the body was omitted.
    */
-  omittedBodyBytes?: number
+  readonly omittedBodyBytes?: number
 }
 
 // Headers that describe the body's bytes: on the empty body of a replay whose body was
@@ -45,15 +55,17 @@ export interface StoredResponse {
 const BODY_HEADERS = new Set(['content-type', 'content-language', 'content-disposition', 'content-encoding', 'content-range'])
 
 // The stored form's JSON around its header list and body, at its longest (a status of
-// three digits, the largest omitted size): what every stored response costs besides them.
-const FRAME_BYTES = JSON.stringify({ status: 599, headers: [], bodyBase64: '', omittedBodyBytes: Number.MAX_SAFE_INTEGER }).length - '[]'.length
+// three digits, the longer body field, the largest omitted size): what every stored
+// response costs besides them.
+const FRAME_BYTES = JSON.stringify({ status: 599, v: 2, headers: [], base64: '', omittedBodyBytes: Number.MAX_SAFE_INTEGER }).length - '[]'.length
 
 const base64Length = (bytes: number): number => 4 * Math.ceil(bytes / 3)
 
 /**
  * The largest response body whose stored form fits in an outcome of `maxOutcomeBytes`
  * (what the store holds), as base64 beside the status and headers of up to
- * `STORED_HEADERS_ROOM`: the most `maxStoredBodyBytes` may be on that store.
+ * `STORED_HEADERS_ROOM`: the most `maxStoredBodyBytes` may be on that store. (A text
+ * body is stored as text when that fits, and as base64 otherwise.)
  * @example largestStoredBody(16 * 1024 * 1024) // 12570564: 16 MiB less the frame and the headers' room, as base64
  */
 export function largestStoredBody(maxOutcomeBytes: number): number {
@@ -71,139 +83,160 @@ export interface StoredLimits {
 
 const UNLIMITED: StoredLimits = { maxBodyBytes: Infinity, maxOutcomeBytes: Infinity }
 
-// Statuses whose responses have no body; `new Response(body, { status })` rejects one.
-const NULL_BODY_STATUSES = new Set([101, 103, 204, 205, 304])
+// Fatal: bytes that are not UTF-8 are stored as base64. A byte order mark is kept.
+const utf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true })
 
 /**
- * The stored form of a response: its status, the allow-listed headers, every body byte.
- * A body larger than `limits.maxBodyBytes`, or one that would take the stored form past
- * `limits.maxOutcomeBytes` (the store's limit), is left out (with the headers that
- * describe it) and its size recorded instead, so the outcome is still stored and the
+ * The stored form of a reply: its status, its allow-listed `headers` (a flat list), every
+ * body byte. A body larger than `limits.maxBodyBytes`, or one that would take the stored
+ * form past `limits.maxOutcomeBytes` (the store's limit), is left out (with the headers
+ * that describe it) and its size recorded instead, so the outcome is still stored and the
  * effect never runs again.
  */
-export function storeResponse(response: Response, body: Uint8Array, allowed: ReadonlySet<string>, limits: StoredLimits = UNLIMITED): StoredResponse {
-  const headers: Array<[string, string]> = []
-  let headerChars = 0
-  // Iterating Headers yields each Set-Cookie field on its own and lower-case names.
-  for (const [name, value] of response.headers) {
-    if (!allowed.has(name)) continue
-    headers.push([name, value])
-    headerChars += name.length + value.length
+export function storeResponse(status: number, headers: string[], body: HttpBody, limits: StoredLimits = UNLIMITED): StoredResponse {
+  const size = byteLength(body)
+  if (size <= limits.maxBodyBytes) {
+    let headerChars = 0
+    for (let i = 0; i < headers.length; i++) headerChars += headers[i]!.length
+    const fit = (bodyJsonBytes: number): boolean => fits(headers, headerChars, bodyJsonBytes, limits.maxOutcomeBytes)
+    const text = textOf(body)
+    // A byte of UTF-8 takes at most 6 bytes of JSON (`\u001f`): that bound settles nearly
+    // every body at once; only one near the limit is measured.
+    if (text !== undefined && (fit(6 * size + 2) || fit(Buffer.byteLength(JSON.stringify(text), 'utf8')))) return { status, v: 2, headers, text }
+    if (fit(base64Length(size) + 2)) return { status, v: 2, headers, base64: base64Of(body) }
   }
-  if (body.byteLength <= limits.maxBodyBytes && fits(headers, headerChars, body.byteLength, limits.maxOutcomeBytes)) {
-    return { status: response.status, headers, bodyBase64: Buffer.from(body.buffer, body.byteOffset, body.byteLength).toString('base64') }
-  }
-  return { status: response.status, headers: headers.filter(([name]) => !BODY_HEADERS.has(name)), bodyBase64: '', omittedBodyBytes: body.byteLength }
+  return { status, v: 2, headers: withoutBodyHeaders(headers), text: '', omittedBodyBytes: size }
 }
 
-// Whether the stored form with this body fits the store. A character of a header takes at
-// most 6 bytes of JSON (`\u001f`) and a pair 8 more (`["",""],`): that bound settles
+// The body as text, when it is UTF-8: a string is (a lone surrogate was sent as U+FFFD).
+function textOf(body: HttpBody): string | undefined {
+  if (typeof body === 'string') return body.toWellFormed()
+  try {
+    return utf8.decode(body)
+  } catch {
+    return undefined
+  }
+}
+
+function base64Of(body: HttpBody): string {
+  return typeof body === 'string' ? Buffer.from(body, 'utf8').toString('base64') : Buffer.from(body.buffer, body.byteOffset, body.byteLength).toString('base64')
+}
+
+function withoutBodyHeaders(headers: readonly string[]): string[] {
+  const kept: string[] = []
+  for (let i = 0; i + 1 < headers.length; i += 2) if (!BODY_HEADERS.has(headers[i]!)) kept.push(headers[i]!, headers[i + 1]!)
+  return kept
+}
+
+// Whether the stored form with a body of this JSON size fits the store. A character of a
+// header takes at most 6 bytes of JSON and a string 3 more (`"",`): that bound settles
 // nearly every response in a few additions; only headers near the limit are measured.
-function fits(headers: ReadonlyArray<[string, string]>, headerChars: number, bodyBytes: number, maxOutcomeBytes: number): boolean {
-  const rest = maxOutcomeBytes - FRAME_BYTES - base64Length(bodyBytes)
-  if (headerChars * 6 + headers.length * 8 + 2 <= rest) return true
+function fits(headers: readonly string[], headerChars: number, bodyJsonBytes: number, maxOutcomeBytes: number): boolean {
+  const rest = maxOutcomeBytes - FRAME_BYTES - bodyJsonBytes
+  if (headerChars * 6 + headers.length * 3 + 2 <= rest) return true
   return Buffer.byteLength(JSON.stringify(headers), 'utf8') <= rest
 }
 
-// The bytes of the responses made here, so that reading them back (to store them, or
-// to write them to a Node socket) skips a pass through a body stream.
-const knownBodies = new WeakMap<Response, Uint8Array>()
-
 /**
- * A response's body bytes: known ones at once, a lightweight response's without
- * building it (the response stays unread), others read from the body stream.
+ * The replay of a stored response (format 2, or 1): same status, stored headers, same
+ * body bytes, marked replayed (and, for a body that was too large to store, marked
+ * omitted, with no body). Only headers in `allowed` are replayed, whatever the row
+ * holds: a row written under a wider allow-list, or by hand, never sends a `Set-Cookie`
+ * the current one leaves out.
+ * @throws OutcomeUnreadableError when the stored value is not a stored response (a
+ *   corrupted row that still parsed as JSON): no guess is ever replayed
  */
-export async function bodyBytes(response: Response): Promise<Uint8Array> {
-  const known = knownBodies.get(response)
-  if (known !== undefined) return known
-  const light = lightweightBody(response)
-  if (light === undefined) return new Uint8Array(await response.arrayBuffer())
-  knownBodies.set(response, light)
-  return light
+export function replayAnswer(stored: unknown, allowed?: ReadonlySet<string>): HttpAnswer {
+  const { status, headers: pairs, body, omitted } = readStored(stored)
+  const headers: string[] = []
+  for (let i = 0; i < pairs.length; i += 2) {
+    const name = pairs[i]!
+    if (name === REPLAYED_HEADER || name === BODY_OMITTED_HEADER || (allowed !== undefined && !allowed.has(name))) continue
+    headers.push(name, pairs[i + 1]!)
+  }
+  headers.push(REPLAYED_HEADER, 'true')
+  if (omitted) headers.push(BODY_OMITTED_HEADER, 'true')
+  return { status, headers, body: NO_BODY_STATUSES.has(status) ? '' : body }
 }
+
+interface ReadStored {
+  status: number
+  headers: readonly string[]
+  body: HttpBody
+  omitted: boolean
+}
+
+// RFC 9110: a field name is a token (stored in lower case), a value visible characters,
+// spaces and tabs (obs-text included), with no whitespace around it.
+const FIELD_NAME = /^[!#$%&'*+\-.^_`|~0-9a-z]+$/
+const FIELD_VALUE = /^(?:[\x21-\x7e\x80-\xff](?:[\t\x20-\x7e\x80-\xff]*[\x21-\x7e\x80-\xff])?)?$/
 
 // Groups of four, checked as a length: a repeated group, `(?:[…]{4})*`, takes the regex
 // engine's stack once per group and overflows it on a body of some 12 MB.
 const BASE64 = /^[A-Za-z0-9+/]*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/
 
-/**
- * The replay of a stored response: same status, stored headers, same body bytes, marked
- * replayed (and, for a body that was too large to store, marked omitted, with no body).
- * `streamless` makes it with `streamlessResponse`, for adapters that write it with
- * `bodyBytes`. Only headers in `allowed` are replayed, whatever the row holds: a
- * row written under a wider allow-list, or by hand, never sends a `Set-Cookie` the
- * current one leaves out.
- * @throws OutcomeUnreadableError when the stored value is not a stored response (a
- *   corrupted row that still parsed as JSON): no guess is ever replayed
- */
-export function replayResponse(stored: unknown, streamless = false, allowed?: ReadonlySet<string>): Response {
-  const { status, headers: pairs, bodyBase64, omittedBodyBytes } = checkStored(stored)
-  const headers = new Headers()
-  try {
-    for (const [name, value] of pairs) if (allowed === undefined || allowed.has(name)) headers.append(name, value)
-  } catch (cause) {
-    throw new OutcomeUnreadableError('The stored response holds a header that is not a valid HTTP field: the row is corrupted', { cause })
-  }
-  headers.set(REPLAYED_HEADER, 'true')
-  if (omittedBodyBytes !== undefined) headers.set(BODY_OMITTED_HEADER, 'true')
-  const body = Buffer.from(bodyBase64, 'base64')
-  return streamless ? streamlessResponse(status, '', headers, body) : makeResponse(status, '', headers, body)
-}
-
 // Strict, since Buffer.from(text, 'base64') skips what it cannot decode and would
-// replay other bytes than were stored.
-function checkStored(stored: unknown): StoredResponse {
-  const unreadable = (what: string): never => {
-    throw new OutcomeUnreadableError(`The stored response is unreadable (${what}): the row is corrupted or was not written by the HTTP middleware`)
-  }
+// replay other bytes than were stored, and a header Node refuses would fail the answer.
+function readStored(stored: unknown): ReadStored {
   if (stored === null || typeof stored !== 'object' || Array.isArray(stored)) return unreadable('not an object')
-  const { status, headers, bodyBase64 } = stored as Partial<Record<keyof StoredResponse, unknown>>
+  const row = stored as Record<string, unknown>
+  const { status } = row
   if (typeof status !== 'number' || !Number.isInteger(status) || status < 200 || status > 599) return unreadable('no valid status')
+  const headers = row.v === 2 ? headerList(row.headers) : legacyHeaders(row.headers)
+  const omitted = omittedSize(row.omittedBodyBytes)
+  if (row.v === 2) {
+    const { text, base64 } = row
+    if (typeof text === 'string' && base64 === undefined) return { status, headers, body: text, omitted: checkOmitted(omitted, text) }
+    if (typeof base64 === 'string' && text === undefined && omitted === undefined) return { status, headers, body: fromBase64(base64), omitted: false }
+    return unreadable('no text or base64 body')
+  }
+  if (row.v !== undefined) return unreadable(`an unknown format ${JSON.stringify(row.v)}`)
+  if (typeof row.bodyBase64 !== 'string') return unreadable('a body that is not base64')
+  return { status, headers, body: fromBase64(row.bodyBase64), omitted: checkOmitted(omitted, row.bodyBase64) }
+}
+
+function headerList(headers: unknown): string[] {
+  if (!Array.isArray(headers) || headers.length % 2 !== 0) return unreadable('no header list')
+  for (let i = 0; i < headers.length; i += 2) checkField(headers[i], headers[i + 1])
+  return headers as string[]
+}
+
+// Format 1: `[[name, value], …]`.
+function legacyHeaders(headers: unknown): string[] {
   if (!Array.isArray(headers)) return unreadable('no header list')
+  const list: string[] = []
   for (const pair of headers) {
-    if (!Array.isArray(pair) || pair.length !== 2 || typeof pair[0] !== 'string' || typeof pair[1] !== 'string') return unreadable('a malformed header')
+    if (!Array.isArray(pair) || pair.length !== 2) return unreadable('a malformed header')
+    checkField(pair[0], pair[1])
+    list.push(pair[0] as string, pair[1] as string)
   }
-  if (typeof bodyBase64 !== 'string' || bodyBase64.length % 4 !== 0 || !BASE64.test(bodyBase64)) return unreadable('a body that is not base64')
-  const { omittedBodyBytes } = stored as { omittedBodyBytes?: unknown }
-  if (omittedBodyBytes === undefined) return { status, headers: headers as Array<[string, string]>, bodyBase64 }
-  if (typeof omittedBodyBytes !== 'number' || !Number.isSafeInteger(omittedBodyBytes) || omittedBodyBytes < 0 || bodyBase64 !== '') {
-    return unreadable('a malformed omitted-body size')
+  return list
+}
+
+function checkField(name: unknown, value: unknown): void {
+  if (typeof name !== 'string' || typeof value !== 'string') unreadable('a malformed header')
+  else if (!FIELD_NAME.test(name) || !FIELD_VALUE.test(value)) {
+    throw new OutcomeUnreadableError('The stored response holds a header that is not a valid HTTP field: the row is corrupted')
   }
-  return { status, headers: headers as Array<[string, string]>, bodyBase64, omittedBodyBytes }
 }
 
-/**
- * The handler's response, with its body bytes: the same object when its bytes are
- * known (its body was not read), else a copy carrying the bytes read.
- */
-export function withBody(response: Response, body: Uint8Array): Response {
-  if (knownBodies.has(response)) return response
-  return makeResponse(response.status, response.statusText, response.headers, body)
+function omittedSize(value: unknown): number | undefined {
+  if (value === undefined) return undefined
+  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 0) return unreadable('a malformed omitted-body size')
+  return value
 }
 
-/** A response from its parts; a body sent with a no-body status (204, 304) is dropped. */
-export function makeResponse(status: number, statusText: string, headers: Headers, body: Uint8Array): Response {
-  const sent = sentBody(status, body)
-  const response = new Response(sent, { status, statusText, headers })
-  knownBodies.set(response, sent ?? EMPTY)
-  return response
+// A row whose body was omitted holds no body.
+function checkOmitted(omitted: number | undefined, body: string): boolean {
+  if (omitted === undefined) return false
+  return body === '' ? true : unreadable('a malformed omitted-body size')
 }
 
-/**
- * A response whose body only `bodyBytes` reads: its `body` is null. Node's Response
- * builds a stream around any body it is given, which is most of what making one costs
- * (about 13 µs a response against 1 µs without a body, measured on Node 20). For the
- * adapters that write answers to Node's response themselves (`sendWebResponse`), where
- * nobody reads that stream.
- */
-export function streamlessResponse(status: number, statusText: string, headers: Headers, body: Uint8Array): Response {
-  const response = new Response(null, { status, statusText, headers })
-  knownBodies.set(response, sentBody(status, body) ?? EMPTY)
-  return response
+function fromBase64(text: string): Uint8Array {
+  if (text.length % 4 !== 0 || !BASE64.test(text)) return unreadable('a body that is not base64')
+  return Buffer.from(text, 'base64')
 }
 
-const EMPTY = new Uint8Array(0)
-
-function sentBody(status: number, body: Uint8Array): Uint8Array | null {
-  return NULL_BODY_STATUSES.has(status) || body.byteLength === 0 ? null : body
+function unreadable(what: string): never {
+  throw new OutcomeUnreadableError(`The stored response is unreadable (${what}): the row is corrupted or was not written by the HTTP middleware`)
 }

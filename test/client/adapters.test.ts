@@ -33,7 +33,8 @@ interface Adapter {
   start(app: OrdersApp, seen: SeenRequest[]): Promise<Running>
 }
 
-const scope = (request: Request): string => request.headers.get('x-account') ?? 'anonymous'
+// Each framework hands `scope` its own request.
+const account = (header: string | string[] | undefined): string => (typeof header === 'string' ? header : 'anonymous')
 const record = (seen: SeenRequest[], header: (name: string) => string | undefined | null): void => {
   seen.push({ call: header('x-call') ?? null, key: header('idempotency-key') ?? null })
 }
@@ -47,7 +48,7 @@ const adapters: Adapter[] = [
         record(seen, (name) => c.req.header(name))
         await next()
       })
-      app.use('/orders', honoIdempotency<PgClient>({ store: orders.store, scope }))
+      app.use('/orders', honoIdempotency<PgClient>({ store: orders.store, scope: (c) => account(c.req.header('x-account')) }))
       app.post('/orders', async (c) => {
         const idem = c.get('idem') as IdempotencyContext<PgClient>
         const order = await orders.writeOrder(idem, await c.req.json<OrderBody>())
@@ -68,7 +69,7 @@ const adapters: Adapter[] = [
         record(seen, (name) => req.get(name))
         next()
       })
-      app.use(expressIdempotency<PgClient>({ store: orders.store, scope }))
+      app.use(expressIdempotency<PgClient>({ store: orders.store, scope: (req) => account(req.get('x-account')) }))
       app.use(express.json())
       app.post('/orders', async (req, res) => {
         const order = await orders.writeOrder(req.idem as IdempotencyContext<PgClient>, req.body as OrderBody)
@@ -88,7 +89,7 @@ const adapters: Adapter[] = [
       app.addHook('onRequest', async (request) => {
         record(seen, (name) => request.headers[name] as string | undefined)
       })
-      await app.register(fastifyIdempotency<PgClient>({ store: orders.store, scope }))
+      await app.register(fastifyIdempotency<PgClient>({ store: orders.store, scope: (request) => account(request.headers['x-account']) }))
       app.post('/orders', async (request, reply) => {
         const order = await orders.writeOrder(request.idem as IdempotencyContext<PgClient>, request.body as OrderBody)
         return reply.code(201).header('location', `/orders/${order.orderId}`).send(order)

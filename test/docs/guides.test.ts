@@ -277,7 +277,7 @@ describe.skipIf(!haveDb)('guide: running prune, stats and reconcile in productio
       '    fingerprint   <sha-256>',
       '    created       <time> (<age> ago)',
       '    expires       <time> (in 24 h)',
-      '    stored        HTTP 201, 98 bytes',
+      '    stored        HTTP 201, 93 bytes',
       'idem inspect nightly-report 2025-01-01: exit 1',
       'key "2025-01-01" in scope "nightly-report"',
       '  nothing stored: the key was never used here, or it expired and was pruned (an expired key is a new key)',

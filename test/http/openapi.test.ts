@@ -66,7 +66,7 @@ describe('@fastify/swagger: idempotencyWithOpenApi', () => {
     } finally {
       await listed.close()
     }
-    const named = await app({ store: memoryStore(), scope, routes: (request) => !request.url.endsWith('/notes') }, { operations: ['createOrder', 'PATCH /orders/{id}'] })
+    const named = await app({ store: memoryStore(), scope, routes: (req) => !req.url.endsWith('/notes') }, { operations: ['createOrder', 'PATCH /orders/{id}'] })
     try {
       const document = named.swagger() as Record<string, any>
       await expectValidOpenApi(document)

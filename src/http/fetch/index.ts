@@ -1,7 +1,7 @@
 /**
  * `idem/fetch`: the Idempotency-Key middleware on Web-standard Request/Response, for
- * any runtime or framework that speaks them. The Hono, Express and Fastify adapters
- * wrap exactly this.
+ * any runtime or framework that speaks them. Every adapter (Hono, Express, Fastify,
+ * NestJS) runs the same middleware behind it, on its own exchange.
  */
 export { idempotency, type IdempotencyHandler, type IdempotencyNext } from '../handler.js'
 export {

@@ -40,7 +40,7 @@ export interface FastifyIdempotencyWithOpenApi {
  * @see docs/openapi.md
  *
  * @example
- * const idem = idempotencyWithOpenApi({ store, scope: (_request, req) => String(req.headers['x-account'] ?? 'anonymous') })
+ * const idem = idempotencyWithOpenApi({ store, scope: (req) => String(req.headers['x-account'] ?? 'anonymous') })
  * await app.register(swagger, { openapi: { info: { title: 'Orders', version: '1' } }, transformObject: idem.transformObject })
  * await app.register(async (orders) => {
  *   await orders.register(idem.plugin)

@@ -62,7 +62,7 @@ export interface HonoIdempotencyWithOpenApi {
  *
  * @example
  * const app = new OpenAPIHono()
- * const idem = idempotencyWithOpenApi(app, { store, scope: (_request, c) => c.get('jwtPayload').sub })
+ * const idem = idempotencyWithOpenApi(app, { store, scope: (c) => c.get('jwtPayload').sub })
  * app.openapi(idem.route(createRoute({ method: 'post', path: '/orders', request, responses })), createOrder)
  * app.doc31('/openapi.json', { openapi: '3.1.0', info: { title: 'Orders', version: '1' } })
  */

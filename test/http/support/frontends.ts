@@ -4,8 +4,8 @@ import { ExpressAdapter, type NestExpressApplication } from '@nestjs/platform-ex
 import { FastifyAdapter, type NestFastifyApplication } from '@nestjs/platform-fastify'
 import express from 'express'
 import express4 from 'express4'
-import Fastify from 'fastify'
-import { Hono } from 'hono'
+import Fastify, { type FastifyRequest } from 'fastify'
+import { Hono, type Context } from 'hono'
 import http, { type IncomingHttpHeaders } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { idempotency as expressIdempotency } from '../../../src/http/express.js'
@@ -14,7 +14,6 @@ import { idempotency as fetchIdempotency } from '../../../src/http/fetch/index.j
 import { idempotency as honoIdempotency, type IdemVariables } from '../../../src/http/hono.js'
 import { Idem, IdempotencyInterceptor, IdempotencyModule, type NestRequest } from '../../../src/http/nestjs.js'
 import type { IdempotencyContext, IdempotencyOptions } from '../../../src/http/options.js'
-import { makeResponse } from '../../../src/http/stored-response.js'
 import { runRoute, tenantOf, type AppState, type RouteOutput } from './app.js'
 import type { Backend } from './backends.js'
 
@@ -55,14 +54,14 @@ function middlewareOptions<Native>(
   backend: Backend,
   { storeDown, ...options }: AppOptions,
   state: AppState,
-  principal: (request: Request, native: Native) => string,
+  principal: (request: Native) => string,
 ): IdempotencyOptions<unknown, Native> {
   return {
     ...backend.protection(storeDown ? 'down' : undefined),
-    scope: (request, native) => {
+    scope: (request) => {
       state.scopeCalls++
       state.onScope?.()
-      return principal(request, native)
+      return principal(request)
     },
     ...(options as IdempotencyOptions<unknown, Native>),
   }
@@ -105,7 +104,7 @@ export const fetchFrontEnd: FrontEnd = {
   name: 'fetch',
   async start(backend, options, state) {
     const handle = fetchIdempotency(
-      middlewareOptions<undefined>(backend, options, state, (request) => tenantOf(request.headers.get('authorization'))),
+      middlewareOptions<Request>(backend, options, state, (request) => tenantOf(request.headers.get('authorization'))),
     )
     return {
       async send(call) {
@@ -128,7 +127,7 @@ export const honoFrontEnd: FrontEnd = {
   name: 'hono',
   async start(backend, options, state) {
     const app = new Hono<{ Variables: IdemVariables<unknown> }>()
-    app.use(honoIdempotency(middlewareOptions(backend, options, state, (_request, c) => tenantOf(c.req.header('authorization')))))
+    app.use(honoIdempotency(middlewareOptions<Context>(backend, options, state, (c) => tenantOf(c.req.header('authorization')))))
     // Hono's default error handler logs every thrown error; the tests throw on purpose.
     app.onError((_error, c) => c.text('Internal Server Error', 500))
     app.all('*', async (c) =>
@@ -160,7 +159,7 @@ export const express4FrontEnd: FrontEnd = expressOn('express4', express4 as unkn
 async function startExpress(framework: typeof express, backend: Backend, options: AppOptions, state: AppState): Promise<Client> {
   {
     const app = framework()
-    app.use(expressIdempotency(middlewareOptions(backend, options, state, (_request, req) => tenantOf(req.get('authorization')))))
+    app.use(expressIdempotency(middlewareOptions<express.Request>(backend, options, state, (req) => tenantOf(req.get('authorization')))))
     app.use(framework.text({ type: () => true, limit: '1mb' }))
     // Express 4 does not catch a rejected async handler (5 does): pass it to next, as apps on 4 do.
     app.use((req, res, next) => {
@@ -187,7 +186,7 @@ export const fastifyFrontEnd: FrontEnd = {
   name: 'fastify',
   async start(backend, options, state) {
     const app = Fastify()
-    await app.register(fastifyIdempotency(middlewareOptions(backend, options, state, (_request, req) => tenantOf(req.headers.authorization))))
+    await app.register(fastifyIdempotency(middlewareOptions<FastifyRequest>(backend, options, state, (req) => tenantOf(req.headers.authorization))))
     app.removeAllContentTypeParsers()
     app.addContentTypeParser('*', { parseAs: 'string' }, (_req, body, done) => done(null, body))
     app.all('*', async (request, reply) => {
@@ -293,7 +292,7 @@ class ConformanceModule {
    * (`@UseInterceptors`), on Fastify app-wide (`APP_INTERCEPTOR`), so both ways are run.
    */
   static of(app: NestApp, options: AppOptions, platform: NestPlatform, style: NestStyle): DynamicModule {
-    const idempotency = IdempotencyModule.forRoot(middlewareOptions<NestRequest>(app.backend, options, app.state, (_request, req) => tenantOf(req.headers.authorization)))
+    const idempotency = IdempotencyModule.forRoot(middlewareOptions<NestRequest>(app.backend, options, app.state, (req) => tenantOf(req.headers.authorization)))
     return {
       module: ConformanceModule,
       imports: [idempotency],
@@ -390,7 +389,7 @@ export async function httpCall(port: number, call: Call, extraHeaders: Record<st
     const request = http.request({ host: '127.0.0.1', port, method: call.method ?? 'POST', path: call.path, headers }, (response) => {
       const chunks: Buffer[] = []
       response.on('data', (chunk: Buffer) => chunks.push(chunk))
-      response.on('end', () => resolve(makeResponse(response.statusCode ?? 0, '', fromNode(response.headers), new Uint8Array(Buffer.concat(chunks)))))
+      response.on('end', () => resolve(webResponseOf(response.statusCode ?? 0, fromNode(response.headers), Buffer.concat(chunks))))
       response.on('error', reject)
     })
     request.on('error', reject)
@@ -402,6 +401,11 @@ export async function httpCall(port: number, call: Call, extraHeaders: Record<st
       request.end(bytes.subarray(half))
     } else request.end(body)
   })
+}
+
+// A Response refuses a body with a no-body status (204, 304): such an answer's is empty.
+function webResponseOf(status: number, headers: Headers, body: Buffer): Response {
+  return new Response([101, 103, 204, 205, 304].includes(status) || body.byteLength === 0 ? null : new Uint8Array(body), { status, headers })
 }
 
 function fromNode(headers: IncomingHttpHeaders): Headers {

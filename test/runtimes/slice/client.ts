@@ -70,7 +70,7 @@ export const clientGroup: SliceGroup = {
       CREATE TABLE "${schema}".charges (id bigserial PRIMARY KEY, order_id bigint NOT NULL, amount int NOT NULL);
     `)
     const app = new Hono<{ Variables: IdemVariables<PgClient> }>()
-    app.use('/orders', idempotency<PgClient>({ store, scope: (request) => request.headers.get('x-account') ?? 'anonymous' }))
+    app.use('/orders', idempotency<PgClient>({ store, scope: (c) => c.req.header('x-account') ?? 'anonymous' }))
     app.post('/orders', async (c) => {
       const { tx, key } = c.get('idem')!
       const { customer, amount } = await c.req.json<{ customer: string; amount: number }>()

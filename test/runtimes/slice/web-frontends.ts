@@ -1,6 +1,6 @@
 // The Fetch and Hono front ends of the conformance table (test/http/support/frontends.ts),
 // over the built package: `idem/fetch` and `idem/hono` as an app on Bun or Deno imports them.
-import { Hono } from 'hono'
+import { Hono, type Context } from 'hono'
 import { idempotency as fetchIdempotency, type IdempotencyOptions } from 'idem/fetch'
 import { idempotency as honoIdempotency, type IdemVariables } from 'idem/hono'
 import { runRoute, tenantOf, type AppState, type RouteOutput } from '../../http/support/app.js'
@@ -11,15 +11,15 @@ function middlewareOptions<Native>(
   backend: Backend,
   { storeDown, ...options }: AppOptions,
   state: AppState,
-  principal: (request: Request, native: Native) => string,
+  principal: (request: Native) => string,
 ): IdempotencyOptions<unknown, Native> {
   return {
     // The backends are typed by the sources' declarations, the middleware by the package's (see kit.ts).
     ...(backend.protection(storeDown ? 'down' : undefined) as Pick<IdempotencyOptions<unknown, Native>, 'store' | 'idem'>),
-    scope: (request, native) => {
+    scope: (request) => {
       state.scopeCalls++
       state.onScope?.()
-      return principal(request, native)
+      return principal(request)
     },
     ...(options as IdempotencyOptions<unknown, Native>),
   }
@@ -56,7 +56,7 @@ function toWebRequest(call: Call): Request {
 export const fetchFrontEnd: FrontEnd = {
   name: 'fetch',
   async start(backend, options, state) {
-    const handle = fetchIdempotency(middlewareOptions<undefined>(backend, options, state, (request) => tenantOf(request.headers.get('authorization'))))
+    const handle = fetchIdempotency(middlewareOptions<Request>(backend, options, state, (request) => tenantOf(request.headers.get('authorization'))))
     return {
       async send(call) {
         const request = toWebRequest(call)
@@ -78,7 +78,7 @@ export const honoFrontEnd: FrontEnd = {
   name: 'hono',
   async start(backend, options, state) {
     const app = new Hono<{ Variables: IdemVariables<unknown> }>()
-    app.use(honoIdempotency(middlewareOptions(backend, options, state, (_request, c) => tenantOf(c.req.header('authorization')))))
+    app.use(honoIdempotency(middlewareOptions<Context>(backend, options, state, (c) => tenantOf(c.req.header('authorization')))))
     // Hono's default error handler logs every thrown error; the tests throw on purpose.
     app.onError((_error, c) => c.text('Internal Server Error', 500))
     app.all('*', async (c) =>

@@ -1,0 +1,82 @@
+/**
+ * The middleware's own view of an HTTP exchange, the same behind every front end: what
+ * it reads of a request, what a route replied, and what idem answers itself. Each
+ * adapter maps its framework's objects to it: Node's `IncomingMessage` and
+ * `ServerResponse` in `node.ts` (Express, Fastify, NestJS), Web-standard `Request` and
+ * `Response` in `web.ts` (Fetch, Hono). No Web object is made for a Node request.
+ */
+
+/** A body: bytes, or text sent as UTF-8. */
+export type HttpBody = Uint8Array | string
+
+/** A request, as the middleware reads it. */
+export interface HttpRequest {
+  /** The method, upper case. */
+  readonly method: string
+  /** The path, as sent, without the query. */
+  readonly path: string
+  /** The query string, without `?` (empty when there is none). */
+  readonly query: string
+  /** A header field's value (`name` in lower case), repeated fields joined with `, `; null when absent. */
+  header(name: string): string | null
+  /**
+   * The body, read once, at most `limit` bytes: a declared length over it is refused
+   * before anything is read, a streamed body as soon as it passes it.
+   * @throws BodyTooLargeError
+   */
+  body(limit: number): Promise<Uint8Array>
+}
+
+/** An answer idem makes itself (a replay, a problem): header fields as a flat list of names (lower case) and values. */
+export interface HttpAnswer {
+  readonly status: number
+  /** `[name, value, name, value, …]`; a repeated field is two pairs. */
+  readonly headers: readonly string[]
+  readonly body: HttpBody
+}
+
+/**
+ * The route's reply as an adapter hands it back: `response` is the framework's own, sent
+ * as it is when the request was fresh; the rest is what is stored for replays.
+ */
+export interface RouteReply<R> {
+  readonly kind: 'reply'
+  readonly response: R
+  readonly status: number
+  readonly body: HttpBody
+  /** The reply's header fields whose names are in `names` (lower case), in their order, as a flat list. */
+  headers(names: ReadonlySet<string>): string[]
+}
+
+/** A reply that is not stored: the effects and the key roll back, and `response` goes out as it is (the route threw and the framework answered, say). */
+export interface RouteDiscarded<R> {
+  readonly kind: 'discard'
+  readonly response: R
+  /** Its status, for the event stream. */
+  readonly status: number
+}
+
+/** What running the route gave. */
+export type RouteResult<R> = RouteReply<R> | RouteDiscarded<R>
+
+/** What the middleware decided, for the adapter to carry out. */
+export type Protected<R> =
+  /** The request was not protected, and was handed on (`RouteCalls.pass`): the framework answers. */
+  | { readonly kind: 'passed' }
+  /** The route ran: send its own reply. */
+  | { readonly kind: 'route'; readonly response: R }
+  /** idem answers: a replay or a problem. */
+  | { readonly kind: 'answer'; readonly answer: HttpAnswer }
+
+/** Statuses whose answers carry no body and may not declare one (RFC 9110 §8.6). */
+export const NO_BODY_STATUSES: ReadonlySet<number> = new Set([101, 103, 204, 205, 304])
+
+/** The byte length of a body. */
+export function byteLength(body: HttpBody): number {
+  return typeof body === 'string' ? Buffer.byteLength(body, 'utf8') : body.byteLength
+}
+
+/** A body as bytes. */
+export function bytesOf(body: HttpBody): Uint8Array {
+  return typeof body === 'string' ? Buffer.from(body, 'utf8') : body
+}
