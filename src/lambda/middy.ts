@@ -14,7 +14,7 @@ export interface IdemContext<Tx> extends Context {
   }
 }
 
-/** The parts of a Middy request (`@middy/core` 4 to 7) the middleware reads and sets. */
+/** The parts of a Middy request (`@middy/core` 6) the middleware reads and sets. */
 export interface MiddyRequest<Event> {
   event: Event
   context: Context
