@@ -6,7 +6,7 @@
 import type { IncomingMessage } from 'node:http'
 import type { NextFunction, Request as ExpressRequest, RequestHandler, Response as ExpressResponse } from 'express'
 import { InvalidOptionError } from '../core/errors/invalid-option.js'
-import type { HttpBody, RouteResult } from './exchange.js'
+import type { HttpBody, HttpRequest, RouteResult } from './exchange.js'
 import { protectRequests, type RouteCalls } from './handler.js'
 import { captureResponse, declaresBody, isParsedObject, nodeBody, nodeRequest, parsedBody, refillRequest, sendAnswer, sendHeld } from './node.js'
 import type { IdempotencyContext, IdempotencyOptions } from './options.js'
@@ -61,7 +61,7 @@ export function idempotency<Tx>(options: IdempotencyOptions<Tx, ExpressRequest>)
       return
     }
     const body = parsedEarlier ? undefined : nodeBody(req)
-    let request
+    let request: HttpRequest
     try {
       // A parsed form or JSON body is fingerprinted as JSON, compared canonically.
       request = body === undefined ? nodeRequest(req, req.originalUrl, parsedBody(req.body), isParsedObject(req.body) ? 'application/json' : undefined) : nodeRequest(req, req.originalUrl, body)
