@@ -1,5 +1,6 @@
 import type { IdemError } from '../core/errors/idem-error.js'
 import { MissingKeyError } from '../core/errors/missing-key.js'
+import { OverranError } from '../core/errors/overran.js'
 import { warn, type HttpOutcome } from '../core/events.js'
 import { hashRequest } from '../core/fingerprint.js'
 import { parseKeyHeader } from '../core/key.js'
@@ -78,6 +79,18 @@ export interface RouteCalls<Tx, R> {
   run(body: Uint8Array, idem: IdempotencyContext<Tx>): Promise<RouteResult<R>>
 }
 
+/**
+ * Bounds one request's call from outside, over the middleware's own settings: the
+ * smaller of each applies. For a front end whose time is given to it per request (a
+ * Lambda invocation's remaining time).
+ */
+export interface CallBounds {
+  /** How long the route may hold the key at most. Under 1: no time left, answered 503 `overran` at once, claiming nothing. */
+  readonly deadlineMs: number
+  /** How long a duplicate may wait for the first request at most. */
+  readonly waitMs: number
+}
+
 /** The middleware behind every front end. */
 export interface RequestProtection<Tx, Native> {
   /**
@@ -85,8 +98,11 @@ export interface RequestProtection<Tx, Native> {
    * requests on at once, without looking further.
    */
   covers(method: string): boolean
-  /** Decides on one request: `native` is the framework's own request, for `scope` and `routes`. */
-  protect<R>(request: HttpRequest, native: Native, route: RouteCalls<Tx, R>): Promise<Protected<R>>
+  /**
+   * Decides on one request: `native` is the framework's own request, for `scope` and
+   * `routes`; `bounds` limit this request's call (see `CallBounds`).
+   */
+  protect<R>(request: HttpRequest, native: Native, route: RouteCalls<Tx, R>, bounds?: CallBounds): Promise<Protected<R>>
 }
 
 /** How each idem error is counted over HTTP (`HttpEvent`); the rest answer 500 and count as `error`. */
@@ -105,21 +121,21 @@ const HTTP_OUTCOMES: Partial<Record<IdemError['code'], HttpOutcome>> = {
 export function protectRequests<Tx, Native = unknown>(options: IdempotencyOptions<Tx, Native>): RequestProtection<Tx, Native> {
   const o = resolveOptions(options)
   const covers = (method: string): boolean => o.methods.has(method)
-  const answer = (error: IdemError, request: HttpRequest): Protected<never> => {
+  const answer = (error: IdemError, request: HttpRequest, deadlineMs: number): Protected<never> => {
     const problem = problemAnswer(error, o.problemTypes)
-    if (error.code === 'overran') overran(problem.status, request)
+    if (error.code === 'overran') overran(problem.status, request, deadlineMs)
     else if (o.events.listening) o.events.emit({ type: 'http', outcome: HTTP_OUTCOMES[error.code] ?? 'error', method: request.method, status: problem.status })
     return { kind: 'answer', answer: problem }
   }
   // A route held its key past the deadline: the event and the log name it, every time.
-  const overran = (status: number, request: HttpRequest): void => {
+  const overran = (status: number, request: HttpRequest, deadlineMs: number): void => {
     const { path } = request
     if (o.events.listening) o.events.emit({ type: 'http', outcome: 'overran', method: request.method, status, path })
     warn(o.events, {
       code: 'route-overran',
       source: 'idempotency',
       message:
-        `idem: ${request.method} ${path} still ran ${o.deadlineMs} ms after it took its Idempotency-Key (deadlineMs), so its transaction was ` +
+        `idem: ${request.method} ${path} still ran ${deadlineMs} ms after it took its Idempotency-Key (deadlineMs), so its transaction was ` +
         'rolled back (or its lease let go), the key freed and the client answered 503; a route that never answers has lost an error (on Express 4, pass async errors to next(err))',
     })
   }
@@ -144,7 +160,7 @@ export function protectRequests<Tx, Native = unknown>(options: IdempotencyOption
 
   return { covers, protect }
 
-  async function protect<R>(request: HttpRequest, native: Native, route: RouteCalls<Tx, R>): Promise<Protected<R>> {
+  async function protect<R>(request: HttpRequest, native: Native, route: RouteCalls<Tx, R>, bounds?: CallBounds): Promise<Protected<R>> {
     if (!covers(request.method) || !o.routes(native, request.path)) {
       await route.pass()
       return PASSED
@@ -159,8 +175,17 @@ export function protectRequests<Tx, Native = unknown>(options: IdempotencyOption
         await route.pass()
         return PASSED
       }
-      if (isHttpProblem(error)) return answer(error, request)
+      if (isHttpProblem(error)) return answer(error, request, o.deadlineMs)
       throw error
+    }
+
+    const deadlineMs = bounds === undefined ? o.deadlineMs : Math.min(o.deadlineMs, bounds.deadlineMs)
+    const waitMs = bounds === undefined ? o.waitMs : Math.max(0, Math.min(o.waitMs, bounds.waitMs))
+    if (deadlineMs < 1) {
+      // Nothing ran, so nothing overran: the problem, without the route-overran warning.
+      const problem = problemAnswer(new OverranError('No time was left to take the Idempotency-Key: nothing was claimed; retry'), o.problemTypes)
+      if (o.events.listening) o.events.emit({ type: 'http', outcome: 'overran', method: request.method, status: problem.status, path: request.path })
+      return { kind: 'answer', answer: problem }
     }
 
     try {
@@ -179,7 +204,7 @@ export function protectRequests<Tx, Native = unknown>(options: IdempotencyOption
       // what a discarded reply leaves to store: nothing.
       let first: RouteResult<R> | undefined
       const result = await o.idem.run<StoredResponse | null>(
-        { scope, key, fingerprint, waitMs: o.waitMs, deadlineMs: o.deadlineMs, ...(o.ttlMs === undefined ? {} : { ttlMs: o.ttlMs }) },
+        { scope, key, fingerprint, waitMs, deadlineMs, ...(o.ttlMs === undefined ? {} : { ttlMs: o.ttlMs }) },
         async (tx) => {
           const reply = await route.run(body, { tx, key, scope })
           first = reply
@@ -200,7 +225,7 @@ export function protectRequests<Tx, Native = unknown>(options: IdempotencyOption
       }
       return decided
     } catch (error) {
-      if (isHttpProblem(error)) return answer(error, request)
+      if (isHttpProblem(error)) return answer(error, request, deadlineMs)
       if (o.events.listening) o.events.emit({ type: 'http', outcome: 'error', method: request.method })
       throw error
     }

@@ -18,13 +18,21 @@ export const DEFAULT_MARGIN_MS = 1_000
  * @throws OverranError when less than a millisecond is left: nothing was claimed, so the retry starts afresh
  */
 export function timeLeft(context: Pick<Context, 'getRemainingTimeInMillis'> | undefined, marginMs: number, limitMs: number | undefined, caller: string): number | undefined {
-  const remaining = typeof context?.getRemainingTimeInMillis === 'function' ? Math.floor(context.getRemainingTimeInMillis()) : undefined
-  if (remaining === undefined) return limitMs
-  const left = remaining - marginMs
+  const left = remainingMs(context, marginMs)
+  if (left === undefined) return limitMs
   if (left < 1) {
+    const remaining = left + marginMs
     throw new OverranError(
       `${caller}: the invocation has ${remaining} ms left, no more than the ${marginMs} ms kept back to let go of a key (marginMs): nothing was claimed; the retry runs it`,
     )
   }
   return limitMs === undefined ? left : Math.min(left, limitMs)
+}
+
+/**
+ * The invocation's remaining time less `marginMs`, whole milliseconds, possibly 0 or less;
+ * undefined without Lambda's clock.
+ */
+export function remainingMs(context: Pick<Context, 'getRemainingTimeInMillis'> | undefined, marginMs: number): number | undefined {
+  return typeof context?.getRemainingTimeInMillis === 'function' ? Math.floor(context.getRemainingTimeInMillis()) - marginMs : undefined
 }

@@ -30,6 +30,21 @@ describe.skipIf(dynamo === undefined)('docs/lambda.md: an EventBridge target on 
   })
 })
 
+describe.skipIf(!haveDb)('docs/lambda.md: an HTTP API behind a Function URL', () => {
+  it('201, then the replay, 422 for another body, 400 without a key; one order', async () => {
+    const file = 'examples/guides/lambda-http.mjs'
+    expectPageShows(PAGE, file)
+    const stdout = await runExample(file)
+    const lines = stdout.trim().split('\n')
+    expect(lines[0]).toBe('201 {"orderId":1,"amount":1500}')
+    expect(lines[1]).toBe('201 (replayed) {"orderId":1,"amount":1500}')
+    expect(lines[2]).toMatch(/^422 \{"type":"urn:idem:problem#fingerprint-mismatch"/)
+    expect(lines[3]).toMatch(/^400 \{"type":"urn:idem:problem#missing-key"/)
+    expect(lines.slice(4)).toEqual(['orders in the table: 1'])
+    expectPageShowsOutput(PAGE, stdout)
+  })
+})
+
 describe.skipIf(!haveDb)('docs/lambda.md: functions on Postgres', () => {
   it('one shipment for two deliveries; the poison record reported alone, and nothing applied twice', async () => {
     const file = 'examples/guides/lambda-postgres.mjs'

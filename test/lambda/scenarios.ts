@@ -4,13 +4,13 @@
 // them: real-shaped events (support.ts), a context whose remaining time counts down, and
 // as many invocations at once as the test says.
 import middy from '@middy/core'
-import type { Context, EventBridgeEvent, SQSEvent } from 'aws-lambda'
+import type { APIGatewayProxyEventV2, Context, EventBridgeEvent, SQSEvent } from 'aws-lambda'
 import { randomUUID } from 'node:crypto'
 import { describe, expect, it } from 'vitest'
 import { FingerprintMismatchError, InFlightError, MissingKeyError, OverranError } from '../../src/core/errors/index.js'
-import { makeIdempotent, makeSqsBatchHandler, middyIdempotent, type IdemContext, type LambdaEngine } from '../../src/lambda/index.js'
+import { makeHttpHandler, makeIdempotent, makeSqsBatchHandler, middyIdempotent, type IdemContext, type LambdaEngine } from '../../src/lambda/index.js'
 import type { Inbox } from '../../src/queue/index.js'
-import { forever, lambdaContext, orderPlaced, redelivered, sleep, snsNotification, sqsRecord, type OrderPlaced } from './support.js'
+import { forever, httpApiRequest, lambdaContext, orderPlaced, redelivered, sleep, snsNotification, sqsRecord, type OrderPlaced } from './support.js'
 
 export interface LambdaBackend<Tx, InboxTx> {
   /** The engine the functions run on. */
@@ -303,6 +303,82 @@ export function lambdaScenarios<Tx, InboxTx>(name: string, backend: () => Lambda
       const ids = event.Records.map((record) => record.messageId)
       expect(await consume(event, lambdaContext(30_000))).toEqual({ batchItemFailures: ids.slice(1).map((itemIdentifier) => ({ itemIdentifier })) })
       expect(runs).toEqual([orders[0]!.orderId, orders[1]!.orderId])
+    })
+  })
+
+  describe(`${name}: makeHttpHandler (a Function URL, payload 2.0)`, () => {
+    /** A function that takes an order: one effect per order id, 201 with the order and a session cookie. */
+    function orders(stall?: () => Promise<never>) {
+      const runs: string[] = []
+      const handler = makeHttpHandler(
+        async (event: APIGatewayProxyEventV2, _context, idem) => {
+          const order = JSON.parse(event.body ?? '{}') as OrderPlaced
+          runs.push(order.orderId)
+          await backend().effect(idem!.tx, order.orderId)
+          if (stall !== undefined) await stall()
+          return { statusCode: 201, headers: { 'content-type': 'application/json', location: `/orders/${order.orderId}` }, cookies: ['session=s1; HttpOnly'], body: JSON.stringify(order) }
+        },
+        { idem: backend().idem, scope: (event) => event.requestContext.accountId, waitMs: 10_000, marginMs: 300 },
+      )
+      return { runs, handler }
+    }
+    const headerOf = (result: unknown, name: string) => (result as { headers?: Record<string, unknown> }).headers?.[name]
+
+    it('20 concurrent invocations with one key: the function runs once; the others replay its status, allowed headers and body', async () => {
+      const { runs, handler } = orders()
+      const order = { orderId: randomUUID(), amount: 5 }
+      const results = await Promise.all(Array.from({ length: 20 }, () => handler(httpApiRequest({ key: `"k-${order.orderId}"`, body: JSON.stringify(order) }), lambdaContext(30_000))))
+      expect(runs).toEqual([order.orderId])
+      expect(results.map((result) => (result as { statusCode: number }).statusCode)).toEqual(Array.from({ length: 20 }, () => 201))
+      expect(results.filter((result) => headerOf(result, 'idempotent-replayed') === 'true')).toHaveLength(19)
+      for (const result of results) expect((result as { body: string }).body).toBe(JSON.stringify(order))
+      // Set-Cookie is not replayed unless replayHeaders names it (DESIGN "Replay").
+      expect(results.filter((result) => (result as { cookies?: string[] }).cookies !== undefined)).toHaveLength(1)
+      expect(await backend().count(order.orderId)).toBe(1)
+    })
+
+    it('another body under the key is 422 problem+json, no key is 400, in the function URL format', async () => {
+      const { runs, handler } = orders()
+      const order = { orderId: randomUUID(), amount: 5 }
+      const key = `"k-${order.orderId}"`
+      await handler(httpApiRequest({ key, body: JSON.stringify(order) }), lambdaContext(30_000))
+      const mismatch = await handler(httpApiRequest({ key, body: JSON.stringify({ ...order, amount: 6 }) }), lambdaContext(30_000))
+      expect(mismatch).toMatchObject({ statusCode: 422, headers: { 'content-type': 'application/problem+json' }, isBase64Encoded: false })
+      expect(JSON.parse((mismatch as { body: string }).body)).toMatchObject({ status: 422, code: 'fingerprint-mismatch' })
+      expect(await handler(httpApiRequest({ body: JSON.stringify(order) }), lambdaContext(30_000))).toMatchObject({ statusCode: 400 })
+      expect(runs).toHaveLength(1)
+    })
+
+    it('a timeout mid-function answers 503 overran and lets the key go; the retry runs once', async () => {
+      const order = { orderId: randomUUID(), amount: 5 }
+      const key = `"k-${order.orderId}"`
+      const stuck = orders(forever)
+      const answer = await stuck.handler(httpApiRequest({ key, body: JSON.stringify(order) }), lambdaContext(800))
+      expect(answer).toMatchObject({ statusCode: 503, headers: { 'retry-after': '1' } })
+      expect(JSON.parse((answer as { body: string }).body)).toMatchObject({ code: 'overran' })
+      const { runs, handler } = orders()
+      expect(await handler(httpApiRequest({ key, body: JSON.stringify(order) }), lambdaContext(30_000))).toMatchObject({ statusCode: 201 })
+      expect(runs).toEqual([order.orderId])
+      expect(await backend().count(order.orderId)).toBe(1)
+    })
+
+    it('binary bodies in base64 both ways: the replay answers the same bytes', async () => {
+      const image = Uint8Array.from({ length: 256 }, (_, i) => i)
+      let runs = 0
+      const handler = makeHttpHandler(
+        async (event: APIGatewayProxyEventV2) => {
+          runs++
+          const received = Buffer.from(event.body ?? '', event.isBase64Encoded ? 'base64' : 'utf8')
+          return { statusCode: 201, headers: { 'content-type': 'image/png' }, body: Buffer.from(received).reverse().toString('base64'), isBase64Encoded: true }
+        },
+        { idem: backend().idem, scope: (event) => event.requestContext.accountId },
+      )
+      const request = httpApiRequest({ key: `"${randomUUID()}"`, body: image, contentType: 'image/png' })
+      const first = await handler(request, lambdaContext(30_000))
+      const replay = await handler(request, lambdaContext(30_000))
+      expect(runs).toBe(1)
+      expect(replay).toMatchObject({ statusCode: 201, isBase64Encoded: true, body: (first as { body: string }).body, headers: { 'content-type': 'image/png', 'idempotent-replayed': 'true' } })
+      expect([...Buffer.from((replay as { body: string }).body, 'base64')]).toEqual([...image].reverse())
     })
   })
 

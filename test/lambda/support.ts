@@ -3,7 +3,7 @@
 // documents for each source, typed by @types/aws-lambda so a field that drifts fails the
 // type check.
 import { createHash, randomUUID } from 'node:crypto'
-import type { Context, EventBridgeEvent, SNSEvent, SQSEvent, SQSMessageAttributes, SQSRecord } from 'aws-lambda'
+import type { APIGatewayProxyEventV2, Context, EventBridgeEvent, SNSEvent, SQSEvent, SQSMessageAttributes, SQSRecord } from 'aws-lambda'
 
 export const FUNCTION_NAME = 'ship-orders'
 const REGION = 'us-east-1'
@@ -114,3 +114,32 @@ export const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(r
 
 /** A promise that never settles: a handler stuck on a call without a timeout. */
 export const forever = () => new Promise<never>(() => {})
+
+/** A request to an HTTP API (or a Function URL) as the function receives it: payload format 2.0. */
+export function httpApiRequest(options: { key?: string; body: string | Uint8Array; contentType?: string; path?: string; account?: string }): APIGatewayProxyEventV2 {
+  const binary = typeof options.body !== 'string'
+  const headers: Record<string, string> = { 'content-type': options.contentType ?? 'application/json', host: 'abc123.lambda-url.us-east-1.on.aws' }
+  if (options.key !== undefined) headers['idempotency-key'] = options.key
+  const path = options.path ?? '/orders'
+  return {
+    version: '2.0',
+    routeKey: '$default',
+    rawPath: path,
+    rawQueryString: '',
+    headers,
+    requestContext: {
+      accountId: options.account ?? 'anonymous',
+      apiId: 'abc123',
+      domainName: 'abc123.lambda-url.us-east-1.on.aws',
+      domainPrefix: 'abc123',
+      http: { method: 'POST', path, protocol: 'HTTP/1.1', sourceIp: '192.0.2.1', userAgent: 'curl/8.5.0' },
+      requestId: randomUUID(),
+      routeKey: '$default',
+      stage: '$default',
+      time: '02/Dec/2026:01:00:00 +0000',
+      timeEpoch: 1_764_637_200_000,
+    },
+    body: typeof options.body === 'string' ? options.body : Buffer.from(options.body).toString('base64'),
+    isBase64Encoded: binary,
+  }
+}

@@ -455,6 +455,12 @@ export const TARGETS: OptionTarget[] = [
   { entry: 'idem/lambda', export: 'makeIdempotent', caller: 'makeIdempotent', minimal: (r) => ({ store: r.memory }), call: (f, o) => f(() => 1, o), typos: [['marginMS', 'marginMs'], ['Key', 'key'], ['expiresAfterSeconds', null]] },
   { entry: 'idem/lambda', export: 'middyIdempotent', caller: 'middyIdempotent', minimal: (r) => ({ idem: r.leased() }), call: (f, o) => f(o), typos: [['scop', 'scope'], ['inputs', 'input']] },
   {
+    entry: 'idem/lambda', export: 'makeHttpHandler', caller: 'makeHttpHandler',
+    minimal: (r) => ({ store: r.memory, scope: () => 'a' }),
+    call: (f, o) => f(async () => ({ statusCode: 200, body: '' }), o),
+    typos: [['marginMS', 'marginMs'], ['replayHeader', 'replayHeaders'], ['scopes', 'scope']],
+  },
+  {
     entry: 'idem/lambda', export: 'makeSqsBatchHandler', caller: 'makeSqsBatchHandler',
     minimal: (r) => ({ inbox: r.inbox() }),
     call: (f, o) => f(() => {}, o),

@@ -16,6 +16,7 @@ import { Idem, IdempotencyInterceptor, IdempotencyModule, type NestRequest } fro
 import type { IdempotencyContext, IdempotencyOptions } from '../../../src/http/options.js'
 import { runRoute, tenantOf, type AppState, type RouteOutput } from './app.js'
 import type { Backend } from './backends.js'
+import { lambdaAlbFrontEnd, lambdaV1FrontEnd, lambdaV2FrontEnd } from './lambda-frontends.js'
 
 /** One request, described independently of how a front end is reached. */
 export interface Call {
@@ -46,8 +47,10 @@ export interface Client {
 export type AppOptions = Omit<IdempotencyOptions<unknown>, 'store' | 'idem'> & { storeDown?: boolean }
 
 export interface FrontEnd {
-  name: 'fetch' | 'hono' | 'express' | 'express4' | 'fastify' | `nest${NestMajor}-${NestPlatform}` | `nest${NestMajor}-${NestPlatform}-res`
+  name: 'fetch' | 'hono' | 'express' | 'express4' | 'fastify' | `nest${NestMajor}-${NestPlatform}` | `nest${NestMajor}-${NestPlatform}-res` | `lambda-${'v1' | 'v2' | 'alb'}`
   start(backend: Backend, options: AppOptions, state: AppState): Promise<Client>
+  /** Cases this front end cannot pass, by name, each with why (what its platform does not carry). */
+  cannot?: Readonly<Record<string, string>>
 }
 
 function middlewareOptions<Native>(
@@ -353,6 +356,9 @@ export const frontEnds: readonly FrontEnd[] = [
   nestFrontEnd(11, 'fastify'),
   nestFrontEnd(11, 'express', 'res'),
   nestFrontEnd(11, 'fastify', 'res'),
+  lambdaV1FrontEnd,
+  lambdaV2FrontEnd,
+  lambdaAlbFrontEnd,
 ]
 
 async function listen(server: http.Server): Promise<Client> {
