@@ -47,7 +47,8 @@ export interface ReplyLike {
 export function sendToReply(reply: ReplyLike, answer: HttpAnswer): void {
   reply.code(answer.status)
   for (let i = 0; i + 1 < answer.headers.length; i += 2) reply.header(answer.headers[i]!, answer.headers[i + 1]!)
-  reply.send(answer.body)
+  // As bytes: Fastify adds a charset to the content type of a string.
+  reply.send(typeof answer.body === 'string' ? Buffer.from(answer.body, 'utf8') : answer.body)
 }
 
 /** Sends a receiver's answer on Node's response, closing the connection when the upload was left unread. */
