@@ -35,7 +35,7 @@ const entries: Array<[string, string, (value: number) => unknown]> = [
   ['createLeasedIdem', 'ttlMs', (ttlMs) => createLeasedIdem({ store: memoryLeasedStore(), ttlMs })],
   ['createLeasedIdem', 'waitMs', (waitMs) => createLeasedIdem({ store: memoryLeasedStore(), waitMs })],
   ['idempotency', 'ttlMs', (ttlMs) => idempotency({ store: memoryStore(), scope: () => 's', ttlMs })],
-  ['idempotency', 'wait', (wait) => idempotency({ store: memoryStore(), scope: () => 's', wait })],
+  ['idempotency', 'waitMs', (waitMs) => idempotency({ store: memoryStore(), scope: () => 's', waitMs })],
   ['createInbox', 'retentionMs', (retentionMs) => createInbox({ store: memoryStore(), consumer: 'c', retentionMs })],
   ['createInbox', 'redeliveryHorizonMs', (redeliveryHorizonMs) => createInbox({ store: memoryStore(), consumer: 'c', redeliveryHorizonMs })],
   ['createInbox', 'waitMs', (waitMs) => createInbox({ store: memoryStore(), consumer: 'c', waitMs })],
