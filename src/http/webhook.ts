@@ -218,7 +218,7 @@ function json(value: object, headers: readonly string[] = []): HttpAnswer {
  *   verify: stripeSignature({ secret: process.env.STRIPE_WEBHOOK_SECRET! }),
  *   handler: async (tx, event) => { await tx.query('UPDATE orders SET paid = true WHERE …') },
  * })
- * export default { fetch: receive } // Bun, Deno, Workers
+ * const response = await receive(new Request('https://example.com/webhooks/stripe', { method: 'POST', body: '{}' })) // 401: unsigned
  * @see docs/webhooks.md
  */
 export function webhookReceiver<Tx>(options: WebhookReceiverOptions<Tx, Request>): (request: Request) => Promise<Response> {
