@@ -289,7 +289,7 @@ function isWebResponse(value: unknown): value is Response {
  *   webhooks.post('/webhooks/stripe', webhookReceiver({
  *     inbox: createInbox({ store, consumer: 'stripe-webhooks' }),
  *     verify: stripeSignature({ secret: process.env.STRIPE_WEBHOOK_SECRET! }),
- *     handler: async (tx, event) => { … },
+ *     handler: async (tx, event) => { await tx.query('INSERT INTO events (id) VALUES ($1)', [event.id]) },
  *   }))
  * })
  * @see docs/webhooks.md

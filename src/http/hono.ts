@@ -100,7 +100,7 @@ function serveBody(req: HonoRequest, body: Uint8Array): void {
  * app.post('/webhooks/github', webhookReceiver({
  *   inbox: createInbox({ store, consumer: 'github-webhooks' }),
  *   verify: githubSignature({ secret: process.env.GITHUB_WEBHOOK_SECRET! }),
- *   handler: async (tx, event) => { … },
+ *   handler: async (tx, event) => { await tx.query('INSERT INTO events (id) VALUES ($1)', [event.id]) },
  * }))
  * @see docs/webhooks.md
  */

@@ -422,7 +422,7 @@ function nothingSentFor(res: ServerResponse, waiting: () => boolean): { promise:
  * const receive = webhookReceiver({
  *   inbox: createInbox({ store, consumer: 'stripe-webhooks' }),
  *   verify: stripeSignature({ secret: process.env.STRIPE_WEBHOOK_SECRET! }),
- *   handler: async (tx, event) => { … },
+ *   handler: async (tx, event) => { await tx.query('INSERT INTO events (id) VALUES ($1)', [event.id]) },
  * })
  * \@Controller('webhooks')
  * export class WebhooksController {

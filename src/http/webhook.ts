@@ -1,5 +1,6 @@
 import { BodyTooLargeError } from '../core/errors/body-too-large.js'
 import { InvalidOptionError } from '../core/errors/invalid-option.js'
+import { idemEvents, type EventStream, type WebhookReceiverEvent } from '../core/events.js'
 import { assertCount, assertKnownOptions, optionNames } from '../core/validate.js'
 import type { Inbox } from '../queue/inbox.js'
 import type { HttpAnswer, HttpRequest } from './exchange.js'
@@ -56,9 +57,11 @@ export interface WebhookReceiverOptions<Tx, R = Request> {
   maxBodyBytes?: number
   /** Where problem `type` URIs point (see `ProblemTypes`). @default idem's docs */
   problemTypes?: ProblemTypes
+  /** Where each delivery is reported (`type: 'webhook'`: verified, refused, duplicate, …). @default idemEvents */
+  events?: EventStream
 }
 
-const OPTIONS = optionNames<WebhookReceiverOptions<unknown>>({ inbox: true, eventId: true, handler: true, verify: true, maxBodyBytes: true, problemTypes: true })
+const OPTIONS = optionNames<WebhookReceiverOptions<unknown>>({ inbox: true, eventId: true, handler: true, verify: true, maxBodyBytes: true, problemTypes: true, events: true })
 
 /** A receiver on the exchange: the request as idem reads it, and the framework's own for the handler and the hooks. */
 export type ReceiveWebhook<R> = (request: HttpRequest, native: R) => Promise<HttpAnswer>
@@ -73,7 +76,7 @@ const utf8 = new TextDecoder()
  */
 export function webhookReceiving<Tx, R>(caller: string, options: WebhookReceiverOptions<Tx, R>): ReceiveWebhook<R> {
   assertKnownOptions(caller, options, OPTIONS)
-  const { inbox, eventId, handler, verify, maxBodyBytes = 1024 * 1024, problemTypes } = options
+  const { inbox, eventId, handler, verify, maxBodyBytes = 1024 * 1024, problemTypes, events = idemEvents } = options
   if (inbox === null || typeof inbox !== 'object' || typeof inbox.consume !== 'function') {
     throw new InvalidOptionError(`${caller}: option "inbox" must come from createInbox(...)`)
   }
@@ -89,6 +92,17 @@ export function webhookReceiving<Tx, R>(caller: string, options: WebhookReceiver
   }
   if (typeof handler !== 'function') throw new InvalidOptionError(`${caller}: option "handler" must be a function (tx, event) => …`)
   assertCount(`${caller}: option "maxBodyBytes"`, maxBodyBytes, 1, Number.MAX_SAFE_INTEGER)
+  if (events === null || typeof events !== 'object' || typeof events.emit !== 'function') {
+    throw new InvalidOptionError(`${caller}: option "events" must be an event stream (createEventStream())`)
+  }
+  const { consumer } = inbox
+  const scheme = verifier === undefined ? {} : { scheme: verifier.scheme }
+  const signatureOf = verify === undefined ? 'unchecked' : 'verified'
+  const report = (status: WebhookReceiverEvent['status'], check?: string): void => {
+    if (!events.listening) return
+    const signature = status === 'refused' ? 'refused' : signatureOf
+    events.emit({ type: 'webhook', consumer, signature, status, ...scheme, ...(check === undefined ? {} : { check }) })
+  }
 
   const answer = (code: ProblemCode, detail: string, extra?: { headers?: Record<string, string>; members?: Record<string, string> }): HttpAnswer =>
     problemCodeAnswer(code, detail, { types: problemTypes, ...extra })
@@ -110,10 +124,12 @@ export function webhookReceiving<Tx, R>(caller: string, options: WebhookReceiver
     if (verifier !== undefined) {
       const verification = verifier.verify({ header: (name) => request.header(name), body: bytes })
       if (verification.status === 'refused') {
+        report('refused', verification.check)
         return answer('invalid-signature', verification.detail, { members: { check: verification.check } })
       }
       verifiedId = verification.eventId
-    } else if (verify !== undefined && !(await (verify as Exclude<WebhookVerify<R>, WebhookVerifier>)(native, bytes))) {
+    } else if (typeof verify === 'function' && !(await verify(native, bytes))) {
+      report('refused')
       return answer('invalid-signature', 'The webhook signature does not verify')
     }
     let body: unknown
@@ -126,9 +142,13 @@ export function webhookReceiving<Tx, R>(caller: string, options: WebhookReceiver
     try {
       id = eventId === undefined ? verifiedId : await idOf(eventId, request, native, bytes, body)
     } catch (error) {
+      report('no-event-id')
       return answer('missing-key', `Could not read the event id: ${(error as Error)?.message ?? String(error)}`)
     }
-    if (id === undefined || id.length === 0) return answer('missing-key', describeMissing())
+    if (id === undefined || id.length === 0) {
+      report('no-event-id')
+      return answer('missing-key', describeMissing())
+    }
     const event: WebhookEvent<R> = { id, rawBody: bytes, body, request: native }
     let result
     try {
@@ -139,6 +159,7 @@ export function webhookReceiving<Tx, R>(caller: string, options: WebhookReceiver
       if (isHttpProblem(error)) return problemAnswer(error, problemTypes)
       throw error
     }
+    report(result.status)
     switch (result.status) {
       case 'processed':
         return json({ received: true, id })
@@ -197,7 +218,7 @@ function json(value: object, headers: readonly string[] = []): HttpAnswer {
  *   verify: stripeSignature({ secret: process.env.STRIPE_WEBHOOK_SECRET! }),
  *   handler: async (tx, event) => { await tx.query('UPDATE orders SET paid = true WHERE …') },
  * })
- * export default { fetch: receive } // Bun, Deno, Workers
+ * const response = await receive(new Request('https://example.com/webhooks/stripe', { method: 'POST', body: '{}' })) // 401: unsigned
  * @see docs/webhooks.md
  */
 export function webhookReceiver<Tx>(options: WebhookReceiverOptions<Tx, Request>): (request: Request) => Promise<Response> {

@@ -25,6 +25,7 @@ import { Hono } from 'hono'
 import { Webhook } from 'standardwebhooks'
 import Stripe from 'stripe'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { createEventStream, type IdemEvent } from '../../src/core/events.js'
 import * as onExpress from '../../src/http/express.js'
 import * as onFastify from '../../src/http/fastify.js'
 import { webhookReceiver as onFetch } from '../../src/http/fetch/index.js'
@@ -279,6 +280,25 @@ describe.skipIf(db === undefined)('webhookReceiver with built-in verifiers, on e
     expect(text).not.toContain(secret)
     expect(text).not.toContain(secret.replace(/^whsec_/, ''))
   }
+
+  it('reports each delivery on the event stream: verified and processed, verified and duplicate, refused with its check', async () => {
+    const events = createEventStream()
+    const seen: IdemEvent[] = []
+    events.subscribe((event) => void (event.type === 'webhook' && seen.push(event)))
+    const provider = providers[0]!
+    const consumer = `events-${randomBytes(3).toString('hex')}`
+    const receive = onFetch({ inbox: createInbox({ store, consumer }), verify: provider.verifier(provider.secret), handler: () => {}, events })
+    const valid = await provider.delivery()
+    const request = (body: string) => new Request('http://localhost/webhooks', { method: 'POST', headers: valid.headers, body })
+    await receive(request(valid.body))
+    await receive(request(valid.body))
+    await receive(request(`${valid.body} `))
+    expect(seen).toEqual([
+      { type: 'webhook', consumer, scheme: 'stripe', signature: 'verified', status: 'processed' },
+      { type: 'webhook', consumer, scheme: 'stripe', signature: 'verified', status: 'duplicate' },
+      { type: 'webhook', consumer, scheme: 'stripe', signature: 'refused', status: 'refused', check: 'no-matching-signature' },
+    ])
+  })
 
   for (const adapter of adapters) {
     describe(adapter.name, () => {
