@@ -29,7 +29,7 @@ const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 6)
 const CONCURRENCY = 16
 const BACKLOG = Number(process.env.BENCH_BACKLOG ?? 30_000)
 const SETTLE_MS = Number(process.env.BENCH_SETTLE_MS ?? 1_000)
-const BROKERS = process.env.BENCH_BROKERS?.split(',')
+const BROKERS = process.env.BENCH_BROKERS ? process.env.BENCH_BROKERS.split(',') : undefined
 
 const database = await queueBenchDatabase('idem_bench_queue', CONCURRENCY + 2)
 const { pool, schema, store, insert } = database

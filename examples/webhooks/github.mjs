@@ -3,18 +3,21 @@
 // one, one whose body was changed on the way, and one signed with another secret.
 // node examples/webhooks/github.mjs
 import { sign } from '@octokit/webhooks-methods'
+import { webhookReceiver } from 'idem/fetch'
+import { memoryStore } from 'idem/memory' // for trying it out; Postgres, SQLite… in production
+import { createInbox } from 'idem/queue'
 import { githubSignature } from 'idem/webhooks'
 
 const secret = process.env.GITHUB_WEBHOOK_SECRET ?? 'It5-a-s3cret-0nly-GitHub-kn0ws'
 const githubWebhooks = githubSignature({ secret }) // or [newSecret, oldSecret] while changing it
 
-async function receive(request) {
-  const body = new Uint8Array(await request.arrayBuffer())
-  const verification = githubWebhooks.verify({ header: (name) => request.headers.get(name), body })
-  if (verification.status === 'refused') return Response.json({ check: verification.check, detail: verification.detail }, { status: 401 })
-  const event = JSON.parse(new TextDecoder().decode(body)) // parsed only once it verified
-  return Response.json({ received: verification.eventId, event: request.headers.get('x-github-event'), ref: event.ref })
-}
+const receive = webhookReceiver({
+  inbox: createInbox({ store: memoryStore(), consumer: 'github-webhooks' }), // records each event id once
+  verify: githubWebhooks, // checked on the raw bytes, before anything is parsed or recorded; also gives the event id
+  handler: async (tx, event) => {
+    // event.id, event.body (parsed once it verified): your writes, through tx, commit with the id
+  },
+})
 
 // Trying it: a push, as GitHub delivers it.
 const payload = JSON.stringify({ ref: 'refs/heads/main', after: '6113728f27ae82c7b1a177c8d03f9e96e0adf246' })

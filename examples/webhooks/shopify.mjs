@@ -4,18 +4,21 @@
 // was changed on the way, and one whose signature header was cut short.
 // node examples/webhooks/shopify.mjs
 import { createHmac } from 'node:crypto'
+import { webhookReceiver } from 'idem/fetch'
+import { memoryStore } from 'idem/memory' // for trying it out; Postgres, SQLite… in production
+import { createInbox } from 'idem/queue'
 import { shopifySignature } from 'idem/webhooks'
 
 const secret = process.env.SHOPIFY_CLIENT_SECRET ?? 'shpss_5f1c0ffee0d15ea5e'
 const shopifyWebhooks = shopifySignature({ secret }) // or [newSecret, oldSecret] while rotating it
 
-async function receive(request) {
-  const body = new Uint8Array(await request.arrayBuffer())
-  const verification = shopifyWebhooks.verify({ header: (name) => request.headers.get(name), body })
-  if (verification.status === 'refused') return Response.json({ check: verification.check, detail: verification.detail }, { status: 401 })
-  const order = JSON.parse(new TextDecoder().decode(body)) // parsed only once it verified
-  return Response.json({ received: verification.eventId, topic: request.headers.get('x-shopify-topic'), order: order.id })
-}
+const receive = webhookReceiver({
+  inbox: createInbox({ store: memoryStore(), consumer: 'shopify-webhooks' }), // records each event id once
+  verify: shopifyWebhooks, // checked on the raw bytes, before anything is parsed or recorded; also gives the event id
+  handler: async (tx, event) => {
+    // event.id, event.body (parsed once it verified): your writes, through tx, commit with the id
+  },
+})
 
 // Trying it: an order, signed as Shopify signs it (base64 HMAC-SHA256 of the raw body).
 const payload = JSON.stringify({ id: 450789469, total_price: '15.00' })

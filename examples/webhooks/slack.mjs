@@ -4,18 +4,21 @@
 // whose body was changed on the way, and a good one replayed ten minutes later.
 // node examples/webhooks/slack.mjs
 import { createHmac } from 'node:crypto'
+import { webhookReceiver } from 'idem/fetch'
+import { memoryStore } from 'idem/memory' // for trying it out; Postgres, SQLite… in production
+import { createInbox } from 'idem/queue'
 import { slackSignature } from 'idem/webhooks'
 
 const secret = process.env.SLACK_SIGNING_SECRET ?? '8f742231b10e8888abcd99yyyzzz85a5'
 const slackRequests = slackSignature({ secret }) // or [newSecret, oldSecret] while regenerating it
 
-async function receive(request) {
-  const body = new Uint8Array(await request.arrayBuffer())
-  const verification = slackRequests.verify({ header: (name) => request.headers.get(name), body })
-  if (verification.status === 'refused') return Response.json({ check: verification.check, detail: verification.detail }, { status: 401 })
-  const callback = JSON.parse(new TextDecoder().decode(body)) // parsed only once it verified
-  return Response.json({ received: verification.eventId, type: callback.event.type })
-}
+const receive = webhookReceiver({
+  inbox: createInbox({ store: memoryStore(), consumer: 'slack-events' }), // records each event id once
+  verify: slackRequests, // checked on the raw bytes, before anything is parsed or recorded; also gives the event id
+  handler: async (tx, event) => {
+    // event.id, event.body (parsed once it verified): your writes, through tx, commit with the id
+  },
+})
 
 // Trying it: an event callback, signed as Slack signs it (v0= and the hex HMAC-SHA256 of v0:<timestamp>:<body>).
 const payload = JSON.stringify({ type: 'event_callback', event_id: 'Ev0PV52K25', event: { type: 'app_mention', text: 'hi' } })

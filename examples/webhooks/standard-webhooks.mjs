@@ -4,18 +4,21 @@
 // whose timestamp is ten minutes ahead of this clock.
 // node examples/webhooks/standard-webhooks.mjs
 import { Webhook } from 'standardwebhooks'
+import { webhookReceiver } from 'idem/fetch'
+import { memoryStore } from 'idem/memory' // for trying it out; Postgres, SQLite… in production
+import { createInbox } from 'idem/queue'
 import { standardWebhooksSignature } from 'idem/webhooks'
 
 const secret = process.env.WEBHOOK_SECRET ?? 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw'
 const webhooks = standardWebhooksSignature({ secret }) // or [newSecret, oldSecret] while rotating it
 
-async function receive(request) {
-  const body = new Uint8Array(await request.arrayBuffer())
-  const verification = webhooks.verify({ header: (name) => request.headers.get(name), body })
-  if (verification.status === 'refused') return Response.json({ check: verification.check, detail: verification.detail }, { status: 401 })
-  const event = JSON.parse(new TextDecoder().decode(body)) // parsed only once it verified
-  return Response.json({ received: verification.eventId, type: event.type })
-}
+const receive = webhookReceiver({
+  inbox: createInbox({ store: memoryStore(), consumer: 'user-webhooks' }), // records each event id once
+  verify: webhooks, // checked on the raw bytes, before anything is parsed or recorded; also gives the event id
+  handler: async (tx, event) => {
+    // event.id, event.body (parsed once it verified): your writes, through tx, commit with the id
+  },
+})
 
 // Trying it: deliveries signed as the sender signs them.
 const payload = JSON.stringify({ type: 'user.created', data: { id: 'user_29w83sxmDNGwOuEthce5gg56FcC' } })

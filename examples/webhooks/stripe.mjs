@@ -3,18 +3,21 @@
 // was changed on the way, and a good one replayed ten minutes later.
 // node examples/webhooks/stripe.mjs
 import Stripe from 'stripe'
+import { webhookReceiver } from 'idem/fetch'
+import { memoryStore } from 'idem/memory' // for trying it out; Postgres, SQLite… in production
+import { createInbox } from 'idem/queue'
 import { stripeSignature } from 'idem/webhooks'
 
 const secret = process.env.STRIPE_WEBHOOK_SECRET ?? 'whsec_test_5a1e0c0ffee'
 const stripeWebhooks = stripeSignature({ secret }) // or [newSecret, oldSecret] while rolling it
 
-async function receive(request) {
-  const body = new Uint8Array(await request.arrayBuffer())
-  const verification = stripeWebhooks.verify({ header: (name) => request.headers.get(name), body })
-  if (verification.status === 'refused') return Response.json({ check: verification.check, detail: verification.detail }, { status: 401 })
-  const event = JSON.parse(new TextDecoder().decode(body)) // parsed only once it verified
-  return Response.json({ received: verification.eventId, type: event.type })
-}
+const receive = webhookReceiver({
+  inbox: createInbox({ store: memoryStore(), consumer: 'stripe-webhooks' }), // records each event id once
+  verify: stripeWebhooks, // checked on the raw bytes, before anything is parsed or recorded; also gives the event id
+  handler: async (tx, event) => {
+    // event.id, event.body (parsed once it verified): your writes, through tx, commit with the id
+  },
+})
 
 // Trying it: what `stripe listen` forwards, signed with Stripe's SDK.
 const stripe = new Stripe('sk_test_unused')

@@ -85,6 +85,25 @@ export interface InboxEvent {
   error?: unknown
 }
 
+/** One delivery to a webhook receiver: its signature check, and what became of it. */
+export interface WebhookReceiverEvent {
+  type: 'webhook'
+  /** The receiver's inbox consumer, naming the endpoint (`stripe-webhooks`). */
+  consumer: string
+  /** The signature: `verified` or `refused` by `verify`, `unchecked` without it. */
+  signature: 'verified' | 'refused' | 'unchecked'
+  /**
+   * What became of it: `refused` (the signature; nothing recorded), `no-event-id`, or the
+   * inbox's status once recorded: `processed`, `duplicate` (a redelivery answered without
+   * running the handler), `failed`, `dead-lettered`, `in-flight`.
+   */
+  status: 'refused' | 'no-event-id' | 'processed' | 'duplicate' | 'failed' | 'dead-lettered' | 'in-flight'
+  /** The verifier's scheme (`stripe`, `github`, …), when `verify` is a built-in verifier. */
+  scheme?: string
+  /** Which check refused it, for a refusal by a built-in verifier (`stale-timestamp`, …). */
+  check?: string
+}
+
 /** One round of the outbox dispatcher. */
 export interface DispatchEvent {
   type: 'dispatch'
@@ -180,7 +199,7 @@ export interface WarningEvent {
 }
 
 /**
- * Everything idem reports, told apart by `type`: `call`, `http`, `inbox`, `dispatch`,
+ * Everything idem reports, told apart by `type`: `call`, `http`, `inbox`, `webhook`, `dispatch`,
  * `dead-letter`, `warning`, `store` (a round trip), `lease` (takeovers, lost leases,
  * fenced writes), `reconcile`.
  */
@@ -188,6 +207,7 @@ export type IdemEvent =
   | CallEvent
   | HttpEvent
   | InboxEvent
+  | WebhookReceiverEvent
   | DispatchEvent
   | DeadLetterEvent
   | WarningEvent

@@ -6,11 +6,13 @@
 import type { IncomingMessage } from 'node:http'
 import type { NextFunction, Request as ExpressRequest, RequestHandler, Response as ExpressResponse } from 'express'
 import { InvalidOptionError } from '../core/errors/invalid-option.js'
-import type { HttpBody, RouteResult } from './exchange.js'
+import type { HttpBody, HttpRequest, RouteResult } from './exchange.js'
 import { protectRequests, type RouteCalls } from './handler.js'
 import { captureResponse, declaresBody, isParsedObject, nodeBody, nodeRequest, parsedBody, refillRequest, sendAnswer, sendHeld } from './node.js'
 import type { IdempotencyContext, IdempotencyOptions } from './options.js'
 import { problemAnswer } from './problem.js'
+import { webhookReceiving, type WebhookReceiverOptions } from './webhook.js'
+import { keptRawBody, nodeDelivery, sendToResponse, type NodeDelivery } from './webhook-node.js'
 
 declare global {
   // eslint-disable-next-line @typescript-eslint/no-namespace
@@ -23,6 +25,7 @@ declare global {
 }
 
 export type { IdempotencyContext, IdempotencyOptions } from './options.js'
+export type { WebhookEvent, WebhookEventId, WebhookReceiverOptions, WebhookVerify } from './webhook.js'
 
 /**
  * Express 4.17+ and 5 middleware. Mount it before body parsers (`express.json()` and friends):
@@ -61,7 +64,7 @@ export function idempotency<Tx>(options: IdempotencyOptions<Tx, ExpressRequest>)
       return
     }
     const body = parsedEarlier ? undefined : nodeBody(req)
-    let request
+    let request: HttpRequest
     try {
       // A parsed form or JSON body is fingerprinted as JSON, compared canonically.
       request = body === undefined ? nodeRequest(req, req.originalUrl, parsedBody(req.body), isParsedObject(req.body) ? 'application/json' : undefined) : nodeRequest(req, req.originalUrl, body)
@@ -120,3 +123,44 @@ function clientGone(req: IncomingMessage): boolean {
 const UNREADABLE_BODY =
   'idempotency (express): the request body was read before the middleware and not kept on req.body; ' +
   'mount idempotency() before the middleware that reads it'
+
+/**
+ * A webhook endpoint for Express 4.17+ and 5: the receiver of `idem/fetch`'s
+ * `webhookReceiver` (signature checked on the raw bytes, the event recorded through the
+ * inbox so the handler runs once) on Express's own request, which the handler gets as
+ * `event.request`. Mount it before `express.json()` (it reads the stream itself), or
+ * after a parser that keeps the raw bytes: `express.raw({ type: '*\/*' })` (its Buffer),
+ * or `express.json({ verify: (req, _res, buf) => { req.rawBody = buf } })`. A body parsed
+ * without its bytes kept cannot be verified: the request is handed to Express's error
+ * handling with an `InvalidOptionError` saying so (500, and the provider retries).
+ * @throws InvalidOptionError naming the option
+ * @example
+ * app.post('/webhooks/stripe', webhookReceiver({
+ *   inbox: createInbox({ store, consumer: 'stripe-webhooks' }),
+ *   verify: stripeSignature({ secret: process.env.STRIPE_WEBHOOK_SECRET! }),
+ *   handler: async (tx, event) => { await tx.query('UPDATE orders SET paid = true WHERE …') },
+ * }))
+ * app.use(express.json())
+ * @see docs/webhooks.md
+ */
+export function webhookReceiver<Tx>(options: WebhookReceiverOptions<Tx, ExpressRequest>): RequestHandler {
+  const receive = webhookReceiving('webhookReceiver', options)
+  return function webhookReceiver(req: ExpressRequest, res: ExpressResponse, next: NextFunction): void {
+    let delivery: NodeDelivery
+    try {
+      delivery = nodeDelivery(req, req.originalUrl, req.body instanceof Uint8Array ? req.body : keptRawBody(req), EXPRESS_RAW_BODY)
+    } catch (error) {
+      next(error)
+      return
+    }
+    receive(delivery.request, req).then(
+      (answer) => sendToResponse(res, answer, delivery),
+      (error: unknown) => {
+        if (!res.headersSent) next(error)
+      },
+    )
+  }
+}
+
+const EXPRESS_RAW_BODY =
+  'mount webhookReceiver() before express.json(), or keep the bytes: express.json({ verify: (req, _res, buf) => { req.rawBody = buf } }) or express.raw({ type: "*/*" }) on the webhook route'

@@ -14,6 +14,8 @@ import { NO_BODY_STATUSES, type HttpAnswer, type HttpBody, type Protected, type 
 import { protectRequests } from './handler.js'
 import { nodeBody, nodeRequest, recordHeaders } from './node.js'
 import type { IdempotencyContext, IdempotencyOptions } from './options.js'
+import { webhookReceiving, type WebhookReceiverOptions } from './webhook.js'
+import { keptRawBody, nodeDelivery, sendToReply } from './webhook-node.js'
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -42,6 +44,8 @@ interface Held {
   /** The route's handler (an async one) has settled. */
   handlerDone: boolean
 }
+
+export type { WebhookEvent, WebhookEventId, WebhookReceiverOptions, WebhookVerify } from './webhook.js'
 
 // `Held.decided` until the middleware has returned its promise.
 const UNSET: Promise<Protected<Payload>> = new Promise(() => {})
@@ -266,3 +270,40 @@ function isThenable(value: unknown): value is PromiseLike<unknown> {
 function isWebResponse(value: unknown): value is Response {
   return Object.prototype.toString.call(value) === '[object Response]'
 }
+
+/**
+ * A webhook route handler for Fastify 5: the receiver of `idem/fetch`'s `webhookReceiver`
+ * (signature checked on the raw bytes, the event recorded through the inbox so the
+ * handler runs once), with Fastify's request as `event.request`. Fastify parses a body
+ * before the handler, so give the webhook routes a parser that keeps the bytes, in a
+ * plugin of their own:
+ * `app.removeAllContentTypeParsers(); app.addContentTypeParser('*', { parseAs: 'buffer' }, (_req, body, done) => done(null, body))`
+ * (or a `rawBody` Buffer, as fastify-raw-body with `encoding: false` or NestJS's
+ * `rawBody: true` keep). A body parsed without its bytes kept cannot be verified: the
+ * handler throws an `InvalidOptionError` saying so (500, logged, and the provider retries).
+ * @throws InvalidOptionError naming the option
+ * @example
+ * await app.register(async (webhooks) => {
+ *   webhooks.removeAllContentTypeParsers()
+ *   webhooks.addContentTypeParser('*', { parseAs: 'buffer' }, (_request, body, done) => done(null, body))
+ *   webhooks.post('/webhooks/stripe', webhookReceiver({
+ *     inbox: createInbox({ store, consumer: 'stripe-webhooks' }),
+ *     verify: stripeSignature({ secret: process.env.STRIPE_WEBHOOK_SECRET! }),
+ *     handler: async (tx, event) => { await tx.query('INSERT INTO events (id) VALUES ($1)', [event.id]) },
+ *   }))
+ * })
+ * @see docs/webhooks.md
+ */
+export function webhookReceiver<Tx>(options: WebhookReceiverOptions<Tx, FastifyRequest>): (request: FastifyRequest, reply: FastifyReply) => Promise<FastifyReply> {
+  const receive = webhookReceiving('webhookReceiver', options)
+  return async function webhookReceiver(request, reply) {
+    const kept = request.body instanceof Uint8Array ? request.body : keptRawBody(request)
+    const delivery = nodeDelivery(request.raw, request.url, kept, FASTIFY_RAW_BODY)
+    sendToReply(reply, await receive(delivery.request, request))
+    return reply
+  }
+}
+
+const FASTIFY_RAW_BODY =
+  "register the webhook route in a plugin that parses its body as a buffer: addContentTypeParser('*', { parseAs: 'buffer' }, (_request, body, done) => done(null, body)), " +
+  'after removeAllContentTypeParsers()'

@@ -7,8 +7,13 @@ import { cloneRawRequest } from 'hono/request'
 import { protectRequests } from './handler.js'
 import type { IdempotencyContext, IdempotencyOptions } from './options.js'
 import { webReply, webRequest, webResponse } from './web.js'
+import { InvalidOptionError } from '../core/errors/invalid-option.js'
+import { tooLarge } from './body.js'
+import type { HttpRequest } from './exchange.js'
+import { webhookReceiving, type WebhookReceiverOptions } from './webhook.js'
 
 export type { IdempotencyContext, IdempotencyOptions } from './options.js'
+export type { WebhookEvent, WebhookEventId, WebhookReceiverOptions, WebhookVerify } from './webhook.js'
 
 /** The context variable the middleware sets: `c.get('idem')`. */
 export type IdemVariables<Tx> = { idem: IdempotencyContext<Tx> | undefined }
@@ -80,4 +85,48 @@ function serveBody(req: HonoRequest, body: Uint8Array): void {
   const buffer = whole ? (body.buffer as ArrayBuffer) : body.slice().buffer
   cache.arrayBuffer ??= Promise.resolve(buffer)
   if (body.byteLength <= TEXT_CACHE_BYTES) cache.text ??= Promise.resolve(utf8.decode(body))
+}
+
+/**
+ * A webhook endpoint for Hono 4: the receiver of `idem/fetch`'s `webhookReceiver`
+ * (signature checked on the raw bytes, the event recorded through the inbox so the
+ * handler runs once), with Hono's context as `event.request`. It reads the raw request's
+ * body, or the bytes an earlier middleware read with `c.req.arrayBuffer()`; a body an
+ * earlier middleware read only as text or JSON (`c.req.json()`, a validator) has lost
+ * its bytes, and the request fails with an `InvalidOptionError` saying so (Hono's
+ * `onError`: 500, and the provider retries).
+ * @throws InvalidOptionError naming the option
+ * @example
+ * app.post('/webhooks/github', webhookReceiver({
+ *   inbox: createInbox({ store, consumer: 'github-webhooks' }),
+ *   verify: githubSignature({ secret: process.env.GITHUB_WEBHOOK_SECRET! }),
+ *   handler: async (tx, event) => { await tx.query('INSERT INTO events (id) VALUES ($1)', [event.id]) },
+ * }))
+ * @see docs/webhooks.md
+ */
+export function webhookReceiver<Tx>(options: WebhookReceiverOptions<Tx, Context>): (c: Context) => Promise<Response> {
+  const receive = webhookReceiving('webhookReceiver', options)
+  return async (c) => webResponse(await receive(honoDelivery(c.req), c))
+}
+
+/** The raw request, or the bytes an earlier middleware read from it (Hono keeps them in its body cache). */
+function honoDelivery(req: HonoRequest): HttpRequest {
+  const request = webRequest(req.raw)
+  if (!req.raw.bodyUsed) return request
+  const cache = req.bodyCache as { arrayBuffer?: Promise<ArrayBuffer> }
+  const kept = cache.arrayBuffer
+  if (kept === undefined) {
+    throw new InvalidOptionError(
+      'webhookReceiver: the body was read as text or JSON before the receiver and its raw bytes were not kept, so no signature can be checked; ' +
+        'mount webhookReceiver() before that middleware, or read the body there with c.req.arrayBuffer()',
+    )
+  }
+  return {
+    ...request,
+    async body(limit) {
+      const bytes = new Uint8Array(await kept)
+      if (bytes.byteLength > limit) throw tooLarge(limit)
+      return bytes
+    },
+  }
 }

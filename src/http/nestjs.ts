@@ -44,8 +44,11 @@ import {
 } from './node.js'
 import type { IdempotencyContext, IdempotencyOptions } from './options.js'
 import { problemAnswer } from './problem.js'
+import { webhookReceiving, type WebhookReceiverOptions } from './webhook.js'
+import { keptRawBody, nodeDelivery, sendToReply, sendToResponse, type ReplyLike } from './webhook-node.js'
 
 export type { IdempotencyContext, IdempotencyOptions } from './options.js'
+export type { WebhookEvent, WebhookEventId, WebhookReceiverOptions, WebhookVerify } from './webhook.js'
 
 /**
  * The request as Nest hands it to guards and handlers: Express's `req` or Fastify's
@@ -404,3 +407,45 @@ function nothingSentFor(res: ServerResponse, waiting: () => boolean): { promise:
   })
   return { promise, check, leave }
 }
+
+/**
+ * A webhook endpoint for NestJS, on the Express or the Fastify platform: the receiver of
+ * `idem/fetch`'s `webhookReceiver` (signature checked on the raw bytes, the event
+ * recorded through the inbox so the handler runs once), called from a controller method
+ * with the request and the response (`@Req()`, `@Res()`); the handler gets Nest's request
+ * as `event.request`. Nest parses JSON before the controller, so create the app with
+ * `NestFactory.create(AppModule, { rawBody: true })`: the bytes are then on `req.rawBody`.
+ * Without them the call throws an `InvalidOptionError` saying so (Nest's exception
+ * filter: 500, logged, and the provider retries).
+ * @throws InvalidOptionError naming the option
+ * @example
+ * const receive = webhookReceiver({
+ *   inbox: createInbox({ store, consumer: 'stripe-webhooks' }),
+ *   verify: stripeSignature({ secret: process.env.STRIPE_WEBHOOK_SECRET! }),
+ *   handler: async (tx, event) => { await tx.query('INSERT INTO events (id) VALUES ($1)', [event.id]) },
+ * })
+ * \@Controller('webhooks')
+ * export class WebhooksController {
+ *   \@Post('stripe')
+ *   stripe(@Req() req: NestRequest, @Res() res: unknown) { return receive(req, res) }
+ * }
+ * @see docs/webhooks.md
+ */
+export function webhookReceiver<Tx>(options: WebhookReceiverOptions<Tx, NestRequest>): (request: NestRequest, response: unknown) => Promise<void> {
+  const receive = webhookReceiving('webhookReceiver', options)
+  return async function webhookReceiver(request, response) {
+    // Fastify's request and reply wrap Node's; Express's are Node's.
+    const req = (request.raw ?? request) as IncomingMessage
+    const kept = keptRawBody(request) ?? (request.body instanceof Uint8Array ? request.body : undefined)
+    const delivery = nodeDelivery(req, request.url, kept, NEST_RAW_BODY)
+    const answer = await receive(delivery.request, request)
+    if (isReply(response)) sendToReply(response, answer)
+    else sendToResponse(response as ServerResponse, answer, delivery)
+  }
+}
+
+function isReply(response: unknown): response is ReplyLike {
+  return response !== null && typeof response === 'object' && typeof (response as { code?: unknown }).code === 'function'
+}
+
+const NEST_RAW_BODY = 'create the app with NestFactory.create(AppModule, { rawBody: true })'

@@ -42,8 +42,9 @@ describe('options are validated at start-up', () => {
     ['ttlMs', { store, scope, ttlMs: 1.5 }],
     ['deadlineMs', { store, scope, deadlineMs: 0 }],
     ['deadlineMs', { store, scope, deadlineMs: '30s' }],
-    ['wait', { store, scope, wait: -1 }],
-    ['wait', { store, scope, wait: 2 ** 60 }],
+    ['waitMs', { store, scope, waitMs: -1 }],
+    ['waitMs', { store, scope, waitMs: 2 ** 60 }],
+    ['wait', { store, scope, wait: 100 }],
     ['maxBodyBytes', { store, scope, maxBodyBytes: Number.NaN }],
     ['maxStoredBodyBytes', { store, scope, maxStoredBodyBytes: -1 }],
     ['maxStoredBodyBytes', { store, scope, maxStoredBodyBytes: 1.5 }],
@@ -66,7 +67,7 @@ describe('options are validated at start-up', () => {
   it('every adapter validates the same way when it is created, not on the first request', () => {
     const nest = [(options: never) => new IdempotencyInterceptor(options), (options: never) => IdempotencyModule.forRoot(options)]
     for (const make of [honoIdempotency, expressIdempotency, fastifyIdempotency, ...nest]) {
-      expect(() => make({ store, scope, wait: -1 } as never)).toThrow(/option "wait"/)
+      expect(() => make({ store, scope, waitMs: -1 } as never)).toThrow(/option "waitMs"/)
       expect(() => make({ store, scope, maxStoredBodyBytes: -1 } as never)).toThrow(/option "maxStoredBodyBytes"/)
     }
   })

@@ -130,8 +130,6 @@ export interface IdempotencyOptions<Tx, Native = unknown> {
    * 409 (ms). @default the engine's explicit `waitMs`, else 0: 409 with Retry-After at once
    */
   waitMs?: number
-  /** `waitMs`'s earlier name, kept for one version. @deprecated use `waitMs` */
-  wait?: number
   /**
    * How long a route may hold its key (from when it starts), in ms. A route still
    * running then (one that never answers: an Express 4 route whose async error nobody
@@ -194,7 +192,7 @@ export interface ResolvedOptions<Tx, Native> {
 
 const KNOWN = optionNames<IdempotencyOptions<unknown>>({
   store: true, idem: true, scope: true, methods: true, routes: true, required: true, strict: true, ttlMs: true, fields: true,
-  storeStatus: true, replayHeaders: true, waitMs: true, wait: true, deadlineMs: true, maxBodyBytes: true, maxStoredBodyBytes: true, onOutcome: true, events: true, problemTypes: true,
+  storeStatus: true, replayHeaders: true, waitMs: true, deadlineMs: true, maxBodyBytes: true, maxStoredBodyBytes: true, onOutcome: true, events: true, problemTypes: true,
 })
 // RFC 9110 token: what a method or a header name may be made of.
 const TOKEN = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/
@@ -220,7 +218,6 @@ export function resolveOptions<Tx, Native>(options: IdempotencyOptions<Tx, Nativ
     storeStatus = defaultStoreStatus,
     replayHeaders = DEFAULT_REPLAY_HEADERS,
     waitMs: explicitWait,
-    wait,
     deadlineMs,
     maxBodyBytes = DEFAULT_MAX_BODY_BYTES,
     maxStoredBodyBytes: explicitStoredBody,
@@ -237,11 +234,6 @@ export function resolveOptions<Tx, Native>(options: IdempotencyOptions<Tx, Nativ
   if (typeof strict !== 'boolean') fail('strict', 'must be true or false')
   if (ttlMs !== undefined) assertDuration('idempotency: option "ttlMs"', ttlMs, 1)
   if (explicitWait !== undefined) assertDuration('idempotency: option "waitMs"', explicitWait, 0)
-  if (wait !== undefined) {
-    assertDuration('idempotency: option "wait"', wait, 0)
-    if (explicitWait !== undefined) fail('wait', 'is the deprecated name of "waitMs": pass one of them')
-    warn(events, { code: 'deprecated-option', source: 'idempotency', message: 'idem: option "wait" of idempotency() is deprecated and goes in the next version; use "waitMs"' })
-  }
   if (deadlineMs !== undefined) assertDuration('idempotency: option "deadlineMs"', deadlineMs, 1)
   if (events === null || typeof events !== 'object' || typeof events.emit !== 'function') fail('events', 'must be an event stream (createEventStream())')
   assertCount('idempotency: option "maxBodyBytes"', maxBodyBytes, 0, Number.MAX_SAFE_INTEGER)
@@ -280,7 +272,7 @@ export function resolveOptions<Tx, Native>(options: IdempotencyOptions<Tx, Nativ
     fields,
     storeStatus,
     replayHeaders: new Set(replayHeaders.map((h) => h.toLowerCase())),
-    waitMs: explicitWait ?? wait ?? engine.settings?.waitMs ?? 0,
+    waitMs: explicitWait ?? engine.settings?.waitMs ?? 0,
     deadlineMs: deadlineMs ?? engine.settings?.deadlineMs ?? DEFAULT_HTTP_DEADLINE_MS,
     maxBodyBytes,
     maxStoredBodyBytes: explicitStoredBody ?? Math.min(DEFAULT_MAX_STORED_BODY_BYTES, largest),

@@ -139,27 +139,42 @@ export function problemAnswer(error: IdemError, types: ProblemTypes | undefined)
 
 const PROBLEM_OPTIONS = optionNames<NonNullable<Parameters<typeof problem>[2]>>({ types: true, retryAfterSeconds: true, headers: true })
 
+/** What `problem` and `problemCodeAnswer` take besides the code and detail. */
+interface ProblemExtras {
+  types?: ProblemTypes | undefined
+  retryAfterSeconds?: number | undefined
+  /** Header fields to add (not Content-Type or Retry-After, which are the problem's own). */
+  headers?: Record<string, string>
+}
+
 /**
  * A problem response from a code: for answers that are not an idem error (the webhook
  * receiver's 401 and 405, say).
  * @example problem('method-not-allowed', 'Webhooks are delivered with POST', { headers: { allow: 'POST' } })
  */
-export function problem(
-  code: ProblemCode,
-  detail: string,
-  options: { types?: ProblemTypes | undefined; retryAfterSeconds?: number | undefined; headers?: Record<string, string> } = {},
-): Response {
+export function problem(code: ProblemCode, detail: string, options: ProblemExtras = {}): Response {
   assertKnownOptions('problem', options, PROBLEM_OPTIONS)
-  const { types, retryAfterSeconds, headers = {} } = options
-  const extra: string[] = []
-  for (const [name, value] of new Headers(headers)) if (name !== 'content-type' && name !== 'retry-after') extra.push(name, value)
-  return webResponse(answerOf(code, detail, types, retryAfterSeconds, extra))
+  return webResponse(problemCodeAnswer(code, detail, options))
 }
 
-function answerOf(code: ProblemCode, detail: string, types: ProblemTypes | undefined, retryAfterSeconds: number | undefined, extra: string[]): HttpAnswer {
+/**
+ * `problem` as an answer on the exchange, for every adapter; `members` are extension
+ * members of the problem object (RFC 9457 §3.2), such as the webhook receiver's `check`.
+ */
+export function problemCodeAnswer(code: ProblemCode, detail: string, options: ProblemExtras & { members?: Record<string, string> | undefined } = {}): HttpAnswer {
+  const { types, retryAfterSeconds, headers = {}, members } = options
+  const extra: string[] = []
+  for (const [name, value] of Object.entries(headers)) {
+    const lower = name.toLowerCase()
+    if (lower !== 'content-type' && lower !== 'retry-after') extra.push(lower, value)
+  }
+  return answerOf(code, detail, types, retryAfterSeconds, extra, members)
+}
+
+function answerOf(code: ProblemCode, detail: string, types: ProblemTypes | undefined, retryAfterSeconds: number | undefined, extra: string[], members?: Record<string, string>): HttpAnswer {
   const spec = PROBLEMS[code]
   const headers = [...extra, 'content-type', PROBLEM_CONTENT_TYPE]
   if (retryAfterSeconds !== undefined) headers.push('retry-after', String(retryAfterSeconds))
-  const body = JSON.stringify({ type: problemType(code, types), title: spec.title, status: spec.status, detail, code })
+  const body = JSON.stringify({ type: problemType(code, types), title: spec.title, status: spec.status, detail, code, ...members })
   return { status: spec.status, headers, body }
 }

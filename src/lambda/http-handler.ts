@@ -35,7 +35,7 @@ export interface HttpHandlerOptions<Tx, Event extends LambdaHttpEvent = LambdaHt
 
 const OPTIONS = optionNames<HttpHandlerOptions<unknown>>({
   store: true, idem: true, scope: true, methods: true, routes: true, required: true, strict: true, ttlMs: true, fields: true, storeStatus: true,
-  replayHeaders: true, waitMs: true, wait: true, deadlineMs: true, maxBodyBytes: true, maxStoredBodyBytes: true, onOutcome: true, events: true, problemTypes: true,
+  replayHeaders: true, waitMs: true, deadlineMs: true, maxBodyBytes: true, maxStoredBodyBytes: true, onOutcome: true, events: true, problemTypes: true,
   marginMs: true,
 })
 

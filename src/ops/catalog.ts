@@ -45,6 +45,12 @@ export const HTTP_OUTCOMES = [
 const CALL_OUTCOMES = ['fresh', 'replayed', 'not-stored', 'in-flight', 'mismatch', 'lease-lost', 'overran', 'error'] as const
 const ENGINES = ['transactional', 'leased'] as const
 const INBOX_STATUSES = ['processed', 'duplicate', 'failed', 'dead-lettered', 'in-flight', 'error'] as const
+
+/** A webhook delivery's signature check (`WebhookReceiverEvent.signature`). */
+const WEBHOOK_SIGNATURES = ['verified', 'refused', 'unchecked'] as const
+
+/** What became of a webhook delivery (`WebhookReceiverEvent.status`). */
+const WEBHOOK_STATUSES = ['refused', 'no-event-id', 'processed', 'duplicate', 'failed', 'dead-lettered', 'in-flight'] as const
 const STORE_OPERATIONS = ['begin', 'commit', 'claim', 'renew', 'step', 'complete', 'release'] as const
 const LATENCY_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10]
 
@@ -99,6 +105,14 @@ export const METRICS = {
     unit: '{message}',
     help: 'Messages settled by the inbox: processed, duplicate (redelivery absorbed), failed (will be redelivered), dead-lettered, in-flight, error (the store failed)',
     labels: { consumer: 'consumer', status: INBOX_STATUSES },
+  },
+  webhookDeliveries: {
+    name: 'webhook_deliveries_total',
+    otel: 'idem.webhook.deliveries',
+    kind: 'counter',
+    unit: '{delivery}',
+    help: 'Deliveries to a webhook receiver, by signature (verified, refused, unchecked) and status: refused (nothing recorded), no-event-id, processed, duplicate (answered without running the handler), failed, dead-lettered, in-flight',
+    labels: { consumer: 'consumer', signature: WEBHOOK_SIGNATURES, status: WEBHOOK_STATUSES },
   },
   outboxDeliveries: {
     name: 'outbox_deliveries_total',

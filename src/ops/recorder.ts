@@ -72,6 +72,10 @@ export function eventRecorder(sink: MetricSink, { stores = [], consumers = [] }:
         learn('consumer', event.consumer)
         sink.add('inboxMessages', { consumer: event.consumer, status: event.status }, 1)
         return
+      case 'webhook':
+        learn('consumer', event.consumer)
+        sink.add('webhookDeliveries', { consumer: event.consumer, signature: event.signature, status: event.status }, 1)
+        return
       case 'dispatch':
         if (event.delivered > 0) sink.add('outboxDeliveries', { outcome: 'delivered' }, event.delivered)
         if (event.retried > 0) sink.add('outboxDeliveries', { outcome: 'retried' }, event.retried)

@@ -1,7 +1,8 @@
 // The webhook guides (docs/guides/webhooks-*.md): each shows its example verbatim and what
 // it prints, and the example runs here: a delivery signed by the provider's own code (or,
-// for Shopify and Slack, by their documented algorithm) verifies; a tampered, replayed,
-// future, cut-short or wrongly signed one is refused with the check that failed.
+// for Shopify and Slack, by their documented algorithm) is received by webhookReceiver; a
+// tampered, replayed, future, cut-short or wrongly signed one is refused 401 with the check
+// that failed; frameworks.mjs runs the receiver on Express, Fastify and Hono behind a parser.
 import { describe, expect, it } from 'vitest'
 import { expectPageShows, expectPageShowsOutput, runExample } from './support.js'
 
@@ -9,41 +10,41 @@ const guides: ReadonlyArray<[string, string[]]> = [
   [
     'stripe',
     [
-      'signed 200 {"received":"evt_3PtQ1","type":"payment_intent.succeeded"}',
-      'tampered 401 {"check":"no-matching-signature",',
-      'replayed 401 {"check":"stale-timestamp",',
+      'signed 200 {"received":true,"id":"evt_3PtQ1"}',
+      'tampered 401 {"type":"urn:idem:problem#invalid-signature",',
+      'replayed 401 {"type":"urn:idem:problem#invalid-signature",',
     ],
   ],
   [
     'github',
     [
-      'signed 200 {"received":"72d3162e-cc78-11e3-81ab-4c9367dc0958","event":"push","ref":"refs/heads/main"}',
-      'tampered 401 {"check":"no-matching-signature",',
-      'other secret 401 {"check":"no-matching-signature",',
+      'signed 200 {"received":true,"id":"72d3162e-cc78-11e3-81ab-4c9367dc0958"}',
+      'tampered 401 {"type":"urn:idem:problem#invalid-signature",',
+      'other secret 401 {"type":"urn:idem:problem#invalid-signature",',
     ],
   ],
   [
     'standard-webhooks',
     [
-      'signed 200 {"received":"msg_2KWPBgLlAfxdpx2AI54pPJ85f4W","type":"user.created"}',
-      'tampered 401 {"check":"no-matching-signature",',
-      'from the future 401 {"check":"future-timestamp",',
+      'signed 200 {"received":true,"id":"msg_2KWPBgLlAfxdpx2AI54pPJ85f4W"}',
+      'tampered 401 {"type":"urn:idem:problem#invalid-signature",',
+      'from the future 401 {"type":"urn:idem:problem#invalid-signature",',
     ],
   ],
   [
     'shopify',
     [
-      'signed 200 {"received":"b54557e4-bdd9-4b37-8a5f-bf7d70bcd043","topic":"orders/create","order":450789469}',
-      'tampered 401 {"check":"no-matching-signature",',
-      'cut short 401 {"check":"malformed-header",',
+      'signed 200 {"received":true,"id":"b54557e4-bdd9-4b37-8a5f-bf7d70bcd043"}',
+      'tampered 401 {"type":"urn:idem:problem#invalid-signature",',
+      'cut short 401 {"type":"urn:idem:problem#invalid-signature",',
     ],
   ],
   [
     'slack',
     [
-      'signed 200 {"received":"Ev0PV52K25","type":"app_mention"}',
-      'tampered 401 {"check":"no-matching-signature",',
-      'replayed 401 {"check":"stale-timestamp",',
+      'signed 200 {"received":true,"id":"Ev0PV52K25"}',
+      'tampered 401 {"type":"urn:idem:problem#invalid-signature",',
+      'replayed 401 {"type":"urn:idem:problem#invalid-signature",',
     ],
   ],
 ]
@@ -61,4 +62,17 @@ describe('guides: receiving webhooks with idem/webhooks', () => {
       expectPageShowsOutput(guide, stdout)
     })
   }
+
+  it('frameworks: Express, Fastify and Hono with a body parser in front each handle a signed delivery once and refuse a tampered one', async () => {
+    const file = 'examples/webhooks/frameworks.mjs'
+    expectPageShows('docs/webhooks.md', file)
+    const stdout = await runExample(file)
+    expect(stdout.trim().split('\n')).toEqual([
+      'express 200, 200 duplicate, 401 no-matching-signature',
+      'fastify 200, 200 duplicate, 401 no-matching-signature',
+      'hono 200, 200 duplicate, 401 no-matching-signature',
+      'handled: express evt_3PtQ1, fastify evt_3PtQ1, hono evt_3PtQ1',
+    ])
+    expectPageShowsOutput('docs/webhooks.md', stdout)
+  })
 })

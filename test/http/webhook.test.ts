@@ -72,7 +72,7 @@ describe.skipIf(db === undefined)('webhook receiver (Request → Response) on Po
     let runs = 0
     const receive = webhookReceiver<PgClient>({
       inbox: createInbox({ store, consumer: unique('slack') }),
-      eventId: (_request, body) => (JSON.parse(body) as { event_id?: string }).event_id,
+      eventId: (_request, body) => (JSON.parse(new TextDecoder().decode(body)) as { event_id?: string }).event_id,
       verify: (request) => request.headers.get('x-signature') === 'good',
       handler: () => void runs++,
     })
@@ -119,5 +119,7 @@ describe.skipIf(db === undefined)('webhook receiver (Request → Response) on Po
     const inbox = createInbox({ store, consumer: 'x' })
     expect(() => webhookReceiver({ inbox, eventId: 'slack' as never, handler: () => {} })).toThrow(/"eventId"/)
     expect(() => webhookReceiver({ inbox, eventId: 'stripe', handler: undefined as never })).toThrow(/"handler"/)
+    expect(() => webhookReceiver({ inbox, handler: () => {} })).toThrow(/"eventId" is required unless "verify" is a verifier/)
+    expect(() => webhookReceiver({ inbox, eventId: 'stripe', verify: { scheme: 'x' } as never, handler: () => {} })).toThrow(/"verify"/)
   })
 })

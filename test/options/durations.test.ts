@@ -35,7 +35,7 @@ const entries: Array<[string, string, (value: number) => unknown]> = [
   ['createLeasedIdem', 'ttlMs', (ttlMs) => createLeasedIdem({ store: memoryLeasedStore(), ttlMs })],
   ['createLeasedIdem', 'waitMs', (waitMs) => createLeasedIdem({ store: memoryLeasedStore(), waitMs })],
   ['idempotency', 'ttlMs', (ttlMs) => idempotency({ store: memoryStore(), scope: () => 's', ttlMs })],
-  ['idempotency', 'wait', (wait) => idempotency({ store: memoryStore(), scope: () => 's', wait })],
+  ['idempotency', 'waitMs', (waitMs) => idempotency({ store: memoryStore(), scope: () => 's', waitMs })],
   ['createInbox', 'retentionMs', (retentionMs) => createInbox({ store: memoryStore(), consumer: 'c', retentionMs })],
   ['createInbox', 'redeliveryHorizonMs', (redeliveryHorizonMs) => createInbox({ store: memoryStore(), consumer: 'c', redeliveryHorizonMs })],
   ['createInbox', 'waitMs', (waitMs) => createInbox({ store: memoryStore(), consumer: 'c', waitMs })],
@@ -106,7 +106,7 @@ describe('on Postgres', () => {
     const first = await idem.run({ scope: 's', key: 'longest-wait', input: 1 }, () => 'ran')
     const again = await idem.run({ scope: 's', key: 'longest-wait', input: 1 }, () => 'ran twice')
     expect([first.value, again.value, again.replayed]).toEqual(['ran', 'ran', true])
-    const protect = idempotency({ store: postgresStore({ pool: db.pool, schema: db.schema }), scope: () => 's', wait: MAX_DURATION_MS })
+    const protect = idempotency({ store: postgresStore({ pool: db.pool, schema: db.schema }), scope: () => 's', waitMs: MAX_DURATION_MS })
     const request = () => new Request('http://localhost/orders', { method: 'POST', headers: { 'idempotency-key': 'http-longest' }, body: '{}' })
     const answers = [await protect(request(), async () => new Response('ok', { status: 201 })), await protect(request(), async () => new Response('no', { status: 201 }))]
     expect(answers.map((r) => r.status)).toEqual([201, 201])

@@ -302,7 +302,31 @@ export const TARGETS: OptionTarget[] = [
     entry: 'idem/fetch', export: 'webhookReceiver', caller: 'webhookReceiver',
     minimal: (r) => ({ inbox: r.inbox(), eventId: 'stripe', handler: () => {} }),
     call: (f, o) => f(o),
-    typos: [['maxBodyByte', 'maxBodyBytes'], ['verfy', 'verify']],
+    typos: [['maxBodyByte', 'maxBodyBytes'], ['verfy', 'verify'], ['event', 'events']],
+  },
+  {
+    entry: 'idem/hono', export: 'webhookReceiver', caller: 'webhookReceiver',
+    minimal: (r) => ({ inbox: r.inbox(), eventId: 'stripe', handler: () => {} }),
+    call: (f, o) => f(o),
+    typos: [['maxBodyByte', 'maxBodyBytes'], ['verfy', 'verify'], ['event', 'events']],
+  },
+  {
+    entry: 'idem/express', export: 'webhookReceiver', caller: 'webhookReceiver',
+    minimal: (r) => ({ inbox: r.inbox(), eventId: 'stripe', handler: () => {} }),
+    call: (f, o) => f(o),
+    typos: [['maxBodyByte', 'maxBodyBytes'], ['verfy', 'verify'], ['event', 'events']],
+  },
+  {
+    entry: 'idem/fastify', export: 'webhookReceiver', caller: 'webhookReceiver',
+    minimal: (r) => ({ inbox: r.inbox(), eventId: 'stripe', handler: () => {} }),
+    call: (f, o) => f(o),
+    typos: [['maxBodyByte', 'maxBodyBytes'], ['verfy', 'verify'], ['event', 'events']],
+  },
+  {
+    entry: 'idem/nestjs', export: 'webhookReceiver', caller: 'webhookReceiver',
+    minimal: (r) => ({ inbox: r.inbox(), eventId: 'stripe', handler: () => {} }),
+    call: (f, o) => f(o),
+    typos: [['maxBodyByte', 'maxBodyBytes'], ['verfy', 'verify'], ['event', 'events']],
   },
   { entry: 'idem/fetch', export: 'putResponse', caller: 'putResponse', minimal: () => ({ created: true, body: {} }), call: (f, o) => f(o), typos: [['locaton', 'location']] },
   {

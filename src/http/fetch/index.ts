@@ -31,7 +31,7 @@ export {
   type ProblemSpec,
   type ProblemTypes,
 } from '../problem.js'
-export { webhookReceiver, type WebhookEvent, type WebhookEventId, type WebhookReceiverOptions } from '../webhook.js'
+export { webhookReceiver, type WebhookEvent, type WebhookEventId, type WebhookReceiverOptions, type WebhookVerify } from '../webhook.js'
 export { REPLAYED_HEADER, STORED_HEADERS_ROOM, largestStoredBody, type StoredResponse } from '../stored-response.js'
 export { putResponse, deleteResponse, type PutResult } from '../natural-idempotency.js'
 export { idempotencyPolicy, type IdempotencyPolicyDocument, type PolicyError, type PolicyFormat } from '../policy.js'

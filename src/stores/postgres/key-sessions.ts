@@ -1,4 +1,3 @@
-import { InvalidOptionError } from '../../core/errors/invalid-option.js'
 import type { BeginRequest, Claim, KeyRecord, NewRecord, Session } from '../../core/store.js'
 import { classifyPgError } from './errors.js'
 import { assertExecutor } from './executors.js'
@@ -16,88 +15,51 @@ export interface Settings {
   preparedStatements: boolean
 }
 
-/**
- * A claim, and when the call stores no outcome (the inbox's), its record: known before
- * the call runs, so it is written with the claim in one round trip (`mark`), and
- * nothing is left to write at commit.
- */
-export interface SessionRequest extends BeginRequest<PgClient> {
-  record?: { fingerprint: string; ttlMs: number } | undefined
-}
-
 export interface KeySessions {
-  begin(request: SessionRequest): Promise<Session<PgClient>>
+  begin(request: BeginRequest<PgClient>): Promise<Session<PgClient>>
 }
 
 /**
  * The transactional store's sessions over one key table (see `sql.KeyTable`): the
- * `KeyStore` of `idem_keys`, and the inbox's claims on `idem_inbox`.
+ * `KeyStore` of `idem_keys` (or `idem_keys_by_day`).
  */
 export function keySessions({ pool, schema, isolation, preparedStatements }: Settings, table: sql.KeyTable): KeySessions {
   const opening = sql.begin(isolation)
   const fail = (error: unknown): unknown => classifyPgError(error, schema)
-  const { claim: claimStatement, save: saveStatement, mark: markStatement, lookup: lookupStatement } = table.prepared
+  const { claim: claimStatement, save: saveStatement, lookup: lookupStatement } = table.prepared
   const { send } = wireFor(preparedStatements)
   const recorded = new RecentKeys(RECENT_KEYS)
 
-  async function begin({ scope, key, waitMs, tx, record }: SessionRequest): Promise<Session<PgClient>> {
-    // A table without outcomes has no record to read: a found key is the caller's own.
-    if (!table.keepsOutcomes && record === undefined) {
-      throw new InvalidOptionError('postgresStore: the inbox id table keeps no outcomes; claim its ids with their record')
-    }
-    const known: KeyRecord | undefined = table.keepsOutcomes ? undefined : { fingerprint: record!.fingerprint, outcome: 'null' }
-    if (tx !== undefined) return joinedSession(tx, scope, key, waitMs, known)
+  async function begin({ scope, key, waitMs, tx }: BeginRequest<PgClient>): Promise<Session<PgClient>> {
+    if (tx !== undefined) return joinedSession(tx, scope, key, waitMs)
     const client = await checkOut(pool, schema)
     try {
       // A retry of a key this store recorded is most likely answered by its record: read
       // it outside any transaction, one round trip and nothing to end afterwards.
       if (recorded.has(scope, key)) {
-        const found = await lookup(client, scope, key, known)
+        const found = await lookup(client, scope, key)
         if (found !== undefined) {
           client.release()
           return answeredSession(client.client, found)
         }
         recorded.delete(scope, key)
       }
-      // A call that stores no outcome writes its record with the claim (READ COMMITTED
-      // only: the stricter levels keep the usual path, which handles their stale snapshots).
-      if (record !== undefined && isolation === 'read committed') return await markedSession(client, scope, key, waitMs, record, known)
       const [, claimed] = await send(client, [{ statement: opening }, { statement: claimStatement, values: table.claim(scope, key, waitMs).values }], 'opens')
-      return ownedSession(client, toClaim(claimed!, known), scope, key)
+      return ownedSession(client, toClaim(claimed!), scope, key)
     } catch (error) {
       await endClient(client, 'ROLLBACK', error)
       throw fail(error)
     }
   }
 
-  /**
-   * BEGIN and `mark` in one round trip: a new key is claimed with its record already
-   * written, so the commit is a bare COMMIT. Otherwise (a stored key, or another call
-   * holding it) a second round trip claims it the usual way, in the same transaction,
-   * and any record is then written at commit as usual.
-   */
-  async function markedSession(
-    client: HeldClient,
-    scope: string,
-    key: string,
-    waitMs: number,
-    record: NonNullable<SessionRequest['record']>,
-    known: KeyRecord | undefined,
-  ): Promise<Session<PgClient>> {
-    const [, marked] = await send(client, [{ statement: opening }, { statement: markStatement, values: table.mark(scope, key, record.fingerprint, record.ttlMs).values }], 'opens')
-    if (marked!.rowCount === 1) return ownedSession(client, { state: 'new' }, scope, key, true)
-    const [claimed] = await send(client, [{ statement: claimStatement, values: table.claim(scope, key, waitMs).values }], 'inside')
-    return ownedSession(client, toClaim(claimed!, known), scope, key)
-  }
-
   /** The key's live record, read on its own (no transaction, no lock), if there is one. */
-  async function lookup(client: HeldClient, scope: string, key: string, known: KeyRecord | undefined): Promise<KeyRecord | undefined> {
+  async function lookup(client: HeldClient, scope: string, key: string): Promise<KeyRecord | undefined> {
     const [result] = await send(client, [{ statement: lookupStatement, values: table.lookup(scope, key).values }], 'outside')
     const row = result!.rows[0] as KeyRecord | undefined
-    return row === undefined ? undefined : (known ?? row)
+    return row
   }
 
-  function ownedSession(client: HeldClient, claim: Claim, scope: string, key: string, marked = false): Session<PgClient> {
+  function ownedSession(client: HeldClient, claim: Claim, scope: string, key: string): Session<PgClient> {
     let ended = false
     return {
       tx: client.client,
@@ -107,8 +69,7 @@ export function keySessions({ pool, schema, isolation, preparedStatements }: Set
       async commit(record: NewRecord) {
         ended = true
         try {
-          // A marked claim wrote the record already.
-          await send(client, marked ? [{ statement: sql.COMMIT }] : [{ statement: saveStatement, values: save(scope, key, record).values }, { statement: sql.COMMIT }], 'inside')
+          await send(client, [{ statement: saveStatement, values: save(scope, key, record).values }, { statement: sql.COMMIT }], 'inside')
         } catch (error) {
           await endClient(client, 'ROLLBACK', error)
           throw fail(error)
@@ -143,18 +104,12 @@ export function keySessions({ pool, schema, isolation, preparedStatements }: Set
     }
   }
 
-  async function joinedSession(
-    tx: PgClient,
-    scope: string,
-    key: string,
-    waitMs: number,
-    known: KeyRecord | undefined,
-  ): Promise<Session<PgClient>> {
+  async function joinedSession(tx: PgClient, scope: string, key: string, waitMs: number): Promise<Session<PgClient>> {
     assertExecutor('run: option "tx"', tx)
     const statement = table.claim(scope, key, waitMs)
     let claim: Claim
     try {
-      claim = toClaim(await tx.query(statement.text, statement.values), known)
+      claim = toClaim(await tx.query(statement.text, statement.values))
     } catch (error) {
       throw fail(error)
     }
@@ -184,14 +139,14 @@ export function keySessions({ pool, schema, isolation, preparedStatements }: Set
 // Enough for the retries of the last seconds of a busy service, in about a megabyte at most.
 const RECENT_KEYS = 10_000
 
-/** Reads a claim's row; `known` is the record of a found key in a table without outcomes. */
-function toClaim(result: { rows: unknown[] }, known: KeyRecord | undefined): Claim {
+/** Reads a claim's row. */
+function toClaim(result: { rows: unknown[] }): Claim {
   const row = result.rows[0] as { state: string; fingerprint: string | null; outcome: string | null } | undefined
   switch (row?.state) {
     case 'new':
       return { state: 'new' }
     case 'found':
-      return { state: 'found', record: known ?? { fingerprint: row.fingerprint!, outcome: row.outcome! } }
+      return { state: 'found', record: { fingerprint: row.fingerprint!, outcome: row.outcome! } }
     case 'locked':
       return { state: 'locked' }
     case 'stale':

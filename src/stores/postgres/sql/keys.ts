@@ -42,27 +42,6 @@ export function lookup(schema: string, scope: string, key: string): Statement {
 }
 
 /**
- * Claims a new key and writes its record in one statement, for calls that store no
- * outcome (the record is known before the call runs). It takes the key's advisory lock
- * only if it is free (the lock `idem_claim` takes, so the two paths exclude each other)
- * and, holding it, inserts the record; the INSERT therefore never waits on another
- * writer of the row. One row inserted (the command's row count; no RETURNING, whose row
- * costs both sides measurably): claimed. None: the lock was held, or a record exists
- * (live or expired); `idem_claim` then decides, as for any call.
- */
-export function mark(schema: string, scope: string, key: string, fingerprint: string, ttlMs: number): Statement {
-  return {
-    text:
-      `INSERT INTO ${quoteSchema(schema)}.idem_keys (scope, key, fingerprint, outcome, created_at, expires_at) ` +
-      `SELECT $1, $2, $3, 'null', now(), now() + $4 * interval '1 millisecond' ` +
-      `WHERE pg_try_advisory_xact_lock(hashtextextended(length($1)::text || ':' || $1 || $2, 0)) ` +
-      `ON CONFLICT DO NOTHING`,
-    values: [scope, key, fingerprint, ttlMs],
-  }
-}
-
-
-/**
  * Tries the key's advisory lock (the one `idem_claim` takes) without waiting, in the
  * peek's own transaction: false means a call holds the key right now. The peek reads
  * the record in the next statement, so in a snapshot taken after this one: a holder
@@ -77,40 +56,34 @@ export function tryKeyLock(scope: string, key: string, seed: 0 | 1): Statement {
 
 /**
  * A table the transactional store keeps keys in, as the statements it runs on it:
- * `idem_keys` (every call: fingerprint and outcome) or `idem_inbox` (the inbox's
- * message ids: only that a message was processed, until when). Each statement's text is
+ * `idem_keys` or `idem_keys_by_day` (every call: fingerprint and outcome; the inbox has
+ * its own statements, in inbox.ts). Each statement's text is
  * built once, with the table; a call only builds its values. `prepared` holds the same
  * texts under their names, for the wire to prepare once per connection.
  */
 export interface KeyTable {
-  /** False for a table that records only that a key ran: calls on it store no outcome. */
-  readonly keepsOutcomes: boolean
   /** Tries the key's advisory lock without waiting (`free`: nobody held it), for a peek. */
   tryLock(scope: string, key: string): Statement
   claim(scope: string, key: string, waitMs: number): Statement
-  mark(scope: string, key: string, fingerprint: string, ttlMs: number): Statement
   lookup(scope: string, key: string): Statement
   save(scope: string, key: string, fingerprint: string, outcome: string, ttlMs: number): Statement
-  readonly prepared: { claim: NamedStatement; mark: NamedStatement; lookup: NamedStatement; save: NamedStatement }
+  readonly prepared: { claim: NamedStatement; lookup: NamedStatement; save: NamedStatement }
 }
 
 /** `idem_keys`: the statements above, their texts built once. */
 export function keysTable(schema: string): KeyTable {
   const texts = {
     claim: claim(schema, '', '', 0).text,
-    mark: mark(schema, '', '', '', 0).text,
     lookup: lookup(schema, '', '').text,
     save: save(schema, '', '', '', '', 0).text,
     tryLock: tryKeyLock('', '', 0).text,
   }
   return {
-    keepsOutcomes: true,
     tryLock: (scope, key) => ({ text: texts.tryLock, values: [scope, key] }),
     claim: (scope, key, waitMs) => ({ text: texts.claim, values: [scope, key, waitMs] }),
-    mark: (scope, key, fingerprint, ttlMs) => ({ text: texts.mark, values: [scope, key, fingerprint, ttlMs] }),
     lookup: (scope, key) => ({ text: texts.lookup, values: [scope, key] }),
     save: (scope, key, fingerprint, outcome, ttlMs) => ({ text: texts.save, values: [scope, key, fingerprint, outcome, ttlMs] }),
-    prepared: { claim: named('claim', texts.claim), mark: named('mark', texts.mark), lookup: named('lookup', texts.lookup), save: named('save', texts.save) },
+    prepared: { claim: named('claim', texts.claim), lookup: named('lookup', texts.lookup), save: named('save', texts.save) },
   }
 }
 
@@ -119,10 +92,7 @@ export function keysTable(schema: string): KeyTable {
 
 /**
  * `idem_keys_by_day`: the key table of `keyLayout: 'daily-partitions'`, with the same
- * statements as `idem_keys` (the claim through `idem_claim_by_day`). Its `mark` never
- * claims (a unique index across partitions cannot exist, so the one-statement claim
- * has nothing to conflict on): calls take the claim path, which is right on any table.
- * The engine's keys never use `mark` anyway (only calls that store no outcome do).
+ * statements as `idem_keys` (the claim through `idem_claim_by_day`).
  */
 export function keysByDayTable(schema: string): KeyTable {
   const s = quoteSchema(schema)
@@ -131,17 +101,13 @@ export function keysByDayTable(schema: string): KeyTable {
     `INSERT INTO ${s}.idem_keys_by_day (scope, key, fingerprint, outcome, created_at, expires_at) ` +
     `VALUES ($1, $2, $3, $4, now(), now() + $5 * interval '1 millisecond')`
   const lookupText = `SELECT fingerprint, outcome FROM ${s}.idem_keys_by_day WHERE scope = $1 AND key = $2 AND expires_at > now()`
-  const markText = `SELECT $1::text, $2::text, $3::text, $4::bigint WHERE false`
   return {
-    keepsOutcomes: true,
     tryLock: (scope, key) => tryKeyLock(scope, key, 1),
     claim: (scope, key, waitMs) => ({ text: claimText, values: [scope, key, waitMs] }),
-    mark: (scope, key, fingerprint, ttlMs) => ({ text: markText, values: [scope, key, fingerprint, ttlMs] }),
     lookup: (scope, key) => ({ text: lookupText, values: [scope, key] }),
     save: (scope, key, fingerprint, outcome, ttlMs) => ({ text: saveText, values: [scope, key, fingerprint, outcome, ttlMs] }),
     prepared: {
       claim: named('claim_by_day', claimText),
-      mark: named('mark_by_day', markText),
       lookup: named('lookup_by_day', lookupText),
       save: named('save_by_day', saveText),
     },
