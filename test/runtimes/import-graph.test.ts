@@ -15,6 +15,8 @@ const PAGE = 'docs/runtimes.md'
 const ALLOWED_BUILTINS: Record<string, readonly string[] | undefined> = {
   'node:crypto': undefined,
   'node:util': undefined,
+  // isUtf8, for the fingerprint's one check of a body's bytes (Bun and Deno have it).
+  'node:buffer': undefined,
   // The Postgres store's CancelRequest, over the transport pg itself uses.
   'node:net': ['dist/stores/postgres/cancel.js'],
 }
