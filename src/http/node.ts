@@ -166,7 +166,7 @@ export function sendHeld(res: ServerResponse, body: HttpBody, closeConnection: b
 export function sendAnswer(res: ServerResponse, answer: HttpAnswer, closeConnection: boolean): void {
   // A route still captured (it ran past its deadline, and idem answers for it) has
   // written nothing: the answer goes out through the response's own methods.
-  captured.get(res)?.()
+  release(res)
   const headers = answer.headers.slice()
   if (NO_BODY_STATUSES.has(answer.status)) {
     if (res.hasHeader('content-length')) res.removeHeader('content-length')
@@ -300,8 +300,18 @@ export function refillRequest(req: IncomingMessage, bytes: Uint8Array): void {
 
 type WriteCallback = (error?: Error | null) => void
 
-// The responses whose writes `captureResponse` holds, each with what puts its methods back.
-const captured = new WeakMap<ServerResponse, () => void>()
+/** A response whose writes are held: its own methods, put back at the end, and what was written. */
+interface Hold {
+  readonly original: Pick<ServerResponse, 'writeHead' | 'write' | 'end' | 'flushHeaders'>
+  readonly chunks: HttpBody[]
+  resolve(reply: RouteReply<HttpBody>): void
+  reject(error: unknown): void
+}
+
+// The responses whose writes `captureResponse` holds. The methods put in place of the
+// response's own are the same functions for every response (made once, here), so that
+// holding a response costs no closures.
+const holds = new WeakMap<ServerResponse, Hold>()
 
 /**
  * Holds what is written to a Node response instead of sending it, and resolves with the
@@ -319,49 +329,69 @@ const captured = new WeakMap<ServerResponse, () => void>()
  * after the end does.
  */
 export function captureResponse(res: ServerResponse): Promise<RouteReply<HttpBody>> {
-  const original = { writeHead: res.writeHead, write: res.write, end: res.end, flushHeaders: res.flushHeaders }
-  const chunks: HttpBody[] = []
   return new Promise<RouteReply<HttpBody>>((resolve, reject) => {
-    const restore = (): void => {
-      captured.delete(res)
-      Object.assign(res, original)
-    }
-    captured.set(res, restore)
-    const collect = (chunk: unknown, encoding: unknown): void => {
-      if (chunk === undefined || chunk === null || typeof chunk === 'function') return
-      if (typeof chunk === 'string') {
-        // Text as it is (the common case: one string, stored and sent as UTF-8).
-        if (typeof encoding !== 'string' || UTF8.has(encoding)) chunks.push(chunk)
-        else chunks.push(Buffer.from(chunk, encoding as BufferEncoding))
-      } else if (chunk instanceof Uint8Array) chunks.push(chunk)
-    }
-    res.writeHead = function writeHead(this: ServerResponse, status: number, ...rest: unknown[]) {
-      res.statusCode = status
-      if (typeof rest[0] === 'string') res.statusMessage = rest.shift() as string
-      setHeadersFrom(res, rest[0])
-      return this
-    } as ServerResponse['writeHead']
-    res.flushHeaders = () => {}
-    res.write = function write(chunk: unknown, encoding?: unknown, callback?: unknown) {
-      collect(chunk, encoding)
-      const done = typeof encoding === 'function' ? encoding : callback
-      if (typeof done === 'function') queueMicrotask(() => (done as WriteCallback)())
-      return true
-    } as ServerResponse['write']
-    res.end = function end(this: ServerResponse, chunk?: unknown, encoding?: unknown, callback?: unknown) {
-      collect(chunk, encoding)
-      restore()
-      const done = [chunk, encoding, callback].find((arg) => typeof arg === 'function')
-      try {
-        const body = joined(chunks)
-        resolve({ kind: 'reply', response: body, status: res.statusCode, body, headers: (names) => responseHeaders(res, names) })
-      } catch (error) {
-        reject(error)
-      }
-      if (typeof done === 'function') queueMicrotask(() => (done as WriteCallback)())
-      return this
-    } as ServerResponse['end']
+    const original = { writeHead: res.writeHead, write: res.write, end: res.end, flushHeaders: res.flushHeaders }
+    holds.set(res, { original, chunks: [], resolve, reject })
+    res.writeHead = heldWriteHead
+    res.write = heldWrite
+    res.end = heldEnd
+    res.flushHeaders = heldFlushHeaders
   })
+}
+
+// Puts a held response's own methods back; it is then written as usual.
+function release(res: ServerResponse): Hold | undefined {
+  const hold = holds.get(res)
+  if (hold === undefined) return undefined
+  holds.delete(res)
+  Object.assign(res, hold.original)
+  return hold
+}
+
+const heldWriteHead = function writeHead(this: ServerResponse, status: number, ...rest: unknown[]) {
+  this.statusCode = status
+  if (typeof rest[0] === 'string') this.statusMessage = rest.shift() as string
+  setHeadersFrom(this, rest[0])
+  return this
+} as ServerResponse['writeHead']
+
+const heldFlushHeaders = (): void => {}
+
+const heldWrite = function write(this: ServerResponse, chunk: unknown, encoding?: unknown, callback?: unknown) {
+  const hold = holds.get(this)
+  if (hold !== undefined) collect(hold.chunks, chunk, encoding)
+  const done = typeof encoding === 'function' ? encoding : callback
+  if (typeof done === 'function') queueMicrotask(() => (done as WriteCallback)())
+  return true
+} as ServerResponse['write']
+
+const heldEnd = function end(this: ServerResponse, chunk?: unknown, encoding?: unknown, callback?: unknown) {
+  const hold = release(this)
+  const done = typeof chunk === 'function' ? chunk : typeof encoding === 'function' ? encoding : callback
+  if (hold !== undefined) {
+    collect(hold.chunks, chunk, encoding)
+    try {
+      hold.resolve(heldReply(this, joined(hold.chunks)))
+    } catch (error) {
+      hold.reject(error)
+    }
+  }
+  if (typeof done === 'function') queueMicrotask(() => (done as WriteCallback)())
+  return this
+} as ServerResponse['end']
+
+// What the route wrote: its status and body; its headers are on the response.
+function heldReply(res: ServerResponse, body: HttpBody): RouteReply<HttpBody> {
+  return { kind: 'reply', response: body, status: res.statusCode, body, headers: (names) => responseHeaders(res, names) }
+}
+
+function collect(chunks: HttpBody[], chunk: unknown, encoding: unknown): void {
+  if (chunk === undefined || chunk === null || typeof chunk === 'function') return
+  if (typeof chunk === 'string') {
+    // Text as it is (the common case: one string, stored and sent as UTF-8).
+    if (typeof encoding !== 'string' || UTF8.has(encoding)) chunks.push(chunk)
+    else chunks.push(Buffer.from(chunk, encoding as BufferEncoding))
+  } else if (chunk instanceof Uint8Array) chunks.push(chunk)
 }
 
 const UTF8 = new Set(['utf8', 'utf-8', 'UTF8', 'UTF-8'])
