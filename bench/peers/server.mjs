@@ -313,7 +313,7 @@ async function leasedIdem() {
   const { Redis } = await import('ioredis')
   const { createLeasedIdem } = await import('../../dist/index.js')
   const { redisStore } = await import('../../dist/stores/redis/index.js')
-  const client = new Redis(redisUrl)
+  const client = new Redis(redisUrl, { enableAutoPipelining: process.env.PEERS_AUTOPIPELINE === "1" })
   closers.push(() => client.quit())
   return createLeasedIdem({ store: redisStore({ client, prefix }) })
 }
