@@ -25,6 +25,7 @@ export {
   type StoreEvent,
   type StoreOperation,
   type WarningEvent,
+  type WebhookReceiverEvent,
 } from './core/events.js'
 export { parseIdempotencyKey, assertValidKey, MAX_KEY_LENGTH, type ParseKeyOptions } from './core/key.js'
 export { fingerprintRequest, fingerprintValue, type FingerprintInput } from './core/fingerprint.js'
@@ -35,6 +36,7 @@ export { createLeasedIdem, DEFAULT_LEASE_MS } from './core/leased/engine.js'
 export type { LeasedIdem, LeasedIdemOptions, LeasedRunOptions, LeasedErrorPolicy } from './core/leased/engine.js'
 export type { LeasedStore, LeaseClaim } from './core/leased/store.js'
 export type { StoreOperator, KeyInspection, TableStats, PruneOptions, SchemaMigrations } from './ports/operator.js'
+export type { SqlConnection } from './ports/sql-dialect.js'
 export type { StepContext } from './core/leased/steps.js'
 export { deriveKey } from './core/leased/derive.js'
 export { dualReadKeyStore, dualReadStore, type DualReadOptions, type KeyPeek, type PeekResult } from './core/dual-read.js'

@@ -8,7 +8,7 @@ export {
 } from './options.js'
 export { keyFromIntent, type IntentPart } from './intent-key.js'
 export { IDEMPOTENCY_KEY_HEADER, IDEMPOTENT_REPLAYED_HEADER, mintKey, serializeKeyHeader, isReplayed } from './key.js'
-export { backoffDelay, type Backoff, type BackoffOptions } from '../core/backoff.js'
+export { backoffDelay, type Backoff, type BackoffContext, type BackoffOptions } from '../core/backoff.js'
 export { parseRetryAfter } from './retry-after.js'
 export * from './errors/index.js'
 export { InvalidOptionError, InvalidKeyError } from '../core/errors/index.js'

@@ -140,7 +140,7 @@ export function problemAnswer(error: IdemError, types: ProblemTypes | undefined)
 const PROBLEM_OPTIONS = optionNames<NonNullable<Parameters<typeof problem>[2]>>({ types: true, retryAfterSeconds: true, headers: true })
 
 /** What `problem` and `problemCodeAnswer` take besides the code and detail. */
-interface ProblemExtras {
+export interface ProblemExtras {
   types?: ProblemTypes | undefined
   retryAfterSeconds?: number | undefined
   /** Header fields to add (not Content-Type or Retry-After, which are the problem's own). */

@@ -21,7 +21,7 @@ export {
 } from './inbox.js'
 export { createOutbox, type Outbox, type OutboxEntry, type OutboxOptions } from './outbox.js'
 export { createDispatcher, type Deliverer, type DeliveryContext, type Dispatcher, type DispatcherOptions, type DispatchResult, type OutboxRow } from './dispatcher.js'
-export { backoffDelay, DEFAULT_BACKOFF_BASE_MS, DEFAULT_BACKOFF_MAX_MS, type Backoff, type BackoffOptions } from '../core/backoff.js'
+export { backoffDelay, DEFAULT_BACKOFF_BASE_MS, DEFAULT_BACKOFF_MAX_MS, type Backoff, type BackoffContext, type BackoffOptions } from '../core/backoff.js'
 export { startConsumer, handleDelivery, type Consumer, type ConsumerOptions, type ConsumedMessage } from './consumer.js'
 export type { Delivery, MessageSource, Subscription } from './source.js'
 export { listDeadLetters, type DeadLetterRow, type ListDeadLettersOptions } from './dead-letters.js'

@@ -28,6 +28,7 @@ export {
   problemStatus,
   problemType,
   type ProblemCode,
+  type ProblemExtras,
   type ProblemSpec,
   type ProblemTypes,
 } from '../problem.js'

@@ -62,5 +62,6 @@ export type WebhookVerification =
 export interface WebhookVerifier {
   /** The scheme, for logs and metrics: `stripe`, `github`, `standard-webhooks`, `shopify`, `slack`. */
   readonly scheme: string
+  /** Checks one delivery's signature (and timestamp, where the scheme has one) over its raw bytes; synchronous, no I/O. */
   verify(delivery: WebhookDelivery): WebhookVerification
 }
