@@ -7,7 +7,7 @@
 import { hash } from 'node:crypto'
 import canonicalize from 'canonicalize'
 import { hashRequest } from '../dist/core/fingerprint.js'
-import { median } from './support.mjs'
+import { cpuNanosPerCall, median } from './support.mjs'
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 7)
 const MS = Number(process.env.BENCH_MS ?? 300)
@@ -45,23 +45,8 @@ const bodies = {
 const fingerprint = (body) => () => hashRequest({ method: 'POST', route: '/orders', query: '', body, contentType: 'application/json', fields: undefined })
 const sha256 = (body) => () => hash('sha256', body, 'hex')
 
-/**
- * Nanoseconds of CPU per call, over about `MS` milliseconds: CPU time, not wall time, so
- * that other processes on a shared machine weigh less.
- */
-function timed(op) {
-  let calls = 0
-  let sink = ''
-  const cpu = process.cpuUsage()
-  const until = performance.now() + MS
-  while (performance.now() < until) {
-    for (let i = 0; i < 100; i++) sink = op()
-    calls += 100
-  }
-  const used = process.cpuUsage(cpu)
-  if (sink.length !== 64) throw new Error('not a SHA-256 in hex')
-  return ((used.user + used.system) * 1000) / calls
-}
+/** Nanoseconds of CPU per call of `op`, whose every result must be a SHA-256 in hex. */
+const timed = (op) => cpuNanosPerCall(op, MS, (result) => result.length === 64)
 
 // Every round times the fingerprint and the SHA-256 of the same bytes back to back, in
 // alternating order, so the ratio of the pair sees the same load; the median ratio counts.

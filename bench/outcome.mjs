@@ -3,7 +3,7 @@
 // record the HTTP middleware stores (status, header pairs, base64 body) and an engine
 // outcome with a Date, nested objects and an array. `RATIO outcome.<value>_vs_json_stringify`.
 import { serializeOutcome } from '../dist/core/outcome.js'
-import { median } from './support.mjs'
+import { cpuNanosPerCall, median } from './support.mjs'
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 7)
 const MS = Number(process.env.BENCH_MS ?? 300)
@@ -27,20 +27,8 @@ const values = {
   },
 }
 
-/** Nanoseconds of CPU per call, over about `MS` milliseconds. */
-function timed(op) {
-  let calls = 0
-  let sink = ''
-  const cpu = process.cpuUsage()
-  const until = performance.now() + MS
-  while (performance.now() < until) {
-    for (let i = 0; i < 100; i++) sink = op()
-    calls += 100
-  }
-  const used = process.cpuUsage(cpu)
-  if (sink.length === 0) throw new Error('nothing serialised')
-  return ((used.user + used.system) * 1000) / calls
-}
+/** Nanoseconds of CPU per call of `op`, which must serialise something. */
+const timed = (op) => cpuNanosPerCall(op, MS, (result) => result.length > 0)
 
 // Each round times both back to back, in alternating order; the median ratio counts.
 const ratios = Object.fromEntries(Object.keys(values).map((name) => [name, []]))
