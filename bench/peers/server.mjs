@@ -313,7 +313,8 @@ async function leasedIdem() {
   const { Redis } = await import('ioredis')
   const { createLeasedIdem } = await import('../../dist/index.js')
   const { redisStore } = await import('../../dist/stores/redis/index.js')
-  const client = new Redis(redisUrl, { enableAutoPipelining: process.env.PEERS_AUTOPIPELINE === "1" })
+  // As docs/leased.md recommends for a server: concurrent requests' commands written together.
+  const client = new Redis(redisUrl, { enableAutoPipelining: true })
   closers.push(() => client.quit())
   return createLeasedIdem({ store: redisStore({ client, prefix }) })
 }

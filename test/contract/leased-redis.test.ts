@@ -3,17 +3,17 @@ import { afterAll, describe } from 'vitest'
 import { redisInboxKey, redisStore, type RedisTx } from '../../src/stores/redis/index.js'
 import { inboxTableContract, leasedStoreContract } from '../../src/testing/index.js'
 import { itFulfils } from '../support/contract.js'
-import { testRedis, type TestRedis } from '../leased/support.js'
+import { REDIS_URL, testRedis, type TestRedis } from '../leased/support.js'
 
 const redis = await testRedis('contract')
+afterAll(async () => await redis?.drop())
 
 describe.skipIf(redis === undefined)('redis store contracts (one server)', () => {
   const { client, prefix } = redis as TestRedis
   const store = redisStore({ client, prefix })
   const closed: Redis[] = []
-  afterAll(async () => {
+  afterAll(() => {
     for (const c of closed) c.disconnect()
-    await redis?.drop()
   })
   const unavailableStore = () => {
     // Nothing listens on port 1: every connection attempt is refused.
@@ -33,4 +33,23 @@ describe.skipIf(redis === undefined)('redis store contracts (one server)', () =>
         unavailableStore,
       })),
     ))
+})
+
+// docs/leased.md recommends ioredis' enableAutoPipelining (the commands of concurrent calls
+// written to the socket together): the same contract on such a client.
+describe.skipIf(redis === undefined)('redis store contracts (a client with enableAutoPipelining)', () => {
+  const { prefix } = redis as TestRedis
+  const client = new Redis(REDIS_URL, { enableAutoPipelining: true, maxRetriesPerRequest: 1 })
+  const store = redisStore({ client, prefix: `${prefix}auto:` })
+  const closed: Redis[] = [client]
+  afterAll(() => {
+    for (const c of closed) c.disconnect()
+  })
+  const unavailableStore = () => {
+    const down = new Redis(1, '127.0.0.1', { lazyConnect: true, enableAutoPipelining: true })
+    down.on('error', () => {})
+    closed.push(down)
+    return redisStore({ client: down, prefix, timeoutMs: 300 })
+  }
+  describe('leased (LeasedStore)', () => itFulfils(leasedStoreContract(() => ({ store, unavailableStore }))))
 })

@@ -104,9 +104,12 @@ const WAITED: ReadonlySet<ScriptName | InboxScriptName> = new Set([
  * that matters. Replication is asynchronous, so a failover can lose what the primary
  * alone acknowledged and run a key twice, unless `waitForReplicas` is set.
  *
+ * Give the client `enableAutoPipelining: true` in a server: the commands of concurrent
+ * calls are then written to the socket together (docs/leased.md has the numbers).
+ *
  * @example
  * import { Redis } from 'ioredis'
- * const store = redisStore({ client: new Redis(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379'), prefix: 'myapp:idem:' })
+ * const store = redisStore({ client: new Redis(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379', { enableAutoPipelining: true }), prefix: 'myapp:idem:' })
  * const idem = createLeasedIdem({ store })
  * // With a replica: nothing idem acknowledges is on the primary alone.
  * const replicated = redisStore({ client: new Redis(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379'), waitForReplicas: { count: 1, timeoutMs: 100 } })
