@@ -28,7 +28,8 @@ export {
   type WebhookReceiverEvent,
 } from './core/events.js'
 export { parseIdempotencyKey, assertValidKey, MAX_KEY_LENGTH, type ParseKeyOptions } from './core/key.js'
-export { fingerprintRequest, fingerprintValue, type FingerprintInput } from './core/fingerprint.js'
+export { fingerprintValue } from './core/fingerprint.js'
+export { fingerprintRequest, type FingerprintInput } from './http/request-fingerprint.js'
 export type { KeyStore, BeginRequest, Claim, KeyRecord, NewRecord, Session } from './core/store.js'
 export { MIN_MAX_OUTCOME_BYTES } from './core/outcome.js'
 export { encryptedStore, type EncryptedStore, type EncryptionOptions } from './stores/encrypted.js'
