@@ -27,7 +27,8 @@ export {
   type WarningEvent,
   type WebhookReceiverEvent,
 } from './core/events.js'
-export { parseIdempotencyKey, assertValidKey, MAX_KEY_LENGTH, type ParseKeyOptions } from './core/key.js'
+export { assertValidKey, MAX_KEY_LENGTH } from './core/key.js'
+export { parseIdempotencyKey, type ParseKeyOptions } from './protocol/key-header.js'
 export { fingerprintValue } from './core/fingerprint.js'
 export { fingerprintRequest, type FingerprintInput } from './http/request-fingerprint.js'
 export type { KeyStore, BeginRequest, Claim, KeyRecord, NewRecord, Session } from './core/store.js'
