@@ -10,7 +10,7 @@
  *   stores    one folder per backend (postgres, sqlite, memory, redis, dynamodb): the only
  *             code that knows a driver, its SQL and its error codes. Implements core's and
  *             ports' contracts; imports core, ports and the shared helpers in stores/.
- *   protocol  the Idempotency-Key header as both ends speak it (its name, RFC 9651 parse and
+ *   headers   the Idempotency-Key header as both ends speak it (its name, RFC 9651 parse and
  *             serialisation): shared by http and the client, which may not import each other.
  *             Imports core at most.
  *   http      the Fetch-standard middleware, its adapters, the request fingerprint,
@@ -34,11 +34,11 @@ module.exports = {
       to: { path: '^src/(?!core/)' },
     },
     {
-      name: 'protocol-is-shared',
+      name: 'headers-are-shared',
       comment: 'the header both ends speak: core at most, so the server (http) and the client can share it without knowing each other',
       severity: 'error',
-      from: { path: '^src/protocol/' },
-      to: { path: '^src/(?!protocol/|core/)' },
+      from: { path: '^src/headers/' },
+      to: { path: '^src/(?!headers/|core/)' },
     },
     {
       name: 'front-ends-know-no-driver',
@@ -77,10 +77,10 @@ module.exports = {
     },
     {
       name: 'client-has-no-server-code',
-      comment: 'the client runs in apps that call servers: only core (key syntax, errors), the header both ends speak (protocol) and itself',
+      comment: 'the client runs in apps that call servers: only core (key syntax, errors), the header both ends speak (headers) and itself',
       severity: 'error',
       from: { path: '^src/client/' },
-      to: { path: '^src/(?!client/|core/|protocol/)' },
+      to: { path: '^src/(?!client/|core/|headers/)' },
     },
     {
       name: 'ports-are-contracts',

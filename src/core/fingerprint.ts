@@ -3,13 +3,13 @@ import canonicalize from 'canonicalize'
 
 // Bumped if the encoding below ever changes the meaning of a fingerprint already
 // stored, so old and new fingerprints never collide. Each kind of input is tagged
-// (`value` here; a front end tags its own, as the HTTP request fingerprint does with
-// `json`, `form`, `multipart`, `query`, …): a new kind needs no bump.
+// (`value` here; a front end tags its own, as http/request-fingerprint.ts does each kind
+// of request body): a new kind needs no bump.
 const VERSION = 'idem-fingerprint-v1'
 
 /**
  * The fingerprint of any JSON-compatible value (canonicalised with RFC 8785), for
- * engine calls that are not HTTP requests.
+ * engine calls that are not HTTP requests (those are `fingerprintRequest`'s).
  * @throws TypeError when the value has no JSON form (undefined, a function, a BigInt)
  * @example
  * const fingerprint = fingerprintValue({ amount: 5, currency: 'EUR' }) // same for { currency, amount }
@@ -43,7 +43,7 @@ export function hashFingerprint(head: string, parts: readonly FingerprintPart[])
   let text = VERSION_PART + head
   for (let i = 0; i < parts.length; i++) {
     const part = parts[i]!
-    // Raw bytes (a body that is not text, multipart parts): join the rest as bytes.
+    // Raw bytes: join the rest as bytes.
     if (typeof part !== 'string') return sha256HexOfBytes(text, parts, i)
     text += encodedPart(part)
   }

@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest'
 import { InvalidKeyError } from '../core/errors/invalid-key.js'
 import { MissingKeyError } from '../core/errors/missing-key.js'
 import { assertValidKey } from '../core/key.js'
-import { parseIdempotencyKey } from './key-header.js'
+import { parseIdempotencyKey } from './idempotency-key.js'
 
 describe('parseIdempotencyKey', () => {
   it('reads an RFC 9651 sf-string', () => {
