@@ -2,7 +2,7 @@
  * The architecture, as rules on imports. `npm test` checks them (test/architecture.test.ts,
  * or `npm run lint:deps` alone); a forbidden import fails the build.
  *
- *   core      key syntax, fingerprint, outcomes, errors (codes only), the two engines,
+ *   core      key syntax, value fingerprint, outcomes, errors (codes only), the two engines,
  *             the KeyStore and LeasedStore ports, the event stream. Imports nothing of idem's.
  *   ports     the contracts front ends ask of stores beyond core's two: the inbox, outbox,
  *             dead-letter and once tables, the SQL dialect of the data helpers, the SQL client shapes (one SqliteDatabase for
@@ -10,7 +10,11 @@
  *   stores    one folder per backend (postgres, sqlite, memory, redis, dynamodb): the only
  *             code that knows a driver, its SQL and its error codes. Implements core's and
  *             ports' contracts; imports core, ports and the shared helpers in stores/.
- *   http      the Fetch-standard middleware, its adapters, problem+json, the webhook receiver.
+ *   headers   the Idempotency-Key header as both ends speak it (its name, RFC 9651 parse and
+ *             serialisation): shared by http and the client, which may not import each other.
+ *             Imports core at most.
+ *   http      the Fetch-standard middleware, its adapters, the request fingerprint,
+ *             problem+json, the webhook receiver.
  *   queue     inbox, outbox, dispatcher over their ports; broker adapters.
  *   lambda    AWS Lambda front ends (any event, SQS batches, Middy) over the engines and the inbox.
  *   data      content ids, upserts, memo, once, reconcile.
@@ -28,6 +32,13 @@ module.exports = {
       severity: 'error',
       from: { path: '^src/core/' },
       to: { path: '^src/(?!core/)' },
+    },
+    {
+      name: 'headers-are-shared',
+      comment: 'the header both ends speak: core at most, so the server (http) and the client can share it without knowing each other',
+      severity: 'error',
+      from: { path: '^src/headers/' },
+      to: { path: '^src/(?!headers/|core/)' },
     },
     {
       name: 'front-ends-know-no-driver',
@@ -66,10 +77,10 @@ module.exports = {
     },
     {
       name: 'client-has-no-server-code',
-      comment: 'the client runs in apps that call servers: only core (key syntax, errors) and itself',
+      comment: 'the client runs in apps that call servers: only core (key syntax, errors), the header both ends speak (headers) and itself',
       severity: 'error',
       from: { path: '^src/client/' },
-      to: { path: '^src/(?!client/|core/)' },
+      to: { path: '^src/(?!client/|core/|headers/)' },
     },
     {
       name: 'ports-are-contracts',

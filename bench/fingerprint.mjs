@@ -6,7 +6,7 @@
 // printed, and a 64 KB body.
 import { hash } from 'node:crypto'
 import canonicalize from 'canonicalize'
-import { hashRequest } from '../dist/core/fingerprint.js'
+import { hashRequest } from '../dist/http/request-fingerprint.js'
 import { cpuNanosPerCall, median } from './support.mjs'
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 7)

@@ -5,6 +5,7 @@
  * @see docs/engine.md
  */
 export * from './core/errors/index.js'
+export { BodyTooLargeError } from './http/body-too-large.js'
 export { createIdem, DEFAULT_DEADLINE_MS, DEFAULT_TTL_MS, DEFAULT_WAIT_MS } from './core/engine.js'
 export type { EngineSettings, Idem, IdemOptions, OutcomeEvent, OutcomeKind, RunOptions, RunResult } from './core/engine.js'
 export { discard, isDiscarded, type Discarded } from './core/result.js'
@@ -27,8 +28,10 @@ export {
   type WarningEvent,
   type WebhookReceiverEvent,
 } from './core/events.js'
-export { parseIdempotencyKey, assertValidKey, MAX_KEY_LENGTH, type ParseKeyOptions } from './core/key.js'
-export { fingerprintRequest, fingerprintValue, type FingerprintInput } from './core/fingerprint.js'
+export { assertValidKey, MAX_KEY_LENGTH } from './core/key.js'
+export { parseIdempotencyKey, type ParseKeyOptions } from './headers/idempotency-key.js'
+export { fingerprintValue } from './core/fingerprint.js'
+export { fingerprintRequest, type FingerprintInput } from './http/request-fingerprint.js'
 export type { KeyStore, BeginRequest, Claim, KeyRecord, NewRecord, Session } from './core/store.js'
 export { MIN_MAX_OUTCOME_BYTES } from './core/outcome.js'
 export { encryptedStore, type EncryptedStore, type EncryptionOptions } from './stores/encrypted.js'

@@ -14,8 +14,9 @@ import { join } from 'node:path'
 
 const dist = new URL('../dist/', import.meta.url).pathname
 
-// `from './x.js'`, `import('./x.js')`: relative specifiers only; bare ones (peers) stay.
-const RELATIVE = /(\bfrom\s+|\bimport\s*\(\s*)(['"])(\.{1,2}\/[^'"]+)\.js\2/g
+// `from './x.js'`, `import('./x.js')`, `declare module './x.js'` (an augmentation, such as
+// http's error code added to core's list): relative specifiers only; bare ones (peers) stay.
+const RELATIVE = /(\bfrom\s+|\bimport\s*\(\s*|\bdeclare\s+module\s+)(['"])(\.{1,2}\/[^'"]+)\.js\2/g
 
 let written = 0
 for (const entry of readdirSync(dist, { recursive: true, withFileTypes: true })) {

@@ -7,7 +7,8 @@ export {
   type RetryReason,
 } from './options.js'
 export { keyFromIntent, type IntentPart } from './intent-key.js'
-export { IDEMPOTENCY_KEY_HEADER, IDEMPOTENT_REPLAYED_HEADER, mintKey, serializeKeyHeader, isReplayed } from './key.js'
+export { IDEMPOTENT_REPLAYED_HEADER, mintKey, isReplayed } from './key.js'
+export { IDEMPOTENCY_KEY_HEADER, serializeKeyHeader } from '../headers/idempotency-key.js'
 export { backoffDelay, type Backoff, type BackoffContext, type BackoffOptions } from '../core/backoff.js'
 export { parseRetryAfter } from './retry-after.js'
 export * from './errors/index.js'

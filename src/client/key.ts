@@ -1,7 +1,5 @@
 import { v7 } from 'uuid'
 
-/** The request header that carries the key (draft-ietf-httpapi-idempotency-key-header). */
-export const IDEMPOTENCY_KEY_HEADER = 'Idempotency-Key'
 /** The response header a server sets when it returns a stored outcome instead of running again. */
 export const IDEMPOTENT_REPLAYED_HEADER = 'Idempotent-Replayed'
 
@@ -12,16 +10,6 @@ export const IDEMPOTENT_REPLAYED_HEADER = 'Idempotent-Replayed'
  */
 export function mintKey(): string {
   return v7()
-}
-
-/**
- * Writes a key as an RFC 9651 sf-string, the form the header is defined with:
- * `"` and `\` are escaped with a backslash (§4.1.6). Keys are visible ASCII, so nothing
- * else needs escaping.
- * @example serializeKeyHeader('abc') // → '"abc"'
- */
-export function serializeKeyHeader(key: string): string {
-  return `"${key.replace(/[\\"]/g, '\\$&')}"`
 }
 
 /**

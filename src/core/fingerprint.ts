@@ -1,88 +1,15 @@
 import { hash } from 'node:crypto'
-import { MIMEType } from 'node:util'
 import canonicalize from 'canonicalize'
-import { canonicalJsonText, isCanonicalJson } from './canonical-json.js'
-import { assertKnownOptions, optionNames } from './validate.js'
-
-/** What a request's fingerprint is computed from. */
-export interface FingerprintInput {
-  /** HTTP method (case-insensitive) or any verb naming the operation. */
-  method: string
-  /** The route pattern (`/orders/:id`) or path the request was sent to. */
-  route: string
-  /**
-   * The query string, without `?`. Its parameters count like a form body's: as pairs
-   * sorted by name, the values of a repeated name kept in their order; an empty one
-   * counts as none (so a request without one fingerprints as before queries were
-   * counted).
-   */
-  query?: string | undefined
-  /** The raw body bytes (or text), if any. */
-  body?: Uint8Array | string | undefined
-  /**
-   * The body's media type; decides how the body is normalised. Its parameters are
-   * ignored (`charset` too: JSON and forms are read as UTF-8), except a multipart body's
-   * `boundary`, which says where its parts are.
-   */
-  contentType?: string | null | undefined
-  /**
-   * Compare only these body fields (dot paths such as `customer.id`), for JSON and
-   * form bodies. Other bodies are compared whole.
-   */
-  fields?: readonly string[] | undefined
-}
-
-const INPUT_FIELDS = optionNames<FingerprintInput>({ method: true, route: true, query: true, body: true, contentType: true, fields: true })
 
 // Bumped if the encoding below ever changes the meaning of a fingerprint already
-// stored, so old and new fingerprints never collide. Each body kind and the query are
-// tagged (`json`, `form`, `multipart`, `query`, …): a new kind needs no bump.
+// stored, so old and new fingerprints never collide. Each kind of input is tagged
+// (`value` here; a front end tags its own, as http/request-fingerprint.ts does each kind
+// of request body): a new kind needs no bump.
 const VERSION = 'idem-fingerprint-v1'
 
 /**
- * SHA-256 over method, route, query parameters (when there are any: `?dry_run=true` is
- * another request) and body, hex encoded. JSON bodies are canonicalised (RFC 8785), so
- * key order and whitespace do not count as a different payload. Query parameters and
- * form bodies count as name/value pairs sorted by name only, so the names may come in
- * any order but the values of a repeated name keep theirs (`?tier=gold&tier=basic` is
- * not `?tier=basic&tier=gold`: frameworks read the first, or an array in order).
- * Multipart bodies count by their parts (each part's header lines and bytes, in order),
- * not by the boundary that separates them, which a client picks anew on every send.
- * Anything else is compared as bytes: other media types, JSON that does not parse or
- * that the canonicaliser refuses, a form or query whose escapes do not decode as UTF-8
- * (decoded, `%E9` and `%E8` would both be U+FFFD), a multipart body without a boundary
- * or without one delimiter. It never throws for any body.
- * It throws `InvalidOptionError` for a field of `input` it does not know.
- *
- * Known limit: JSON numbers are compared as IEEE doubles, so two integers beyond 2^53
- * that round to the same double (e.g. 9007199254740993 and 9007199254740992) count
- * as equal. Send such ids as strings.
- *
- * @example fingerprintRequest({ method: 'POST', route: '/orders', body: '{"a":1}', contentType: 'application/json' })
- */
-export function fingerprintRequest(input: FingerprintInput): string {
-  // A misspelt field (`bdy`) would leave the body out, and two requests alike.
-  assertKnownOptions('fingerprintRequest', input, INPUT_FIELDS)
-  return hashRequest(input)
-}
-
-/**
- * `fingerprintRequest` without the check of `input`'s names, for idem's own callers on
- * the request path, whose input is an object literal the compiler has checked.
- */
-export function hashRequest(input: FingerprintInput): string {
-  const query = input.query ?? ''
-  const pairs = query === '' ? '[]' : canonicalPairs(query, undefined)
-  let head = VERSION_PART + encoded(upperCase(input.method)) + encoded(input.route)
-  // 'query' and 'query-text' are never a body kind, so the shapes of the list never collide.
-  if (pairs === undefined) head += encoded('query-text') + encoded(query)
-  else if (pairs !== '[]') head += encoded('query') + encoded(pairs)
-  return sha256Hex(head, normaliseBody(input))
-}
-
-/**
  * The fingerprint of any JSON-compatible value (canonicalised with RFC 8785), for
- * engine calls that are not HTTP requests.
+ * engine calls that are not HTTP requests (those are `fingerprintRequest`'s).
  * @throws TypeError when the value has no JSON form (undefined, a function, a BigInt)
  * @example
  * const fingerprint = fingerprintValue({ amount: 5, currency: 'EUR' }) // same for { currency, amount }
@@ -90,54 +17,43 @@ export function hashRequest(input: FingerprintInput): string {
 export function fingerprintValue(value: unknown): string {
   const text = canonicalize(value)
   if (text === undefined) throw new TypeError('The fingerprint input has no JSON form')
-  return sha256Hex(VERSION_PART + encoded('value'), [text])
+  return hashFingerprint(encodedPart('value'), [text])
 }
 
 /**
  * What is hashed of each part: its UTF-8 length, a colon, the part. With the length
  * first the encoding is unambiguous: ("a|b","c") ≠ ("a","b|c").
  */
-function encoded(part: string): string {
+export function encodedPart(part: string): string {
   return `${Buffer.byteLength(part, 'utf8')}:${part}`
 }
 
-const VERSION_PART = encoded(VERSION)
+const VERSION_PART = encodedPart(VERSION)
 
-// Methods come upper case from every server: no copy for them.
-function upperCase(method: string): string {
-  switch (method) {
-    case 'POST':
-    case 'PUT':
-    case 'PATCH':
-    case 'DELETE':
-    case 'GET':
-      return method
-    default:
-      return method.toUpperCase()
-  }
-}
-
-type Part = string | Uint8Array
+/** One part of what a fingerprint is computed from: text, or raw bytes. */
+export type FingerprintPart = string | Uint8Array
 
 /**
- * SHA-256 in hex of `head` (parts already encoded) and then `parts`, hashed in one call
- * (crypto.hash, which costs a third of feeding a Hash object part by part).
+ * A fingerprint in the v1 encoding: SHA-256 in hex of the version, `head` (parts already
+ * encoded with `encodedPart`) and then `parts`, each encoded the same way (bytes by their
+ * byte length), hashed in one call (crypto.hash, which costs a third of feeding a Hash
+ * object part by part). Every fingerprint idem stores is made here.
  */
-function sha256Hex(head: string, parts: readonly Part[]): string {
-  let text = head
+export function hashFingerprint(head: string, parts: readonly FingerprintPart[]): string {
+  let text = VERSION_PART + head
   for (let i = 0; i < parts.length; i++) {
     const part = parts[i]!
-    // Raw bytes (a body that is not text, multipart parts): join the rest as bytes.
+    // Raw bytes: join the rest as bytes.
     if (typeof part !== 'string') return sha256HexOfBytes(text, parts, i)
-    text += encoded(part)
+    text += encodedPart(part)
   }
   return hash('sha256', text, 'hex')
 }
 
-// The same encoding as sha256Hex, for a list that holds bytes from `from` on: written
-// into one buffer and hashed in one call. Text goes in with one write where it can (a
-// write costs more than the bytes it copies).
-function sha256HexOfBytes(text: string, parts: readonly Part[], from: number): string {
+// The same encoding as hashFingerprint, for a list that holds bytes from `from` on:
+// written into one buffer and hashed in one call. Text goes in with one write where it
+// can (a write costs more than the bytes it copies).
+function sha256HexOfBytes(text: string, parts: readonly FingerprintPart[], from: number): string {
   const bytes = parts[from]!
   if (from === parts.length - 1 && typeof bytes !== 'string') {
     // The usual list: text, then the body's bytes.
@@ -155,142 +71,4 @@ function sha256HexOfBytes(text: string, parts: readonly Part[], from: number): s
     chunks.push(Buffer.from(`${partBytes.byteLength}:`, 'latin1'), partBytes)
   }
   return hash('sha256', Buffer.concat(chunks), 'hex')
-}
-
-// The body as the list it is hashed as: its kind, then what counts of it.
-type Normalised = readonly ['none' | 'json' | 'form' | 'bytes', Part] | readonly ['multipart', string, ...Uint8Array[]]
-
-const utf8 = new TextDecoder('utf-8', { fatal: true })
-
-function normaliseBody({ body, contentType, fields }: FingerprintInput): Normalised {
-  if (body === undefined || body.length === 0) return ['none', '']
-  const media = mediaType(contentType)
-  const isJson = media === 'application/json' || media.endsWith('+json')
-  const isForm = media === 'application/x-www-form-urlencoded'
-  // The common case: JSON sent in canonical form counts as its own bytes.
-  if (isJson && fields === undefined && typeof body !== 'string' && isCanonicalJson(body)) return ['json', body]
-  if (!isJson && !isForm) {
-    if (media.startsWith('multipart/')) return multipartParts(body, contentType ?? '') ?? ['bytes', body]
-    return ['bytes', body]
-  }
-  let text: string
-  try {
-    text = typeof body === 'string' ? body : utf8.decode(body)
-  } catch {
-    return ['bytes', body]
-  }
-  if (isForm) {
-    const pairs = canonicalPairs(text, fields)
-    return pairs === undefined ? ['bytes', body] : ['form', pairs]
-  }
-  if (fields === undefined) {
-    // Most other JSON only has whitespace to drop or members to sort: no value is built.
-    const canonical = canonicalJsonText(text)
-    if (canonical !== undefined) return ['json', canonical]
-  }
-  let parsed: unknown
-  try {
-    parsed = JSON.parse(text)
-  } catch {
-    return ['bytes', body]
-  }
-  if (fields !== undefined) parsed = pickFields(parsed, fields)
-  try {
-    return ['json', canonicalize(parsed) ?? 'null']
-  } catch {
-    // JSON that parses but that RFC 8785 refuses (a lone surrogate, a number beyond
-    // doubles such as 1e400, nesting deeper than the canonicaliser recurses) is
-    // compared as bytes, like JSON that does not parse: client input never fails here.
-    return ['bytes', body]
-  }
-}
-
-// The media type without parameters, lower case; the usual header needs no work.
-function mediaType(contentType: string | null | undefined): string {
-  if (contentType === 'application/json') return contentType
-  return (contentType ?? '').split(';', 1)[0]!.trim().toLowerCase()
-}
-
-/**
- * The pairs of a query or form, sorted by name only: the sort is stable, so the values
- * of a repeated name keep their order (the first wins, or they make an array in order,
- * depending on the framework). With unique names this is the encoding of the first
- * release, so its stored fingerprints still match. Undefined when a name or value
- * decodes to U+FFFD: its escape may not have been UTF-8 (`%E9`, `%E8`), and two
- * different requests would decode alike, so the caller compares the text as sent.
- */
-function canonicalPairs(text: string, fields: readonly string[] | undefined): string | undefined {
-  let pairs = [...new URLSearchParams(text)]
-  if (fields !== undefined) pairs = pairs.filter(([name]) => fields.includes(name))
-  for (const [name, value] of pairs) {
-    if (name.includes('\uFFFD') || value.includes('\uFFFD')) return undefined
-  }
-  pairs.sort(([a], [b]) => compare(a, b))
-  // JSON of the pair list keeps names and values unambiguous whatever they contain.
-  return JSON.stringify(pairs)
-}
-
-/**
- * A multipart body as its media type and the pieces between its delimiters (RFC 2046
- * §5.1.1: the preamble, each part's header lines and bytes, and what follows the close
- * delimiter), so that only the boundary, which a client picks anew on every send, does
- * not count. Nothing is decoded: the pieces are the bytes as sent. Undefined (compare
- * the bytes) when the media type does not parse, names no boundary, or the body holds
- * no delimiter.
- */
-function multipartParts(body: Uint8Array | string, contentType: string): Normalised | undefined {
-  let essence: string
-  let boundary: string | null
-  try {
-    const type = new MIMEType(contentType)
-    essence = type.essence
-    boundary = type.params.get('boundary')
-  } catch {
-    return undefined
-  }
-  if (!boundary) return undefined
-  const bytes = typeof body === 'string' ? Buffer.from(body, 'utf8') : Buffer.from(body.buffer, body.byteOffset, body.byteLength)
-  // Header values are byte strings: latin1 gives the boundary's bytes back.
-  const delimiter = Buffer.from(`\r\n--${boundary}`, 'latin1')
-  const pieces: Uint8Array[] = []
-  let start: number
-  // The first delimiter may open the body without the CRLF before it.
-  if (bytes.subarray(0, delimiter.length - 2).equals(delimiter.subarray(2))) {
-    pieces.push(bytes.subarray(0, 0))
-    start = delimiter.length - 2
-  } else {
-    const first = bytes.indexOf(delimiter)
-    if (first === -1) return undefined
-    pieces.push(bytes.subarray(0, first))
-    start = first + delimiter.length
-  }
-  for (let at = bytes.indexOf(delimiter, start); at !== -1; at = bytes.indexOf(delimiter, start)) {
-    pieces.push(bytes.subarray(start, at))
-    start = at + delimiter.length
-  }
-  pieces.push(bytes.subarray(start))
-  return ['multipart', essence, ...pieces]
-}
-
-function compare(a: string, b: string): number {
-  return a < b ? -1 : a > b ? 1 : 0
-}
-
-// Missing fields are left out, so a field that is absent and one that is null differ.
-function pickFields(value: unknown, fields: readonly string[]): Record<string, unknown> {
-  const picked: Record<string, unknown> = Object.create(null)
-  for (const path of fields) {
-    let current: unknown = value
-    let found = true
-    for (const segment of path.split('.')) {
-      if (current !== null && typeof current === 'object' && Object.hasOwn(current, segment)) {
-        current = (current as Record<string, unknown>)[segment]
-      } else {
-        found = false
-        break
-      }
-    }
-    if (found) picked[path] = current
-  }
-  return picked
 }

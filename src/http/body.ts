@@ -1,4 +1,4 @@
-import { BodyTooLargeError } from '../core/errors/body-too-large.js'
+import { BodyTooLargeError } from './body-too-large.js'
 
 /** 1 MiB: the default largest body the middleware buffers to fingerprint. */
 export const DEFAULT_MAX_BODY_BYTES = 1024 * 1024

@@ -1,5 +1,6 @@
 import { IdemError, type IdemErrorCode } from '../core/errors/idem-error.js'
 import { assertKnownOptions, optionNames } from '../core/validate.js'
+import type { BodyTooLargeError } from './body-too-large.js'
 import type { HttpAnswer } from './exchange.js'
 import { webResponse } from './web.js'
 
@@ -15,8 +16,8 @@ export const PROBLEM_CONTENT_TYPE = 'application/problem+json'
  */
 export const DEFAULT_PROBLEM_TYPE_BASE = 'urn:idem:problem'
 
-/** Every problem idem answers with over HTTP: its errors' codes, and the webhook receiver's own. */
-export type ProblemCode = IdemErrorCode | 'method-not-allowed' | 'invalid-signature' | 'handler-failed'
+/** Every problem idem answers with over HTTP: its errors' codes (the HTTP front end's own among them), and the webhook receiver's own. */
+export type ProblemCode = IdemErrorCode | BodyTooLargeError['code'] | 'method-not-allowed' | 'invalid-signature' | 'handler-failed'
 
 /** What one problem type means over HTTP. */
 export interface ProblemSpec {

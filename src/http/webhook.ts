@@ -1,4 +1,4 @@
-import { BodyTooLargeError } from '../core/errors/body-too-large.js'
+import { BodyTooLargeError } from './body-too-large.js'
 import { InvalidOptionError } from '../core/errors/invalid-option.js'
 import { idemEvents, type EventStream, type WebhookReceiverEvent } from '../core/events.js'
 import { assertCount, assertKnownOptions, optionNames } from '../core/validate.js'

@@ -17,7 +17,7 @@ export {
   type IdempotencyOptions,
 } from '../options.js'
 export { DEFAULT_MAX_BODY_BYTES } from '../body.js'
-export { BodyTooLargeError } from '../../core/errors/body-too-large.js'
+export { BodyTooLargeError } from '../body-too-large.js'
 export {
   DEFAULT_PROBLEM_TYPE_BASE,
   PROBLEM_CONTENT_TYPE,

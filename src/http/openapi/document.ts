@@ -207,7 +207,7 @@ function keyParameter(policy: IdempotencyPolicyDocument): Json {
 /**
  * The header's value as a pattern: a quoted sf-string of 1 to `max` visible ASCII
  * characters (`"` and `\` escaped), or, unless strict, the same bare (without the
- * characters RFC 9651 gives a meaning: `"`, `,`, `;`, `\`). The parser's rules (src/core/key.ts).
+ * characters RFC 9651 gives a meaning: `"`, `,`, `;`, `\`). The parser's rules (src/headers/idempotency-key.ts).
  */
 function keyPattern(bare: boolean, max: number): string {
   const quoted = `"(?:[\\x21\\x23-\\x5b\\x5d-\\x7e]|\\\\["\\\\]){1,${max}}"`
