@@ -11,7 +11,8 @@ export default defineConfig({
     exclude: ['test/install/**', '**/node_modules/**'],
     testTimeout: 60_000,
     hookTimeout: 60_000,
-    // The chaos table (test/chaos/): printed once at the end when a chaos scenario ran.
-    reporters: ['default', './test/chaos/reporter.ts'],
+    // The chaos table (test/chaos/): printed once at the end when a chaos scenario ran; then
+    // the failed tests and unhandled errors, one line each, as the last lines of the run.
+    reporters: ['default', './test/chaos/reporter.ts', './test/support/failures-reporter.ts'],
   },
 })

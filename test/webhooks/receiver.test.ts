@@ -32,7 +32,7 @@ import { webhookReceiver as onFetch } from '../../src/http/fetch/index.js'
 import * as onHono from '../../src/http/hono.js'
 import * as onNest from '../../src/http/nestjs.js'
 import type { WebhookReceiverOptions } from '../../src/http/webhook.js'
-import { githubSignature, standardWebhooksSignature, stripeSignature, type WebhookVerifier } from '../../src/http/webhooks/index.js'
+import { githubSignature, standardWebhooksSignature, stripeSignature, type WebhookSecrets, type WebhookVerifier } from '../../src/http/webhooks/index.js'
 import { createInbox } from '../../src/queue/index.js'
 import { postgresStore } from '../../src/stores/postgres/index.js'
 import type { PgClient } from '../../src/stores/postgres/types.js'
@@ -49,7 +49,7 @@ interface Provider {
   readonly name: 'stripe' | 'github' | 'standard-webhooks'
   readonly secret: string
   readonly otherSecret: string
-  readonly verifier: (secret: string) => WebhookVerifier
+  readonly verifier: (secret: WebhookSecrets) => WebhookVerifier
   /** A new event: its id, its body, and headers signing `signed` (the body by default) at `timestamp`, with `secret`. */
   delivery(options?: { secret?: string; timestamp?: number; signed?: string }): Promise<{ id: string; body: string; headers: Record<string, string> }>
   /** Headers signing raw bytes with a given id, for the byte-exact test (Standard Webhooks only). */
@@ -300,6 +300,26 @@ describe.skipIf(db === undefined)('webhookReceiver with built-in verifiers, on e
     ])
   })
 
+  for (const provider of providers) {
+    it(`${provider.name}: while a secret is rotated, deliveries signed with the old or the new one are handled once each, a third secret is 401 and recorded nowhere`, async () => {
+      const consumer = `rotation-${provider.name}-${randomBytes(3).toString('hex')}`
+      const rotated = provider.verifier([provider.secret, provider.otherSecret])
+      const receive = onFetch({ inbox: createInbox({ store, consumer }), verify: rotated, handler: async (tx, event) => void (await tx.query(`INSERT INTO ${handled} (consumer, event_id) VALUES ($1, $2)`, [consumer, event.id])) })
+      const request = ({ body, headers }: { body: string; headers: Record<string, string> }) => new Request('http://localhost/webhooks', { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body })
+      const byOld = await provider.delivery({ secret: provider.secret })
+      const byNew = await provider.delivery({ secret: provider.otherSecret })
+      for (const delivery of [byOld, byNew, byOld, byNew]) expect((await receive(request(delivery))).status).toBe(200)
+      expect(await runsOf(consumer, byOld.id)).toBe(1)
+      expect(await runsOf(consumer, byNew.id)).toBe(1)
+      const third = provider.name === 'standard-webhooks' ? whsec() : provider.name === 'stripe' ? `whsec_${randomBytes(16).toString('hex')}` : randomBytes(20).toString('hex')
+      const byThird = await provider.delivery({ secret: third })
+      const refusedResponse = await receive(request(byThird))
+      expect(refusedResponse.status).toBe(401)
+      expect(await runsOf(consumer, byThird.id)).toBe(0)
+      expect(await recorded(consumer)).toBe(2)
+    })
+  }
+
   for (const adapter of adapters) {
     describe(adapter.name, () => {
       let server: Running
@@ -332,7 +352,16 @@ describe.skipIf(db === undefined)('webhookReceiver with built-in verifiers, on e
             const stale = await provider.delivery({ timestamp: now() - 600 })
             await expectRefused(await post(server.base, provider, stale.body, stale.headers), 'stale-timestamp', provider.secret)
             expect(await runsOf(consumer, stale.id)).toBe(0)
+            const future = await provider.delivery({ timestamp: now() + 600 })
+            await expectRefused(await post(server.base, provider, future.body, future.headers), 'future-timestamp', provider.secret)
+            expect(await runsOf(consumer, future.id)).toBe(0)
           }
+          // The signature header cut short, as a proxy that truncates long headers would.
+          const cut = await provider.delivery()
+          const [name, value] = Object.entries(cut.headers).find(([header]) => /signature/.test(header))!
+          const truncated = await post(server.base, provider, cut.body, { ...cut.headers, [name]: value.slice(0, Math.floor(value.length / 2)) })
+          expect(truncated.status).toBe(401)
+          expect(await runsOf(consumer, cut.id)).toBe(0)
           expect(await recorded(consumer)).toBe(before)
           expect(await runsOf(consumer, tampered.id)).toBe(0)
           expect(await runsOf(consumer, forged.id)).toBe(0)
