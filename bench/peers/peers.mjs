@@ -40,6 +40,9 @@ const RACE_COPIES = Number(env.PEERS_RACE_COPIES ?? (QUICK ? 20 : 50))
 const CRASH_WAIT_S = Number(env.PEERS_CRASH_WAIT_S ?? (QUICK ? 10 : 40))
 const FRAMEWORKS = (env.PEERS_FRAMEWORKS ?? 'express4,express5,hono').split(',')
 const ONLY = env.PEERS_VARIANTS?.split(',')
+// A directory: each server runs under --cpu-prof, only fresh requests are sent, the
+// scenarios are skipped, and the split of each server's CPU by part is printed (profile-split.mjs).
+const PROFILE = env.PEERS_PROFILE
 const PG_URL = env.IDEM_BENCH_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/test'
 const REDIS_URL = env.IDEM_BENCH_REDIS_URL ?? 'redis://127.0.0.1:6379'
 const POOL_SIZE = Number(env.PEERS_POOL_SIZE ?? 16)
@@ -56,6 +59,7 @@ const VARIANTS = {
   idem_pg: { label: 'idem, Postgres (transactional)', keyed: true },
   idem_redis: { label: 'idem, Redis (leased), as written', keyed: true },
   idem_redis_prescribed: { label: 'idem, Redis, derived key + upsert', keyed: true },
+  idem_redis_plain_client: { label: 'idem, Redis, client without autopipelining', keyed: true },
   node_idempotency: { label: '@node-idempotency/core + Redis', keyed: true, peer: true },
   nestjs: { label: '@node-idempotency/nestjs + Redis', keyed: true, peer: true },
   express_idempotency: { label: 'express-idempotency + Redis', keyed: true, peer: true },
@@ -122,6 +126,7 @@ async function main() {
     for (const server of servers) server.process = await startServer(server)
 
     await throughput(servers, admin)
+    if (PROFILE !== undefined) return await printProfiles(servers)
     console.log(`\nscenarios (${RACE_KEYS} keys × ${RACE_COPIES} simultaneous requests, another body, a crash after the INSERT with retries for up to ${CRASH_WAIT_S} s)…`)
     for (const server of servers) {
       server.race = await race(server, admin)
@@ -134,6 +139,19 @@ async function main() {
     printRatios(servers)
   } finally {
     await cleanUp()
+  }
+}
+
+/** Stops the servers (each writes its profile as it exits) and prints each one's CPU by part, per fresh request. */
+async function printProfiles(servers) {
+  await Promise.all(servers.map((server) => server.process.stop()))
+  const { splitProfile } = await import('./profile-split.mjs')
+  console.log(`\nserver CPU per fresh request by part, from a CPU profile of each server (${PROFILE}; warm-up included):`)
+  for (const server of servers) {
+    const micros = splitProfile(`${PROFILE}/${server.slug}.cpuprofile`)
+    const total = [...micros.values()].reduce((sum, value) => sum + value, 0)
+    const parts = [...micros].sort((a, b) => b[1] - a[1]).map(([part, value]) => `${part} ${Math.round(value / server.issued)}`)
+    console.log(`  ${server.slug}: ${Math.round(total / server.issued)} µs (${parts.join(', ')})`)
   }
 }
 
@@ -176,7 +194,9 @@ function printSetup() {
 
 /** Forks server.mjs for one framework and variant; resolves once it listens. */
 async function startServer(server, extra = {}) {
+  const profiled = PROFILE === undefined ? [] : ['--cpu-prof', `--cpu-prof-dir=${PROFILE}`, `--cpu-prof-name=${server.slug}.cpuprofile`]
   const child = fork(here('server.mjs'), [], {
+    execArgv: [...process.execArgv, ...profiled],
     env: {
       ...env,
       PEERS_FRAMEWORK: server.framework,
@@ -318,7 +338,7 @@ function describeCpu(before, after) {
 }
 
 async function throughput(servers, db) {
-  const runs = servers.flatMap((server) => (VARIANTS[server.variant].keyed ? ['fresh', 'replay'] : ['fresh']).map((mode) => ({ server, mode })))
+  const runs = servers.flatMap((server) => (VARIANTS[server.variant].keyed && PROFILE === undefined ? ['fresh', 'replay'] : ['fresh']).map((mode) => ({ server, mode })))
   console.log(`warm-up: ${WARM_UP_SECONDS} s per variant and mode…`)
   for (const { server, mode } of runs) await run(server, mode, WARM_UP_SECONDS)
   for (const server of servers) {

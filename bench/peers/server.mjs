@@ -124,6 +124,14 @@ const expressVariants = {
     app.post('/orders', idempotency({ idem, scope: () => SCOPE }), json, handler(async (req, res) => res.status(201).json(await insertOrder(pool, req.body, ref(req)))))
   },
 
+  // The same as idem_redis on a client without enableAutoPipelining (ioredis' default):
+  // what the recommendation in docs/leased.md is worth.
+  async idem_redis_plain_client(app, { json, ref }) {
+    const idem = await leasedIdem({ enableAutoPipelining: false })
+    const { idempotency } = await import('../../dist/http/express.js')
+    app.post('/orders', idempotency({ idem, scope: () => SCOPE }), json, handler(async (req, res) => res.status(201).json(await insertOrder(pool, req.body, ref(req)))))
+  },
+
   async idem_redis_prescribed(app, { json, ref }) {
     const idem = await leasedIdem()
     const { idempotency } = await import('../../dist/http/express.js')
@@ -309,12 +317,12 @@ async function serveHono() {
 }
 
 /** idem's leased engine on Redis, with its defaults (the lease included). */
-async function leasedIdem() {
+async function leasedIdem({ enableAutoPipelining = true } = {}) {
   const { Redis } = await import('ioredis')
   const { createLeasedIdem } = await import('../../dist/index.js')
   const { redisStore } = await import('../../dist/stores/redis/index.js')
   // As docs/leased.md recommends for a server: concurrent requests' commands written together.
-  const client = new Redis(redisUrl, { enableAutoPipelining: true })
+  const client = new Redis(redisUrl, { enableAutoPipelining })
   closers.push(() => client.quit())
   return createLeasedIdem({ store: redisStore({ client, prefix }) })
 }
