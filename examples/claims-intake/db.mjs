@@ -12,6 +12,8 @@ const TABLES = [
      id TEXT PRIMARY KEY, claim_id TEXT NOT NULL, n INTEGER NOT NULL, text TEXT NOT NULL, embedding TEXT NOT NULL)`,
   `CREATE TABLE IF NOT EXISTS summaries (
      id TEXT PRIMARY KEY, claim_id TEXT NOT NULL, prompt_version TEXT NOT NULL, text TEXT NOT NULL)`,
+  `CREATE TABLE IF NOT EXISTS payments (
+     event_id TEXT NOT NULL, charge_id TEXT NOT NULL, amount INTEGER NOT NULL, received_at TEXT NOT NULL)`,
 ]
 
 /** Wraps a better-sqlite3 Database (or a transaction on it). */

@@ -116,6 +116,10 @@ async function runPipeline(mode) {
     progress.tick()
   }
   while (await service.workOnce()) {}
+  // The provider reports every charge by webhook through the same faults (a lost answer
+  // makes it deliver again, with the same id), and someone posts one forged delivery.
+  const webhookDeliveries = await service.provider.sendWebhooks(`${proxy.url}/webhooks/payments`)
+  const forgedStatus = await service.provider.sendForgedWebhook(`${target}/webhooks/payments`)
   progress.done()
 
   const perClaim = []
@@ -129,6 +133,7 @@ async function runPipeline(mode) {
   const chunkDupes = await reconcile({ ...database.data, table: 'chunks', columns: ['claim_id', 'n'] })
   const summaryDupes = await reconcile({ ...database.data, table: 'summaries', columns: ['claim_id', 'prompt_version'] })
   const [orders] = await database.sql.all('SELECT count(*) AS n FROM orders')
+  const [payments] = await database.sql.all("SELECT count(*) AS n, count(DISTINCT charge_id) AS charges, sum(CASE WHEN charge_id = 'ch_forged' THEN 1 ELSE 0 END) AS forged FROM payments")
   const result = {
     intended: options.orders,
     orderRows: Number(orders.n),
@@ -140,6 +145,7 @@ async function runPipeline(mode) {
     dropped: proxy.stats.dropped,
     redeliveries: service.broker.redeliveries(),
     llmCalls: service.llm.calls(),
+    payments: { rows: Number(payments.n), charges: Number(payments.charges), forged: Number(payments.forged ?? 0), deliveries: webhookDeliveries, forgedStatus },
   }
   await proxy.close()
   await new Promise((done) => server.close(done))
@@ -201,6 +207,8 @@ function report({ naive, idem }) {
     [`"claim received" emails for ${seed(idem).claimId}`, seed(naive).emails, seed(idem).emails, 1],
     [`summaries stored for ${seed(idem).claimId}`, seed(naive).summaries, seed(idem).summaries, 1],
     ['duplicate rows found by reconcile', naive.duplicates, idem.duplicates, 0],
+    ['payment rows from the provider\'s webhooks', naive.payments.rows, idem.payments.rows, options.orders],
+    ['forged webhook deliveries recorded', naive.payments.forged, idem.payments.forged, 0],
     ['orders answered by a replay (the stored 201)', naive.tally.replayed, idem.tally.replayed, '—'],
   ]
   // A client that gave up never learnt its order's outcome: that order took effect once or
@@ -214,6 +222,8 @@ function report({ naive, idem }) {
     ['one email per claim', everyClaim(idem, 'emails', () => 1)],
     ['one summary per claim, one wording', everyClaim(idem, 'summaries', () => 1) && everyClaim(idem, 'wordings', () => 1)],
     ['reconcile finds no duplicates', idem.duplicates === 0],
+    ['one payment row per charge, however often its webhook came', idem.payments.rows === idem.charges && idem.payments.charges === idem.charges],
+    ['the forged webhook refused (401), nothing recorded', idem.payments.forgedStatus === 401 && idem.payments.forged === 0],
   ]
   const width = Math.max(...rows.map((r) => r[0].length))
   const cell = (v) => String(v).padStart(8)
@@ -222,7 +232,8 @@ function report({ naive, idem }) {
   for (const [label, a, b, expected] of rows) console.log(`${label.padEnd(width)}   ${cell(a)} ${cell(b)} ${String(expected).padStart(9)}`)
   console.log(
     `\nFaults injected: naive ${naive.dropped} dropped responses, ${naive.redeliveries} redeliveries; ` +
-      `idem ${idem.dropped} dropped responses, ${idem.redeliveries} redeliveries, ${idem.tally.retries} client retries (requests sent again, over all orders).`,
+      `idem ${idem.dropped} dropped responses, ${idem.redeliveries} redeliveries, ${idem.tally.retries} client retries (requests sent again, over all orders). ` +
+      `Webhook deliveries: naive ${naive.payments.deliveries} for ${naive.charges} charges, idem ${idem.payments.deliveries} for ${idem.charges} (a lost answer is delivered again).`,
   )
   console.log('\nidem invariants:')
   for (const [label, holds] of invariants) console.log(`  ${holds ? 'ok  ' : 'FAIL'} ${label}`)

@@ -6,6 +6,7 @@
 //   FAULT_CRASH_BEFORE_ACK=0.3     "crash" the worker after that share of commits, before the ack: the broker redelivers
 //   RECONCILE_EVERY_MS=10000       how often the worker reconciles the per-intent tables (the duplicate-ratio gauge)
 //   MODE=naive                     run without idem, to compare
+//   PAYMENT_WEBHOOK_SECRET=whsec_… the secret POST /webhooks/payments verifies Standard Webhooks signatures with (a new one by default)
 import { serve } from '@hono/node-server'
 import { resolve } from 'node:path'
 import { openDatabase } from './database.mjs'
@@ -26,7 +27,9 @@ const database = await openDatabase(
     ? { url: process.env.DATABASE_URL, schema: process.env.CLAIMS_SCHEMA ?? 'claims_intake' }
     : { file: resolve(process.env.CLAIMS_DB ?? '.data/claims-intake.db') },
 )
-const service = createService({ mode, database, dropAfterCommit: drop, crashBeforeAck: crash })
+const webhookSecret = process.env.PAYMENT_WEBHOOK_SECRET || undefined
+if (webhookSecret !== undefined && !/^whsec_[A-Za-z0-9+/]+={0,2}$/.test(webhookSecret)) exit('PAYMENT_WEBHOOK_SECRET must be a whsec_ secret (whsec_ and base64)')
+const service = createService({ mode, database, dropAfterCommit: drop, crashBeforeAck: crash, webhookSecret })
 
 // The last minute of /metrics, a sample a second, so the status page opened on a running
 // service paints that minute at once instead of starting from one point.

@@ -10,9 +10,10 @@ import { Hono } from 'hono'
 import { Registry } from 'prom-client'
 import { createEventStream } from 'idem'
 import { contentId, createMemo, reconcile } from 'idem/data'
-import { idempotency } from 'idem/hono'
+import { idempotency, webhookReceiver } from 'idem/hono'
 import { prometheusMetrics } from 'idem/prometheus'
 import { createDispatcher, createInbox, createOutbox } from 'idem/queue'
+import { standardWebhooksSignature } from 'idem/webhooks'
 import { createBroker } from './broker.mjs'
 import { chunk } from './chunker.mjs'
 import { embed } from './fakes/embedder.mjs'
@@ -22,6 +23,8 @@ import { createPaymentProvider } from './fakes/payment-provider.mjs'
 
 export const PROMPT_VERSION = 'summary-v3'
 const CONSUMER = 'claims-intake-worker'
+// The inbox consumer of the payment provider's webhooks.
+const PAYMENT_WEBHOOKS = 'payment-webhooks'
 // Rows that must be unique per intent: one summary per claim and prompt, one chunk per position.
 const RECONCILED = [
   { table: 'summaries', columns: ['claim_id', 'prompt_version'] },
@@ -37,12 +40,13 @@ export function accountOf(request) {
 
 /**
  * @param {{ mode: 'idem' | 'naive', database: Awaited<ReturnType<import('./database.mjs').openDatabase>>,
- *           dropAfterCommit?: number, random?: () => number, crashBeforeAck?: number, incidentClaim?: string }} options
+ *           dropAfterCommit?: number, random?: () => number, crashBeforeAck?: number, incidentClaim?: string, webhookSecret?: string }} options
  *   `incidentClaim`: the claim whose first delivery always crashes before the ack (the seed incident).
+ *   `webhookSecret`: the payment provider's webhook signing secret (`whsec_…`); a new one by default.
  */
-export function createService({ mode, database, dropAfterCommit = 0, crashBeforeAck = 0, random = Math.random, incidentClaim }) {
+export function createService({ mode, database, dropAfterCommit = 0, crashBeforeAck = 0, random = Math.random, incidentClaim, webhookSecret }) {
   const { sql, txSql, store } = database
-  const provider = createPaymentProvider()
+  const provider = createPaymentProvider({ webhookSecret })
   const mailer = createMailer()
   const llm = createLlm(random)
   const broker = createBroker()
@@ -50,7 +54,7 @@ export function createService({ mode, database, dropAfterCommit = 0, crashBefore
   // (and the status page, which reads /metrics) is its one subscriber.
   const events = createEventStream()
   const registry = new Registry()
-  prometheusMetrics({ registry, events, stores: [store.name], consumers: [CONSUMER] })
+  prometheusMetrics({ registry, events, stores: [store.name], consumers: [CONSUMER, PAYMENT_WEBHOOKS] })
   const idem = mode === 'idem'
   const outbox = idem ? createOutbox({ store }) : undefined
   const inbox = idem ? createInbox({ store, consumer: CONSUMER, events }) : undefined
@@ -79,8 +83,9 @@ export function createService({ mode, database, dropAfterCommit = 0, crashBefore
     await next()
     if (c.req.method === 'POST' && dropAfterCommit > 0 && random() < dropAfterCommit) c.env?.incoming?.socket?.destroy()
   })
+  // The provider's webhooks carry its signature, not an account.
   app.use('*', async (c, next) => {
-    if (c.req.method === 'POST' && accountOf(c.req.raw) === undefined) {
+    if (c.req.method === 'POST' && !c.req.path.startsWith('/webhooks/') && accountOf(c.req.raw) === undefined) {
       return c.json({ type: 'about:blank', title: 'Authorization: Bearer <account> is required', status: 401 }, 401)
     }
     await next()
@@ -148,6 +153,31 @@ export function createService({ mode, database, dropAfterCommit = 0, crashBefore
     const emails = mailer.handed().filter((m) => m.subject.includes(claimId)).length
     return c.json({ claimId, chunks: Number(chunks.n), emails, summaries: summaries.length, summary: summaries[0]?.text ?? null })
   })
+
+  // The provider reports each charge by webhook. With idem the signature is checked on the
+  // raw bytes before anything is recorded, and the event id goes into the inbox in the same
+  // transaction as the payment row, so a redelivery is answered without a second row.
+  // Naively every delivery that parses is recorded, signed or not, as often as it comes.
+  const recordPayment = (db, eventId, data) =>
+    db.run('INSERT INTO payments (event_id, charge_id, amount, received_at) VALUES (?, ?, ?, ?)', [eventId, data.chargeId, data.amount, new Date().toISOString()])
+  if (idem) {
+    app.post(
+      '/webhooks/payments',
+      webhookReceiver({
+        inbox: createInbox({ store, consumer: PAYMENT_WEBHOOKS, events }),
+        verify: standardWebhooksSignature({ secret: provider.webhookSecret }),
+        events,
+        handler: (tx, event) => recordPayment(txSql(tx), event.id, event.body.data),
+      }),
+    )
+  } else {
+    app.post('/webhooks/payments', async (c) => {
+      const event = await c.req.json().catch(() => undefined)
+      if (event?.data === undefined) return c.json({ type: 'about:blank', title: 'Not a payment event', status: 400 }, 400)
+      await recordPayment(sql, c.req.header('webhook-id') ?? randomUUID(), event.data)
+      return c.json({ received: true })
+    })
+  }
 
   app.get('/ledger', (c) => c.json(provider.ledger()))
   app.get('/metrics', async (c) => c.text(await registry.metrics(), 200, { 'content-type': registry.contentType }))

@@ -31,6 +31,12 @@ describe('npm start (the claims-intake demo)', () => {
     expect(row('duplicate rows found by reconcile').idem).toBe(0)
     expect(row('duplicate rows found by reconcile').naive).toBeGreaterThan(0)
     expect(row('orders answered by a replay (the stored 201)').idem).toBeGreaterThan(0)
+    // The provider's webhooks, delivered again when their answer was lost, and one forged.
+    expect(row("payment rows from the provider's webhooks")).toMatchObject({ idem: 80, expected: '80' })
+    expect(row("payment rows from the provider's webhooks").naive).toBeGreaterThan(row('charges at the payment provider').naive)
+    expect(row('forged webhook deliveries recorded')).toMatchObject({ naive: 1, idem: 0, expected: '0' })
+    expect(stdout).toContain('ok   one payment row per charge, however often its webhook came')
+    expect(stdout).toContain('ok   the forged webhook refused (401), nothing recorded')
     // Each count says what it counts: orders above, requests here.
     expect(stdout).toMatch(/\d+ client retries \(requests sent again, over all orders\)/)
     expect(stdout).not.toContain('FAIL')

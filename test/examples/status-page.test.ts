@@ -2,7 +2,9 @@ import type { ChildProcess } from 'node:child_process'
 import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { randomBytes } from 'node:crypto'
 import { chromium, type Browser } from 'playwright-core'
+import { Webhook } from 'standardwebhooks'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { promValue } from '../support/metrics.js'
 import { startServe } from '../support/serve.js'
@@ -18,8 +20,12 @@ if (!haveChromium) {
   console.warn(`SKIPPED: no Chromium at ${CHROMIUM}`)
 }
 
+// The payment provider's webhook secret, given to the service so that this test can sign as the provider.
+const WEBHOOK_SECRET = `whsec_${randomBytes(24).toString('base64')}`
+
 /** What the page derives from /metrics, computed here from the same text. */
 function expectedTotals(text: string) {
+  const webhooks = (signature: string, status: string) => promValue(text, 'idem_webhook_deliveries_total', { consumer: 'payment-webhooks', signature, status }) ?? 0
   const http = (outcome: string) => promValue(text, 'idem_http_requests_total', { outcome }) ?? 0
   const outcomes = ['fresh', 'replayed', 'not-stored', 'missing-key', 'invalid-key', 'body-too-large', 'mismatch', 'in-flight', 'lease-lost', 'store-unavailable', 'error', 'unprotected']
   const requests = outcomes.reduce((n, o) => n + http(o), 0)
@@ -30,9 +36,13 @@ function expectedTotals(text: string) {
     conflicts: http('mismatch'),
     badKeys: http('missing-key') + http('invalid-key'),
     unavailable: http('store-unavailable'),
-    inboxDuplicates: promValue(text, 'idem_inbox_messages_total', { consumer: 'claims-intake-worker', status: 'duplicate' }) ?? 0,
+    // Every inbox's: the worker's redeliveries and the payment webhooks delivered again.
+    inboxDuplicates: ['claims-intake-worker', 'payment-webhooks'].reduce((n, consumer) => n + (promValue(text, 'idem_inbox_messages_total', { consumer, status: 'duplicate' }) ?? 0), 0),
     duplicates: Math.max(promValue(text, 'idem_reconcile_duplicate_ratio', { table: 'summaries' }) ?? 0, promValue(text, 'idem_reconcile_duplicate_ratio', { table: 'chunks' }) ?? 0),
     outboxLag: promValue(text, 'idem_outbox_lag_seconds') ?? 0,
+    webhooksProcessed: webhooks('verified', 'processed'),
+    webhookDuplicates: webhooks('verified', 'duplicate'),
+    webhooksRefused: webhooks('refused', 'refused'),
   }
 }
 
@@ -42,7 +52,7 @@ describe.skipIf(!haveChromium)('the status page in headless Chromium', () => {
   let base: string
   let browser: Browser
   beforeAll(async () => {
-    ;({ child, base } = await startServe({ CLAIMS_DB: join(data, 'status.db'), DATABASE_URL: '', RECONCILE_EVERY_MS: '500', FAULT_CRASH_BEFORE_ACK: '0.5' }))
+    ;({ child, base } = await startServe({ CLAIMS_DB: join(data, 'status.db'), DATABASE_URL: '', RECONCILE_EVERY_MS: '500', FAULT_CRASH_BEFORE_ACK: '0.5', PAYMENT_WEBHOOK_SECRET: WEBHOOK_SECRET }))
     browser = await chromium.launch({
       executablePath: CHROMIUM,
       args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-quic', '--no-first-run', '--disable-component-update', '--disable-sync'],
@@ -54,7 +64,7 @@ describe.skipIf(!haveChromium)('the status page in headless Chromium', () => {
     rmSync(data, { recursive: true, force: true })
   })
 
-  it('shows the three signals against their alert levels, 400s, 503s, inbox duplicates and outbox lag, as /metrics says at that moment', async () => {
+  it('shows the three signals against their alert levels, 400s, 503s, inbox duplicates, outbox lag and payment webhooks (new, duplicate, refused), as /metrics says at that moment', async () => {
     const page = await browser.newPage({ viewport: { width: 1200, height: 760 } })
     await page.goto(base)
     await page.waitForFunction(() => Number(document.body.dataset.updates ?? 0) >= 1)
@@ -73,6 +83,17 @@ describe.skipIf(!haveChromium)('the status page in headless Chromium', () => {
     for (let i = 0; i < 2; i++) expect((await post('/orders', undefined, order(100))).status).toBe(400)
     const document_ = Array.from({ length: 200 }, (_, i) => `w${i}`).join(' ')
     expect((await post('/claims', 'claim-ui-1', { claimId: 'claim-ui-1', document: document_ })).status).toBe(202)
+    // Payment webhooks signed with the standardwebhooks package: two events, one delivered
+    // again, and one signed with another secret.
+    const webhook = (id: string, secret: string) => {
+      const body = JSON.stringify({ type: 'charge.succeeded', data: { chargeId: `ch_${id}`, amount: 100, currency: 'eur' } })
+      const headers = { 'content-type': 'application/json', 'webhook-id': id, 'webhook-timestamp': String(Math.floor(Date.now() / 1000)) }
+      return fetch(`${base}/webhooks/payments`, { method: 'POST', headers: { ...headers, 'webhook-signature': new Webhook(secret).sign(id, new Date(), body) }, body })
+    }
+    expect((await webhook('msg_ui_1', WEBHOOK_SECRET)).status).toBe(200)
+    expect((await webhook('msg_ui_2', WEBHOOK_SECRET)).status).toBe(200)
+    expect((await webhook('msg_ui_1', WEBHOOK_SECRET)).headers.get('idempotent-replayed')).toBe('true')
+    expect((await webhook('msg_ui_3', `whsec_${randomBytes(24).toString('base64')}`)).status).toBe(401)
 
     // Wait for the worker to settle and the page to draw what /metrics says, then
     // screenshot, and check /metrics still says the same: the picture is of that moment.
@@ -107,6 +128,9 @@ describe.skipIf(!haveChromium)('the status page in headless Chromium', () => {
     expect(await page.textContent('[data-testid=inboxDuplicates]')).toBe(String(want.inboxDuplicates))
     expect(await page.textContent('[data-testid=duplicates]')).toBe('0.0 %')
     expect(await page.textContent('[data-testid=outboxLag]')).toBe(`${want.outboxLag.toFixed(2)} s`)
+    expect(want).toMatchObject({ webhooksProcessed: 2, webhookDuplicates: 1, webhooksRefused: 1 })
+    expect(await page.textContent('[data-testid=webhooks]')).toBe('2 · 1 · 1')
+    expect(await page.getAttribute('[data-card=webhooks]', 'class')).toContain('alert')
     // Against their levels: 5 replays of 23 is above 2 %, and 422s are above 0; reconcile found no duplicate.
     expect(await page.getAttribute('[data-card=replayRate]', 'class')).toContain('alert')
     expect(await page.getAttribute('[data-card=duplicates]', 'class')).not.toContain('alert')
