@@ -83,7 +83,11 @@ describe('README: the first screen', () => {
     const stated = /is ([\d.]+) kB packed, ([\d.]+) MB unpacked/.exec(section('Install'))
     expect(stated, 'the install section states the packed and unpacked size').not.toBeNull()
     const { stdout } = await run('npm', ['pack', '--dry-run', '--json', '--ignore-scripts'], { cwd: root, maxBuffer: 16 * 1024 * 1024 })
-    const { size, unpackedSize } = (JSON.parse(stdout) as Array<{ size: number; unpackedSize: number }>)[0]!
+    const { size, unpackedSize, files } = (JSON.parse(stdout) as Array<{ size: number; unpackedSize: number; files: { path: string }[] }>)[0]!
+    // What the sizes are made of: the built code and its types, the docs, the ops files; no
+    // source maps (the sources are not shipped) and no compiled tests.
+    expect(files.filter(({ path }) => path.endsWith('.map'))).toEqual([])
+    expect(files.filter(({ path }) => /\.test\.(js|d\.ts|cjs|d\.cts)$/.test(path))).toEqual([])
     expect(Math.abs(size / 1000 / Number(stated![1]) - 1), `packed ${size} B`).toBeLessThan(0.15)
     expect(Math.abs(unpackedSize / 1e6 / Number(stated![2]) - 1), `unpacked ${unpackedSize} B`).toBeLessThan(0.15)
   })
