@@ -19,7 +19,9 @@
  *   lambda    AWS Lambda front ends (any event, SQS batches, Middy) over the engines and the inbox.
  *   data      content ids, upserts, memo, once, reconcile.
  *   client    the retrying fetch wrapper: runs in apps that call idem'd servers.
- *   ops       metrics exporters, subscribers of the event stream.
+ *   ops       metrics exporters, subscribers of the event stream; the label values come from
+ *             the core's and the front ends' event declarations (http|queue|data/events.ts,
+ *             which import core only).
  *   testing   contract suites and fault proxies (idem/testing).
  *   cli       the `idem` command: may use everything, stores through their entries (their
  *             operators) only.
@@ -112,10 +114,17 @@ module.exports = {
     },
     {
       name: 'ops-subscribes',
-      comment: 'metrics exporters read the event stream: core only',
+      comment: "metrics exporters read the event stream: core, and the front ends' event declarations (their events.ts) for the label values",
       severity: 'error',
       from: { path: '^src/ops/' },
-      to: { path: '^src/(?!ops/|core/)' },
+      to: { path: '^src/(?!ops/|core/)', pathNot: '^src/(http|queue|data)/events[.]ts$' },
+    },
+    {
+      name: 'events-are-declarations',
+      comment: "a front end's events.ts declares its events and their values over core only, so ops reads them without loading the front end",
+      severity: 'error',
+      from: { path: '^src/(http|queue|data)/events[.]ts$' },
+      to: { path: '^src/(?!core/)' },
     },
     {
       name: 'nothing-imports-the-outside',

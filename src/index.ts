@@ -13,21 +13,19 @@ export {
   createEventStream,
   idemEvents,
   type CallEvent,
-  type DeadLetterEvent,
-  type DispatchEvent,
   type EventStream,
-  type HttpEvent,
-  type HttpOutcome,
   type IdemEvent,
   type IdemEventListener,
-  type InboxEvent,
+  type IdemEventTypes,
   type LeaseEvent,
-  type ReconcileEvent,
   type StoreEvent,
   type StoreOperation,
   type WarningEvent,
-  type WebhookReceiverEvent,
 } from './core/events.js'
+// Each front end's events, added to IdemEventTypes where they are declared.
+export type { HttpEvent, HttpOutcome, WebhookReceiverEvent } from './http/events.js'
+export type { DeadLetterEvent, DispatchEvent, InboxEvent } from './queue/events.js'
+export type { ReconcileEvent } from './data/events.js'
 export { assertValidKey, MAX_KEY_LENGTH } from './core/key.js'
 export { parseIdempotencyKey, type ParseKeyOptions } from './headers/idempotency-key.js'
 export { fingerprintValue } from './core/fingerprint.js'

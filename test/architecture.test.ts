@@ -1,12 +1,15 @@
 // The architecture's rules on imports (.dependency-cruiser.cjs) hold for src/, and every
 // one of them catches the import it forbids: the rules are checked, not just written down.
+// Then what imports cannot show: the core's text names nothing of HTTP or of a front end's
+// events, and the library writes to the console in one place.
 import { execFile } from 'node:child_process'
-import { copyFileSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { createRequire } from 'node:module'
 import { tmpdir } from 'node:os'
 import { dirname, join } from 'node:path'
 import { promisify } from 'node:util'
 import { afterAll, describe, expect, it } from 'vitest'
+import type { IdemEvent, IdemEventTypes } from '../src/index.js'
 
 const run = promisify(execFile)
 const root = new URL('..', import.meta.url).pathname
@@ -52,6 +55,7 @@ const PLANTED: { rule: string; from: string; to: string }[] = [
   { rule: 'one-driver-per-store', from: 'src/stores/redis/store.ts', to: 'src/stores/memory/store.ts' },
   { rule: 'cli-uses-stores-by-their-entry', from: 'src/cli/stats.ts', to: 'src/stores/postgres/operations.ts' },
   { rule: 'ops-subscribes', from: 'src/ops/recorder.ts', to: 'src/http/body.ts' },
+  { rule: 'events-are-declarations', from: 'src/queue/events.ts', to: 'src/queue/consumer.ts' },
   { rule: 'nothing-imports-the-outside', from: 'src/index.ts', to: 'test/fixtures/outside.ts' },
   // A circle, closed by CLOSING below: depcruise reports it once, at its first import.
   { rule: 'no-circular', from: 'src/data/memo.ts', to: 'src/data/upsert.ts' },
@@ -86,6 +90,116 @@ describe('the import rules (.dependency-cruiser.cjs)', () => {
     copyFileSync(join(root, 'tsconfig.json'), join(probe, 'tsconfig.json'))
     const found = (await violations(probe)).map((v) => `${v.rule.name}: ${v.from} → ${v.to}`).sort()
     expect(found).toEqual(PLANTED.map((plant) => `${plant.rule}: ${plant.from} → ${plant.to}`).sort())
+  })
+})
+
+/** The `.ts` files under `dir` (relative to the repository), tests beside the code included. */
+function sourcesUnder(dir: string): { path: string; text: string }[] {
+  return readdirSync(join(root, dir), { recursive: true, encoding: 'utf8' })
+    .filter((name) => name.endsWith('.ts'))
+    .map((name) => ({ path: `${dir}/${name}`, text: readFileSync(join(root, dir, name), 'utf8') }))
+}
+
+/** Each line of `files` that matches `pattern`, as `path:line: text`. */
+function mentions(files: { path: string; text: string }[], pattern: RegExp): string[] {
+  return files.flatMap(({ path, text }) =>
+    text.split('\n').flatMap((line, i) => (pattern.test(line) ? [`${path}:${i + 1}: ${line.trim()}`] : [])),
+  )
+}
+
+/** What a front end adds to the core's `IdemEventTypes`, read from its `events.ts`: the `type`s, and every name the file declares. */
+function frontEndEvents(): { types: string[]; names: string[] } {
+  const files = readdirSync(join(root, 'src'), { withFileTypes: true })
+    .filter((entry) => entry.isDirectory() && entry.name !== 'core')
+    .map((entry) => join(root, 'src', entry.name, 'events.ts'))
+    .filter((path) => existsSync(path))
+    .map((path) => readFileSync(path, 'utf8'))
+  const types: string[] = []
+  const names: string[] = []
+  for (const text of files) {
+    const merged = /interface IdemEventTypes \{([^}]*)\}/.exec(text)?.[1] ?? ''
+    for (const [, type] of merged.matchAll(/^\s*'?([\w-]+)'?\s*:/gm)) types.push(type!)
+    for (const [, name] of text.matchAll(/^export (?:interface|type|const) (\w+)/gm)) names.push(name!)
+  }
+  return { types, names }
+}
+
+describe('the core knows no HTTP and no front end', () => {
+  const core = sourcesUnder('src/core')
+
+  it('names no HTTP status code', () => {
+    // The 4xx and 5xx codes and the classes (2xx, 5xx); a number inside a list of numbers
+    // (`100, 200, 400, 800`, `0…400`) is a count or a delay, not a status.
+    const status = /(?<![\d…]|\d,\s?)\b(?:[1-5]xx|4(?:0\d|1\d|2\d|31|51)|5(?:0\d|1[01]))\b(?![\d…]|,\s?\d)/
+    expect(mentions(core, status)).toEqual([])
+  })
+
+  it('names no header and no media type', () => {
+    // Header names as prose writes them (`Retry-After`), the ones idem speaks in any case, and media types.
+    const titleCased = /\b[A-Z][a-z]+(?:-[A-Z][a-z]+)+\b/
+    const header = /\b(?:idempotency-key|idempotent-replayed|retry-after|content-(?:type|length|encoding)|set-cookie|cache-control)\b/i
+    const mediaType = /\b(?:application|text|multipart|image|audio|video|font|model)\/[a-z0-9][\w.+-]*|\bproblem\+json\b/i
+    expect(mentions(core, titleCased)).toEqual([])
+    expect(mentions(core, header)).toEqual([])
+    expect(mentions(core, mediaType)).toEqual([])
+  })
+
+  it("names no front end's event, nor what its events.ts declares", () => {
+    const { types, names } = frontEndEvents()
+    // Each front end declares its events (http, queue, data at least).
+    expect(types).toEqual(expect.arrayContaining(['http', 'webhook', 'inbox', 'dispatch', 'dead-letter', 'reconcile']))
+    const quoted = types.map((type) => `['"\`]${type}['"\`]`)
+    const event = new RegExp(`${quoted.join('|')}|\\b(?:${names.join('|')})\\b`)
+    expect(mentions(core, event)).toEqual([])
+  })
+})
+
+describe('the event stream', () => {
+  it("holds each front end's events in IdemEvent, one closed union told apart by type", () => {
+    // Checked by the compiler (`npm run typecheck`): every key of IdemEventTypes is the
+    // `type` of the event it names, and a switch over the types leaves nothing out.
+    const keysAreTypes: { [K in keyof IdemEventTypes]: [IdemEventTypes[K]['type']] extends [K] ? true : false } = {
+      call: true,
+      store: true,
+      lease: true,
+      warning: true,
+      http: true,
+      webhook: true,
+      inbox: true,
+      dispatch: true,
+      'dead-letter': true,
+      reconcile: true,
+    }
+    const typeOf = (event: IdemEvent): string => {
+      switch (event.type) {
+        case 'call':
+        case 'store':
+        case 'lease':
+        case 'warning':
+        case 'http':
+        case 'webhook':
+        case 'inbox':
+        case 'dispatch':
+        case 'dead-letter':
+        case 'reconcile':
+          return event.type
+        default: {
+          const none: never = event
+          return none
+        }
+      }
+    }
+    expect(Object.values(keysAreTypes).every(Boolean)).toBe(true)
+    expect(typeOf({ type: 'http', outcome: 'replayed', method: 'POST', status: 201 })).toBe('http')
+  })
+})
+
+describe('one logger hook', () => {
+  it("writes to the console only in core/events.ts's warn (the CLI's own output aside)", () => {
+    const library = sourcesUnder('src').filter(({ path }) => !path.startsWith('src/cli/') && !path.endsWith('.test.ts'))
+    // Code, not comments: doc examples may show console.log.
+    const calls = mentions(library, /^(?!\s*(?:\*|\/\/|\/\*)).*\bconsole\./)
+    expect(calls).toEqual([expect.stringMatching(/^src\/core\/events\.ts:\d+: else console\.warn\(event\.message\)$/)])
   })
 })
 

@@ -1,5 +1,5 @@
 import type { Command } from 'commander'
-import { HTTP_OUTCOMES } from '../ops/catalog.js'
+import { HTTP_OUTCOMES } from '../http/events.js'
 import type { TableStats } from '../ports/operator.js'
 import { printJson, type CommandContext } from './context.js'
 import { CliError } from './io.js'

@@ -34,8 +34,8 @@ const MAX_SCOPE_LENGTH = 1024
 
 /**
  * Checks a scope: a string (else the code is misconfigured) of 1–1024 characters without
- * NUL, well-formed UTF-16. A string that fails is refused like a malformed key (a 400
- * over HTTP): it comes from the principal, which a client's token or header may shape.
+ * NUL, well-formed UTF-16. A string that fails is refused like a malformed key (the
+ * client's mistake): it comes from the principal, which what a client sends may shape.
  * @throws InvalidOptionError when the scope is not a string, InvalidKeyError when it cannot identify a call
  */
 export function assertScope(scope: unknown): asserts scope is string {

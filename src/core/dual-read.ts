@@ -77,7 +77,7 @@ export function dualReadStore(options: DualReadOptions<LeasedStore>): LeasedStor
       if (seen.state === 'absent') return claim
       await current.release(scope, key, claim.token)
       // A call still running on the old side: its fingerprint is not known yet, so the
-      // caller's own makes the engine wait (or answer 409) rather than 422.
+      // caller's own makes the engine wait (or refuse it as in flight) rather than as a mismatch.
       return seen.state === 'completed' ? { state: 'completed', record: seen.record } : { state: 'running', fingerprint }
     },
     renew: (...args) => current.renew(...args),

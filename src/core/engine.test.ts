@@ -33,7 +33,7 @@ describe('createIdem', () => {
   it('validates each call before touching the store', async () => {
     const idem = createIdem({ store: memoryStore() })
     const fn = () => 1
-    // A scope that cannot identify a call is refused like a malformed key (400 over HTTP); one that is no string is a misconfiguration.
+    // A scope that cannot identify a call is refused like a malformed key (the client's mistake); one that is no string is a misconfiguration.
     await expect(idem.run({ scope: '', key: 'k', input: 1 }, fn)).rejects.toThrow(/^run: "scope" is empty/)
     await expect(idem.run({ scope: 'a\0b', key: 'k', input: 1 }, fn)).rejects.toThrow(/^run: "scope" contains NUL/)
     await expect(idem.run({ scope: 'a\ud800', key: 'k', input: 1 }, fn)).rejects.toThrow(InvalidKeyError)

@@ -1,9 +1,14 @@
 /**
- * The one event stream: every front end (the engines, the HTTP middleware, the inbox,
- * the outbox dispatcher, reconcile) reports what happened to it here, so that a metrics exporter
- * or a logger is one subscriber. Events describe outcomes, never inputs: no bodies, no
- * keys' payloads.
+ * The one event stream: the engines and every front end report what happened to them
+ * here, so that a metrics exporter or a logger is one subscriber. Events describe
+ * outcomes, never inputs: no bodies, no keys' payloads.
+ *
+ * The core defines the stream and the engines' own events (`call`, `store`, `lease`,
+ * `warning`). Each front end declares its own events in its folder and adds them to
+ * `IdemEventTypes`, so the core names none of them and `IdemEvent` stays one closed
+ * union to switch on.
  */
+import { allOf } from './all-of.js'
 
 /** One engine call's outcome. */
 export type OutcomeKind =
@@ -17,6 +22,9 @@ export type OutcomeKind =
   /** The function still ran at the call's deadline (`deadlineMs`): the key was let go (rolled back, or the lease released) and nothing was stored. */
   | 'overran'
   | 'error'
+
+/** Every `OutcomeKind`, for what needs them at run time (a metric's label values). */
+export const OUTCOME_KINDS = allOf<OutcomeKind>()(['fresh', 'replayed', 'not-stored', 'in-flight', 'mismatch', 'lease-lost', 'overran', 'error'])
 
 /** One call of either engine, as the engine's `onOutcome` hook receives it. */
 export interface OutcomeEvent {
@@ -35,99 +43,8 @@ export interface CallEvent extends OutcomeEvent {
   engine: 'transactional' | 'leased'
 }
 
-/**
- * How the HTTP middleware answered a request it protects:
- * - `fresh`: the route ran and its answer was stored; `replayed`: a stored answer was sent;
- * - `not-stored`: the route ran and its answer (a 5xx, a transient 4xx) was rolled back;
- * - `missing-key`, `invalid-key` (400), `body-too-large` (413), `mismatch` (422),
- *   `in-flight` (409), `lease-lost` (409), `store-unavailable` (503): answered by idem
- *   without running the route (or, for `lease-lost`, without storing its answer);
- * - `overran` (503): the route still ran at `deadlineMs`; idem let its key go (rolled
- *   back, or released the lease) and answered for it (`path` says which route);
- * - `error`: idem answered 500 (missing tables, an outcome it cannot store, a
- *   misconfiguration), or the route threw and the framework answered;
- * - `unprotected`: no key on a route that does not require one; the route answered.
- */
-export type HttpOutcome =
-  | 'fresh'
-  | 'replayed'
-  | 'not-stored'
-  | 'missing-key'
-  | 'invalid-key'
-  | 'body-too-large'
-  | 'mismatch'
-  | 'in-flight'
-  | 'lease-lost'
-  | 'overran'
-  | 'store-unavailable'
-  | 'error'
-  | 'unprotected'
-
-/** One request on a route the HTTP middleware covers, and how it was answered. */
-export interface HttpEvent {
-  type: 'http'
-  outcome: HttpOutcome
-  method: string
-  /** The status answered, when idem or the route's stored or replayed answer set it. */
-  status?: number
-  /** The request's path, on `overran`: which route held its key past the deadline. */
-  path?: string
-}
-
-/** One message settled by the inbox. */
-export interface InboxEvent {
-  type: 'inbox'
-  consumer: string
-  status: 'processed' | 'duplicate' | 'failed' | 'dead-lettered' | 'in-flight' | 'error'
-  durationMs: number
-  /** Failed attempts so far, for `failed` and `dead-lettered`. */
-  attempts?: number
-  error?: unknown
-}
-
-/** One delivery to a webhook receiver: its signature check, and what became of it. */
-export interface WebhookReceiverEvent {
-  type: 'webhook'
-  /** The receiver's inbox consumer, naming the endpoint (`stripe-webhooks`). */
-  consumer: string
-  /** The signature: `verified` or `refused` by `verify`, `unchecked` without it. */
-  signature: 'verified' | 'refused' | 'unchecked'
-  /**
-   * What became of it: `refused` (the signature; nothing recorded), `no-event-id`, or the
-   * inbox's status once recorded: `processed`, `duplicate` (a redelivery answered without
-   * running the handler), `failed`, `dead-lettered`, `in-flight`.
-   */
-  status: 'refused' | 'no-event-id' | 'processed' | 'duplicate' | 'failed' | 'dead-lettered' | 'in-flight'
-  /** The verifier's scheme (`stripe`, `github`, …), when `verify` is a built-in verifier. */
-  scheme?: string
-  /** Which check refused it, for a refusal by a built-in verifier (`stale-timestamp`, …). */
-  check?: string
-}
-
-/** One round of the outbox dispatcher. */
-export interface DispatchEvent {
-  type: 'dispatch'
-  claimed: number
-  delivered: number
-  retried: number
-  deadLettered: number
-  /** Deliveries still running at the round's deadline (their rows stay leased). */
-  overdue: number
-  /** Milliseconds from the oldest claimed row's creation to its claim: the outbox's lag. */
-  lagMs: number | undefined
-  durationMs: number
-}
-
-/** A message (inbox) or an effect (outbox) given up on and kept as a dead letter. */
-export interface DeadLetterEvent {
-  type: 'dead-letter'
-  source: 'inbox' | 'outbox'
-  /** The consumer or the topic. */
-  name: string
-  key: string
-  attempts: number
-  error: string
-}
+/** Every `CallEvent.engine`. */
+export const ENGINES = allOf<CallEvent['engine']>()(['transactional', 'leased'])
 
 /** A round trip of an engine to its store, by what it asked for. */
 export type StoreOperation =
@@ -145,6 +62,9 @@ export type StoreOperation =
   | 'complete'
   /** Leased: give the claim back after a failure. */
   | 'release'
+
+/** Every `StoreOperation`. */
+export const STORE_OPERATIONS = allOf<StoreOperation>()(['begin', 'commit', 'claim', 'renew', 'step', 'complete', 'release'])
 
 /** One round trip of an engine to its store: the latency operators watch. */
 export interface StoreEvent {
@@ -175,19 +95,6 @@ export interface LeaseEvent {
   scope: string
 }
 
-/** One run of `reconcile`: how many rows of a table that should be unique are duplicates. */
-export interface ReconcileEvent {
-  type: 'reconcile'
-  table: string
-  columns: readonly string[]
-  totalRows: number
-  duplicateRows: number
-  /** `duplicateRows / totalRows` (0 for an empty table). */
-  duplicateRate: number
-  threshold: number
-  exceeded: boolean
-}
-
 /** Something worth an operator's attention that is not an error of the call at hand. */
 export interface WarningEvent {
   type: 'warning'
@@ -199,27 +106,32 @@ export interface WarningEvent {
 }
 
 /**
- * Everything idem reports, told apart by `type`: `call`, `http`, `inbox`, `webhook`, `dispatch`,
- * `dead-letter`, `warning`, `store` (a round trip), `lease` (takeovers, lost leases,
- * fenced writes), `reconcile`.
+ * Every kind of event idem reports, by its `type`: each key is the `type` of the event
+ * it names. The core's own are here; each front end adds its events by declaration
+ * merging, in an `events.ts` of its folder (`declare module` of this file).
  */
-export type IdemEvent =
-  | CallEvent
-  | HttpEvent
-  | InboxEvent
-  | WebhookReceiverEvent
-  | DispatchEvent
-  | DeadLetterEvent
-  | WarningEvent
-  | StoreEvent
-  | LeaseEvent
-  | ReconcileEvent
+export interface IdemEventTypes {
+  /** An engine call: `CallEvent`. */
+  call: CallEvent
+  /** A round trip of an engine to its store: `StoreEvent`. */
+  store: StoreEvent
+  /** A lease taken over, lost or fenced: `LeaseEvent`. */
+  lease: LeaseEvent
+  /** Something worth an operator's attention: `WarningEvent`. */
+  warning: WarningEvent
+}
+
+/**
+ * Everything idem reports, told apart by `type` (the keys of `IdemEventTypes`): a closed
+ * union, so a `switch (event.type)` narrows each case to its event.
+ */
+export type IdemEvent = IdemEventTypes[keyof IdemEventTypes]
 
 /** A subscriber to an `EventStream`; what it throws is ignored. */
 export type IdemEventListener = (event: IdemEvent) => void
 
 /**
- * Where engines, front ends and the queue report what happened; metrics, logs and traces
+ * Where engines and front ends report what happened; metrics, logs and traces
  * subscribe.
  */
 export interface EventStream {
@@ -272,7 +184,13 @@ export function createEventStream(): EventStream {
  */
 export const idemEvents: EventStream = createEventStream()
 
-/** What a warning does when nobody listens: goes to the console, so it is never lost. */
+/**
+ * idem's one logger hook: every warning of the library (engines, front ends, stores,
+ * broker adapters) is reported here, as a `warning` event on `events`; when nobody
+ * listens it goes to the console, so it is never lost. No other part of the library
+ * writes to the console (the CLI's own output aside).
+ * @example warn(idemEvents, { code: 'shared-scope', source: 'idempotency', message: 'idem: …' })
+ */
 export function warn(events: EventStream, event: Omit<WarningEvent, 'type'>): void {
   if (events.listening) events.emit({ type: 'warning', ...event })
   else console.warn(event.message)

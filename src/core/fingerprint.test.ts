@@ -10,7 +10,7 @@ describe('fingerprintValue', () => {
 })
 
 // Fingerprints are stored with keys for up to the retention time: a release that
-// computed them differently would answer every retry in flight with 422. This value was
+// computed them differently would refuse every retry in flight as a mismatch. This value was
 // computed by the first release (v1 encoding) and must never change. (The request
 // fingerprint's own are in src/http/request-fingerprint.test.ts.)
 describe('the v1 encoding', () => {

@@ -24,7 +24,7 @@ type Refusal = new (message: string) => Error
  * without NUL (Postgres text cannot hold it), well-formed UTF-16.
  * @param field how the error names the value, e.g. `memo: "name"`
  * @param max the longest accepted, in UTF-16 code units (`string.length`)
- * @param refuse `InvalidKeyError` for what a client may send (a 400 over HTTP),
+ * @param refuse `InvalidKeyError` for what a client may send (the client's mistake, to any front end),
  *   `InvalidOptionError` for what the code passes
  * @example assertIdentity('memo: "name"', name, 200, InvalidOptionError)
  */

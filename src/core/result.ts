@@ -4,7 +4,7 @@ const DISCARDED = Symbol('idem.discarded')
  * What an engine call's function returns to say "roll back and do not store this
  * value": its effects and the key are rolled back (transactional) or the claim is
  * handled as after a failure (leased), and the caller gets `value` back unstored, so a
- * retry runs again. The HTTP middleware returns a 5xx this way. A typed value, not an
+ * retry runs again. A front end returns a transient failure this way. A typed value, not an
  * exception, so no front end needs a private error to thread through the engine.
  */
 export interface Discarded<T> {
@@ -16,8 +16,8 @@ export interface Discarded<T> {
  * Marks `value` as not to be stored (see `Discarded`).
  * @example
  * await idem.run(call, async (tx) => {
- *   const response = await route(tx)
- *   return response.status >= 500 ? discard(response) : response
+ *   const result = await charge(tx)
+ *   return result.transient ? discard(result) : result
  * })
  */
 export function discard<T>(value: T): Discarded<T> {

@@ -20,8 +20,8 @@ export interface KeyStore<Tx> {
    * backend really holds, never more (`keyStoreContract` stores and replays an outcome of
    * exactly this size), and at least `MIN_MAX_OUTCOME_BYTES` (1 KiB). The engine never
    * commits a larger outcome: it rolls the call back with `OutcomeTooLargeError`, so
-   * "not stored" never means "run again" behind a 503. Front ends size what they store
-   * by it (the HTTP middleware's `maxStoredBodyBytes`). The bundled stores declare
+   * "not stored" never means "run again" behind the front end's answer. Front ends size
+   * what they store by it (a bound on stored bodies, say). The bundled stores declare
    * 16 MiB.
    */
   readonly maxOutcomeBytes: number

@@ -1,7 +1,8 @@
 import type { IdemError } from '../core/errors/idem-error.js'
 import { MissingKeyError } from '../core/errors/missing-key.js'
 import { OverranError } from '../core/errors/overran.js'
-import { warn, type HttpOutcome } from '../core/events.js'
+import { warn } from '../core/events.js'
+import type { HttpOutcome } from './events.js'
 import { hashRequest } from './request-fingerprint.js'
 import { parseKeyHeader } from '../headers/idempotency-key.js'
 import { discard } from '../core/result.js'
@@ -106,7 +107,7 @@ export interface RequestProtection<Tx, Native> {
 }
 
 /** How each idem error is counted over HTTP (`HttpEvent`); the rest answer 500 and count as `error`. */
-const HTTP_OUTCOMES: Partial<Record<IdemError['code'], HttpOutcome>> = {
+const OUTCOME_OF_CODE: Partial<Record<IdemError['code'], HttpOutcome>> = {
   'missing-key': 'missing-key',
   'invalid-key': 'invalid-key',
   'body-too-large': 'body-too-large',
@@ -124,7 +125,7 @@ export function protectRequests<Tx, Native = unknown>(options: IdempotencyOption
   const answer = (error: IdemError, request: HttpRequest, deadlineMs: number): Protected<never> => {
     const problem = problemAnswer(error, o.problemTypes)
     if (error.code === 'overran') overran(problem.status, request, deadlineMs)
-    else if (o.events.listening) o.events.emit({ type: 'http', outcome: HTTP_OUTCOMES[error.code] ?? 'error', method: request.method, status: problem.status })
+    else if (o.events.listening) o.events.emit({ type: 'http', outcome: OUTCOME_OF_CODE[error.code] ?? 'error', method: request.method, status: problem.status })
     return { kind: 'answer', answer: problem }
   }
   // A route held its key past the deadline: the event and the log name it, every time.

@@ -262,7 +262,7 @@ export function resolveOptions<Tx, Native>(options: IdempotencyOptions<Tx, Nativ
   }
   return {
     idem: engine,
-    scope: scope ?? sharedScope(),
+    scope: scope ?? sharedScope(events),
     methods: new Set(methods.map((m) => m.toUpperCase())),
     routes: routeMatcher<Native>(routes),
     required,
@@ -307,13 +307,16 @@ function engineOf<Tx>(
   }
 }
 
-function sharedScope(): () => string {
+function sharedScope(events: EventStream): () => string {
   // Loud on purpose: without a scope, two tenants sending the same key share one stored response.
-  console.warn(
-    'idem: the idempotency middleware has no "scope" option, so every client shares one key space ' +
+  warn(events, {
+    code: 'shared-scope',
+    source: 'idempotency',
+    message:
+      'idem: the idempotency middleware has no "scope" option, so every client shares one key space ' +
       `("${SHARED_SCOPE}") and one client could be answered with another's stored response. ` +
       'Pass scope: (request) => <the authenticated account or API key>.',
-  )
+  })
   return () => SHARED_SCOPE
 }
 

@@ -1,6 +1,7 @@
 import { BodyTooLargeError } from './body-too-large.js'
 import { InvalidOptionError } from '../core/errors/invalid-option.js'
-import { idemEvents, type EventStream, type WebhookReceiverEvent } from '../core/events.js'
+import { idemEvents, type EventStream } from '../core/events.js'
+import type { WebhookReceiverEvent } from './events.js'
 import { assertCount, assertKnownOptions, optionNames } from '../core/validate.js'
 import type { Inbox } from '../queue/inbox.js'
 import type { HttpAnswer, HttpRequest } from './exchange.js'

@@ -4,8 +4,13 @@
  * the same everywhere. A label is either a fixed set of values (its series exist, at 0,
  * from the start, so a rate is 0 rather than absent) or a name only known at run time (a
  * store, a consumer, a table), whose series start when the exporter is told the name
- * (`stores`, `consumers`) or first hears of it.
+ * (`stores`, `consumers`) or first hears of it. Listed values are not written here: each
+ * comes from the list its event declares, in the core (engine calls, store round trips)
+ * or in the front end that reports it (http/, queue/).
  */
+import { ENGINES, OUTCOME_KINDS, STORE_OPERATIONS } from '../core/events.js'
+import { HTTP_OUTCOMES, WEBHOOK_SIGNATURES, WEBHOOK_STATUSES } from '../http/events.js'
+import { DEAD_LETTER_SOURCES, DISPATCH_OUTCOMES, INBOX_STATUSES } from '../queue/events.js'
 
 /** What a label's values are: listed (pre-initialised) or learned at run time. */
 export type LabelValues = readonly string[] | 'store' | 'consumer' | 'table' | 'code'
@@ -25,33 +30,6 @@ export interface MetricSpec {
   readonly buckets?: readonly number[]
 }
 
-/** How the HTTP middleware answered (`HttpEvent.outcome`). */
-export const HTTP_OUTCOMES = [
-  'fresh',
-  'replayed',
-  'not-stored',
-  'missing-key',
-  'invalid-key',
-  'body-too-large',
-  'mismatch',
-  'in-flight',
-  'lease-lost',
-  'overran',
-  'store-unavailable',
-  'error',
-  'unprotected',
-] as const
-
-const CALL_OUTCOMES = ['fresh', 'replayed', 'not-stored', 'in-flight', 'mismatch', 'lease-lost', 'overran', 'error'] as const
-const ENGINES = ['transactional', 'leased'] as const
-const INBOX_STATUSES = ['processed', 'duplicate', 'failed', 'dead-lettered', 'in-flight', 'error'] as const
-
-/** A webhook delivery's signature check (`WebhookReceiverEvent.signature`). */
-const WEBHOOK_SIGNATURES = ['verified', 'refused', 'unchecked'] as const
-
-/** What became of a webhook delivery (`WebhookReceiverEvent.status`). */
-const WEBHOOK_STATUSES = ['refused', 'no-event-id', 'processed', 'duplicate', 'failed', 'dead-lettered', 'in-flight'] as const
-const STORE_OPERATIONS = ['begin', 'commit', 'claim', 'renew', 'step', 'complete', 'release'] as const
 const LATENCY_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10]
 
 /** The catalogue of every metric idem exports: what the Prometheus and OpenTelemetry exporters register, and what the shipped alert rules and dashboard query. */
@@ -70,7 +48,7 @@ export const METRICS = {
     kind: 'counter',
     unit: '{call}',
     help: 'Engine calls (HTTP, memo, direct run) by outcome',
-    labels: { engine: ENGINES, store: 'store', outcome: CALL_OUTCOMES },
+    labels: { engine: ENGINES, store: 'store', outcome: OUTCOME_KINDS },
   },
   callDuration: {
     name: 'call_duration_seconds',
@@ -120,7 +98,7 @@ export const METRICS = {
     kind: 'counter',
     unit: '{delivery}',
     help: 'Outbox deliveries by outcome: delivered, retried (failed, will be retried), dead-lettered, overdue (still running at the deadline)',
-    labels: { outcome: ['delivered', 'retried', 'dead-lettered', 'overdue'] },
+    labels: { outcome: DISPATCH_OUTCOMES },
   },
   outboxLag: {
     name: 'outbox_lag_seconds',
@@ -136,7 +114,7 @@ export const METRICS = {
     kind: 'counter',
     unit: '{message}',
     help: 'Messages (inbox) and effects (outbox) given up on and kept as dead letters',
-    labels: { source: ['inbox', 'outbox'] },
+    labels: { source: DEAD_LETTER_SOURCES },
   },
   leaseTakeovers: {
     name: 'lease_takeovers_total',

@@ -1,2 +1,3 @@
 export { prometheusMetrics, type PrometheusMetrics, type PrometheusMetricsOptions } from './prometheus.js'
-export { METRICS, HTTP_OUTCOMES, prometheusNames, type MetricSpec, type MetricId, type LabelValues } from './catalog.js'
+export { METRICS, prometheusNames, type MetricSpec, type MetricId, type LabelValues } from './catalog.js'
+export { HTTP_OUTCOMES } from '../http/events.js'

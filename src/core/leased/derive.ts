@@ -8,9 +8,9 @@ const VERSION = 'idem-derive-v1'
 /**
  * A stable idempotency key for a downstream call made on behalf of `(scope, key)`:
  * SHA-256 over the length-prefixed scope, key and `name`, as 64 lowercase hex
- * characters (valid as an `Idempotency-Key` anywhere that accepts 1–255 visible ASCII).
+ * characters (a valid idempotency key anywhere that accepts 1–255 visible ASCII).
  * The same inputs give the same key in every process and after every takeover, so a
- * payment provider that dedupes by its own `Idempotency-Key` sees a retried charge as
+ * payment provider that dedupes by its own idempotency keys sees a retried charge as
  * the same charge. Different names, keys or scopes never share a derived key: a part
  * that is not well-formed UTF-16 is refused, since its UTF-8 bytes would be another's.
  *

@@ -232,11 +232,11 @@ describe('leased engine', () => {
     const key = fresh('not-stored')
     let runs = 0
     const fn = async () => {
-      const value = { status: 503, run: ++runs }
-      return value.status < 500 ? value : discard(value)
+      const value = { transient: true, run: ++runs }
+      return value.transient ? discard(value) : value
     }
-    expect(await idem.run({ scope: 'acct', key, input: 1 }, fn)).toEqual({ value: { status: 503, run: 1 }, replayed: false, stored: false })
-    expect((await idem.run({ scope: 'acct', key, input: 1, waitMs: 0 }, fn)).value).toEqual({ status: 503, run: 2 })
+    expect(await idem.run({ scope: 'acct', key, input: 1 }, fn)).toEqual({ value: { transient: true, run: 1 }, replayed: false, stored: false })
+    expect((await idem.run({ scope: 'acct', key, input: 1, waitMs: 0 }, fn)).value).toEqual({ transient: true, run: 2 })
   })
 
   it('an unstorable outcome or step result is refused with OutcomeNotSerializableError', async () => {

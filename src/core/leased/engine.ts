@@ -25,8 +25,8 @@ export const DEFAULT_LEASE_MS = 5_000
  * - `'release-if-no-steps'`: with no completed step, the claim is released and a retry
  *   runs afresh at once (DESIGN "What is stored"). With completed steps the key stays
  *   resumable: the lease is left to run out, then the same request takes over after
- *   the last completed step; a different request is refused (422).
- * - `'keep'`: the claim is never released on failure; duplicates wait (or get 409)
+ *   the last completed step; a different request is refused (`FingerprintMismatchError`).
+ * - `'keep'`: the claim is never released on failure; duplicates wait (or are refused as in flight)
  *   until the lease runs out. For effects whose result may still be in doubt.
  */
 export type LeasedErrorPolicy = 'release-if-no-steps' | 'keep'

@@ -40,7 +40,7 @@ export interface StepContext {
   /**
    * A stable idempotency key for a downstream call, the same in every attempt and
    * after every takeover: `deriveKey(scope, key, name)`, 64 hex characters.
-   * @example await fetch(url, { method: 'POST', headers: { 'Idempotency-Key': ctx.derive('email') } })
+   * @example await mailer.send(message, { idempotencyKey: ctx.derive('email') })
    */
   derive(name: string): string
   /** This call's fencing token: greater than every earlier holder's. Pass it on to storage that checks fencing tokens. */

@@ -29,7 +29,7 @@ import type { KeyRecord } from '../store.js'
  *   safe integers (`Number.isSafeInteger`); the bundled stores seed them from the
  *   store's clock in microseconds, so they keep growing even across the key's expiry.
  * - **Steps are bound to the request.** While a key has steps, only a claim with the
- *   same fingerprint may take it; others see it `running` (the engine answers 422).
+ *   same fingerprint may take it; others see it `running` (the engine refuses them as a mismatch).
  *   Steps from an earlier lifetime of the key (its retention ran out) are gone.
  * - **Retention.** An unfinished key (held, or released with steps) is kept for at
  *   least `leaseMs + ttlMs` after its last claim and never expires while its lease is

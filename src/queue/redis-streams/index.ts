@@ -9,6 +9,7 @@
  * @see docs/queue.md
  */
 import { InvalidOptionError } from '../../core/errors/invalid-option.js'
+import { idemEvents, warn } from '../../core/events.js'
 import { assertCount, assertDuration, assertKnownOptions, assertName, optionNames } from '../../core/validate.js'
 import type { DeliveryContext, OutboxRow } from '../dispatcher.js'
 import { Limiter } from '../limiter.js'
@@ -56,7 +57,7 @@ export interface RedisStreamSourceOptions {
   deadLetterStream?: string | null
   /** Where a new group starts reading: `0` (the whole stream) or `$` (only new entries). @default '0' */
   startId?: string
-  /** Errors of the read loop (a dropped connection); the loop backs off and goes on. @default console.warn */
+  /** Errors of the read loop (a dropped connection); the loop backs off and goes on. @default a `warning` event (`source-read-error`) on `idemEvents`, which goes to the console when nobody listens */
   onError?: (error: unknown) => void
 }
 
@@ -91,7 +92,7 @@ export function redisStreamSource(options: RedisStreamSourceOptions): MessageSou
     bodyField = 'body',
     deadLetterStream = `${stream}:dead`,
     startId = '0',
-    onError = (error) => console.warn(`idem redisStreamSource(${stream}): ${(error as Error)?.message ?? String(error)}`),
+    onError = (error) => warn(idemEvents, { code: 'source-read-error', source: 'redisStreamSource', message: `idem redisStreamSource(${stream}): ${error instanceof Error ? error.message : String(error)}`, cause: error }),
   } = options
   const caller = 'redisStreamSource'
   if (redis === null || typeof redis !== 'object' || typeof redis.call !== 'function' || typeof redis.duplicate !== 'function') {

@@ -1,3 +1,5 @@
+import { idemEvents, warn } from '../../core/events.js'
+
 const warned = new WeakSet<object>()
 
 /**
@@ -15,9 +17,12 @@ export function warnWithoutConnectTimeout(pool: object, caller: string): void {
   if (options === null || typeof options !== 'object' || warned.has(pool)) return
   if (typeof options.connectionTimeoutMillis === 'number' && options.connectionTimeoutMillis > 0) return
   warned.add(pool)
-  console.warn(
-    `idem ${caller}: the pg.Pool has no connectionTimeoutMillis, so if Postgres stops answering (or every connection stays busy) ` +
+  warn(idemEvents, {
+    code: 'pool-without-connect-timeout',
+    source: caller,
+    message:
+      `idem ${caller}: the pg.Pool has no connectionTimeoutMillis, so if Postgres stops answering (or every connection stays busy) ` +
       'requests wait for a connection without limit instead of failing with StoreUnavailableError (503). ' +
       'Set one, e.g. new pg.Pool({ connectionTimeoutMillis: 5_000 }).',
-  )
+  })
 }

@@ -1,0 +1,66 @@
+/**
+ * What the queue front end reports to the event stream (`idemEvents`): `inbox` (one
+ * message settled), `dispatch` (one round of the outbox dispatcher) and `dead-letter`
+ * (a message or an effect given up on). Added to the core's `IdemEventTypes`, so
+ * `IdemEvent` holds them.
+ */
+import { allOf } from '../core/all-of.js'
+
+declare module '../core/events.js' {
+  interface IdemEventTypes {
+    /** A message settled by the inbox: `InboxEvent`. */
+    inbox: InboxEvent
+    /** A round of the outbox dispatcher: `DispatchEvent`. */
+    dispatch: DispatchEvent
+    /** A message or an effect kept as a dead letter: `DeadLetterEvent`. */
+    'dead-letter': DeadLetterEvent
+  }
+}
+
+/** One message settled by the inbox. */
+export interface InboxEvent {
+  type: 'inbox'
+  consumer: string
+  status: 'processed' | 'duplicate' | 'failed' | 'dead-lettered' | 'in-flight' | 'error'
+  durationMs: number
+  /** Failed attempts so far, for `failed` and `dead-lettered`. */
+  attempts?: number
+  error?: unknown
+}
+
+/** Every `InboxEvent.status`. */
+export const INBOX_STATUSES = allOf<InboxEvent['status']>()(['processed', 'duplicate', 'failed', 'dead-lettered', 'in-flight', 'error'])
+
+/** One round of the outbox dispatcher. */
+export interface DispatchEvent {
+  type: 'dispatch'
+  claimed: number
+  delivered: number
+  retried: number
+  deadLettered: number
+  /** Deliveries still running at the round's deadline (their rows stay leased). */
+  overdue: number
+  /** Milliseconds from the oldest claimed row's creation to its claim: the outbox's lag. */
+  lagMs: number | undefined
+  durationMs: number
+}
+
+/** What became of the deliveries of a dispatch round, each counted by `DispatchEvent` (`delivered`, `retried`, `deadLettered`, `overdue`). */
+export type DispatchOutcome = 'delivered' | 'retried' | 'dead-lettered' | 'overdue'
+
+/** Every `DispatchOutcome`. */
+export const DISPATCH_OUTCOMES = allOf<DispatchOutcome>()(['delivered', 'retried', 'dead-lettered', 'overdue'])
+
+/** A message (inbox) or an effect (outbox) given up on and kept as a dead letter. */
+export interface DeadLetterEvent {
+  type: 'dead-letter'
+  source: 'inbox' | 'outbox'
+  /** The consumer or the topic. */
+  name: string
+  key: string
+  attempts: number
+  error: string
+}
+
+/** Every `DeadLetterEvent.source`. */
+export const DEAD_LETTER_SOURCES = allOf<DeadLetterEvent['source']>()(['inbox', 'outbox'])
