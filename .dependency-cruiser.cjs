@@ -10,8 +10,12 @@
  *   stores    one folder per backend (postgres, sqlite, memory, redis, dynamodb): the only
  *             code that knows a driver, its SQL and its error codes. Implements core's and
  *             ports' contracts; imports core, ports and the shared helpers in stores/.
- *   headers   the Idempotency-Key header as both ends speak it (its name, RFC 9651 parse and
- *             serialisation): shared by http and the client, which may not import each other.
+ *             postgres splits its dialect (dialect/: statements, migrations, schema quoting,
+ *             pure) from its driver (driver/: pg's shapes, held clients, executors, the
+ *             wire, the pool's checks); its operations, one folder up, use both.
+ *   headers   what both ends of an HTTP exchange must agree on: the Idempotency-Key header
+ *             (its name, RFC 9651 parse and serialisation) and the statuses that carry no
+ *             body. Shared by http and the client, which may not import each other.
  *             Imports core at most.
  *   http      the Fetch-standard middleware, its adapters, the request fingerprint,
  *             problem+json, the webhook receiver.
@@ -104,6 +108,13 @@ module.exports = {
       severity: 'error',
       from: { path: '^src/stores/([^/]+)/' },
       to: { path: '^src/stores/([^/]+)/', pathNot: '^src/stores/$1/' },
+    },
+    {
+      name: 'dialect-knows-no-driver',
+      comment: "a store's dialect/ (SQL as pure functions, migrations as data) imports nothing else of its store: not the driver, not the operations that run it",
+      severity: 'error',
+      from: { path: '^src/stores/([^/]+)/dialect/' },
+      to: { path: '^src/stores/$1/(?!dialect/)' },
     },
     {
       name: 'cli-uses-stores-by-their-entry',

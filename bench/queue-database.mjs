@@ -2,7 +2,7 @@
 import pg from 'pg'
 import { postgresStore } from '../dist/stores/postgres/index.js'
 // The store's own statement, from the build: the benches' hand-written row is exactly it.
-import * as postgresSql from '../dist/stores/postgres/sql/index.js'
+import * as postgresSql from '../dist/stores/postgres/dialect/index.js'
 
 /**
  * A Postgres schema of the bench's own (named for `prefix` and the process), created
@@ -34,7 +34,7 @@ export async function queueBenchDatabase(prefix, poolSize) {
 }
 
 /**
- * The store's own claim of an inbox id (`inboxStatements(schema).mark` in sql/inbox.ts),
+ * The store's own claim of an inbox id (`inboxStatements(schema).mark` in dialect/inbox.ts),
  * for benches that write the inbox's row by hand: `prepare` once per connection, then
  * `execute(consumer, id, ttlMs)` with SQL literals, both in the simple protocol, so that
  * BEGIN and it share one round trip. It is prepared under a name of the bench's, so it

@@ -53,6 +53,9 @@ const PLANTED: { rule: string; from: string; to: string }[] = [
   // No whitelist: a store reaches the queue's and data's contracts in ports/, never their folders.
   { rule: 'stores-implement-ports-only', from: 'src/stores/dynamodb/store.ts', to: 'src/data/reconcile.ts' },
   { rule: 'one-driver-per-store', from: 'src/stores/redis/store.ts', to: 'src/stores/memory/store.ts' },
+  // The dialect is pure: it reaches neither the driver nor the store's operations that run it.
+  { rule: 'dialect-knows-no-driver', from: 'src/stores/postgres/dialect/keys.ts', to: 'src/stores/postgres/driver/held-client.ts' },
+  { rule: 'dialect-knows-no-driver', from: 'src/stores/postgres/dialect/migrations.ts', to: 'src/stores/postgres/store.ts' },
   { rule: 'cli-uses-stores-by-their-entry', from: 'src/cli/stats.ts', to: 'src/stores/postgres/operations.ts' },
   { rule: 'ops-subscribes', from: 'src/ops/recorder.ts', to: 'src/http/body.ts' },
   { rule: 'events-are-declarations', from: 'src/queue/events.ts', to: 'src/queue/consumer.ts' },

@@ -6,6 +6,7 @@ import { DeadlineExceededError } from './errors/deadline-exceeded.js'
 import { ProblemError } from './errors/problem-error.js'
 import { RetriesExhaustedError } from './errors/retries-exhausted.js'
 import { IDEMPOTENCY_KEY_HEADER, parseIdempotencyKey, serializeKeyHeader } from '../headers/idempotency-key.js'
+import { NO_BODY_STATUSES } from '../headers/no-body-statuses.js'
 import { isReplayed, mintKey } from './key.js'
 import { RETRYABLE_STATUSES, resolveClientOptions, type ClientOptions, type FetchFunction, type RetryReason } from './options.js'
 import { readProblem } from './problem.js'
@@ -50,9 +51,6 @@ export interface IdemClient {
 type AttemptOutcome =
   | { kind: 'response'; response: Response; body: Uint8Array }
   | { kind: 'failure'; error: unknown; timedOut: boolean }
-
-// Statuses whose responses may not have a body (Fetch standard "null body status").
-const NULL_BODY_STATUSES = new Set([101, 103, 204, 205, 304])
 
 const CALL_OPTIONS = optionNames<FetchCallOptions>({ key: true })
 
@@ -174,7 +172,7 @@ function settle(outcome: Extract<AttemptOutcome, { kind: 'response' }>, key: str
   const { response, body } = outcome
   const replayed = isReplayed(response.headers)
   if (response.status >= 400) throw problemError(outcome, key, attempts, retryable, replayed)
-  const buffered = new Response(NULL_BODY_STATUSES.has(response.status) ? null : body, {
+  const buffered = new Response(NO_BODY_STATUSES.has(response.status) ? null : body, {
     status: response.status,
     statusText: response.statusText,
     headers: response.headers,

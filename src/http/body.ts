@@ -3,7 +3,8 @@ import { BodyTooLargeError } from './body-too-large.js'
 /** 1 MiB: the default largest body the middleware buffers to fingerprint. */
 export const DEFAULT_MAX_BODY_BYTES = 1024 * 1024
 
-const EMPTY = new Uint8Array(0)
+/** The bytes of a request without a body: one shared empty array (it has nothing to change). */
+export const EMPTY_BODY = new Uint8Array(0)
 
 /** A copy of `request` carrying `body`, the bytes already read from it. */
 export function withRequestBody(request: Request, body: Uint8Array): Request {
@@ -38,7 +39,7 @@ export async function readBody(request: Request, limit: number): Promise<Uint8Ar
     if (body.byteLength > limit) throw tooLarge(limit)
     return body
   }
-  if (request.body === null) return EMPTY
+  if (request.body === null) return EMPTY_BODY
   const reader = request.body.getReader()
   return readSource(
     {
@@ -71,7 +72,7 @@ export async function readSource(source: BodySource, limit: number): Promise<Uin
     }
     chunks.push(chunk)
   }
-  if (chunks.length === 0) return EMPTY
+  if (chunks.length === 0) return EMPTY_BODY
   if (chunks.length === 1) return chunks[0]!
   return Buffer.concat(chunks, size)
 }

@@ -68,9 +68,6 @@ export type Protected<R> =
   /** idem answers: a replay or a problem. */
   | { readonly kind: 'answer'; readonly answer: HttpAnswer }
 
-/** Statuses whose answers carry no body and may not declare one (RFC 9110 §8.6). */
-export const NO_BODY_STATUSES: ReadonlySet<number> = new Set([101, 103, 204, 205, 304])
-
 /** The byte length of a body. */
 export function byteLength(body: HttpBody): number {
   return typeof body === 'string' ? Buffer.byteLength(body, 'utf8') : body.byteLength

@@ -10,7 +10,8 @@
  */
 import { Readable } from 'node:stream'
 import type { FastifyPluginCallback, FastifyReply, FastifyRequest } from 'fastify'
-import { NO_BODY_STATUSES, type HttpAnswer, type HttpBody, type Protected, type RouteResult } from './exchange.js'
+import { NO_BODY_STATUSES } from '../headers/no-body-statuses.js'
+import type { HttpAnswer, HttpBody, Protected, RouteResult } from './exchange.js'
 import { protectRequests } from './handler.js'
 import { nodeBody, nodeRequest, recordHeaders } from './node.js'
 import type { IdempotencyContext, IdempotencyOptions } from './options.js'

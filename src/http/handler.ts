@@ -1,4 +1,4 @@
-import type { IdemError } from '../core/errors/idem-error.js'
+import { IdemError } from '../core/errors/idem-error.js'
 import { MissingKeyError } from '../core/errors/missing-key.js'
 import { OverranError } from '../core/errors/overran.js'
 import { warn } from '../core/events.js'
@@ -9,7 +9,7 @@ import { discard } from '../core/result.js'
 import { withRequestBody } from './body.js'
 import type { HttpRequest, Protected, RouteResult } from './exchange.js'
 import { resolveOptions, type IdempotencyContext, type IdempotencyOptions } from './options.js'
-import { isHttpProblem, problemAnswer } from './problem.js'
+import { problemAnswer } from './problem.js'
 import { replayAnswer, storeResponse, type StoredLimits, type StoredResponse } from './stored-response.js'
 import { webReply, webRequest, webResponse } from './web.js'
 
@@ -176,7 +176,7 @@ export function protectRequests<Tx, Native = unknown>(options: IdempotencyOption
         await route.pass()
         return PASSED
       }
-      if (isHttpProblem(error)) return answer(error, request, o.deadlineMs)
+      if (error instanceof IdemError) return answer(error, request, o.deadlineMs)
       throw error
     }
 
@@ -226,7 +226,7 @@ export function protectRequests<Tx, Native = unknown>(options: IdempotencyOption
       }
       return decided
     } catch (error) {
-      if (isHttpProblem(error)) return answer(error, request, deadlineMs)
+      if (error instanceof IdemError) return answer(error, request, deadlineMs)
       if (o.events.listening) o.events.emit({ type: 'http', outcome: 'error', method: request.method })
       throw error
     }

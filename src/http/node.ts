@@ -7,8 +7,9 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import { Readable, type ReadableOptions } from 'node:stream'
-import { readSource, tooLarge, type BodySource } from './body.js'
-import { byteLength, NO_BODY_STATUSES, type HttpAnswer, type HttpBody, type HttpRequest, type RouteReply } from './exchange.js'
+import { NO_BODY_STATUSES } from '../headers/no-body-statuses.js'
+import { EMPTY_BODY, readSource, tooLarge, type BodySource } from './body.js'
+import { byteLength, type HttpAnswer, type HttpBody, type HttpRequest, type RouteReply } from './exchange.js'
 
 /** A Node stream as a `BodySource`, and whether reading it was started but not finished. */
 export interface NodeBody {
@@ -88,8 +89,6 @@ export function nodeBody(stream: Readable): NodeBody {
 /** What a Node request's body is: its stream (not read yet), what a parser left of it (text or bytes), or nothing. */
 export type NodeRequestBody = NodeBody | string | Uint8Array | null
 
-const EMPTY = new Uint8Array(0)
-
 /**
  * A Node request as the middleware reads it. `url` is the path and query as the
  * framework sees them; `contentType`, when given, stands for the request's own (a body
@@ -116,7 +115,7 @@ export function nodeRequest(req: IncomingMessage, url: string, body: NodeRequest
       return typeof value === 'string' ? value : value.join(', ')
     },
     async body(limit) {
-      if (method === 'GET' || method === 'HEAD' || body === null) return EMPTY
+      if (method === 'GET' || method === 'HEAD' || body === null) return EMPTY_BODY
       const declared = headers['content-length']
       if (declared !== undefined && Number(declared) > limit) throw tooLarge(limit)
       if (typeof body === 'object' && 'source' in body) return readSource(body.source, limit)

@@ -1,4 +1,4 @@
-import { IdemError, type IdemErrorCode } from '../core/errors/idem-error.js'
+import type { IdemError, IdemErrorCode } from '../core/errors/idem-error.js'
 import { assertKnownOptions, optionNames } from '../core/validate.js'
 import type { BodyTooLargeError } from './body-too-large.js'
 import type { HttpAnswer } from './exchange.js'
@@ -95,20 +95,6 @@ export function problemType(code: ProblemCode, types: ProblemTypes = DEFAULT_PRO
 }
 
 /**
- * True for the errors the HTTP front end answers itself; anything else propagates.
- * @example
- * try {
- *   return await handle(request)
- * } catch (error) {
- *   if (isHttpProblem(error)) return problemResponse(error)
- *   throw error
- * }
- */
-export function isHttpProblem(error: unknown): error is IdemError {
-  return error instanceof IdemError
-}
-
-/**
  * The HTTP status an idem error is answered with.
  * @example
  * problemStatus(new InFlightError('held')) // 409
@@ -124,9 +110,16 @@ export function problemStatus(error: IdemError): number {
  * 503).
  *
  * This, `problem` and the middleware's own `problemAnswer` are the only places an error
- * becomes an answer.
+ * becomes an answer. Every `IdemError` has a problem; anything else should propagate.
  *
  * @example problemResponse(new MissingKeyError('The Idempotency-Key header is missing')) // 400
+ * @example
+ * try {
+ *   return await handle(request)
+ * } catch (error) {
+ *   if (error instanceof IdemError) return problemResponse(error)
+ *   throw error
+ * }
  */
 export function problemResponse(error: IdemError, types?: ProblemTypes): Response {
   return webResponse(problemAnswer(error, types))

@@ -1,5 +1,6 @@
 import { OutcomeUnreadableError } from '../core/errors/outcome-unreadable.js'
-import { byteLength, NO_BODY_STATUSES, type HttpAnswer, type HttpBody } from './exchange.js'
+import { NO_BODY_STATUSES } from '../headers/no-body-statuses.js'
+import { byteLength, type HttpAnswer, type HttpBody } from './exchange.js'
 
 /** The header that marks a response as the stored outcome of an earlier request. */
 export const REPLAYED_HEADER = 'idempotent-replayed'

@@ -3,7 +3,8 @@
  * Fetch and Hono adapters. Mapping only: no idempotency behaviour here.
  */
 import { readBody } from './body.js'
-import { NO_BODY_STATUSES, type HttpAnswer, type HttpBody, type HttpRequest, type RouteReply } from './exchange.js'
+import { NO_BODY_STATUSES } from '../headers/no-body-statuses.js'
+import type { HttpAnswer, HttpBody, HttpRequest, RouteReply } from './exchange.js'
 import { lightweightBody } from './lightweight-response.js'
 
 /** A Web `Request` as the middleware reads it. */

@@ -1,11 +1,12 @@
 import { BodyTooLargeError } from './body-too-large.js'
+import { IdemError } from '../core/errors/idem-error.js'
 import { InvalidOptionError } from '../core/errors/invalid-option.js'
 import { idemEvents, type EventStream } from '../core/events.js'
 import type { WebhookReceiverEvent } from './events.js'
 import { assertCount, assertKnownOptions, optionNames } from '../core/validate.js'
 import type { Inbox } from '../queue/inbox.js'
 import type { HttpAnswer, HttpRequest } from './exchange.js'
-import { isHttpProblem, problemAnswer, problemCodeAnswer, type ProblemCode, type ProblemTypes } from './problem.js'
+import { problemAnswer, problemCodeAnswer, type ProblemCode, type ProblemTypes } from './problem.js'
 import type { WebhookVerifier } from './webhooks/verifier.js'
 import { webRequest, webResponse } from './web.js'
 
@@ -157,7 +158,7 @@ export function webhookReceiving<Tx, R>(caller: string, options: WebhookReceiver
     } catch (error) {
       // The store is down or not set up: nothing was recorded, so the provider's retry is
       // safe. Anything else is a bug of the app's and propagates, as from any route.
-      if (isHttpProblem(error)) return problemAnswer(error, problemTypes)
+      if (error instanceof IdemError) return problemAnswer(error, problemTypes)
       throw error
     }
     report(result.status)

@@ -14,7 +14,7 @@ export interface MetricSink {
 }
 
 export interface RecorderOptions {
-  /** Store names (`postgres`, `sqlite`, `redis`, `memory`) whose series start at 0 now, not at their first event. */
+  /** Store names (`postgres`, `sqlite`, `redis`, `dynamodb`, `memory`) whose series start at 0 now, not at their first event. */
   stores?: readonly string[]
   /** Inbox consumer names whose series start at 0 now. */
   consumers?: readonly string[]

@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { main } from '../../src/cli/idem.js'
 import { createIdem } from '../../src/core/engine.js'
 import { createLeasedIdem } from '../../src/core/leased/engine.js'
-import { migrations } from '../../src/stores/postgres/migrations.js'
+import { migrations } from '../../src/stores/postgres/dialect/migrations.js'
 
 // The schema version this build migrates Postgres to, and every version up to it.
 const PG_LATEST = migrations.at(-1)!.version

@@ -11,7 +11,7 @@ import { promisify } from 'node:util'
 import pg from 'pg'
 import { parse as parseYaml, parseAllDocuments } from 'yaml'
 import { describe, expect, it } from 'vitest'
-import { migrations } from '../../src/stores/postgres/migrations.js'
+import { migrations } from '../../src/stores/postgres/dialect/migrations.js'
 import { expectPageShows, expectPageShowsOutput, page, PG_URL, root, runExample, servicesUp } from './support.js'
 
 const haveDb = await servicesUp('Postgres')

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { webhookReceiver } from '../../src/http/fetch/index.js'
 import { createInbox } from '../../src/queue/index.js'
 import { postgresStore } from '../../src/stores/postgres/index.js'
-import type { PgClient } from '../../src/stores/postgres/types.js'
+import type { PgClient } from '../../src/stores/postgres/driver/types.js'
 import { testSchema, type TestSchema } from '../support/postgres.js'
 import { unique } from '../queue/support.js'
 

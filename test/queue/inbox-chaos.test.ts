@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { createInbox, type InboxMessage } from '../../src/queue/index.js'
 import { postgresStore } from '../../src/stores/postgres/index.js'
-import type { PgClient } from '../../src/stores/postgres/types.js'
+import type { PgClient } from '../../src/stores/postgres/driver/types.js'
 import { testSchema, type TestSchema } from '../support/postgres.js'
 import { random } from './support.js'
 

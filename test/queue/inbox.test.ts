@@ -7,7 +7,7 @@ import { createIdem, InvalidOptionError, MigrationRequiredError, StoreUnavailabl
 import { memoryStore } from '../../src/stores/memory/index.js'
 import { createInbox, handleDelivery, listDeadLetters, messageKey, type ConsumedMessage, type Delivery } from '../../src/queue/index.js'
 import { migrations, postgresStore } from '../../src/stores/postgres/index.js'
-import type { PgClient } from '../../src/stores/postgres/types.js'
+import type { PgClient } from '../../src/stores/postgres/driver/types.js'
 import { sqliteStore, type SqliteDatabase } from '../../src/stores/sqlite/index.js'
 import { testSchema, type TestSchema } from '../support/postgres.js'
 import { unique } from './support.js'

@@ -5,7 +5,7 @@ import { upsert } from '../../src/data/index.js'
 import { createDispatcher, createInbox, createOutbox, handleDelivery, startConsumer, type OutboxRow } from '../../src/queue/index.js'
 import type { Delivery, MessageSource } from '../../src/queue/index.js'
 import { postgresDialect, postgresStore } from '../../src/stores/postgres/index.js'
-import type { PgClient } from '../../src/stores/postgres/types.js'
+import type { PgClient } from '../../src/stores/postgres/driver/types.js'
 import type { TestSchema } from '../support/postgres.js'
 
 /** A name no other test file or rerun uses (queues, streams, subjects). */

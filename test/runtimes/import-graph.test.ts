@@ -18,7 +18,7 @@ const ALLOWED_BUILTINS: Record<string, readonly string[] | undefined> = {
   // isUtf8, for the fingerprint's one check of a body's bytes (Bun and Deno have it).
   'node:buffer': undefined,
   // The Postgres store's CancelRequest, over the transport pg itself uses.
-  'node:net': ['dist/stores/postgres/cancel.js'],
+  'node:net': ['dist/stores/postgres/driver/cancel.js'],
 }
 /** Node-only packages, and the fault proxies' modules (`idem/testing`'s Node servers). */
 const REFUSED_PACKAGES = /^(express|express4|fastify|@nestjs\/.*|@hono\/node-server|better-sqlite3|light-my-request)(\/.*)?$/

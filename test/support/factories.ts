@@ -548,7 +548,6 @@ export const NOT_FACTORIES: Record<string, string> = {
   ),
   'idem/fetch#defaultStoreStatus': 'a status',
   'idem/fetch#deleteResponse': NO_OPTIONS,
-  'idem/fetch#isHttpProblem': 'tests an error',
   'idem/fetch#problemResponse': 'an error and the problem types (a URI or a function)',
   'idem/fetch#problemStatus': 'an error',
   'idem/fetch#problemType': 'a code and the problem types',

@@ -35,7 +35,7 @@ import type { WebhookReceiverOptions } from '../../src/http/webhook.js'
 import { githubSignature, standardWebhooksSignature, stripeSignature, type WebhookSecrets, type WebhookVerifier } from '../../src/http/webhooks/index.js'
 import { createInbox } from '../../src/queue/index.js'
 import { postgresStore } from '../../src/stores/postgres/index.js'
-import type { PgClient } from '../../src/stores/postgres/types.js'
+import type { PgClient } from '../../src/stores/postgres/driver/types.js'
 import { testSchema, type TestSchema } from '../support/postgres.js'
 
 const db = await testSchema('idem_webhook_receiver')

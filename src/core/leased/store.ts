@@ -40,7 +40,7 @@ import type { KeyRecord } from '../store.js'
  *   `StoreUnavailableError`; missing tables throw `MigrationRequiredError`.
  */
 export interface LeasedStore {
-  /** A short name for logs and errors (`redis`, `postgres`, `sqlite`, `memory`). */
+  /** A short name for logs and errors (`redis`, `postgres`, `sqlite`, `dynamodb`, `memory`). */
   readonly name: string
 
   /**

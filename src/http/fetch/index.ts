@@ -22,7 +22,6 @@ export {
   DEFAULT_PROBLEM_TYPE_BASE,
   PROBLEM_CONTENT_TYPE,
   PROBLEMS,
-  isHttpProblem,
   problem,
   problemResponse,
   problemStatus,

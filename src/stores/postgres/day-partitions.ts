@@ -1,8 +1,8 @@
-import { classifyPgError } from './errors.js'
-import { checkOut } from './held-client.js'
-import { queryOnPool } from './pool-query.js'
-import * as sql from './sql/index.js'
-import type { PgPool } from './types.js'
+import { classifyPgError } from './driver/errors.js'
+import { checkOut } from './driver/held-client.js'
+import { queryOnPool } from './driver/pool-query.js'
+import * as sql from './dialect/index.js'
+import type { PgPool } from './driver/types.js'
 
 /**
  * Enough for the default retention (24 h) and a couple of days without a prune. Keys

@@ -1,7 +1,7 @@
 import type { DeadLetterTable } from '../../ports/dead-letter-table.js'
-import { queryOnPool } from './pool-query.js'
-import * as sql from './sql/index.js'
-import type { PgPool } from './types.js'
+import { queryOnPool } from './driver/pool-query.js'
+import * as sql from './dialect/index.js'
+import type { PgPool } from './driver/types.js'
 
 /** Dead letters on Postgres (`idem_dead_letters`), read on a pooled client. */
 export function postgresDeadLetterTable(pool: PgPool, schema: string): DeadLetterTable {

@@ -1,12 +1,12 @@
 import type { InboxDeadLetter, InboxSession, InboxTable, PriorFailures } from '../../ports/inbox-table.js'
 import { settledInboxSession } from '../settled-inbox-session.js'
-import { classifyPgError } from './errors.js'
-import { checkOut, type HeldClient } from './held-client.js'
+import { classifyPgError } from './driver/errors.js'
+import { checkOut, type HeldClient } from './driver/held-client.js'
 import type { Settings } from './key-sessions.js'
-import { queryOnPool } from './pool-query.js'
-import * as sql from './sql/index.js'
-import type { PgClient, PgPoolClient } from './types.js'
-import { wireFor, type Step, type Wire } from './wire.js'
+import { queryOnPool } from './driver/pool-query.js'
+import * as sql from './dialect/index.js'
+import type { PgClient, PgPoolClient } from './driver/types.js'
+import { wireFor, type Step, type Wire } from './driver/wire.js'
 
 /**
  * The inbox's table on Postgres: one narrow `idem_inbox` row per processed message

@@ -1,8 +1,8 @@
 export { postgresStore, type PostgresStore, type PostgresStoreOptions } from './store.js'
 export { migratePostgres, type MigrateResult } from './migrate.js'
-export { migrations, SCHEMA_VERSION, type Migration } from './migrations.js'
-export type { PgClient, PgExecutor, PgPool, PgPoolClient, PgQueryResult } from './types.js'
-export { postgresDialect } from './data-dialect.js'
+export { migrations, SCHEMA_VERSION, type Migration } from './dialect/migrations.js'
+export type { PgClient, PgExecutor, PgPool, PgPoolClient, PgQueryResult } from './driver/types.js'
+export { postgresDialect } from './dialect/data-dialect.js'
 export { postgresOperator, type PostgresOperatorOptions } from './operator.js'
 export { postgresMigrationScript } from './operations.js'
 export { leasedPostgresStore, type LeasedPostgresStore, type LeasedPostgresStoreOptions } from './leased.js'
@@ -14,4 +14,4 @@ export {
   type DrizzleSql,
   type KyselyCompiledQuery,
   type KyselyExecutor,
-} from './executors.js'
+} from './driver/executors.js'

@@ -1,11 +1,11 @@
 import type { BeginRequest, Claim, KeyRecord, NewRecord, Session } from '../../core/store.js'
-import { classifyPgError } from './errors.js'
-import { assertExecutor } from './executors.js'
-import { checkOut, type HeldClient } from './held-client.js'
+import { classifyPgError } from './driver/errors.js'
+import { assertExecutor } from './driver/executors.js'
+import { checkOut, type HeldClient } from './driver/held-client.js'
 import { RecentKeys } from './recent-keys.js'
-import * as sql from './sql/index.js'
-import type { PgClient, PgPool, PgPoolClient } from './types.js'
-import { wireFor } from './wire.js'
+import * as sql from './dialect/index.js'
+import type { PgClient, PgPool, PgPoolClient } from './driver/types.js'
+import { wireFor } from './driver/wire.js'
 
 /** What the sessions are opened with: the store's options. */
 export interface Settings {

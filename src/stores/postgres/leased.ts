@@ -3,11 +3,12 @@ import { assertKnownOptions, optionNames } from '../../core/validate.js'
 import type { LeaseClaim, LeasedStore } from '../../core/leased/store.js'
 import { MAX_OUTCOME_BYTES } from '../max-outcome.js'
 import { migratePostgres, type MigrateResult } from './migrate.js'
-import { LEASED_PRUNE_OPTIONS, pruneExpired, queryOnPool } from './pool-query.js'
-import { warnWithoutErrorListener } from './pool-error-listener.js'
-import { warnWithoutConnectTimeout } from './pool-timeout.js'
-import * as sql from './sql/index.js'
-import type { PgPool, PgQueryResult } from './types.js'
+import { LEASED_PRUNE_OPTIONS, pruneExpired } from './operations.js'
+import { queryOnPool } from './driver/pool-query.js'
+import { warnWithoutErrorListener } from './driver/pool-error-listener.js'
+import { warnWithoutConnectTimeout } from './driver/pool-timeout.js'
+import * as sql from './dialect/index.js'
+import type { PgPool, PgQueryResult } from './driver/types.js'
 
 /** What `leasedPostgresStore` takes: the pool and the schema. */
 export interface LeasedPostgresStoreOptions {

@@ -1,10 +1,10 @@
 import { StoreUnavailableError } from '../../core/errors/store-unavailable.js'
 import { assertKnownOptions, optionNames } from '../../core/validate.js'
-import { classifyPgError } from './errors.js'
-import { checkOut } from './held-client.js'
-import { quoteSchema } from './sql/index.js'
-import { migrationPreamble, pendingMigrations, SCHEMA_VERSION } from './migrations.js'
-import type { PgPool } from './types.js'
+import { classifyPgError } from './driver/errors.js'
+import { checkOut } from './driver/held-client.js'
+import { quoteSchema } from './dialect/index.js'
+import { migrationPreamble, pendingMigrations, SCHEMA_VERSION } from './dialect/migrations.js'
+import type { PgPool } from './driver/types.js'
 
 /** What `migratePostgres` did: the version it found, the version now, and the migrations it applied. */
 export interface MigrateResult {

@@ -1,8 +1,8 @@
 import type { OnceTable } from '../../ports/once-table.js'
-import { classifyPgError } from './errors.js'
-import { assertExecutor } from './executors.js'
-import * as sql from './sql/index.js'
-import type { PgExecutor } from './types.js'
+import { classifyPgError } from './driver/errors.js'
+import { assertExecutor } from './driver/executors.js'
+import * as sql from './dialect/index.js'
+import type { PgExecutor } from './driver/types.js'
 
 /**
  * `once`'s table on Postgres (`idem_once`): the mark is an INSERT … ON CONFLICT DO

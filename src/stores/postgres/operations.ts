@@ -1,17 +1,20 @@
+import { InvalidOptionError } from '../../core/errors/invalid-option.js'
+import { assertCount, assertDuration, assertKnownOptions, optionNames, type KnownOptions } from '../../core/validate.js'
 import type { KeyInspection, TableStats } from '../../ports/operator.js'
 import { statusOf } from '../inspection.js'
-import { classifyPgError } from './errors.js'
-import { literal, migrationPreamble, migrations, migrationsTable, pendingMigrations, SCHEMA_VERSION, versionRow } from './migrations.js'
-import { quoteSchema } from './sql/index.js'
-import type { PgExecutor } from './types.js'
+import * as sql from './dialect/index.js'
+import { literal, migrationPreamble, migrations, migrationsTable, pendingMigrations, SCHEMA_VERSION, versionRow } from './dialect/migrations.js'
+import { classifyPgError } from './driver/errors.js'
+import { queryOnPool } from './driver/pool-query.js'
+import type { PgExecutor, PgPool } from './driver/types.js'
 
 /** A pool (or client) to read through: `pg.Pool` fits. */
-type PgPool = PgExecutor
+type PgReader = PgExecutor
 
 /**
- * What an operator (the `idem` command) asks of a Postgres schema beyond the ports:
- * its schema version, the migration SQL to apply by hand, one key's records, counts and
- * sizes. Kept here because this folder is the only code that knows idem's Postgres SQL.
+ * What the stores' `prune` and an operator (the `idem` command) do to a Postgres schema
+ * beyond the ports: delete its expired rows, read its schema version, print the
+ * migration SQL to apply by hand, read one key's records, counts and sizes.
  */
 
 /**
@@ -33,8 +36,8 @@ export function postgresMigrationScript(schema: string, from = 0): string[] {
 }
 
 /** The version `migrate()` brought `schema` to: 0 when idem was never migrated there. */
-export async function postgresSchemaVersion(pool: PgPool, schema: string): Promise<number> {
-  const s = quoteSchema(schema)
+export async function postgresSchemaVersion(pool: PgReader, schema: string): Promise<number> {
+  const s = sql.quoteSchema(schema)
   try {
     const { rows } = await pool.query(`SELECT to_regclass(${literal(`${s}.idem_migrations`)}) IS NOT NULL AS present`)
     if (!(rows[0] as { present: boolean }).present) return 0
@@ -46,7 +49,7 @@ export async function postgresSchemaVersion(pool: PgPool, schema: string): Promi
 }
 
 /** idem's tables in `schema` that exist although no version is recorded: SQL applied by hand without its version rows. */
-export async function postgresUnrecordedTables(pool: PgPool, schema: string): Promise<string[]> {
+export async function postgresUnrecordedTables(pool: PgReader, schema: string): Promise<string[]> {
   const { rows } = await pool.query(
     `SELECT table_name AS name FROM information_schema.tables WHERE table_schema = $1 AND table_name LIKE 'idem\\_%' AND table_name <> 'idem_migrations' ORDER BY 1`,
     [schema],
@@ -62,8 +65,8 @@ export { SCHEMA_VERSION as POSTGRES_SCHEMA_VERSION }
  * below see every key whichever layout the store writes. A schema from before
  * migration 6 has only the first.
  */
-async function keyRows(pool: PgPool, schema: string): Promise<{ from: string; bytes: string }> {
-  const s = quoteSchema(schema)
+async function keyRows(pool: PgReader, schema: string): Promise<{ from: string; bytes: string }> {
+  const s = sql.quoteSchema(schema)
   const { rows } = await pool.query('SELECT to_regclass($1) IS NOT NULL AS partitioned', [`${s}.idem_keys_by_day`])
   const columns = 'scope, key, fingerprint, outcome, created_at, expires_at'
   if (!(rows[0] as { partitioned: boolean }).partitioned) return { from: `${s}.idem_keys`, bytes: `pg_total_relation_size(${literal(`${s}.idem_keys`)})` }
@@ -76,8 +79,8 @@ async function keyRows(pool: PgPool, schema: string): Promise<{ from: string; by
 }
 
 /** Expired rows a prune would delete now (keys, inbox ids, leases). */
-export async function postgresExpiredCount(pool: PgPool, schema: string): Promise<number> {
-  const s = quoteSchema(schema)
+export async function postgresExpiredCount(pool: PgReader, schema: string): Promise<number> {
+  const s = sql.quoteSchema(schema)
   try {
     const keys = await keyRows(pool, schema)
     const { rows } = await pool.query(
@@ -91,8 +94,8 @@ export async function postgresExpiredCount(pool: PgPool, schema: string): Promis
 }
 
 /** Reads `(scope, key)` from the key table and the leased tables. */
-export async function postgresInspect(pool: PgPool, schema: string, scope: string, key: string): Promise<KeyInspection> {
-  const s = quoteSchema(schema)
+export async function postgresInspect(pool: PgReader, schema: string, scope: string, key: string): Promise<KeyInspection> {
+  const s = sql.quoteSchema(schema)
   const iso = (value: Date | null): string | null => (value === null ? null : value.toISOString())
   try {
     const rows = await keyRows(pool, schema)
@@ -146,8 +149,8 @@ export async function postgresInspect(pool: PgPool, schema: string, scope: strin
 }
 
 /** Reads `TableStats` from a Postgres schema. It counts whole tables: run it off-peak on a large one. */
-export async function postgresStats(pool: PgPool, schema: string, windowMs: number): Promise<TableStats> {
-  const s = quoteSchema(schema)
+export async function postgresStats(pool: PgReader, schema: string, windowMs: number): Promise<TableStats> {
+  const s = sql.quoteSchema(schema)
   const window = `now() - $1 * interval '1 millisecond'`
   const num = (value: unknown): number => Number(value)
   try {
@@ -217,7 +220,7 @@ export async function postgresStats(pool: PgPool, schema: string, windowMs: numb
  * by hand (from an older `idem sql`, which did not record versions), so `migrate()`
  * applies only what comes after.
  */
-export async function postgresBaseline(pool: PgPool, schema: string, version: number): Promise<void> {
+export async function postgresBaseline(pool: PgReader, schema: string, version: number): Promise<void> {
   const statements = [migrationsTable(schema), ...migrations.filter((m) => m.version <= version).map((m) => versionRow(schema, m, { ifAbsent: true }))]
   try {
     // Several statements in one simple query run as one implicit transaction: all or none.
@@ -225,4 +228,54 @@ export async function postgresBaseline(pool: PgPool, schema: string, version: nu
   } catch (error) {
     throw classifyPgError(error, schema)
   }
+}
+
+/** Every option of `PruneOptions`; a store without an outbox takes `LEASED_PRUNE_OPTIONS`. */
+export const PRUNE_OPTIONS = optionNames<PruneOptions>({ batchSize: true, deliveredOutboxOlderThanMs: true, onBatch: true })
+/** The options of a leased store's `prune`, which has no outbox rows to delete. */
+export const LEASED_PRUNE_OPTIONS = optionNames<Omit<PruneOptions, 'deliveredOutboxOlderThanMs'>>({ batchSize: true, onBatch: true })
+
+/**
+ * Deletes the expired rows of `tables` in batches of `batchSize`, each its own short
+ * statement (rows locked by a running call are skipped), until none are left.
+ * @param known the options the store's `prune` takes
+ * @returns how many rows were deleted
+ */
+export async function pruneExpired(
+  pool: PgPool,
+  schema: string,
+  tables: readonly sql.ExpiringTable[],
+  options: PruneOptions = {},
+  known: KnownOptions = PRUNE_OPTIONS,
+): Promise<number> {
+  assertKnownOptions('prune', options, known)
+  const { batchSize = 1_000, deliveredOutboxOlderThanMs, onBatch } = options
+  assertCount('prune: option "batchSize"', batchSize, 1)
+  if (onBatch !== undefined && typeof onBatch !== 'function') throw new InvalidOptionError('prune: option "onBatch" must be a function (deleted) => void')
+  if (deliveredOutboxOlderThanMs !== undefined) assertDuration('prune: option "deliveredOutboxOlderThanMs"', deliveredOutboxOlderThanMs, 0)
+  const statements = tables.map((table) => () => sql.prune(schema, batchSize, table))
+  if (deliveredOutboxOlderThanMs !== undefined) statements.push(() => sql.outboxPrune(schema, deliveredOutboxOlderThanMs, batchSize))
+  let deleted = 0
+  for (const statement of statements) {
+    for (;;) {
+      const { rowCount } = await queryOnPool(pool, schema, statement())
+      deleted += rowCount ?? 0
+      onBatch?.(rowCount ?? 0)
+      if ((rowCount ?? 0) < batchSize) break
+    }
+  }
+  return deleted
+}
+
+export interface PruneOptions {
+  /** Rows deleted per statement. @default 1000 */
+  batchSize?: number
+  /**
+   * Also delete outbox rows delivered more than this long ago. Delivered rows are kept
+   * so that adding the same `(topic, dedupeKey)` again stays a no-op: keep them at
+   * least as long as a producer may repeat an effect. @default kept
+   */
+  deliveredOutboxOlderThanMs?: number
+  /** Called after each batch with how many rows it deleted: progress for a long prune. */
+  onBatch?: (deleted: number) => void
 }

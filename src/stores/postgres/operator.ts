@@ -1,7 +1,7 @@
 import { InvalidOptionError } from '../../core/errors/invalid-option.js'
 import { assertKnownOptions, optionNames } from '../../core/validate.js'
 import type { StoreOperator } from '../../ports/operator.js'
-import { postgresDialect } from './data-dialect.js'
+import { postgresDialect } from './dialect/data-dialect.js'
 import { leasedPostgresStore } from './leased.js'
 import {
   POSTGRES_SCHEMA_VERSION,
@@ -14,7 +14,7 @@ import {
   postgresUnrecordedTables,
 } from './operations.js'
 import { postgresStore, type PostgresStoreOptions } from './store.js'
-import type { PgExecutor, PgPool } from './types.js'
+import type { PgExecutor, PgPool } from './driver/types.js'
 
 /** What `postgresOperator` takes: the pool, the schema, and the key table's layout. */
 export interface PostgresOperatorOptions {

@@ -1,10 +1,10 @@
 import type { OutboxTable } from '../../ports/outbox-table.js'
 import { claimedOutboxRow, type OutboxRowColumns } from '../outbox-rows.js'
-import { classifyPgError } from './errors.js'
-import { assertExecutor } from './executors.js'
-import { queryOnPool } from './pool-query.js'
-import * as sql from './sql/index.js'
-import type { PgExecutor, PgPool } from './types.js'
+import { classifyPgError } from './driver/errors.js'
+import { assertExecutor } from './driver/executors.js'
+import { queryOnPool } from './driver/pool-query.js'
+import * as sql from './dialect/index.js'
+import type { PgExecutor, PgPool } from './driver/types.js'
 
 /**
  * The outbox's table on Postgres (`idem_outbox`): `add` in the caller's transaction;

@@ -1,10 +1,10 @@
 import type { KeyPeek } from '../../core/dual-read.js'
 import type { KeyRecord } from '../../core/store.js'
-import { classifyPgError } from './errors.js'
-import { checkOut } from './held-client.js'
-import * as sql from './sql/index.js'
-import type { PgPool, PgQueryResult } from './types.js'
-import { inlined } from './wire.js'
+import { classifyPgError } from './driver/errors.js'
+import { checkOut } from './driver/held-client.js'
+import * as sql from './dialect/index.js'
+import type { PgPool, PgQueryResult } from './driver/types.js'
+import { inlined } from './driver/wire.js'
 
 /**
  * What the transactional store holds for a key, without claiming it, in one round trip:

@@ -15,11 +15,11 @@ import { migratePostgres, type MigrateResult } from './migrate.js'
 import { postgresOnceTable } from './once-table.js'
 import { postgresOutboxTable } from './outbox-table.js'
 import { postgresPeek } from './peek.js'
-import { pruneExpired, type PruneOptions } from './pool-query.js'
-import { warnWithoutErrorListener } from './pool-error-listener.js'
-import { warnWithoutConnectTimeout } from './pool-timeout.js'
-import * as sql from './sql/index.js'
-import type { PgClient, PgExecutor, PgPool } from './types.js'
+import { pruneExpired, type PruneOptions } from './operations.js'
+import { warnWithoutErrorListener } from './driver/pool-error-listener.js'
+import { warnWithoutConnectTimeout } from './driver/pool-timeout.js'
+import * as sql from './dialect/index.js'
+import type { PgClient, PgExecutor, PgPool } from './driver/types.js'
 
 /** What `postgresStore` takes: the pool, the schema, the isolation level and whether to use prepared statements. */
 export interface PostgresStoreOptions {

@@ -6,7 +6,7 @@
  *   - src/core/leased/steps.ts       a step's result saved before the call goes on
  *   - src/core/leased/store.ts       the LeasedStore port: atomic transitions, fencing
  *   - src/stores/redis/scripts.ts    CLAIM, RENEW, SAVE_STEP, COMPLETE, RELEASE (FENCE)
- *   - src/stores/postgres/sql/leases.ts and idem_lease_claim() in migrations.ts
+ *   - src/stores/postgres/dialect/leases.ts and idem_lease_claim() in dialect/migrations.ts
  *
  * Time is the adversary: the Clock may let a held lease lapse at any moment (a holder
  * stalled by GC, SIGSTOP or a blocked event loop cannot tell), so safety rests on the

@@ -3,7 +3,7 @@
  * whose locks collide (the lock is taken on a hash of the key). It mirrors:
  *   - src/core/engine.ts                 run: begin, replay or run, commit or roll back
  *   - src/core/store.ts                  the KeyStore port: one session holds the key's lock
- *   - idem_claim() in src/stores/postgres/migrations.ts and sql/keys.ts: a transaction-
+ *   - idem_claim() in src/stores/postgres/dialect/migrations.ts and dialect/keys.ts: a transaction-
  *     scoped advisory lock on a hash of (scope, key), the live record read after the
  *     lock, an expired record removed under the lock
  *   - src/stores/postgres/key-sessions.ts: a retry of a recorded key first reads the

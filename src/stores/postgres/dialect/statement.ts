@@ -25,7 +25,7 @@ export interface Statement {
 
 /**
  * A statement the store prepares once per connection under its name (the extended
- * protocol's Parse, see wire.ts) and then only binds to its values, so Postgres parses,
+ * protocol's Parse, see driver/wire.ts) and then only binds to its values, so Postgres parses,
  * analyses and plans it once per connection instead of once per call.
  */
 export interface NamedStatement {

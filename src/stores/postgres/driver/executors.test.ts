@@ -17,7 +17,7 @@ import {
   type QueryResult,
 } from 'kysely'
 import { describe, expect, it } from 'vitest'
-import { InvalidOptionError } from '../../core/errors/invalid-option.js'
+import { InvalidOptionError } from '../../../core/errors/invalid-option.js'
 import { assertExecutor, drizzleQuery, escapeLiteral, fromDrizzle, fromKysely, fromPg } from './executors.js'
 
 /** Kysely's real executor over a driver that records what it is sent and answers `result`. */

@@ -1,4 +1,4 @@
-import { inboxLockId, quoteSchema } from './sql/index.js'
+import { inboxLockId, quoteSchema } from './index.js'
 
 /** One schema change, as data: applied in order, each once, in one transaction. */
 export interface Migration {
@@ -329,7 +329,7 @@ $fn$`,
         // idem_keys, partitioned by expires_at: a day of expired keys goes with one DROP
         // of its partition instead of millions of deletes (and the vacuum after them).
         // The day partitions are made ahead by migrate() and prune() (see
-        // sql/partitions.ts). A unique index must contain the partition key, so
+        // partitions.ts). A unique index must contain the partition key, so
         // (scope, key) is not unique here: the key's advisory lock, which every writer
         // takes (idem_claim_by_day), keeps one row per key instead.
         `CREATE TABLE ${s}.idem_keys_by_day (

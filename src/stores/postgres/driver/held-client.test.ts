@@ -1,6 +1,6 @@
 import { EventEmitter } from 'node:events'
 import { describe, expect, it } from 'vitest'
-import { StoreUnavailableError } from '../../core/errors/store-unavailable.js'
+import { StoreUnavailableError } from '../../../core/errors/store-unavailable.js'
 import { checkOut } from './held-client.js'
 import type { PgPool, PgPoolClient } from './types.js'
 

@@ -1,5 +1,5 @@
-import type { PgQueryable } from '../../ports/sql-clients.js'
-import type { SqlDialect } from '../../ports/sql-dialect.js'
+import type { PgQueryable } from '../../../ports/sql-clients.js'
+import type { SqlDialect } from '../../../ports/sql-dialect.js'
 
 /**
  * Postgres as `idem/data`'s helpers write to it (`upsertSql`, `upsert`, `reconcile`):

@@ -1,4 +1,4 @@
-import { StoreUnavailableError } from '../../core/errors/store-unavailable.js'
+import { StoreUnavailableError } from '../../../core/errors/store-unavailable.js'
 import { cancelStatement } from './cancel.js'
 import { classifyPgError } from './errors.js'
 import type { PgPool, PgPoolClient, PgQueryResult } from './types.js'

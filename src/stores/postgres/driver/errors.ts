@@ -1,6 +1,6 @@
-import { IdemError } from '../../core/errors/idem-error.js'
-import { MigrationRequiredError } from '../../core/errors/migration-required.js'
-import { StoreUnavailableError } from '../../core/errors/store-unavailable.js'
+import { IdemError } from '../../../core/errors/idem-error.js'
+import { MigrationRequiredError } from '../../../core/errors/migration-required.js'
+import { StoreUnavailableError } from '../../../core/errors/store-unavailable.js'
 
 // SQLSTATEs meaning the schema was never migrated.
 const MISSING_OBJECT = new Set(['42P01', '42883', '3F000'])

@@ -6,9 +6,9 @@
  * of its transaction. Neither ORM is imported: each is typed by the part of it used here.
  */
 
-import { InvalidOptionError } from '../../core/errors/invalid-option.js'
-import { shown } from '../../core/validate.js'
-import { templateOf } from './sql/statement.js'
+import { InvalidOptionError } from '../../../core/errors/invalid-option.js'
+import { shown } from '../../../core/validate.js'
+import { templateOf } from '../dialect/statement.js'
 import type { PgClient, PgExecutor } from './types.js'
 
 /**

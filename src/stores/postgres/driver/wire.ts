@@ -1,5 +1,5 @@
 import type { HeldClient } from './held-client.js'
-import * as sql from './sql/index.js'
+import * as sql from '../dialect/index.js'
 import type { PgPoolClient, PgQueryResult } from './types.js'
 
 /**
