@@ -1,4 +1,4 @@
-import { idemEvents, warn } from '../../core/events.js'
+import { idemEvents, warn } from '../../../core/events.js'
 
 const warned = new WeakSet<object>()
 
