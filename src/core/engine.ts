@@ -4,6 +4,7 @@ import { InvalidOptionError } from './errors/invalid-option.js'
 import { OutcomeTooLargeError } from './errors/outcome-too-large.js'
 import { OverranError } from './errors/overran.js'
 import { callReporter, resolveCall, type CallOptions } from './call.js'
+import { decide } from './decide.js'
 import { DEFAULT_DEADLINE_MS, isThenable, withinDeadline } from './deadline.js'
 import { idemEvents, timedRoundTrip, warn, type EventStream, type OutcomeEvent } from './events.js'
 import { assertOutcomeLimit, bytesOver, parseOutcome, replayedOversized, serializeOutcome } from './outcome.js'
@@ -138,7 +139,6 @@ export function createIdem<Tx>(options: IdemOptions<Tx>): Idem<Tx> {
     const { tx } = options
     const { scope, key, fingerprint, ttlMs: callTtl, waitMs: callWait, deadlineMs: callDeadline } = resolveCall(options, { ttlMs, waitMs, deadlineMs }, RUN_OPTIONS)
 
-    // A stale snapshot can only be cured by a fresh transaction, which we own unless joined.
     for (let attempt = 0; ; attempt++) {
       let session: Session<Tx>
       try {
@@ -149,44 +149,52 @@ export function createIdem<Tx>(options: IdemOptions<Tx>): Idem<Tx> {
         report('error', scope, started, error)
         throw error
       }
-      const { claim } = session
-      if (claim.state === 'found') {
-        // The session wrote nothing; ending it need not delay the answer, so a replay
-        // costs the caller one read round trip. `rollback` never rejects.
-        void session.rollback()
-        if (claim.record.fingerprint !== fingerprint) {
+      const decision = decide(session.claim, fingerprint)
+      switch (decision.kind) {
+        case 'run':
+          return await execute(session, fn, { scope, key, fingerprint, ttlMs: callTtl, deadlineMs: callDeadline, started })
+        case 'replay': {
+          // The session wrote nothing; ending it need not delay the answer, so a replay
+          // costs the caller one read round trip. `rollback` never rejects.
+          void session.rollback()
+          let replay: RunResult<T>
+          try {
+            replay = replayedResult<T>(decision.record.outcome)
+          } catch (error) {
+            report('error', scope, started, error)
+            throw error
+          }
+          report('replayed', scope, started)
+          return replay
+        }
+        case 'mismatch': {
+          void session.rollback()
           const error = new FingerprintMismatchError(
             `Key ${JSON.stringify(key)} was first used with a different request; use a new key for a new request`,
           )
           report('mismatch', scope, started, error)
           throw error
         }
-        let replay: RunResult<T>
-        try {
-          replay = replayedResult<T>(claim.record.outcome)
-        } catch (error) {
-          report('error', scope, started, error)
-          throw error
-        }
-        report('replayed', scope, started)
-        return replay
+        case 'retry':
+          // A stale snapshot can only be cured by a fresh transaction, which we own unless joined.
+          await session.rollback()
+          if (!session.joined && attempt === 0) continue
+          throw inFlight(
+            `A call with key ${JSON.stringify(key)} finished while this transaction waited; its snapshot cannot see the result. Retry in a new transaction`,
+            scope,
+            started,
+          )
+        case 'in-flight':
+          await session.rollback()
+          throw inFlight(`A call with key ${JSON.stringify(key)} is still in progress (waited ${callWait} ms)`, scope, started)
       }
-      if (claim.state === 'stale' && !session.joined && attempt === 0) {
-        await session.rollback()
-        continue
-      }
-      if (claim.state !== 'new') {
-        await session.rollback()
-        const error = new InFlightError(
-          claim.state === 'locked'
-            ? `A call with key ${JSON.stringify(key)} is still in progress (waited ${callWait} ms)`
-            : `A call with key ${JSON.stringify(key)} finished while this transaction waited; its snapshot cannot see the result. Retry in a new transaction`,
-        )
-        report('in-flight', scope, started, error)
-        throw error
-      }
-      return await execute(session, fn, { scope, key, fingerprint, ttlMs: callTtl, deadlineMs: callDeadline, started })
     }
+  }
+
+  function inFlight(message: string, scope: string, started: number): InFlightError {
+    const error = new InFlightError(message)
+    report('in-flight', scope, started, error)
+    return error
   }
 
   async function execute<T>(

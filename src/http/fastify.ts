@@ -193,8 +193,7 @@ export function idempotency<Tx>(options: IdempotencyOptions<Tx, FastifyRequest>)
   }
 
   // Applies the hooks to the context that registers the plugin, as fastify-plugin would.
-  ;(plugin as unknown as Record<symbol, boolean>)[Symbol.for('skip-override')] = true
-  return plugin
+  return Object.assign(plugin, { [Symbol.for('skip-override')]: true })
 }
 
 /** The route's reply: Fastify's payload is text, bytes, a stream, a Web Response or nothing. */

@@ -19,7 +19,7 @@ export function lightweightBody(response: Response): HttpBody | undefined {
     cacheSymbol = Object.getOwnPropertySymbols(response).find((symbol) => symbol.description === 'cache')
     if (cacheSymbol === undefined) return undefined
   }
-  const cache: unknown = (response as unknown as Record<symbol, unknown>)[cacheSymbol]
+  const cache: unknown = Reflect.get(response, cacheSymbol)
   if (!Array.isArray(cache) || cache.length !== 3 || cache[0] !== response.status) return undefined
   const body: unknown = cache[1]
   if (body === null) return ''

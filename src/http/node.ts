@@ -6,7 +6,7 @@
  * `Headers` is made. Mapping only: no idempotency behaviour here.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http'
-import { Readable, type ReadableOptions } from 'node:stream'
+import { Readable } from 'node:stream'
 import { NO_BODY_STATUSES } from '../headers/no-body-statuses.js'
 import { EMPTY_BODY, readSource, tooLarge, type BodySource } from './body.js'
 import { byteLength, type HttpAnswer, type HttpBody, type HttpRequest, type RouteReply } from './exchange.js'
@@ -292,7 +292,7 @@ export function jsonText(value: unknown): string {
  * request has been read to its end, so its socket is unaffected.
  */
 export function refillRequest(req: IncomingMessage, bytes: Uint8Array): void {
-  ;(Readable as unknown as (this: Readable, options?: ReadableOptions) => void).call(req)
+  Reflect.apply(Readable, req, [])
   req.push(Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength))
   req.push(null)
 }

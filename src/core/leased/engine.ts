@@ -15,6 +15,7 @@ import { assertDuration, assertKnownOptions, optionNames } from '../validate.js'
 import type { LeaseClaim, LeasedStore } from './store.js'
 import { assertOutcomeLimit, bytesOver, oversizedOutcome, serializeOutcome } from '../outcome.js'
 import { createStepContext, type StepContext } from './steps.js'
+import { decide } from '../decide.js'
 import { timedLeasedStore } from './timed-store.js'
 
 /** 5 seconds: how long a claim holds without renewal by default, so a crashed holder blocks its key for no longer. */
@@ -189,15 +190,15 @@ export function createLeasedIdem(options: LeasedIdemOptions): LeasedIdem {
       } catch (error) {
         fail(storeFailure(store.name, error), 'error', scope, started)
       }
-      if (claim.state === 'acquired') {
+      const decision = decide(claim, fingerprint)
+      if (decision.kind === 'run') {
         // Steps are only ever resumed after their holder's lease ran out (a failed holder
         // with steps keeps its claim), so resuming them is a takeover too.
-        if (sawRunning || claim.steps.size > 0) leaseChanged('takeover', scope)
-        return await execute(claim, fn, { scope, key, fingerprint, ttlMs: callTtl, deadlineMs: callDeadline, started, claimedAt })
+        if (sawRunning || decision.claim.steps.size > 0) leaseChanged('takeover', scope)
+        return await execute(decision.claim, fn, { scope, key, fingerprint, ttlMs: callTtl, deadlineMs: callDeadline, started, claimedAt })
       }
-      const theirs = claim.state === 'completed' ? claim.record.fingerprint : claim.fingerprint
-      if (theirs !== fingerprint) {
-        const still = claim.state === 'running' ? ' (that request is still in progress)' : ''
+      if (decision.kind === 'mismatch') {
+        const still = decision.running ? ' (that request is still in progress)' : ''
         fail(
           new FingerprintMismatchError(`Key ${JSON.stringify(key)} was first used with a different request${still}; use a new key for a new request`),
           'mismatch',
@@ -205,16 +206,17 @@ export function createLeasedIdem(options: LeasedIdemOptions): LeasedIdem {
           started,
         )
       }
-      if (claim.state === 'completed') {
+      if (decision.kind === 'replay') {
         let replay: RunResult<T>
         try {
-          replay = replayedResult<T>(claim.record.outcome)
+          replay = replayedResult<T>(decision.record.outcome)
         } catch (error) {
           fail(error as Error, 'error', scope, started)
         }
         report('replayed', scope, started)
         return replay
       }
+      // In flight: poll until the call's wait is over.
       sawRunning = true
       const left = deadline - performance.now()
       if (left <= 0) {

@@ -149,7 +149,7 @@ export function describeIdempotency<Tx, Native>(options: IdempotencyOptions<Tx, 
       if (!isObject(document) || typeof document.openapi !== 'string' || !/^3\.[01]\./.test(document.openapi)) {
         throw new TypeError(`${caller}: the document must be an OpenAPI 3.0 or 3.1 object (its "openapi" is ${JSON.stringify(isObject(document) ? document.openapi : document)})`)
       }
-      const json = document as unknown as Json
+      const json: Json = document
       const rule = { methods: policy.methods, routes: options.routes }
       const selected = selectOperations(json, rule, { explicit, candidates, option: caller })
       if (selected.length === 0) return document

@@ -59,7 +59,7 @@ export function idempotencyWithOpenApi<Tx>(options: IdempotencyOptions<Tx, Fasti
     middleware(fastify, pluginOptions, done)
   }
   // In the registering context, as the middleware's own hooks are.
-  ;(plugin as unknown as Record<symbol, boolean>)[Symbol.for('skip-override')] = true
+  Object.assign(plugin, { [Symbol.for('skip-override')]: true })
 
   return {
     plugin,

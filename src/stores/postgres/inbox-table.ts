@@ -2,7 +2,7 @@ import type { InboxDeadLetter, InboxSession, InboxTable, PriorFailures } from '.
 import { settledInboxSession } from '../settled-inbox-session.js'
 import { classifyPgError } from './driver/errors.js'
 import { checkOut, type HeldClient } from './driver/held-client.js'
-import type { Settings } from './key-sessions.js'
+import type { Settings } from './key-sessions/index.js'
 import { queryOnPool } from './driver/pool-query.js'
 import * as sql from './dialect/index.js'
 import type { PgClient, PgPoolClient } from './driver/types.js'

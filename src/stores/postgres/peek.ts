@@ -3,8 +3,8 @@ import type { KeyRecord } from '../../core/store.js'
 import { classifyPgError } from './driver/errors.js'
 import { checkOut } from './driver/held-client.js'
 import * as sql from './dialect/index.js'
-import type { PgPool, PgQueryResult } from './driver/types.js'
-import { inlined } from './driver/wire.js'
+import type { PgPool } from './driver/types.js'
+import { inlined, resultsOf } from './driver/wire.js'
 
 /**
  * What the transactional store holds for a key, without claiming it, in one round trip:
@@ -16,9 +16,7 @@ export function postgresPeek(pool: PgPool, schema: string, table: sql.KeyTable):
     const client = await checkOut(pool, schema)
     let failure: unknown
     try {
-      const results = (await client.query(
-        `BEGIN; ${inlined(table.tryLock(scope, key))}; ${inlined(table.lookup(scope, key))}; COMMIT`,
-      )) as unknown as PgQueryResult[]
+      const results = resultsOf(await client.query(`BEGIN; ${inlined(table.tryLock(scope, key))}; ${inlined(table.lookup(scope, key))}; COMMIT`))
       const free = (results[1]!.rows[0] as { free: boolean }).free
       const record = results[2]!.rows[0] as KeyRecord | undefined
       if (record !== undefined) return { state: 'completed', record: { fingerprint: record.fingerprint, outcome: record.outcome } }

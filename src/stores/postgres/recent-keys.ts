@@ -1,7 +1,7 @@
 /**
  * Keys a store recorded lately (committed itself), so that a retry of one can be answered
- * by a plain read (`lookup` in key-sessions.ts, its SQL in dialect/keys.ts) instead of a
- * transaction. Being wrong costs one read and never a wrong answer: the read is of
+ * by a plain read (`lookup` in key-sessions/index.ts, its SQL in dialect/keys.ts) instead of
+ * a transaction. Being wrong costs one read and never a wrong answer: the read is of
  * committed records only, and a key it does not find is claimed as usual. Bounded: the
  * oldest entries go first.
  */

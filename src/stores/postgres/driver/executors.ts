@@ -255,9 +255,15 @@ function described(value: unknown, kind: Kind): string {
 }
 
 function isDrizzleSql(sql: unknown): sql is DrizzleSql {
-  if (typeof sql !== 'function') return false
-  const tag = sql as unknown as Record<string, unknown>
-  return typeof tag.raw === 'function' && typeof tag.param === 'function' && typeof tag.join === 'function'
+  return (
+    typeof sql === 'function' &&
+    'raw' in sql &&
+    typeof sql.raw === 'function' &&
+    'param' in sql &&
+    typeof sql.param === 'function' &&
+    'join' in sql &&
+    typeof sql.join === 'function'
+  )
 }
 
 /**

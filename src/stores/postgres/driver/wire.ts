@@ -52,8 +52,15 @@ export function wireFor(preparedStatements: boolean): Wire {
 /** The steps as one simple-protocol text, values inlined: for a client without node-postgres' connection. */
 async function simple(client: HeldClient, steps: readonly Step[]): Promise<PgQueryResult[]> {
   const text = steps.map(({ statement, values }) => (values === undefined ? statement.text : inlined({ text: statement.text, values: [...values] }))).join('; ')
-  const results: unknown = await client.query(text)
-  return Array.isArray(results) ? results : [results as PgQueryResult]
+  return resultsOf(await client.query(text))
+}
+
+/**
+ * The results of a simple-protocol text: pg resolves with one per statement when the
+ * text holds several, and with the result itself when it holds one.
+ */
+export function resultsOf(result: PgQueryResult | PgQueryResult[]): PgQueryResult[] {
+  return Array.isArray(result) ? result : [result]
 }
 
 /** A statement with its values inlined as literals, for the simple protocol (which carries several statements in one round trip). */
