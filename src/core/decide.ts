@@ -7,7 +7,7 @@ export interface Replay {
   readonly record: KeyRecord
 }
 
-/** The key was first used with another request: refused (422 over HTTP). */
+/** The key was first used with another request: refused (the front end answers a mismatch). */
 export interface Mismatch {
   readonly kind: 'mismatch'
   /** True while that other request still runs (a leased claim's `running`). */
