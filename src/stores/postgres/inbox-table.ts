@@ -1,7 +1,7 @@
 import type { InboxDeadLetter, InboxSession, InboxTable, PriorFailures } from '../../ports/inbox-table.js'
 import { settledInboxSession } from '../settled-inbox-session.js'
 import { classifyPgError } from './driver/errors.js'
-import { checkOut, type HeldClient } from './driver/held-client.js'
+import { checkOut, endClient, type HeldClient } from './driver/held-client.js'
 import type { Settings } from './key-sessions/index.js'
 import { queryOnPool } from './driver/pool-query.js'
 import * as sql from './dialect/index.js'
@@ -147,16 +147,4 @@ function stateOf(result: { rows: unknown[] }): string {
   const state = (result.rows[0] as { state?: unknown } | undefined)?.state
   if (state === 'new' || state === 'found' || state === 'locked' || state === 'stale') return state
   throw new Error(`idem_inbox_claim returned an unexpected row: ${JSON.stringify(result.rows[0])}`)
-}
-
-// Ends a transaction this table opened and returns its client to the pool; a client whose
-// connection failed is destroyed rather than reused, and a lost one is not even asked.
-async function endClient(client: HeldClient, cause?: unknown): Promise<void> {
-  if (client.lost !== undefined) return client.release()
-  try {
-    await client.query('ROLLBACK')
-    client.release()
-  } catch (error) {
-    client.release(error instanceof Error ? error : new Error(String(cause ?? error)))
-  }
 }

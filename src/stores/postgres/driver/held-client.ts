@@ -136,3 +136,17 @@ function lostConnection(error: unknown, schema: string): StoreUnavailableError {
   const message = error instanceof Error ? error.message : String(error)
   return new StoreUnavailableError(`Postgres is unavailable: the connection was lost (${message})`, { cause: error })
 }
+
+/**
+ * Ends a transaction the store opened on a held client and returns its client to the pool; a client whose
+ * connection failed is destroyed rather than reused, and a lost one is not even asked.
+ */
+export async function endClient(client: HeldClient, cause?: unknown): Promise<void> {
+  if (client.lost !== undefined) return client.release()
+  try {
+    await client.query('ROLLBACK')
+    client.release()
+  } catch (error) {
+    client.release(error instanceof Error ? error : new Error(String(cause ?? error)))
+  }
+}

@@ -1,5 +1,4 @@
 import type { Claim } from '../../../core/store.js'
-import type { HeldClient } from '../driver/held-client.js'
 import type { RecentKeys } from '../recent-keys.js'
 import type * as sql from '../dialect/index.js'
 import type { PgPool } from '../driver/types.js'
@@ -36,19 +35,5 @@ export function toClaim(result: { rows: unknown[] }): Claim {
       return STALE
     default:
       throw new Error(`idem_claim returned an unexpected row: ${JSON.stringify(row)}`)
-  }
-}
-
-/**
- * Ends an owned transaction and returns its client to the pool; a client whose
- * connection failed is destroyed rather than reused, and a lost one is not even asked.
- */
-export async function endClient(client: HeldClient, cause?: unknown): Promise<void> {
-  if (client.lost !== undefined) return client.release()
-  try {
-    await client.query('ROLLBACK')
-    client.release()
-  } catch (error) {
-    client.release(error instanceof Error ? error : new Error(String(cause ?? error)))
   }
 }

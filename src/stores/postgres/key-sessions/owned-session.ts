@@ -1,10 +1,10 @@
 import type { Claim, NewRecord, Session } from '../../../core/store.js'
 import { classifyPgError } from '../driver/errors.js'
-import type { HeldClient } from '../driver/held-client.js'
+import { endClient, type HeldClient } from '../driver/held-client.js'
 import * as sql from '../dialect/index.js'
 import type { PgClient, PgPoolClient } from '../driver/types.js'
 import type { Step } from '../driver/wire.js'
-import { endClient, type KeyContext } from './context.js'
+import type { KeyContext } from './context.js'
 
 const COMMIT: Step = { statement: sql.COMMIT }
 
