@@ -128,8 +128,10 @@ function harness(): BrokerHarness {
  * Waits until the group has settled into members that hold disjoint partitions covering all
  * `count`. The mock cluster was seen to leave a group settled with every partition on one
  * member and none on the other for good (`[[],[0,1,2,3]]`) when the machine was loaded
- * while they joined; `rejoin` makes a member leave and join again, which makes the
- * coordinator rebalance, and is called when the group stayed that way for 15 s.
+ * while they joined, and to keep it so after the full member left and joined again five
+ * times (the empty one was then another process); `rejoin` makes the member that holds
+ * nothing leave and join again, which makes the coordinator rebalance, and is called when
+ * the group stayed unbalanced for 15 s.
  */
 async function balanced(assignments: (() => number[] | undefined)[], count: number, rejoin: () => Promise<void>): Promise<void> {
   let held: number[][] = []
@@ -147,7 +149,7 @@ async function balanced(assignments: (() => number[] | undefined)[], count: numb
     },
     // The mock holds a new group's first join for about 3 s, and a loaded machine may need
     // a rejoin or two more.
-    90_000,
+    120_000,
     'a balanced group',
   ).catch((error: Error) => {
     throw new Error(`${error.message}; the members last said they hold ${JSON.stringify(held)}`)
@@ -177,27 +179,31 @@ describe.skipIf(db === undefined)("Kafka adapter (kafkajs against librdkafka's m
 
     // Consumer A: another process, killed with SIGKILL.
     const fixture = fileURLToPath(new URL('../fixtures/kafka-intake-worker.mjs', import.meta.url))
-    const child = spawn(process.execPath, [fixture, JSON.stringify({ brokers: mock!.brokers, topic, groupId, consumer: consumerName, schema, consumerConfig: CONSUMER_CONFIG })], {
-      stdio: ['ignore', 'pipe', 'pipe'],
-      env: { ...process.env, KAFKAJS_NO_PARTITIONER_WARNING: '1' },
-    })
-    cleanups.push(async () => child.kill('SIGKILL'))
-    let stderr = ''
-    child.stderr.on('data', (chunk) => (stderr += chunk))
-    const exited = new Promise<string | number | null>((resolve) => child.on('exit', (code, signal) => resolve(signal ?? code)))
     const fromA = { assignment: undefined as number[] | undefined, wrote: new Map<string, string>(), memoised: new Map<string, string>() }
-    let lines = ''
-    child.stdout.on('data', (chunk) => {
-      lines += chunk
-      let end: number
-      while ((end = lines.indexOf('\n')) >= 0) {
-        const event = JSON.parse(lines.slice(0, end))
-        lines = lines.slice(end + 1)
-        if (event.type === 'assigned') fromA.assignment = event.partitions
-        if (event.type === 'wrote') fromA.wrote.set(event.intakeId, event.summary)
-        if (event.type === 'memoised') fromA.memoised.set(event.intakeId, event.summary)
-      }
-    })
+    let stderr = ''
+    const spawnA = () => {
+      const child = spawn(process.execPath, [fixture, JSON.stringify({ brokers: mock!.brokers, topic, groupId, consumer: consumerName, schema, consumerConfig: CONSUMER_CONFIG })], {
+        stdio: ['ignore', 'pipe', 'pipe'],
+        env: { ...process.env, KAFKAJS_NO_PARTITIONER_WARNING: '1' },
+      })
+      cleanups.push(async () => child.kill('SIGKILL'))
+      child.stderr.on('data', (chunk) => (stderr += chunk))
+      const exited = new Promise<string | number | null>((resolve) => child.on('exit', (code, signal) => resolve(signal ?? code)))
+      let lines = ''
+      child.stdout.on('data', (chunk) => {
+        lines += chunk
+        let end: number
+        while ((end = lines.indexOf('\n')) >= 0) {
+          const event = JSON.parse(lines.slice(0, end))
+          lines = lines.slice(end + 1)
+          if (event.type === 'assigned') fromA.assignment = event.partitions
+          if (event.type === 'wrote') fromA.wrote.set(event.intakeId, event.summary)
+          if (event.type === 'memoised') fromA.memoised.set(event.intakeId, event.summary)
+        }
+      })
+      return { child, exited }
+    }
+    let consumerA = spawnA()
 
     // Consumer B: this process, the same inbox and handler (less the fixture's stops).
     const inbox = createInbox<PgClient, Intake>({ store, consumer: consumerName })
@@ -228,12 +234,22 @@ describe.skipIf(db === undefined)("Kafka adapter (kafkajs against librdkafka's m
     let consumerB = await startB()
     cleanups.push(() => consumerB.stop())
     // Nothing is produced yet, so B leaving and joining again changes nothing but the assignment.
-    const rejoinB = async () => {
-      await consumerB.stop()
-      assignmentOfB = undefined
-      consumerB = await startB()
+    // The member that holds nothing leaves and joins again: B stops and starts; A, another
+    // process, is killed and started again (before the first intake is produced neither has
+    // written anything).
+    const rejoin = async () => {
+      if ((assignmentOfB ?? []).length === 0) {
+        await consumerB.stop()
+        assignmentOfB = undefined
+        consumerB = await startB()
+      } else {
+        consumerA.child.kill('SIGKILL')
+        await consumerA.exited
+        fromA.assignment = undefined
+        consumerA = spawnA()
+      }
     }
-    await balanced([() => fromA.assignment, () => assignmentOfB], partitions, rejoinB)
+    await balanced([() => fromA.assignment, () => assignmentOfB], partitions, rejoin)
 
     // Three intakes per partition, each partition's in one record batch.
     const intakes: Intake[] = []
@@ -251,8 +267,8 @@ describe.skipIf(db === undefined)("Kafka adapter (kafkajs against librdkafka's m
     await eventually(() => firstOfA.every((id) => fromA.wrote.has(id)) && secondOfA.every((id) => fromA.memoised.has(id)), 20_000, 'consumer A to write and memoise')
     const committedByA = (await pool.query(`SELECT intake_id, summary FROM ${summaries} WHERE intake_id = ANY($1)`, [firstOfA])).rows
     expect(committedByA).toHaveLength(firstOfA.length)
-    child.kill('SIGKILL')
-    expect(await exited).toBe('SIGKILL')
+    consumerA.child.kill('SIGKILL')
+    expect(await consumerA.exited).toBe('SIGKILL')
 
     // The group notices A is gone (its session expires), rebalances, and B reads A's partitions from their last commit: none.
     await eventually(() => intakes.every((intake) => (settledByB.get(intake.intakeId) ?? []).some((s) => s === 'processed' || s === 'duplicate')), 40_000, 'B to settle every intake')
@@ -280,7 +296,7 @@ describe.skipIf(db === undefined)("Kafka adapter (kafkajs against librdkafka's m
       expect(calls.find((c) => c.intake_id === id)!.by).toBe('A')
     }
     expect(stderr).toBe('')
-  }, 180_000)
+  }, 240_000)
 
   it('a rebalance mid-batch: a member joins while the first is half way through its batches; each record is applied once, none is lost', async () => {
     const { pool, schema } = schemaDb
