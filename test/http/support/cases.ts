@@ -360,7 +360,9 @@ export const conformanceCases: ConformanceCase[] = [
     options: { storeDown: true },
     async run(t) {
       const response = await t.client.send({ path: '/orders', key: quoted(fresh()), body: 'd' })
-      await expectProblem(response, 503, 'store-unavailable')
+      const problem = await expectProblem(response, 503, 'store-unavailable')
+      // The store can also fail after a route ran (storing its answer): the text never says nothing ran.
+      expect(problem.detail).not.toMatch(/nothing (was |has been )?(run|done)|was not run/i)
       expect(response.headers.get('retry-after')).toBe('1')
       expect(t.state.runs['/orders']).toBeUndefined()
     },
