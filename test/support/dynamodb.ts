@@ -4,7 +4,7 @@ import { existsSync } from 'node:fs'
 import { createRequire } from 'node:module'
 import { dirname, join } from 'node:path'
 import { DeleteTableCommand, DynamoDBClient, ListTablesCommand } from '@aws-sdk/client-dynamodb'
-import { dynamodbStore, type DynamoStore } from '../../src/stores/dynamodb/index.js'
+import { dynamodbStore, type DynamoStore, type DynamoStoreOptions } from '../../src/stores/dynamodb/index.js'
 import { freePort } from './free-port.js'
 
 /** The DynamoDB Local the tests use (override with IDEM_TEST_DYNAMODB_URL); `.ci/run` starts one here. */
@@ -26,6 +26,7 @@ export interface TestDynamo {
   endpoint: string
   /** A table of this test file's own, created (with TTL on) by the store. */
   table: string
+  /** The store on that table, made by the constructor `testDynamo` was given. */
   store: DynamoStore
   /** Deletes the table, closes the client, and stops a DynamoDB Local this file started. */
   drop(): Promise<void>
@@ -36,8 +37,10 @@ export interface TestDynamo {
  * `DYNAMODB_URL`. Outside CI, when none answers there, starts a private one on a free
  * port (stopped by `drop`) if Java and the jar are installed, or returns undefined (the
  * file then skips, and says so); in CI an unreachable DynamoDB Local fails the run.
+ * The store is idem's from `src/` unless `makeStore` is another `dynamodbStore` (a
+ * conformance kit's).
  */
-export async function testDynamo(label: string): Promise<TestDynamo | undefined> {
+export async function testDynamo(label: string, makeStore: (options: DynamoStoreOptions) => DynamoStore = dynamodbStore): Promise<TestDynamo | undefined> {
   let endpoint = DYNAMODB_URL
   let local: LocalDynamo | undefined
   if (!(await answers(endpoint))) {
@@ -51,7 +54,7 @@ export async function testDynamo(label: string): Promise<TestDynamo | undefined>
   }
   const client = localClient(endpoint)
   const table = `idem_test_${label}_${randomBytes(4).toString('hex')}`
-  const store = dynamodbStore({ client, table, timeoutMs: 5_000 })
+  const store = makeStore({ client, table, timeoutMs: 5_000 })
   await store.createTable()
   return {
     client,

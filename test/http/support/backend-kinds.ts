@@ -1,7 +1,8 @@
 // The conformance table's backends, built from a kit of store constructors that is
 // passed in: idem's sources under vitest (backends.ts), the built package under Bun and
 // Deno (test/runtimes/slice). Nothing here imports a store or an SQLite driver itself,
-// so the same backends run on every runtime against the code that runtime loads.
+// so the same backends run on every runtime against the code that runtime loads; nor,
+// until a DynamoDB backend is made, the AWS SDK, which the slice does not run.
 import { Redis } from 'ioredis'
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
@@ -9,6 +10,7 @@ import { join } from 'node:path'
 import pg from 'pg'
 import type { createLeasedIdem, StepContext } from '../../../src/index.js'
 import type { IdempotencyOptions } from '../../../src/http/options.js'
+import type { dynamodbStore } from '../../../src/stores/dynamodb/index.js'
 import type { postgresStore, PgClient } from '../../../src/stores/postgres/index.js'
 import type { redisStore } from '../../../src/stores/redis/index.js'
 import type { sqliteStore, SqliteDatabase } from '../../../src/stores/sqlite/index.js'
@@ -20,12 +22,12 @@ export type Protection<Tx> = Pick<IdempotencyOptions<Tx>, 'store' | 'idem'>
 
 /** A real backend plus what the tests need to look behind it: effect rows and key rows. */
 export interface Backend<Tx = unknown> {
-  name: 'postgres' | 'sqlite' | 'redis'
+  name: 'postgres' | 'sqlite' | 'redis' | 'dynamodb'
   /** The middleware's `store` (transactional backends) or `idem` (a leased engine); with `down`, over a backend that is unreachable. */
   protection(down?: 'down'): Protection<Tx>
   /**
    * Whether a failed request's effect is undone with it. Transactional backends roll it
-   * back; in leased mode (Redis) it stays, written once: the route writes it idempotently,
+   * back; in leased mode (Redis, DynamoDB) it stays, written once: the route writes it idempotently,
    * by the call's derived key, as docs/leased.md prescribes, so the retry adds nothing.
    */
   rollsBack: boolean
@@ -42,6 +44,16 @@ export interface StoreKit {
   postgresStore: typeof postgresStore
   sqliteStore: typeof sqliteStore
   redisStore: typeof redisStore
+  createLeasedIdem: typeof createLeasedIdem
+}
+
+/**
+ * The constructors the DynamoDB backend is built from, as `idem` and `idem/dynamodb`
+ * export them. Apart from `StoreKit`: the Bun and Deno slice, whose kit is a `StoreKit`,
+ * does not run `idem/dynamodb` (the AWS SDK; docs/runtimes.md).
+ */
+export interface DynamoKit {
+  dynamodbStore: typeof dynamodbStore
   createLeasedIdem: typeof createLeasedIdem
 }
 
@@ -159,6 +171,105 @@ export async function redisBackendOf(kit: StoreKit, label: string): Promise<Back
     async close() {
       unreachable.disconnect()
       await redis.drop()
+    },
+  }
+}
+
+/** The partition key of the effects of the requests with idempotency key `id` (see `dynamoBackendOf`). */
+const effectsPk = (id: string): string => `conformance-effect#${id}`
+
+/**
+ * DynamoDB (DynamoDB Local) in a table of its own, through the leased engine (the
+ * route's `tx` is the step context); undefined when DynamoDB Local is unreachable
+ * outside CI.
+ *
+ * The route's effect is an item of that same table, written with a conditional put
+ * keyed by the call's derived key (`pk = conformance-effect#<id>`, `sk = <derived key>`):
+ * written again by a retry, or late by a route past its deadline, it is still one. The
+ * same table because its key schema (`pk`/`sk` strings) takes it without meeting idem's
+ * items: idem's partition keys are `lease#`, `inbox#`, `once#` and `dead#` followed by a
+ * hash, never `conformance-effect#`, and dropping the table drops the effects with it.
+ */
+export async function dynamoBackendOf(kit: DynamoKit, label: string): Promise<Backend<StepContext> | undefined> {
+  // Loaded when called, not imported above, so that the Bun and Deno slice, which
+  // imports this module, never loads the AWS SDK.
+  const [{ testDynamo, localClient }, { PutItemCommand, QueryCommand, ScanCommand }] = await Promise.all([
+    import('../../support/dynamodb.js'),
+    import('@aws-sdk/client-dynamodb'),
+  ])
+  const dynamo = await testDynamo(label, kit.dynamodbStore)
+  if (dynamo === undefined) return undefined
+  const { client, table, store } = dynamo
+  const idem = kit.createLeasedIdem({ store })
+  // Nothing listens on port 1: the one attempt is refused at once, within the store's timeout.
+  const unreachable = localClient('http://127.0.0.1:1', 1)
+  const downIdem = kit.createLeasedIdem({ store: kit.dynamodbStore({ client: unreachable, table, timeoutMs: 500 }) })
+
+  /** How many items a Query or Scan matches, page by page, read consistently. */
+  async function count(command: (start: Record<string, unknown> | undefined) => object): Promise<number> {
+    let n = 0
+    let start: Record<string, unknown> | undefined
+    do {
+      const page = (await client.send(command(start) as never)) as { Count?: number; LastEvaluatedKey?: Record<string, unknown> }
+      n += page.Count ?? 0
+      start = page.LastEvaluatedKey
+    } while (start !== undefined)
+    return n
+  }
+
+  return {
+    name: 'dynamodb',
+    protection: (state) => ({ idem: state === 'down' ? downIdem : idem }),
+    rollsBack: false,
+    async writeEffect(tx, id) {
+      try {
+        await client.send(
+          new PutItemCommand({
+            TableName: table,
+            Item: { pk: { S: effectsPk(id) }, sk: { S: tx.derive('effect') }, id: { S: id } },
+            ConditionExpression: 'attribute_not_exists(pk)',
+          }),
+        )
+      } catch (error) {
+        // Written before, by this call's earlier run: the effect is there once.
+        if ((error as Error).name !== 'ConditionalCheckFailedException') throw error
+      }
+    },
+    countEffects: (id) =>
+      count(
+        (start) =>
+          new QueryCommand({
+            TableName: table,
+            ConsistentRead: true,
+            Select: 'COUNT',
+            KeyConditionExpression: 'pk = :pk',
+            ExpressionAttributeValues: { ':pk': { S: effectsPk(id) } },
+            ExclusiveStartKey: start as never,
+          }),
+      ),
+    countKeys: (key) =>
+      // A claim is the item `sk = '#'` under `pk = lease#<hash of scope and key>`; it keeps
+      // the key in `key` and is completed when `state` is (src/stores/dynamodb/leased.ts).
+      count(
+        (start) =>
+          new ScanCommand({
+            TableName: table,
+            ConsistentRead: true,
+            Select: 'COUNT',
+            FilterExpression: `begins_with(pk, :lease) AND sk = :head AND #state = :completed${key === undefined ? '' : ' AND #key = :key'}`,
+            ExpressionAttributeNames: { '#state': 'state', ...(key === undefined ? {} : { '#key': 'key' }) },
+            ExpressionAttributeValues: {
+              ':lease': { S: 'lease#' },
+              ':head': { S: '#' },
+              ':completed': { S: 'completed' },
+              ...(key === undefined ? {} : { ':key': { S: key } }),
+            },
+            ExclusiveStartKey: start as never,
+          }),
+      ),
+    async close() {
+      unreachable.destroy()
+      await dynamo.drop()
     },
   }
 }
