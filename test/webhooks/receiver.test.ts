@@ -2,13 +2,15 @@
 // Hono, Express 5 and 4, Fastify, NestJS on Express and on Fastify, each a real server
 // on loopback, the inbox on Postgres. Deliveries are signed by each provider's own code:
 // Stripe's SDK (`stripe.webhooks.generateTestHeaderString`), GitHub's
-// `@octokit/webhooks-methods` (`sign`) and the Standard Webhooks library (`Webhook.sign`).
+// `@octokit/webhooks-methods` (`sign`) and the Standard Webhooks library (`Webhook.sign`);
+// Shopify and Slack publish no signing code, so theirs are signed with node:crypto as
+// their docs describe (`shopifySign`, `slackSign` below).
 // For each: a valid delivery is handled once and its repeat answered as a duplicate; a
 // tampered body, a wrong secret and a stale timestamp (with an id never seen) are 401
 // problem+json with nothing recorded; a body parser mounted first still verifies when the
 // raw bytes are kept and fails loudly (500, nothing run) when they are not; a body with a
 // BOM and invalid UTF-8 verifies; hostile headers and bodies never get a 5xx.
-import { randomBytes, randomUUID } from 'node:crypto'
+import { createHmac, randomBytes, randomUUID } from 'node:crypto'
 import type { Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { serve } from '@hono/node-server'
@@ -32,7 +34,7 @@ import { webhookReceiver as onFetch } from '../../src/http/fetch/index.js'
 import * as onHono from '../../src/http/hono.js'
 import * as onNest from '../../src/http/nestjs.js'
 import type { WebhookReceiverOptions } from '../../src/http/webhook.js'
-import { githubSignature, standardWebhooksSignature, stripeSignature, type WebhookSecrets, type WebhookVerifier } from '../../src/http/webhooks/index.js'
+import { githubSignature, shopifySignature, slackSignature, standardWebhooksSignature, stripeSignature, type WebhookSecrets, type WebhookVerifier } from '../../src/http/webhooks/index.js'
 import { createInbox } from '../../src/queue/index.js'
 import { postgresStore } from '../../src/stores/postgres/index.js'
 import type { PgClient } from '../../src/stores/postgres/driver/types.js'
@@ -46,24 +48,51 @@ const now = () => Math.floor(Date.now() / 1000)
 
 /** A provider: its verifier under `secret`, and one signed delivery of a new event as its own code signs it. */
 interface Provider {
-  readonly name: 'stripe' | 'github' | 'standard-webhooks'
+  readonly name: 'stripe' | 'github' | 'standard-webhooks' | 'shopify' | 'slack'
   readonly secret: string
   readonly otherSecret: string
+  /** A fresh secret of this provider's shape, never `secret` nor `otherSecret`. */
+  newSecret(): string
   readonly verifier: (secret: WebhookSecrets) => WebhookVerifier
+  /** The header that carries the signature (lower case). */
+  readonly signatureHeader: string
   /** A new event: its id, its body, and headers signing `signed` (the body by default) at `timestamp`, with `secret`. */
   delivery(options?: { secret?: string; timestamp?: number; signed?: string }): Promise<{ id: string; body: string; headers: Record<string, string> }>
-  /** Headers signing raw bytes with a given id, for the byte-exact test (Standard Webhooks only). */
+  /** Whether the scheme signs a timestamp, and so refuses one outside its window. */
   readonly signsTimestamp: boolean
 }
 
+/**
+ * Shopify's signature, as https://shopify.dev/docs/apps/build/webhooks/subscribe/https
+ * ("Verify a webhook") describes it: HMAC-SHA256 of the raw body under the app's client
+ * secret, base64, in X-Shopify-Hmac-Sha256. Shopify publishes no signing code.
+ */
+const shopifySign = (secret: string, body: string): string => createHmac('sha256', secret).update(body, 'utf8').digest('base64')
+
+/**
+ * Slack's signature, as https://api.slack.com/authentication/verifying-requests-from-slack
+ * describes it: the base string `v0:<X-Slack-Request-Timestamp>:<raw body>`, HMAC-SHA256
+ * under the signing secret, hex, sent as `v0=<hex>` in X-Slack-Signature. Slack publishes
+ * no signing code for it.
+ */
+const slackSign = (secret: string, timestamp: number, body: string): string => `v0=${createHmac('sha256', secret).update(`v0:${timestamp}:${body}`, 'utf8').digest('hex')}`
+
 const whsec = () => `whsec_${randomBytes(24).toString('base64')}`
-const secrets = { stripe: `whsec_${randomBytes(16).toString('hex')}`, github: randomBytes(20).toString('hex'), standard: whsec() }
+const stripeSecret = () => `whsec_${randomBytes(16).toString('hex')}`
+const githubSecret = () => randomBytes(20).toString('hex')
+/** A Shopify app's client secret: `shpss_` and 32 hex digits. */
+const shopifySecret = () => `shpss_${randomBytes(16).toString('hex')}`
+/** A Slack app's signing secret: 32 hex digits. */
+const slackSecret = () => randomBytes(16).toString('hex')
+const secrets = { stripe: stripeSecret(), github: githubSecret(), standard: whsec(), shopify: shopifySecret(), slack: slackSecret() }
 const providers: readonly Provider[] = [
   {
     name: 'stripe',
     secret: secrets.stripe,
-    otherSecret: `whsec_${randomBytes(16).toString('hex')}`,
+    otherSecret: stripeSecret(),
+    newSecret: stripeSecret,
     verifier: (secret) => stripeSignature({ secret }),
+    signatureHeader: 'stripe-signature',
     signsTimestamp: true,
     async delivery({ secret = secrets.stripe, timestamp = now(), signed } = {}) {
       const id = `evt_${randomBytes(12).toString('hex')}`
@@ -74,8 +103,10 @@ const providers: readonly Provider[] = [
   {
     name: 'github',
     secret: secrets.github,
-    otherSecret: randomBytes(20).toString('hex'),
+    otherSecret: githubSecret(),
+    newSecret: githubSecret,
     verifier: (secret) => githubSignature({ secret }),
+    signatureHeader: 'x-hub-signature-256',
     signsTimestamp: false,
     async delivery({ secret = secrets.github, signed } = {}) {
       const id = randomUUID()
@@ -87,13 +118,77 @@ const providers: readonly Provider[] = [
     name: 'standard-webhooks',
     secret: secrets.standard,
     otherSecret: whsec(),
+    newSecret: whsec,
     verifier: (secret) => standardWebhooksSignature({ secret }),
+    signatureHeader: 'webhook-signature',
     signsTimestamp: true,
     async delivery({ secret = secrets.standard, timestamp = now(), signed } = {}) {
       const id = `msg_${randomBytes(12).toString('hex')}`
       const body = JSON.stringify({ type: 'user.created', data: { id: randomUUID() } })
       const signature = new Webhook(secret).sign(id, new Date(timestamp * 1000), signed ?? body)
       return { id, body, headers: { 'webhook-id': id, 'webhook-timestamp': String(timestamp), 'webhook-signature': signature } }
+    },
+  },
+  {
+    name: 'shopify',
+    secret: secrets.shopify,
+    otherSecret: shopifySecret(),
+    newSecret: shopifySecret,
+    verifier: (secret) => shopifySignature({ secret }),
+    signatureHeader: 'x-shopify-hmac-sha256',
+    signsTimestamp: false,
+    async delivery({ secret = secrets.shopify, signed } = {}) {
+      const id = randomUUID()
+      const order = 5_000_000_000_000 + randomBytes(4).readUInt32BE()
+      const createdAt = new Date().toISOString()
+      // An orders/create payload, abridged: the order, its customer and one line item.
+      const body = JSON.stringify({
+        id: order,
+        admin_graphql_api_id: `gid://shopify/Order/${order}`,
+        name: `#${1000 + (order % 9000)}`,
+        email: 'jon@example.com',
+        created_at: createdAt,
+        currency: 'USD',
+        financial_status: 'paid',
+        total_price: '199.00',
+        customer: { id: 6_000_000_000_000 + (order % 1000), email: 'jon@example.com', first_name: 'Jon', last_name: 'Doe' },
+        line_items: [{ id: order + 1, product_id: 7_000_000_000_000, title: 'IPod Nano - 8GB', quantity: 1, price: '199.00', sku: 'IPOD2008PINK' }],
+      })
+      const headers = {
+        'x-shopify-hmac-sha256': shopifySign(secret, signed ?? body),
+        'x-shopify-topic': 'orders/create',
+        'x-shopify-webhook-id': id,
+        'x-shopify-shop-domain': 'idem-test.myshopify.com',
+        'x-shopify-api-version': '2025-01',
+        'x-shopify-triggered-at': createdAt,
+        'x-shopify-event-id': randomUUID(),
+      }
+      return { id, body, headers }
+    },
+  },
+  {
+    name: 'slack',
+    secret: secrets.slack,
+    otherSecret: slackSecret(),
+    newSecret: slackSecret,
+    verifier: (secret) => slackSignature({ secret }),
+    signatureHeader: 'x-slack-signature',
+    signsTimestamp: true,
+    async delivery({ secret = secrets.slack, timestamp = now(), signed } = {}) {
+      const id = `Ev${randomBytes(5).toString('hex').toUpperCase()}`
+      // An Events API event_callback: a message posted in a channel the app is in.
+      const body = JSON.stringify({
+        token: 'XXYYZZ',
+        team_id: 'T0123ABCD',
+        api_app_id: 'A0123ABCD',
+        event: { type: 'message', channel: 'C0123ABCD', user: 'U0123ABCD', text: 'Deploy finished', ts: `${timestamp}.000100`, event_ts: `${timestamp}.000100`, channel_type: 'channel' },
+        type: 'event_callback',
+        event_id: id,
+        event_time: timestamp,
+        authorizations: [{ enterprise_id: null, team_id: 'T0123ABCD', user_id: 'U0APPBOT', is_bot: true, is_enterprise_install: false }],
+        is_ext_shared_channel: false,
+      })
+      return { id, body, headers: { 'x-slack-signature': slackSign(secret, timestamp, signed ?? body), 'x-slack-request-timestamp': String(timestamp) } }
     },
   },
 ]
@@ -311,8 +406,7 @@ describe.skipIf(db === undefined)('webhookReceiver with built-in verifiers, on e
       for (const delivery of [byOld, byNew, byOld, byNew]) expect((await receive(request(delivery))).status).toBe(200)
       expect(await runsOf(consumer, byOld.id)).toBe(1)
       expect(await runsOf(consumer, byNew.id)).toBe(1)
-      const third = provider.name === 'standard-webhooks' ? whsec() : provider.name === 'stripe' ? `whsec_${randomBytes(16).toString('hex')}` : randomBytes(20).toString('hex')
-      const byThird = await provider.delivery({ secret: third })
+      const byThird = await provider.delivery({ secret: provider.newSecret() })
       const refusedResponse = await receive(request(byThird))
       expect(refusedResponse.status).toBe(401)
       expect(await runsOf(consumer, byThird.id)).toBe(0)
@@ -358,8 +452,8 @@ describe.skipIf(db === undefined)('webhookReceiver with built-in verifiers, on e
           }
           // The signature header cut short, as a proxy that truncates long headers would.
           const cut = await provider.delivery()
-          const [name, value] = Object.entries(cut.headers).find(([header]) => /signature/.test(header))!
-          const truncated = await post(server.base, provider, cut.body, { ...cut.headers, [name]: value.slice(0, Math.floor(value.length / 2)) })
+          const value = cut.headers[provider.signatureHeader]!
+          const truncated = await post(server.base, provider, cut.body, { ...cut.headers, [provider.signatureHeader]: value.slice(0, Math.floor(value.length / 2)) })
           expect(truncated.status).toBe(401)
           expect(await runsOf(consumer, cut.id)).toBe(0)
           expect(await recorded(consumer)).toBe(before)
@@ -385,13 +479,13 @@ describe.skipIf(db === undefined)('webhookReceiver with built-in verifiers, on e
 
       it('never answers 5xx nor runs the handler for hostile signature headers and bodies (fuzz)', async () => {
         const printable = fc.string({ unit: fc.integer({ min: 0x20, max: 0x7e }).map((code) => String.fromCharCode(code)), maxLength: 200 })
-        const field = fc.oneof(printable, fc.constantFrom('', 't=', 'v1=', 'sha256=', 'v1,', 'whsec_', 't=1,v1=' + 'a'.repeat(64), `t=${now()},v1=${'0'.repeat(64)}`, 'v1,' + 'A'.repeat(43) + '='))
+        const field = fc.oneof(printable, fc.constantFrom('', 't=', 'v1=', 'sha256=', 'v1,', 'v0=', 'whsec_', 't=1,v1=' + 'a'.repeat(64), `t=${now()},v1=${'0'.repeat(64)}`, 'v1,' + 'A'.repeat(43) + '=', 'A'.repeat(43) + '=', `v0=${'0'.repeat(64)}`, String(now())))
         const consumers = providers.map((provider) => consumerOf(mounted, provider))
         const before = await Promise.all(consumers.map(recorded))
         await fc.assert(
           fc.asyncProperty(
             fc.constantFrom(...providers),
-            fc.dictionary(fc.constantFrom('stripe-signature', 'x-hub-signature-256', 'x-github-delivery', 'webhook-id', 'webhook-timestamp', 'webhook-signature'), field),
+            fc.dictionary(fc.constantFrom('stripe-signature', 'x-hub-signature-256', 'x-github-delivery', 'webhook-id', 'webhook-timestamp', 'webhook-signature', 'x-shopify-hmac-sha256', 'x-shopify-webhook-id', 'x-slack-signature', 'x-slack-request-timestamp'), field),
             fc.oneof(printable, fc.uint8Array({ maxLength: 300 })),
             async (provider, headers, body) => {
               const response = await post(server.base, provider, body, headers)
