@@ -1,6 +1,9 @@
-// What the OpenAPI tests check of a described document: it is valid OpenAPI, and
-// exactly the protected operations carry idem's parameter, problems and replay header.
-import { compileErrors, validate } from '@readme/openapi-parser'
+// What the OpenAPI tests check of a described document: it is valid OpenAPI, exactly
+// the protected operations carry idem's parameter, problems and replay header, and the
+// responses a running app sends are the ones its document describes.
+import { compileErrors, dereference, validate } from '@readme/openapi-parser'
+import { Ajv } from 'ajv'
+import formatsModule from 'ajv-formats'
 import { expect } from 'vitest'
 
 type Json = Record<string, any>
@@ -78,5 +81,62 @@ export function expectDescribed(document: Json, protectedOperations: readonly st
     const own = responses.filter(([status]) => /^2/.test(status)).map(([status]) => status)
     expect(own.length, name).toBeGreaterThan(0)
     for (const status of own) expect(replayed, `${name} ${status}`).toContain(status)
+  }
+}
+
+/** Checks a running app's answers against its described document (see `documentedResponses`). */
+export interface DocumentedResponses {
+  /** The document with every `$ref` resolved. */
+  readonly dereferenced: Json
+  /**
+   * The problem answer to `POST path` matches its documentation: its status is documented
+   * for the operation, it is `application/problem+json` with this `code`, its body
+   * validates against the documented schema (ajv), and it carries `Retry-After` exactly
+   * where the document says (required: present, valid against the header's schema;
+   * not documented: absent). Records the problem as provoked.
+   * @returns the problem's body
+   */
+  expectDocumented(path: string, response: Response, code: string): Promise<Json>
+  /**
+   * Every problem the document lists (the shared schema's `code` enum) was checked by
+   * `expectDocumented`, and together they cover every status idem documents.
+   */
+  expectEveryProblemProvoked(): void
+}
+
+/** Prepares the checks of the answers an app sends against `document`, its OpenAPI description. */
+export async function documentedResponses(document: Json, { problemSchema = 'Problem' } = {}): Promise<DocumentedResponses> {
+  const dereferenced = (await dereference(structuredClone(document) as never)) as Json
+  const ajv = new Ajv({ strict: false, allErrors: true })
+  // CommonJS: its module.exports is the plugin, and carries it as `default` too.
+  formatsModule.default(ajv)
+  const provoked = new Map<string, number>()
+
+  return {
+    dereferenced,
+    async expectDocumented(path, response, code) {
+      provoked.set(code, response.status)
+      const documented = dereferenced.paths[path].post.responses[String(response.status)]
+      expect(documented, `${path}: ${response.status} is documented`).toBeDefined()
+      expect(response.headers.get('content-type')).toBe('application/problem+json')
+      const body = (await response.json()) as Json
+      expect(body.code).toBe(code)
+      const validate = ajv.compile(documented.content['application/problem+json'].schema)
+      expect(validate(body), JSON.stringify(validate.errors)).toBe(true)
+      const retryAfter = documented.headers?.['Retry-After']
+      const sent = response.headers.get('retry-after')
+      if (retryAfter === undefined) expect(sent, `${path} ${code}: no Retry-After documented`).toBeNull()
+      if (retryAfter?.required === true) {
+        expect(sent, `${path} ${code}: Retry-After, as documented`).toMatch(/^\d+$/)
+        const valid = ajv.compile(retryAfter.schema)
+        expect(valid(Number(sent)), JSON.stringify(valid.errors)).toBe(true)
+      }
+      return body
+    },
+    expectEveryProblemProvoked() {
+      const listed = dereferenced.components.schemas[problemSchema].properties.code.enum as string[]
+      expect([...provoked.keys()].sort()).toEqual([...listed].sort())
+      expect([...new Set(provoked.values())].map(String).sort()).toEqual(IDEM_STATUSES)
+    },
   }
 }
