@@ -227,6 +227,23 @@ describe('leased engine', () => {
     expect(kinds).toEqual(['overran', 'fresh'])
   })
 
+  it('a call whose lease was lost and that never settles is still answered at deadlineMs (OverranError), not left waiting', async () => {
+    const inner = memoryLeasedStore()
+    // Renewals fail, as when the holder cannot reach the store: the lease is lost after leaseMs.
+    const store = Object.assign(Object.create(inner) as typeof inner, { renew: async () => Promise.reject(new Error('unreachable')) })
+    const idem = createLeasedIdem({ store, leaseMs: 60, heartbeatMs: 20, deadlineMs: 200 })
+    let signal: AbortSignal | undefined
+    // Before the fix the call never settled, and this test ran into its time limit.
+    const error = await idem
+      .run({ scope: 'acct', key: fresh('lost-then-stuck'), input: 1 }, (ctx) => {
+        signal = ctx.signal
+        return new Promise<never>(() => {})
+      })
+      .catch((caught: unknown) => caught)
+    expect(error).toBeInstanceOf(OverranError)
+    expect(signal?.reason).toBeInstanceOf(LeaseLostError)
+  }, 10_000)
+
   it('a discarded outcome is returned unstored and the claim released', async () => {
     const idem = createLeasedIdem({ store: memoryLeasedStore() })
     const key = fresh('not-stored')

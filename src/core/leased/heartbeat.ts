@@ -155,7 +155,9 @@ export class Heartbeat {
   }
 
   #arm(): NodeJS.Timeout {
-    const timer = setTimeout(() => this.#tick(), Math.max(0, Math.min(this.#nextBeat, this.#confirmedUntil, this.#deadlineAt) - performance.now()))
+    // Once the lease is lost only the deadline is left to watch.
+    const at = this.#lost === undefined ? Math.min(this.#nextBeat, this.#confirmedUntil, this.#deadlineAt) : this.#deadlineAt
+    const timer = setTimeout(() => this.#tick(), Math.max(0, at - performance.now()))
     // Timers must not keep a process alive on their own; the running function does.
     timer.unref()
     return timer
@@ -173,6 +175,10 @@ export class Heartbeat {
         expire()
         return
       }
+    }
+    if (this.#lost !== undefined) {
+      if (this.#deadlineAt !== Infinity) this.#timer = this.#arm()
+      return
     }
     if (now >= this.#confirmedUntil) {
       this.#lose(this.#unconfirmed())
@@ -215,10 +221,16 @@ export class Heartbeat {
     )
   }
 
+  /**
+   * Records why the lease is gone and aborts `signal`. Renewals stop, but the deadline
+   * still holds: a function that never settles after its lease was lost is answered at
+   * the deadline all the same, rather than leave its caller waiting for good.
+   */
   #lose(error: LeaseLostError | OverranError): void {
     if (this.#lost !== undefined) return
     this.#lost = error
-    this.stop()
+    clearTimeout(this.#timer)
+    if (!this.#stopped && this.#deadlineAt !== Infinity) this.#timer = this.#arm()
     this.#controller?.abort(error)
   }
 }
