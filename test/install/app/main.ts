@@ -24,6 +24,7 @@ import express = require('express')
 import { fastify as Fastify } from 'fastify'
 import { Hono } from 'hono'
 import Redis from 'ioredis' // the default: ioredis exports the class by name only from 5.2.5
+import { Kafka, logLevel, Partitioners } from 'kafkajs'
 import { Pool } from 'pg'
 import { Registry } from 'prom-client'
 import { createIdem, createLeasedIdem } from 'idem'
@@ -37,6 +38,7 @@ import { openTelemetryMetrics } from 'idem/opentelemetry'
 import { postgresStore } from 'idem/postgres'
 import { prometheusMetrics } from 'idem/prometheus'
 import { createInbox, startConsumer, type Deliverer, type MessageSource, type OutboxRow } from 'idem/queue'
+import { kafkaDeliverer, kafkaSource } from 'idem/queue/kafka'
 import { natsDeliverer, natsSource } from 'idem/queue/nats'
 import { rabbitmqDeliverer, rabbitmqSource } from 'idem/queue/rabbitmq'
 import { sqsDeliverer, sqsSource } from 'idem/queue/sqs'
@@ -239,6 +241,20 @@ async function queues(): Promise<void> {
   } finally {
     await sqs.send(new DeleteQueueCommand({ QueueUrl: queueUrl })).catch(() => {})
     sqs.destroy()
+  }
+
+  // librdkafka's mock cluster (the test starts it through kcat) creates the topic when the
+  // consumer asks for it, and cannot serve kafkajs's idempotent producer, so both producers
+  // (the deliverer's, the source's dead-letter one) run with `idempotent: false`.
+  const kafka = new Kafka({ clientId: 'idem-install', brokers: env('IDEM_TEST_KAFKA_BROKERS').split(','), logLevel: logLevel.NOTHING })
+  const topic = `idem-install-${suffix}`
+  const producerConfig = { createPartitioner: Partitioners.DefaultPartitioner }
+  const deliver = kafkaDeliverer({ kafka, idempotent: false, producerConfig })
+  try {
+    const source = kafkaSource({ kafka, groupId: `idem-install-${suffix}`, topics: [topic], idempotent: false, producerConfig })
+    say('kafkajs', await roundTrip(deliver, source, topic, 2))
+  } finally {
+    await deliver.close()
   }
 }
 
