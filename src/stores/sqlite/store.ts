@@ -17,7 +17,8 @@ import { sqliteOnceTable } from './once-table.js'
 import { sqliteOutboxTable } from './outbox-table.js'
 import { pendingSqliteMigrations, SQLITE_MIGRATIONS_TABLE, SQLITE_SCHEMA_VERSION } from './migrations.js'
 import * as sql from './sql.js'
-import type { SqliteDatabase, SqliteStatement } from '../../ports/sql-clients.js'
+import type { SqliteDatabase } from '../../ports/sql-clients.js'
+import { StoreStatements } from './store-statements.js'
 import { takeTurn } from './writer.js'
 
 /** What `sqliteStore` takes: the database and how long to wait for its write lock. */
@@ -105,29 +106,8 @@ export function sqliteStore(options: SqliteStoreOptions): SqliteStore {
   // Cross-process writers are waited for by SQLite itself.
   setBusyTimeout(db, busyTimeoutMs)
   const gate = new KeyGate()
-  let statements: { lookup: SqliteStatement; save: SqliteStatement } | undefined
-  // Prepared once: `exec` parses its SQL on every call, a few µs per transaction.
-  let control: { begin: SqliteStatement; commit: SqliteStatement } | undefined
-  const beginImmediate = (): void => {
-    control ??= guard(() => ({ begin: db.prepare('BEGIN IMMEDIATE'), commit: db.prepare('COMMIT') }))
-    guard(() => control!.begin.run())
-  }
-  const commitTransaction = (): void => {
-    guard(() => control!.commit.run())
-  }
-
-  function prepared(): { lookup: SqliteStatement; save: SqliteStatement } {
-    if (statements === undefined) {
-      statements = guard(() => ({ lookup: db.prepare(sql.lookup), save: db.prepare(sql.save) }))
-    }
-    return statements
-  }
-
-  function read(scope: string, key: string): KeyRecord | undefined {
-    const row = guard(() => firstRow<KeyRecord>(prepared().lookup, scope, key, Date.now()))
-    // A record of its own, not the driver's row (node:sqlite's have no prototype).
-    return row && { fingerprint: row.fingerprint, outcome: row.outcome }
-  }
+  const prepared = new StoreStatements(db)
+  const read = (scope: string, key: string): KeyRecord | undefined => prepared.read(scope, key)
 
   async function begin({ scope, key, waitMs, tx }: BeginRequest<SqliteDatabase>): Promise<Session<SqliteDatabase>> {
     if (tx !== undefined) return joinedSession(tx, scope, key)
@@ -158,7 +138,7 @@ export function sqliteStore(options: SqliteStoreOptions): SqliteStore {
     }
     let claim: Claim
     try {
-      beginImmediate()
+      prepared.begin()
     } catch (error) {
       end()
       throw error
@@ -180,8 +160,8 @@ export function sqliteStore(options: SqliteStoreOptions): SqliteStore {
       async commit(record: NewRecord) {
         ended = true
         try {
-          guard(() => insert(scope, key, record))
-          commitTransaction()
+          prepared.save(scope, key, record)
+          prepared.commit()
         } catch (error) {
           rollbackQuietly()
           throw error
@@ -207,7 +187,7 @@ export function sqliteStore(options: SqliteStoreOptions): SqliteStore {
       claim: record === undefined ? { state: 'new' } : { state: 'found', record },
       joined: true,
       async commit(record: NewRecord) {
-        guard(() => insert(scope, key, record))
+        prepared.save(scope, key, record)
         joinedRecordsOpen.add(db)
       },
       async rollback() {},
@@ -218,18 +198,7 @@ export function sqliteStore(options: SqliteStoreOptions): SqliteStore {
     return { tx: db, claim, joined: false, commit: async () => {}, rollback: async () => {} }
   }
 
-  function insert(scope: string, key: string, record: NewRecord): void {
-    const now = Date.now()
-    prepared().save.run(scope, key, record.fingerprint, record.outcome, now, now + record.ttlMs)
-  }
-
-  function rollbackQuietly(): void {
-    try {
-      if (inTransaction(db)) db.exec('ROLLBACK')
-    } catch {
-      // The connection is closed or the transaction already ended: nothing to undo.
-    }
-  }
+  const rollbackQuietly = (): void => prepared.rollbackQuietly()
 
   function migrate(): { from: number; to: number; applied: number[] } {
     return guard(() => {
@@ -246,7 +215,7 @@ export function sqliteStore(options: SqliteStoreOptions): SqliteStore {
           applied.push(migration.version)
         }
         db.exec('COMMIT')
-        statements = undefined
+        prepared.forgetKeys()
         forgetStatements(db)
         return { from, to: SQLITE_SCHEMA_VERSION, applied }
       } catch (error) {
@@ -298,7 +267,7 @@ export function sqliteStore(options: SqliteStoreOptions): SqliteStore {
   async function transaction<T>(work: (db: SqliteDatabase) => T | Promise<T>): Promise<T> {
     const release = await takeTurn(db, busyTimeoutMs, 'sqliteStore (busyTimeoutMs)')
     try {
-      beginImmediate()
+      prepared.begin()
       let result: T
       try {
         result = await work(db)
@@ -306,7 +275,7 @@ export function sqliteStore(options: SqliteStoreOptions): SqliteStore {
         rollbackQuietly()
         throw error
       }
-      commitTransaction()
+      prepared.commit()
       return result
     } catch (error) {
       rollbackQuietly()
