@@ -1,8 +1,7 @@
 import { InvalidOptionError } from '../../core/errors/invalid-option.js'
 import { assertCount, assertDuration, assertKnownOptions, optionNames } from '../../core/validate.js'
 import { KeyGate } from '../key-gate.js'
-import { keyId } from '../../core/key.js'
-import type { BeginRequest, Claim, KeyRecord, KeyStore, NewRecord, Session } from '../../core/store.js'
+import type { KeyStore } from '../../core/store.js'
 import type { WithOnceTable } from '../../ports/once-table.js'
 import type { WithDeadLetterTable } from '../../ports/dead-letter-table.js'
 import type { WithInboxTable } from '../../ports/inbox-table.js'
@@ -10,15 +9,18 @@ import type { WithOutboxTable } from '../../ports/outbox-table.js'
 import { inboxOverKeys } from '../inbox-over-keys.js'
 import { MAX_OUTCOME_BYTES } from '../max-outcome.js'
 import { sqliteDeadLetterTable } from './dead-letter-table.js'
-import { assertSqliteDatabase, changes, firstRow, inTransaction, setBusyTimeout } from './connection.js'
+import { assertSqliteDatabase, changes, firstRow, setBusyTimeout } from './connection.js'
 import { forgetStatements, guard } from './errors.js'
 import { sqliteInboxRows } from './inbox-rows.js'
 import { sqliteOnceTable } from './once-table.js'
 import { sqliteOutboxTable } from './outbox-table.js'
 import { pendingSqliteMigrations, SQLITE_MIGRATIONS_TABLE, SQLITE_SCHEMA_VERSION } from './migrations.js'
 import * as sql from './sql.js'
-import type { SqliteDatabase, SqliteStatement } from '../../ports/sql-clients.js'
+import type { SqliteDatabase } from '../../ports/sql-clients.js'
+import { StoreStatements } from './store-statements.js'
 import { takeTurn } from './writer.js'
+import { WRITER, type KeyContext } from './key-sessions/context.js'
+import { keySessions } from './key-sessions/index.js'
 
 /** What `sqliteStore` takes: the database and how long to wait for its write lock. */
 export interface SqliteStoreOptions {
@@ -77,12 +79,6 @@ export interface PruneOptions {
   onBatch?: (deleted: number) => void
 }
 
-/**
- * Connections on which a joined call wrote its record inside a transaction that may
- * still be open (the caller's). Shared by every store in the process, like the queue.
- */
-const joinedRecordsOpen = new WeakSet<SqliteDatabase>()
-
 const OPTIONS = optionNames<SqliteStoreOptions>({ db: true, busyTimeoutMs: true })
 const PRUNE_OPTIONS = optionNames<PruneOptions>({ batchSize: true, deliveredOutboxOlderThanMs: true, onBatch: true })
 
@@ -104,218 +100,8 @@ export function sqliteStore(options: SqliteStoreOptions): SqliteStore {
   assertDuration('sqliteStore: option "busyTimeoutMs"', busyTimeoutMs, 0)
   // Cross-process writers are waited for by SQLite itself.
   setBusyTimeout(db, busyTimeoutMs)
-  const gate = new KeyGate()
-  let statements: { lookup: SqliteStatement; save: SqliteStatement } | undefined
-  // Prepared once: `exec` parses its SQL on every call, a few µs per transaction.
-  let control: { begin: SqliteStatement; commit: SqliteStatement } | undefined
-  const beginImmediate = (): void => {
-    control ??= guard(() => ({ begin: db.prepare('BEGIN IMMEDIATE'), commit: db.prepare('COMMIT') }))
-    guard(() => control!.begin.run())
-  }
-  const commitTransaction = (): void => {
-    guard(() => control!.commit.run())
-  }
-
-  function prepared(): { lookup: SqliteStatement; save: SqliteStatement } {
-    if (statements === undefined) {
-      statements = guard(() => ({ lookup: db.prepare(sql.lookup), save: db.prepare(sql.save) }))
-    }
-    return statements
-  }
-
-  function read(scope: string, key: string): KeyRecord | undefined {
-    const row = guard(() => firstRow<KeyRecord>(prepared().lookup, scope, key, Date.now()))
-    // A record of its own, not the driver's row (node:sqlite's have no prototype).
-    return row && { fingerprint: row.fingerprint, outcome: row.outcome }
-  }
-
-  async function begin({ scope, key, waitMs, tx }: BeginRequest<SqliteDatabase>): Promise<Session<SqliteDatabase>> {
-    if (tx !== undefined) return joinedSession(tx, scope, key)
-    // Replays need no turn in the queue: a committed record is final until it expires.
-    // But a read on this connection also sees what an open transaction wrote, and a
-    // joined call's record is uncommitted until its caller commits (or rolls back): then
-    // the read waits for its turn like a new call.
-    if (!inTransaction(db)) joinedRecordsOpen.delete(db)
-    if (!joinedRecordsOpen.has(db)) {
-      const committed = read(scope, key)
-      if (committed !== undefined) return endedSession({ state: 'found', record: committed })
-    }
-
-    const leaveKey = await gate.enter(keyId(scope, key), waitMs)
-    if (leaveKey === undefined) return endedSession({ state: 'locked' })
-    let releaseWriter: () => void
-    try {
-      // Also waits out a transaction opened outside idem's queue (the caller's own BEGIN).
-      releaseWriter = await takeTurn(db, busyTimeoutMs, 'sqliteStore (busyTimeoutMs)')
-    } catch (error) {
-      leaveKey()
-      throw error
-    }
-    joinedRecordsOpen.delete(db)
-    const end = (): void => {
-      releaseWriter()
-      leaveKey()
-    }
-    let claim: Claim
-    try {
-      beginImmediate()
-    } catch (error) {
-      end()
-      throw error
-    }
-    try {
-      // Read again inside the write lock: another process may have committed meanwhile.
-      const record = read(scope, key)
-      claim = record === undefined ? { state: 'new' } : { state: 'found', record }
-    } catch (error) {
-      rollbackQuietly()
-      end()
-      throw error
-    }
-    let ended = false
-    return {
-      tx: db,
-      claim,
-      joined: false,
-      async commit(record: NewRecord) {
-        ended = true
-        try {
-          guard(() => insert(scope, key, record))
-          commitTransaction()
-        } catch (error) {
-          rollbackQuietly()
-          throw error
-        } finally {
-          end()
-        }
-      },
-      async rollback() {
-        if (ended) return
-        ended = true
-        rollbackQuietly()
-        end()
-      },
-    }
-  }
-
-  function joinedSession(tx: SqliteDatabase, scope: string, key: string): Session<SqliteDatabase> {
-    if (tx !== db) throw new InvalidOptionError('run: option "tx" must be the same Database the SQLite store was created with')
-    if (!inTransaction(db)) throw new InvalidOptionError('run: option "tx" was given but the Database has no open transaction (BEGIN IMMEDIATE first)')
-    const record = read(scope, key)
-    return {
-      tx: db,
-      claim: record === undefined ? { state: 'new' } : { state: 'found', record },
-      joined: true,
-      async commit(record: NewRecord) {
-        guard(() => insert(scope, key, record))
-        joinedRecordsOpen.add(db)
-      },
-      async rollback() {},
-    }
-  }
-
-  function endedSession(claim: Claim): Session<SqliteDatabase> {
-    return { tx: db, claim, joined: false, commit: async () => {}, rollback: async () => {} }
-  }
-
-  function insert(scope: string, key: string, record: NewRecord): void {
-    const now = Date.now()
-    prepared().save.run(scope, key, record.fingerprint, record.outcome, now, now + record.ttlMs)
-  }
-
-  function rollbackQuietly(): void {
-    try {
-      if (inTransaction(db)) db.exec('ROLLBACK')
-    } catch {
-      // The connection is closed or the transaction already ended: nothing to undo.
-    }
-  }
-
-  function migrate(): { from: number; to: number; applied: number[] } {
-    return guard(() => {
-      db.exec('BEGIN IMMEDIATE')
-      try {
-        db.exec(SQLITE_MIGRATIONS_TABLE)
-        const from = firstRow<{ v: number }>(db.prepare('SELECT coalesce(max(version), 0) AS v FROM idem_migrations'))!.v
-        if (from > SQLITE_SCHEMA_VERSION) {
-          throw new Error(`idem: the SQLite schema is at version ${from}, newer than this idem (${SQLITE_SCHEMA_VERSION}); upgrade idem`)
-        }
-        const applied: number[] = []
-        for (const { migration, statements } of pendingSqliteMigrations(from)) {
-          for (const statement of statements) db.exec(statement)
-          applied.push(migration.version)
-        }
-        db.exec('COMMIT')
-        statements = undefined
-        forgetStatements(db)
-        return { from, to: SQLITE_SCHEMA_VERSION, applied }
-      } catch (error) {
-        rollbackQuietly()
-        throw error
-      }
-    })
-  }
-
-  async function prune(options: PruneOptions = {}): Promise<number> {
-    assertKnownOptions('prune', options, PRUNE_OPTIONS)
-    const { batchSize = 1_000, deliveredOutboxOlderThanMs, onBatch } = options
-    assertCount('prune: option "batchSize"', batchSize, 1)
-    if (onBatch !== undefined && typeof onBatch !== 'function') throw new InvalidOptionError('prune: option "onBatch" must be a function (deleted) => void')
-    if (deliveredOutboxOlderThanMs !== undefined) assertDuration('prune: option "deliveredOutboxOlderThanMs"', deliveredOutboxOlderThanMs, 0)
-    let outboxDeleted = 0
-    if (deliveredOutboxOlderThanMs !== undefined) {
-      for (;;) {
-        const removed = await transaction(() => guard(() => changes(db.prepare(sql.outboxPrune), Date.now() - deliveredOutboxOlderThanMs, batchSize)))
-        outboxDeleted += removed
-        onBatch?.(removed)
-        if (removed < batchSize) break
-      }
-    }
-    return outboxDeleted + (await pruneKeys(batchSize, onBatch))
-  }
-
-  async function pruneKeys(batchSize: number, onBatch: ((deleted: number) => void) | undefined): Promise<number> {
-    const window = guard(() => db.prepare(sql.pruneWindow))
-    const remove = guard(() => db.prepare(sql.pruneRecord))
-    let after: [string, string] = ['', '']
-    let deleted = 0
-    for (;;) {
-      let removed = 0
-      const rows = await transaction(() => {
-        const now = Date.now()
-        const found = window.all(after[0], after[1], batchSize) as { scope: string; key: string; expires_at: number }[]
-        for (const row of found) if (row.expires_at <= now) removed += changes(remove, row.scope, row.key, now)
-        return found
-      })
-      deleted += removed
-      onBatch?.(removed)
-      if (rows.length < batchSize) return deleted
-      const last = rows[rows.length - 1]!
-      after = [last.scope, last.key]
-    }
-  }
-
-  async function transaction<T>(work: (db: SqliteDatabase) => T | Promise<T>): Promise<T> {
-    const release = await takeTurn(db, busyTimeoutMs, 'sqliteStore (busyTimeoutMs)')
-    try {
-      beginImmediate()
-      let result: T
-      try {
-        result = await work(db)
-      } catch (error) {
-        rollbackQuietly()
-        throw error
-      }
-      commitTransaction()
-      return result
-    } catch (error) {
-      rollbackQuietly()
-      throw error
-    } finally {
-      release()
-    }
-  }
-
+  const context: KeyContext = { db, busyTimeoutMs, statements: new StoreStatements(db), gate: new KeyGate() }
+  const { begin } = keySessions(context)
   return {
     name: 'sqlite',
     maxOutcomeBytes: MAX_OUTCOME_BYTES,
@@ -324,8 +110,96 @@ export function sqliteStore(options: SqliteStoreOptions): SqliteStore {
     outbox: sqliteOutboxTable(db),
     deadLetters: sqliteDeadLetterTable(db),
     once: sqliteOnceTable(),
-    migrate,
-    prune,
-    transaction,
+    migrate: () => migrate(context),
+    prune: (options) => prune(context, options),
+    transaction: (work) => transaction(context, work),
+  }
+}
+
+function migrate({ db, statements: prepared }: KeyContext): { from: number; to: number; applied: number[] } {
+  return guard(() => {
+    db.exec('BEGIN IMMEDIATE')
+    try {
+      db.exec(SQLITE_MIGRATIONS_TABLE)
+      const from = firstRow<{ v: number }>(db.prepare('SELECT coalesce(max(version), 0) AS v FROM idem_migrations'))!.v
+      if (from > SQLITE_SCHEMA_VERSION) {
+        throw new Error(`idem: the SQLite schema is at version ${from}, newer than this idem (${SQLITE_SCHEMA_VERSION}); upgrade idem`)
+      }
+      const applied: number[] = []
+      for (const { migration, statements } of pendingSqliteMigrations(from)) {
+        for (const statement of statements) db.exec(statement)
+        applied.push(migration.version)
+      }
+      db.exec('COMMIT')
+      prepared.forgetKeys()
+      forgetStatements(db)
+      return { from, to: SQLITE_SCHEMA_VERSION, applied }
+    } catch (error) {
+      prepared.rollbackQuietly()
+      throw error
+    }
+  })
+}
+
+async function prune(context: KeyContext, options: PruneOptions = {}): Promise<number> {
+  assertKnownOptions('prune', options, PRUNE_OPTIONS)
+  const { batchSize = 1_000, deliveredOutboxOlderThanMs, onBatch } = options
+  assertCount('prune: option "batchSize"', batchSize, 1)
+  if (onBatch !== undefined && typeof onBatch !== 'function') throw new InvalidOptionError('prune: option "onBatch" must be a function (deleted) => void')
+  if (deliveredOutboxOlderThanMs !== undefined) assertDuration('prune: option "deliveredOutboxOlderThanMs"', deliveredOutboxOlderThanMs, 0)
+  let outboxDeleted = 0
+  if (deliveredOutboxOlderThanMs !== undefined) {
+    const { db } = context
+    for (;;) {
+      const removed = await transaction(context, () => guard(() => changes(db.prepare(sql.outboxPrune), Date.now() - deliveredOutboxOlderThanMs, batchSize)))
+      outboxDeleted += removed
+      onBatch?.(removed)
+      if (removed < batchSize) break
+    }
+  }
+  return outboxDeleted + (await pruneKeys(context, batchSize, onBatch))
+}
+
+async function pruneKeys(context: KeyContext, batchSize: number, onBatch: ((deleted: number) => void) | undefined): Promise<number> {
+  const { db } = context
+  const window = guard(() => db.prepare(sql.pruneWindow))
+  const remove = guard(() => db.prepare(sql.pruneRecord))
+  let after: [string, string] = ['', '']
+  let deleted = 0
+  for (;;) {
+    let removed = 0
+    const rows = await transaction(context, () => {
+      const now = Date.now()
+      const found = window.all(after[0], after[1], batchSize) as { scope: string; key: string; expires_at: number }[]
+      for (const row of found) if (row.expires_at <= now) removed += changes(remove, row.scope, row.key, now)
+      return found
+    })
+    deleted += removed
+    onBatch?.(removed)
+    if (rows.length < batchSize) return deleted
+    const last = rows[rows.length - 1]!
+    after = [last.scope, last.key]
+  }
+}
+
+/** The store's `transaction`: `work` in a write transaction of its own, in the connection's turn. */
+async function transaction<T>({ db, busyTimeoutMs, statements }: KeyContext, work: (db: SqliteDatabase) => T | Promise<T>): Promise<T> {
+  const release = await takeTurn(db, busyTimeoutMs, WRITER)
+  try {
+    statements.begin()
+    let result: T
+    try {
+      result = await work(db)
+    } catch (error) {
+      statements.rollbackQuietly()
+      throw error
+    }
+    statements.commit()
+    return result
+  } catch (error) {
+    statements.rollbackQuietly()
+    throw error
+  } finally {
+    release()
   }
 }
