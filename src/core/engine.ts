@@ -88,8 +88,7 @@ type CallFunction<Tx, T> = (tx: Tx) => T | Discarded<T> | Promise<T | Discarded<
 /**
  * The transactional engine over one store, made once by `createIdem`: `run` opens a
  * session on the key, has `decide` say what its claim means, and acts on it (replays,
- * refuses, retries in a fresh transaction, or runs the function and commits). Nothing
- * of it is made per call but what the call itself needs.
+ * refuses, retries in a fresh transaction, or runs the function and commits).
  */
 class TransactionalEngine<Tx> {
   readonly #store: KeyStore<Tx>

@@ -19,9 +19,9 @@ export type LeasedFunction<T> = (ctx: StepContext) => T | Discarded<T> | Promise
  * A call that acquired its key's lease: runs the function under the lease's heartbeat
  * (`heartbeat.ts`) with its steps (`steps.ts`), then stores the outcome under the
  * lease's fencing token, or, when the function failed, handles the claim as `onError`
- * says. One per call that runs; it is itself the lease its heartbeat renews
- * (`HeldLease`) and its steps are saved under (`StepContextInit`), and its methods are
- * what the call does with its claim, so holding a lease makes no object besides.
+ * says. One per call that runs: it is itself the lease its heartbeat renews
+ * (`HeldLease`) and what its steps are saved under (`StepContextInit`), so neither
+ * needs a record of its own.
  */
 export class HeldCall implements HeldLease, StepContextInit {
   /** The store as the engine reaches it (timed while someone listens). */
