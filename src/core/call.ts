@@ -93,6 +93,9 @@ export function resolveCall(options: CallOptions, defaults: { ttlMs: number; wai
   return { scope, key, fingerprint, ttlMs, waitMs, deadlineMs }
 }
 
+/** Reports one call's outcome, timed from `started` (see `callReporter`). */
+export type ReportCall = (kind: OutcomeKind, scope: string, started: number, error?: unknown) => void
+
 /**
  * Reports each call's outcome to the event stream and to the engine's own `onOutcome`
  * hook, timing it from `started` (`performance.now()`). A throwing hook is ignored:
@@ -103,7 +106,7 @@ export function callReporter(
   onOutcome: ((event: OutcomeEvent) => void) | undefined,
   engine: CallEvent['engine'],
   store: string,
-) {
+): ReportCall {
   return function report(kind: OutcomeKind, scope: string, started: number, error?: unknown): void {
     if (onOutcome === undefined && !events.listening) return
     const durationMs = performance.now() - started

@@ -1,47 +1,22 @@
 import { FingerprintMismatchError } from './errors/fingerprint-mismatch.js'
 import { InFlightError } from './errors/in-flight.js'
-import { InvalidOptionError } from './errors/invalid-option.js'
 import { OutcomeTooLargeError } from './errors/outcome-too-large.js'
 import { OverranError } from './errors/overran.js'
-import { callReporter, resolveCall, type CallOptions } from './call.js'
+import { callReporter, resolveCall, type CallOptions, type ReportCall, type ResolvedCall } from './call.js'
 import { decide } from './decide.js'
-import { DEFAULT_DEADLINE_MS, isThenable, withinDeadline } from './deadline.js'
-import { idemEvents, timedRoundTrip, warn, type EventStream, type OutcomeEvent } from './events.js'
-import { assertOutcomeLimit, bytesOver, parseOutcome, replayedOversized, serializeOutcome } from './outcome.js'
+import { isThenable, withinDeadline } from './deadline.js'
+import type { CallDefaults, EngineSettings } from './engine-options.js'
+import { timedRoundTrip, warn, type EventStream } from './events.js'
+import { idemConfig, type IdemConfig, type IdemOptions } from './idem-options.js'
+import { bytesOver, parseOutcome, replayedOversized, serializeOutcome } from './outcome.js'
 import { isDiscarded, type Discarded } from './result.js'
 import type { KeyStore, Session } from './store.js'
-import { assertDuration, assertKnownOptions, optionNames } from './validate.js'
+import { optionNames } from './validate.js'
 
 export type { OutcomeEvent, OutcomeKind } from './events.js'
 export { DEFAULT_DEADLINE_MS } from './deadline.js'
-
-/** 24 hours: how long HTTP keys are kept by default (DESIGN "Retention"). */
-export const DEFAULT_TTL_MS = 24 * 60 * 60 * 1000
-/** How long a duplicate waits for the first call by default, on direct engine calls, before `InFlightError`. */
-export const DEFAULT_WAIT_MS = 5_000
-
-/** What `createIdem` takes: the store, retention, wait and where to report. */
-export interface IdemOptions<Tx> {
-  /** Where keys and outcomes live. */
-  store: KeyStore<Tx>
-  /** Retention of a stored outcome; an expired key counts as new. @default 24 h */
-  ttlMs?: number
-  /** How long a duplicate waits for the first call before `InFlightError` (the lock timeout). @default 5000 */
-  waitMs?: number
-  /**
-   * How long the function may hold the key (from when it starts). Past it the
-   * transaction is rolled back, the key freed and the call fails with `OverranError`;
-   * whatever the function writes later fails. A store that cannot end a transaction
-   * under its function (SQLite's one connection), and a call that joined your
-   * transaction (`tx`), keep it until the function ends, with an `overran-held` warning
-   * at the deadline. @default 300000 (5 minutes)
-   */
-  deadlineMs?: number
-  /** Where the engine reports each call (`{ type: 'call', … }`). @default the process-wide `idemEvents` */
-  events?: EventStream
-  /** Called once per call with its outcome, besides the event stream. Must not throw. */
-  onOutcome?: (event: OutcomeEvent) => void
-}
+export { DEFAULT_TTL_MS, DEFAULT_WAIT_MS, type EngineSettings } from './engine-options.js'
+export type { IdemOptions } from './idem-options.js'
 
 /**
  * One engine call: its scope, key and input (see `CallOptions`), and optionally a
@@ -63,13 +38,6 @@ export interface RunResult<T> {
   readonly replayed: boolean
   /** False when the function discarded its value (`discard`): nothing was committed. */
   readonly stored: boolean
-}
-
-/** The settings an engine was given explicitly: a front end it is passed to keeps them, and applies its own defaults only to the rest. */
-export interface EngineSettings {
-  readonly ttlMs?: number
-  readonly waitMs?: number
-  readonly deadlineMs?: number
 }
 
 /**
@@ -100,7 +68,6 @@ export interface Idem<Tx> {
   readonly settings: EngineSettings
 }
 
-const OPTIONS = optionNames<IdemOptions<unknown>>({ store: true, ttlMs: true, waitMs: true, deadlineMs: true, events: true, onOutcome: true })
 const RUN_OPTIONS = optionNames<RunOptions<unknown>>({ scope: true, key: true, fingerprint: true, input: true, ttlMs: true, waitMs: true, deadlineMs: true, tx: true })
 
 /**
@@ -110,49 +77,57 @@ const RUN_OPTIONS = optionNames<RunOptions<unknown>>({ scope: true, key: true, f
  * const { value } = await idem.run({ scope: 'acct_1', key: 'k1', input: { amount: 5 } }, async () => ({ ok: true }))
  */
 export function createIdem<Tx>(options: IdemOptions<Tx>): Idem<Tx> {
-  assertKnownOptions('createIdem', options, OPTIONS)
-  const { store, ttlMs = DEFAULT_TTL_MS, waitMs = DEFAULT_WAIT_MS, deadlineMs = DEFAULT_DEADLINE_MS, events = idemEvents, onOutcome } = options
-  if (store === null || typeof store !== 'object' || typeof store.begin !== 'function') {
-    throw new InvalidOptionError('createIdem: option "store" must be an idem store (e.g. postgresStore(...))')
-  }
-  assertOutcomeLimit('createIdem', store)
-  const { maxOutcomeBytes } = store
-  assertDuration('createIdem: option "ttlMs"', ttlMs, 1)
-  assertDuration('createIdem: option "waitMs"', waitMs, 0)
-  assertDuration('createIdem: option "deadlineMs"', deadlineMs, 1)
-  if (onOutcome !== undefined && typeof onOutcome !== 'function') {
-    throw new InvalidOptionError('createIdem: option "onOutcome" must be a function')
-  }
-  if (events === null || typeof events !== 'object' || typeof events.emit !== 'function') {
-    throw new InvalidOptionError('createIdem: option "events" must be an event stream (createEventStream())')
-  }
-  const settings: EngineSettings = {
-    ...(options.ttlMs === undefined ? {} : { ttlMs }),
-    ...(options.waitMs === undefined ? {} : { waitMs }),
-    ...(options.deadlineMs === undefined ? {} : { deadlineMs }),
+  const config = idemConfig(options)
+  const { run } = new TransactionalEngine(config)
+  return { run, store: config.store, settings: config.settings }
+}
+
+/** What a call's function returns: its value, or `discard(value)`, now or as a promise. */
+type CallFunction<Tx, T> = (tx: Tx) => T | Discarded<T> | Promise<T | Discarded<T>>
+
+/**
+ * The transactional engine over one store, made once by `createIdem`: `run` opens a
+ * session on the key, has `decide` say what its claim means, and acts on it (replays,
+ * refuses, retries in a fresh transaction, or runs the function and commits).
+ */
+class TransactionalEngine<Tx> {
+  readonly #store: KeyStore<Tx>
+  readonly #maxOutcomeBytes: number
+  readonly #defaults: CallDefaults
+  readonly #events: EventStream
+  readonly #report: ReportCall
+
+  constructor({ store, defaults, events, onOutcome }: IdemConfig<Tx>) {
+    this.#store = store
+    this.#maxOutcomeBytes = store.maxOutcomeBytes
+    this.#defaults = defaults
+    this.#events = events
+    this.#report = callReporter(events, onOutcome, 'transactional', store.name)
   }
 
-  const report = callReporter(events, onOutcome, 'transactional', store.name)
-
-  async function run<T>(options: RunOptions<Tx>, fn: (tx: Tx) => T | Discarded<T> | Promise<T | Discarded<T>>): Promise<RunResult<T>> {
+  /** `Idem.run`. An arrow, made with the engine, so that it works taken off it. */
+  readonly run = async <T>(options: RunOptions<Tx>, fn: CallFunction<Tx, T>): Promise<RunResult<T>> => {
     const started = performance.now()
     const { tx } = options
-    const { scope, key, fingerprint, ttlMs: callTtl, waitMs: callWait, deadlineMs: callDeadline } = resolveCall(options, { ttlMs, waitMs, deadlineMs }, RUN_OPTIONS)
+    const call = resolveCall(options, this.#defaults, RUN_OPTIONS)
+    const { scope, key, fingerprint } = call
+    const store = this.#store
+    const events = this.#events
 
     for (let attempt = 0; ; attempt++) {
       let session: Session<Tx>
       try {
-        const request = { scope, key, waitMs: callWait, tx }
+        const request = { scope, key, waitMs: call.waitMs, tx }
         // Timed only while someone listens: the closure is not made otherwise.
         session = await (events.listening ? timedRoundTrip(events, store.name, 'begin', () => store.begin(request)) : store.begin(request))
       } catch (error) {
-        report('error', scope, started, error)
+        this.#report('error', scope, started, error)
         throw error
       }
       const decision = decide(session.claim, fingerprint)
       switch (decision.kind) {
         case 'run':
-          return await execute(session, fn, { scope, key, fingerprint, ttlMs: callTtl, deadlineMs: callDeadline, started })
+          return await this.#execute(session, fn, call, started)
         case 'replay': {
           // The session wrote nothing; ending it need not delay the answer, so a replay
           // costs the caller one read round trip. `rollback` never rejects.
@@ -161,10 +136,10 @@ export function createIdem<Tx>(options: IdemOptions<Tx>): Idem<Tx> {
           try {
             replay = replayedResult<T>(decision.record.outcome)
           } catch (error) {
-            report('error', scope, started, error)
+            this.#report('error', scope, started, error)
             throw error
           }
-          report('replayed', scope, started)
+          this.#report('replayed', scope, started)
           return replay
         }
         case 'mismatch': {
@@ -172,36 +147,33 @@ export function createIdem<Tx>(options: IdemOptions<Tx>): Idem<Tx> {
           const error = new FingerprintMismatchError(
             `Key ${JSON.stringify(key)} was first used with a different request; use a new key for a new request`,
           )
-          report('mismatch', scope, started, error)
+          this.#report('mismatch', scope, started, error)
           throw error
         }
         case 'retry':
           // A stale snapshot can only be cured by a fresh transaction, which we own unless joined.
           await session.rollback()
           if (!session.joined && attempt === 0) continue
-          throw inFlight(
+          throw this.#inFlight(
             `A call with key ${JSON.stringify(key)} finished while this transaction waited; its snapshot cannot see the result. Retry in a new transaction`,
             scope,
             started,
           )
         case 'in-flight':
           await session.rollback()
-          throw inFlight(`A call with key ${JSON.stringify(key)} is still in progress (waited ${callWait} ms)`, scope, started)
+          throw this.#inFlight(`A call with key ${JSON.stringify(key)} is still in progress (waited ${call.waitMs} ms)`, scope, started)
       }
     }
   }
 
-  function inFlight(message: string, scope: string, started: number): InFlightError {
+  #inFlight(message: string, scope: string, started: number): InFlightError {
     const error = new InFlightError(message)
-    report('in-flight', scope, started, error)
+    this.#report('in-flight', scope, started, error)
     return error
   }
 
-  async function execute<T>(
-    session: Session<Tx>,
-    fn: (tx: Tx) => T | Discarded<T> | Promise<T | Discarded<T>>,
-    call: { scope: string; key: string; fingerprint: string; ttlMs: number; deadlineMs: number; started: number },
-  ): Promise<RunResult<T>> {
+  /** Runs the function with the session's transaction, under its deadline, and commits its outcome (or rolls back). */
+  async #execute<T>(session: Session<Tx>, fn: CallFunction<Tx, T>, call: ResolvedCall, started: number): Promise<RunResult<T>> {
     let outcome = 'null'
     let returned: T | Discarded<T>
     let overran: OverranError | undefined
@@ -210,31 +182,25 @@ export function createIdem<Tx>(options: IdemOptions<Tx>): Idem<Tx> {
       // A function that returned a value is done; one still running has a deadline.
       returned = isThenable(running)
         ? await withinDeadline(running, call.deadlineMs, () => {
-            if (session.abandon === undefined) return held(session, call)
+            if (session.abandon === undefined) return this.#held(session, call)
             return session.abandon().then(() => (overran = overranError(call)))
           })
         : await running
       if (!isDiscarded(returned)) {
         outcome = serializeOutcome(returned)
-        const outcomeBytes = bytesOver(outcome, maxOutcomeBytes)
-        if (outcomeBytes !== undefined) {
-          throw new OutcomeTooLargeError(
-            `The outcome of key ${JSON.stringify(call.key)} is ${outcomeBytes} bytes, more than the ${store.name} store holds (${maxOutcomeBytes} bytes): ` +
-              'the call was rolled back, so nothing happened',
-            { outcomeBytes, maxOutcomeBytes },
-          )
-        }
+        const outcomeBytes = bytesOver(outcome, this.#maxOutcomeBytes)
+        if (outcomeBytes !== undefined) throw this.#tooLarge(call, outcomeBytes)
       }
     } catch (error) {
       if (overran !== undefined && error === overran) {
-        report('overran', call.scope, call.started, overran)
+        this.#report('overran', call.scope, started, overran)
         throw overran
       }
       await session.rollback()
       // What fn threw is most likely the dead connection's own error, surfacing through
       // its queries; the call failed because the store did.
       const failure = session.lost?.() ?? error
-      report('error', call.scope, call.started, failure)
+      this.#report('error', call.scope, started, failure)
       throw failure
     }
     if (isDiscarded(returned)) {
@@ -242,36 +208,44 @@ export function createIdem<Tx>(options: IdemOptions<Tx>): Idem<Tx> {
       // What the call gave up on may be the dead connection's doing: then it failed.
       const lost = session.lost?.()
       if (lost !== undefined) {
-        report('error', call.scope, call.started, lost)
+        this.#report('error', call.scope, started, lost)
         throw lost
       }
-      report('not-stored', call.scope, call.started)
+      this.#report('not-stored', call.scope, started)
       return { value: returned.value, replayed: false, stored: false }
     }
+    const events = this.#events
     try {
       const record = { fingerprint: call.fingerprint, outcome, ttlMs: call.ttlMs }
-      await (events.listening ? timedRoundTrip(events, store.name, 'commit', () => session.commit(record)) : session.commit(record))
+      await (events.listening ? timedRoundTrip(events, this.#store.name, 'commit', () => session.commit(record)) : session.commit(record))
     } catch (error) {
-      report('error', call.scope, call.started, error)
+      this.#report('error', call.scope, started, error)
       throw error
     }
-    report('fresh', call.scope, call.started)
+    this.#report('fresh', call.scope, started)
     return storedResult<T>(outcome, false)
+  }
+
+  #tooLarge(call: ResolvedCall, outcomeBytes: number): OutcomeTooLargeError {
+    const maxOutcomeBytes = this.#maxOutcomeBytes
+    return new OutcomeTooLargeError(
+      `The outcome of key ${JSON.stringify(call.key)} is ${outcomeBytes} bytes, more than the ${this.#store.name} store holds (${maxOutcomeBytes} bytes): ` +
+        'the call was rolled back, so nothing happened',
+      { outcomeBytes, maxOutcomeBytes },
+    )
   }
 
   // A session the store cannot end under its running function (SQLite's one connection,
   // a transaction the caller owns) stays until the function ends; the deadline says so.
-  function held(session: Session<Tx>, call: { scope: string; key: string; deadlineMs: number }): undefined {
-    const why = session.joined ? 'the call joined your transaction, which is yours to end' : `the ${store.name} store cannot end a transaction while its function runs`
-    warn(events, {
+  #held(session: Session<Tx>, call: ResolvedCall): undefined {
+    const why = session.joined ? 'the call joined your transaction, which is yours to end' : `the ${this.#store.name} store cannot end a transaction while its function runs`
+    warn(this.#events, {
       code: 'overran-held',
       source: 'createIdem',
       message: `idem: the call with key ${JSON.stringify(call.key)} (scope ${JSON.stringify(call.scope)}) still runs ${call.deadlineMs} ms after it took its key (deadlineMs); ${why}, so the key stays held until the function ends`,
     })
     return undefined
   }
-
-  return { run, store, settings }
 }
 
 /** What a call past its deadline fails with, its session abandoned. */

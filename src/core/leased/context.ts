@@ -1,0 +1,51 @@
+import { callReporter, type ReportCall } from '../call.js'
+import type { CallDefaults } from '../engine-options.js'
+import type { EventStream, OutcomeKind } from '../events.js'
+import type { LeasedConfig, LeasedErrorPolicy } from './options.js'
+import type { LeasedStore } from './store.js'
+import { timedLeasedStore } from './timed-store.js'
+
+/**
+ * What every call of one leased engine shares: made once, with the engine, from its
+ * checked options. The runner (`runner.ts`) and each call that holds a lease
+ * (`held-call.ts`) read it.
+ */
+export class LeasedContext {
+  /** The store as given: its name. */
+  readonly store: LeasedStore
+  /** The largest outcome the store holds, as it said at creation. */
+  readonly maxOutcomeBytes: number
+  /** The store as the engine reaches it: every round trip, the heartbeat's and the steps' included, goes through this one. */
+  readonly io: LeasedStore
+  readonly leaseMs: number
+  readonly heartbeatMs: number
+  readonly onError: LeasedErrorPolicy
+  readonly defaults: CallDefaults
+  readonly report: ReportCall
+  readonly #events: EventStream
+
+  constructor({ store, leaseMs, heartbeatMs, onError, defaults, events, onOutcome }: LeasedConfig) {
+    this.store = store
+    this.maxOutcomeBytes = store.maxOutcomeBytes
+    this.io = timedLeasedStore(store, events)
+    this.leaseMs = leaseMs
+    this.heartbeatMs = heartbeatMs
+    this.onError = onError
+    this.defaults = defaults
+    this.report = callReporter(events, onOutcome, 'leased', store.name)
+    this.#events = events
+  }
+
+  /** Reports a change of a key's lease (`{ type: 'lease' }`) while someone listens. */
+  leaseChanged(change: 'takeover' | 'lost' | 'fenced', scope: string): void {
+    const events = this.#events
+    if (events.listening) events.emit({ type: 'lease', change, store: this.store.name, scope })
+  }
+
+  /** Reports a call that fails with `error` (a lost lease as such too) and returns `error`, for the caller to throw. */
+  failed(error: unknown, kind: OutcomeKind, scope: string, started: number): unknown {
+    if (kind === 'lease-lost') this.leaseChanged('lost', scope)
+    this.report(kind, scope, started, error)
+    return error
+  }
+}
