@@ -234,7 +234,8 @@ describe('timeouts, deadline and cancel', () => {
 
   it('ends a call that outlives its deadline with DeadlineExceededError', async () => {
     const { fetch, sent } = scriptedFetch(['hang'])
-    const error = (await createClient({ fetch, attemptTimeoutMs: 60_000, deadlineMs: 30 }).fetch('http://api.test/x', post()).catch((e: unknown) => e)) as DeadlineExceededError
+    // Long enough that the first attempt is surely sent before it (30 ms was once not, under a loaded CI machine).
+    const error = (await createClient({ fetch, attemptTimeoutMs: 60_000, deadlineMs: 1_000 }).fetch('http://api.test/x', post()).catch((e: unknown) => e)) as DeadlineExceededError
     expect(error).toBeInstanceOf(DeadlineExceededError)
     expect(error.attempts).toBe(1)
     expect(error.key).toBe(unquote(sent[0]?.key ?? null))

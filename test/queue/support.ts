@@ -216,6 +216,8 @@ export interface ChaosOptions {
   workers?: number
   /** Crashes of each kind (mid-transaction, after commit before the ack), spread at random over the run. */
   crashesOfEachKind?: number
+  /** How long every message may take to be applied and acknowledged (180 s by default). */
+  appliedWithinMs?: number
 }
 
 /**
@@ -231,7 +233,7 @@ export interface ChaosOptions {
 export async function chaosScenario(
   broker: BrokerHarness,
   db: TestSchema,
-  { messages = 10_000, duplicateShare = 0.2, workers = 3, crashesOfEachKind = 6 }: ChaosOptions = {},
+  { messages = 10_000, duplicateShare = 0.2, workers = 3, crashesOfEachKind = 6, appliedWithinMs = 180_000 }: ChaosOptions = {},
 ): Promise<void> {
   const { pool, schema } = db
   const ledger = `"${schema}".ledger_${randomBytes(3).toString('hex')}`
@@ -343,7 +345,7 @@ export async function chaosScenario(
     return n === messages && waiting === 0
   }
   try {
-    await eventually(done, 180_000, 'every message applied and acknowledged')
+    await eventually(done, appliedWithinMs, 'every message applied and acknowledged')
   } catch (error) {
     throw new Error(`${(error as Error).message}: ${progress}`)
   }
