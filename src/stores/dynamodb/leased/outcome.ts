@@ -51,7 +51,7 @@ async function readOutcome(context: LeasedContext, pk: string, head: Head): Prom
   let outcome = head.outcome
   if (parts <= 1) return outcome
   const token = head.token
-  const found = new Map((await itemsUnder(context, 'claim', pk, OUTCOME_PART_SK)).map((item) => [str(item, 'sk')!, item]))
+  const found = new Map((await itemsUnder(context.wire, 'claim', pk, OUTCOME_PART_SK)).map((item) => [str(item, 'sk')!, item]))
   for (let i = 1; i < parts; i++) {
     const part = found.get(partSk(OUTCOME_PART_SK, i))
     if (part === undefined || num(part, 'token') !== token) throw new Error(`idem: the outcome is missing part ${i}`)

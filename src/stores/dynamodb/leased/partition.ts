@@ -1,28 +1,26 @@
 import { QueryCommand, type TransactWriteItem } from '@aws-sdk/client-dynamodb'
 import { preparedExpression } from '../expressions.js'
 import { N, S, ttlOf, type Item } from '../items.js'
+import type { Wire } from '../wire.js'
 import type { LeasedContext } from './context.js'
 
 const UNDER = preparedExpression({ keyCondition: '#pk = :pk AND begins_with(#sk, :prefix)' }, {}, [':pk', ':prefix'])
 
-/** Every item under `pk` whose sort key starts with `prefix`, read consistently. */
-export async function itemsUnder(context: LeasedContext, operation: string, pk: string, prefix: string): Promise<Item[]> {
+/** Every item under `pk` whose sort key starts with `prefix`, read consistently (the operator's `inspect` reads a key's steps with it too). */
+export async function itemsUnder(wire: Wire, operation: string, pk: string, prefix: string): Promise<Item[]> {
   const items: Item[] = []
   const under = UNDER({ ':pk': S(pk), ':prefix': S(prefix) })
   let start: Item | undefined
   do {
-    const page = await context.wire.send<{ Items?: Item[]; LastEvaluatedKey?: Item }>(
+    const page = await wire.send<{ Items?: Item[]; LastEvaluatedKey?: Item }>(
       operation,
-      new QueryCommand({ TableName: context.TableName, ConsistentRead: true, ExclusiveStartKey: start, ...under }),
+      new QueryCommand({ TableName: wire.table, ConsistentRead: true, ExclusiveStartKey: start, ...under }),
     )
     items.push(...(page.Items ?? []))
     start = page.LastEvaluatedKey
   } while (start !== undefined)
   return items
 }
-
-/** The key (`pk`, `sk`) of an item a query returned. */
-export const keyOf = (item: Item): Item => ({ pk: item.pk!, sk: item.sk! })
 
 /** The sort key of the `i`-th part (from 1) of the value whose head is `sk`: `<sk>#<i>`, or `<sk><i>` where `sk` ends in `#`. */
 export const partSk = (sk: string, i: number): string => `${sk}${sk.endsWith('#') ? '' : '#'}${i}`

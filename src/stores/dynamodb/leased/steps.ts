@@ -2,10 +2,10 @@ import { BatchWriteItemCommand, UpdateItemCommand } from '@aws-sdk/client-dynamo
 import { MAX_DURATION_MS } from '../../../core/validate.js'
 import { conditionFailed } from '../errors.js'
 import { preparedExpression } from '../expressions.js'
-import { BOOL, N, S, STEP_SK, leasePk, num, partsOf, stepSk, str, ttlOf, type Item } from '../items.js'
+import { BOOL, N, S, STEP_SK, keyOf, leasePk, num, partsOf, stepSk, str, ttlOf, type Item } from '../items.js'
 import type { LeasedContext } from './context.js'
 import { commitFenced, fencedAction, fencedUpdate } from './fence.js'
-import { itemsUnder, keyOf, partPuts, partSk } from './partition.js'
+import { itemsUnder, partPuts, partSk } from './partition.js'
 
 // A step item's TTL, which only collects garbage: saveStep does not know the claim's
 // retention, so it takes the longest one there can be (lease + ttl, each at most
@@ -41,7 +41,7 @@ export async function saveStep(context: LeasedContext, scope: string, key: strin
 
 /** The steps of the current lifetime (saved with a token ≥ `gen`), parts joined; their TTL pushed to `expiresAt` where shorter. */
 export async function readSteps(context: LeasedContext, pk: string, gen: number, expiresAt: number): Promise<Map<string, string>> {
-  const items = await itemsUnder(context, 'claim', pk, STEP_SK)
+  const items = await itemsUnder(context.wire, 'claim', pk, STEP_SK)
   const bySk = new Map(items.map((item) => [str(item, 'sk')!, item]))
   const steps = new Map<string, string>()
   const short: Item[] = []
@@ -79,7 +79,7 @@ async function extendTtl(context: LeasedContext, items: Item[], expiresAt: numbe
 
 /** Deletes a completed key's steps. Best effort: they are never read again (a new lifetime ignores them) and their TTL collects them. */
 export async function dropSteps(context: LeasedContext, pk: string): Promise<void> {
-  const items = await itemsUnder(context, 'complete', pk, STEP_SK)
+  const items = await itemsUnder(context.wire, 'complete', pk, STEP_SK)
   for (let i = 0; i < items.length; i += 25) {
     const batch = items.slice(i, i + 25).map((item) => ({ DeleteRequest: { Key: keyOf(item) } }))
     await context.wire.send('complete', new BatchWriteItemCommand({ RequestItems: { [context.TableName]: batch } }))
