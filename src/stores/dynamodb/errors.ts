@@ -1,3 +1,4 @@
+import type { AttributeValue } from '@aws-sdk/client-dynamodb'
 import { IdemError } from '../../core/errors/idem-error.js'
 import { MigrationRequiredError } from '../../core/errors/migration-required.js'
 import { StoreUnavailableError } from '../../core/errors/store-unavailable.js'
@@ -37,8 +38,11 @@ export function classifyDynamoError(error: unknown, table: string): unknown {
   return error
 }
 
-/** A conditional write whose condition did not hold (PutItem, UpdateItem, DeleteItem). */
-export function conditionFailed(error: unknown): error is Error & { Item?: Record<string, unknown> } {
+/**
+ * A conditional write whose condition did not hold (PutItem, UpdateItem, DeleteItem);
+ * `Item` is what was there when the write asked for it (`ReturnValuesOnConditionCheckFailure`).
+ */
+export function conditionFailed(error: unknown): error is Error & { Item?: Record<string, AttributeValue> } {
   return error instanceof Error && error.name === 'ConditionalCheckFailedException'
 }
 

@@ -27,21 +27,31 @@ export function valuesOf(values: Record<string, AttributeValue>, ...expressions:
   return Object.keys(used).length === 0 ? undefined : used
 }
 
+/** The expressions a command can carry: condition, update, key condition, filter. */
+export interface ExpressionParts {
+  condition?: string
+  update?: string
+  keyCondition?: string
+  filter?: string
+}
+
 /** The expression parts of a command: condition, update, key condition, filter, with their names and values. */
-export function expression(
-  parts: { condition?: string; update?: string; keyCondition?: string; filter?: string },
-  values: Record<string, AttributeValue> = {},
-): Expressions {
-  const all = [parts.condition, parts.update, parts.keyCondition, parts.filter]
-  const names = namesOf(...all)
+export function expression(parts: ExpressionParts, values: Record<string, AttributeValue> = {}): Expressions {
+  const out = namedExpressions(parts)
+  const used = valuesOf(values, parts.condition, parts.update, parts.keyCondition, parts.filter)
+  if (used !== undefined) out.ExpressionAttributeValues = used
+  return out
+}
+
+// The expressions and their names, without values.
+function namedExpressions(parts: ExpressionParts): Expressions {
+  const names = namesOf(parts.condition, parts.update, parts.keyCondition, parts.filter)
   const out: Expressions = {}
   if (parts.condition !== undefined) out.ConditionExpression = parts.condition
   if (parts.update !== undefined) out.UpdateExpression = parts.update
   if (parts.keyCondition !== undefined) out.KeyConditionExpression = parts.keyCondition
   if (parts.filter !== undefined) out.FilterExpression = parts.filter
   if (Object.keys(names).length > 0) out.ExpressionAttributeNames = names
-  const used = valuesOf(values, ...all)
-  if (used !== undefined) out.ExpressionAttributeValues = used
   return out
 }
 
@@ -55,7 +65,44 @@ export interface Expressions {
   ExpressionAttributeValues?: Record<string, AttributeValue>
 }
 
-/** `expression` for an update, whose `UpdateExpression` the `Update` action requires. */
-export function updateExpression(parts: { condition?: string; update: string }, values: Record<string, AttributeValue> = {}): Expressions & { UpdateExpression: string } {
-  return { ...expression(parts, values), UpdateExpression: parts.update }
+/**
+ * An expression made once, for the commands of a hot path: its names and the values
+ * that never change (`constants`) are found when it is made; a call gives only the
+ * values that do (`variables`), and no expression is scanned again. Throws when made if
+ * the placeholders the expressions use are not exactly the constants and the variables
+ * (DynamoDB refuses a missing value and an unused one alike).
+ */
+export function preparedExpression<V extends string>(
+  parts: ExpressionParts,
+  constants: Record<string, AttributeValue>,
+  variables: readonly V[],
+): (values: Readonly<Record<V, AttributeValue>>) => Expressions {
+  return bound(namedExpressions(parts), parts, constants, variables)
+}
+
+/** `preparedExpression` for an update, whose `UpdateExpression` the `Update` action requires. */
+export function preparedUpdate<V extends string>(
+  parts: ExpressionParts & { update: string },
+  constants: Record<string, AttributeValue>,
+  variables: readonly V[],
+): (values: Readonly<Record<V, AttributeValue>>) => Expressions & { UpdateExpression: string } {
+  return bound({ ...namedExpressions(parts), UpdateExpression: parts.update }, parts, constants, variables)
+}
+
+function bound<E extends Expressions, V extends string>(
+  named: E,
+  parts: ExpressionParts,
+  constants: Record<string, AttributeValue>,
+  variables: readonly V[],
+): (values: Readonly<Record<V, AttributeValue>>) => E {
+  const used = new Set<string>()
+  for (const expression of [parts.condition, parts.update, parts.keyCondition, parts.filter]) {
+    for (const [placeholder] of (expression ?? '').matchAll(/:\w+/g)) used.add(placeholder)
+  }
+  const given = [...Object.keys(constants), ...variables]
+  if (given.length !== used.size || given.some((placeholder) => !used.has(placeholder))) {
+    throw new Error(`the expression uses ${[...used].join(', ') || 'no values'}, not ${given.join(', ') || 'none'}`)
+  }
+  if (used.size === 0) return () => named
+  return (values) => ({ ...named, ExpressionAttributeValues: { ...constants, ...values } })
 }

@@ -50,7 +50,7 @@ export function dynamoInboxTable(wire: Wire, holdMs: number, now: () => number =
           )
         } catch (error) {
           if (!conditionFailed(error)) throw error
-          const old = (error as { Item?: Item }).Item
+          const old = error.Item
           if (str(old, 'state') === 'processed') return settledInboxSession<DynamoTx>('processed', tx)
           const left = deadline - Date.now()
           if (left <= 0) return settledInboxSession<DynamoTx>('in-flight', tx)

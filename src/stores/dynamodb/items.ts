@@ -18,6 +18,9 @@ export const oncePk = (kind: string, subject: string): string => `once#${hashOf(
 /** The partition key of one source's dead letters (rare writes, read by operators). */
 export const deadPk = (source: 'inbox' | 'outbox'): string => `dead#${source}`
 
+/** The key (`pk`, `sk`) of an item read with its key: a query's, a scan's. */
+export const keyOf = (item: Item): Item => ({ pk: item.pk!, sk: item.sk! })
+
 export const HEAD_SK = '#'
 export const ATTEMPTS_SK = 'attempts'
 export const OUTCOME_PART_SK = '#outcome#'

@@ -3,7 +3,7 @@ import { InvalidOptionError } from '../../core/errors/invalid-option.js'
 import type { OnceTable } from '../../ports/once-table.js'
 import { conditionFailed } from './errors.js'
 import { expression } from './expressions.js'
-import { HEAD_SK, N, S, oncePk, str, ttlOf, type Item } from './items.js'
+import { HEAD_SK, N, S, oncePk, str, ttlOf } from './items.js'
 import type { Wire } from './wire.js'
 import { WriteSet, holdToken, type DynamoTx } from './write-set.js'
 
@@ -41,7 +41,7 @@ export function dynamoOnceTable(wire: Wire, holdMs: number, now: () => number = 
           )
         } catch (error) {
           if (!conditionFailed(error)) throw error
-          if (str((error as { Item?: Item }).Item, 'state') === 'marked') {
+          if (str(error.Item, 'state') === 'marked') {
             tx.marks.add(pair)
             return false
           }
