@@ -16,8 +16,8 @@ import type { ConsumeOptions, ConsumeResult, InboxHandler, InboxMessage } from '
 
 /**
  * One delivery, `Inbox.consume`: keys the message, claims it (one transaction), runs the
- * handler in that transaction and commits; a redelivery past its limits, and a handler
- * that fails, go to `failures.ts`.
+ * handler in that transaction and commits. `failures.ts` says when a redelivery is given
+ * up on, and counts a failed attempt (dead-lettering it past `maxAttempts`).
  */
 export async function consume<Tx, Body, T>(
   context: InboxContext<Tx, Body>,
