@@ -1,5 +1,5 @@
-import { LeaseLostError } from '../core/errors/lease-lost.js'
-import type { OutboxTable } from '../ports/outbox-table.js'
+import { LeaseLostError } from '../../core/errors/lease-lost.js'
+import type { OutboxTable } from '../../ports/outbox-table.js'
 
 /**
  * Keeps one claim's rows leased while their deliveries run (renewing every `everyMs`),

@@ -1,0 +1,22 @@
+import type { InboxEvent } from '../events.js'
+import type { InboxContext } from './context.js'
+import type { ConsumeResult } from './types.js'
+
+/** Reports a settled message (and a dead letter) to the inbox's event stream, if anyone listens; returns `result`. */
+export function report<Tx, Body, R extends ConsumeResult<unknown>>({ events, consumer }: InboxContext<Tx, Body>, result: R, started: number, error?: unknown): R {
+  if (events.listening) {
+    const event: InboxEvent = { type: 'inbox', consumer, status: result.status, durationMs: performance.now() - started }
+    if ('attempts' in result) event.attempts = result.attempts
+    if (error !== undefined) event.error = error
+    events.emit(event)
+    if (result.status === 'dead-lettered') {
+      events.emit({ type: 'dead-letter', source: 'inbox', name: consumer, key: result.key, attempts: result.attempts, error: result.error })
+    }
+  }
+  return result
+}
+
+/** Reports a message the store failed on: nothing was counted, and the error goes to the caller. */
+export function reportError<Tx, Body>({ events, consumer }: InboxContext<Tx, Body>, started: number, error: unknown): void {
+  if (events.listening) events.emit({ type: 'inbox', consumer, status: 'error', durationMs: performance.now() - started, error })
+}
