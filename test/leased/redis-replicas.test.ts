@@ -127,8 +127,10 @@ describe.skipIf(servers === undefined)('waitForReplicas on a primary and its rep
   })
 
   it('a replay is confirmed by the replica, also through a connection that never wrote', async () => {
-    // The replica stays connected but stalls; the primary alone completes the key.
-    const stalled = replica!.ask('DEBUG', 'SLEEP', '2')
+    // The replica stays connected but stalls (6 s: the WAIT below must fall inside the stall
+    // however long the writes before it take; 2 s was once not enough), and the primary
+    // alone completes the key.
+    const stalled = replica!.ask('DEBUG', 'SLEEP', '6')
     const claim = await plain.claim('s', key, 'fp', 10_000, 60_000)
     if (claim.state !== 'acquired') throw new Error(claim.state)
     expect(await plain.complete('s', key, claim.token, '"done"', 60_000)).toBe(true)

@@ -326,7 +326,10 @@ describe.skipIf(db === undefined)("Kafka adapter (kafkajs against librdkafka's m
       return { consumer, rebalances: () => rebalances }
     }
     await producer!.send({ topic, messages: Array.from({ length: total }, (_, n) => ({ key: `k${n}`, value: JSON.stringify({ n }), partition: n % 4 })) })
-    const a = await start('A', 20)
+    // A takes 150 ms a record, about 15 s for all 400 over its 4 partitions: long enough that
+    // the rebalance B's join starts (the mock holds a join for about 3 s) reaches A inside its
+    // batches. At 20 ms a record A once finished all 400 first, and nothing was tested.
+    const a = await start('A', 150)
     await eventually(() => handledBy.A >= 20, 20_000, 'A to be under way')
     const b = await start('B', 0)
     await eventually(async () => Number((await pool.query(`SELECT count(DISTINCT message_id)::int AS n FROM ${ledger}`)).rows[0].n) === total, 60_000, 'every record applied')
