@@ -86,7 +86,10 @@ async function scenario(
 ): Promise<ChaosRow> {
   const service = await startService(config)
   let described = ''
-  const load = await loadWithFault({ url: service.url, intents: INTENTS, clients: CLIENTS, fault: async () => void (described = await fault(service)) })
+  const load = await loadWithFault({ url: service.url, intents: INTENTS, clients: CLIENTS, fault: async () => void (described = await fault(service)) }).catch((error: Error) => {
+    // A service that died takes its reason with it: say what it wrote.
+    throw service.alive() ? error : new Error(`${error.message}; the service ended, its stderr: ${service.fixture.stderr()}`)
+  })
   const alive = service.alive()
   await service.stop()
   const { duplicates, lost } = await check(pool, schema, config.mode, load)

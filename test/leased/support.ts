@@ -54,6 +54,8 @@ export interface Fixture {
   line(prefix: string): Promise<string>
   /** Resolves with how the process ended: its exit code, or the signal that killed it. */
   exited: Promise<number | NodeJS.Signals | null>
+  /** What the process wrote to stderr so far. */
+  stderr(): string
 }
 
 /** Starts `test/fixtures/<name>` with Node, passing `config` as one JSON argument. */
@@ -77,6 +79,7 @@ export function startFixture(name: string, config: unknown, { nodeArgs = [] as s
   return {
     child,
     exited,
+    stderr: () => err,
     async line(prefix) {
       for (;;) {
         const found = out.split('\n').find((l) => l.startsWith(prefix))
