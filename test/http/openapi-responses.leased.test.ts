@@ -17,7 +17,7 @@ import { createLeasedIdem, type LeasedStore } from '../../src/index.js'
 import { idempotencyWithOpenApi } from '../../src/http/openapi/hono.js'
 import { redisStore } from '../../src/stores/redis/index.js'
 import { testRedis } from '../leased/support.js'
-import { documentedResponses, expectDescribed, expectValidOpenApi } from './support/openapi.js'
+import { documentedResponses, itAnswersTheSharedProblems, expectDescribed, expectValidOpenApi } from './support/openapi.js'
 
 type Json = Record<string, any>
 // A cut holder loses its lease LEASE_MS after its claim. A renewed one renews every
@@ -110,7 +110,8 @@ if (redis !== undefined) {
 }
 
 const document = hono.getOpenAPI31Document({ openapi: '3.1.0', info: { title: 'Orders', version: '1' } }) as Json
-const { dereferenced, expectDocumented: check, expectEveryProblemProvoked } = await documentedResponses(document)
+const responses = await documentedResponses(document)
+const { dereferenced, expectDocumented: check, expectEveryProblemProvoked } = responses
 
 function send(path: string, key: string | undefined, body = '{}'): Promise<Response> {
   return Promise.resolve(
@@ -129,24 +130,7 @@ describe.skipIf(redis === undefined)('the documented problems are the ones the m
     ])
   })
 
-  it('400 missing-key and invalid-key', async () => {
-    await check('/orders', await send('/orders', undefined), 'missing-key')
-    await check('/orders', await send('/orders', 'a,b'), 'invalid-key')
-    await check('/orders', await send('/orders', `"${'k'.repeat(256)}"`), 'invalid-key')
-  })
-
-  it('413 body-too-large', async () => {
-    await check('/orders', await send('/orders', '"big"', JSON.stringify({ note: 'x'.repeat(MAX_BODY_BYTES) })), 'body-too-large')
-  })
-
-  it('422 fingerprint-mismatch, and a replay with its documented header', async () => {
-    expect((await send('/orders', '"k-422"', '{"n":1}')).status).toBe(201)
-    const replay = await send('/orders', '"k-422"', '{"n":1}')
-    expect(replay.status).toBe(201)
-    expect(replay.headers.get('idempotent-replayed')).toBe('true')
-    expect(dereferenced.paths['/orders'].post.responses['201'].headers['Idempotent-Replayed'].schema.enum).toEqual(['true'])
-    await check('/orders', await send('/orders', '"k-422"', '{"n":2}'), 'fingerprint-mismatch')
-  })
+  itAnswersTheSharedProblems(responses, send, MAX_BODY_BYTES)
 
   it('409 in-flight after waitMs beside a holder that renews its lease, then 503 overran for the request held past deadlineMs', async () => {
     const first = send('/slow', '"k-slow"')

@@ -4,7 +4,7 @@
 import { compileErrors, dereference, validate } from '@readme/openapi-parser'
 import { Ajv } from 'ajv'
 import formatsModule from 'ajv-formats'
-import { expect } from 'vitest'
+import { expect, it } from 'vitest'
 
 type Json = Record<string, any>
 
@@ -139,4 +139,35 @@ export async function documentedResponses(document: Json, { problemSchema = 'Pro
       expect([...new Set(provoked.values())].map(String).sort()).toEqual(IDEM_STATUSES)
     },
   }
+}
+
+/**
+ * The cases every described app shares, on `POST /orders` (a route that answers 201):
+ * 400 missing-key and invalid-key, 413 body-too-large (the app's `maxBodyBytes` is
+ * `maxBodyBytes`), 422 fingerprint-mismatch, and a replay with its documented header.
+ * Declares the tests; call it inside a `describe`.
+ */
+export function itAnswersTheSharedProblems(
+  { dereferenced, expectDocumented: check }: DocumentedResponses,
+  send: (path: string, key: string | undefined, body?: string) => Promise<Response>,
+  maxBodyBytes: number,
+): void {
+  it('400 missing-key and invalid-key', async () => {
+    await check('/orders', await send('/orders', undefined), 'missing-key')
+    await check('/orders', await send('/orders', 'a,b'), 'invalid-key')
+    await check('/orders', await send('/orders', `"${'k'.repeat(256)}"`), 'invalid-key')
+  })
+
+  it('413 body-too-large', async () => {
+    await check('/orders', await send('/orders', '"big"', JSON.stringify({ note: 'x'.repeat(maxBodyBytes) })), 'body-too-large')
+  })
+
+  it('422 fingerprint-mismatch, and a replay with its documented header', async () => {
+    expect((await send('/orders', '"k-422"', '{"n":1}')).status).toBe(201)
+    const replay = await send('/orders', '"k-422"', '{"n":1}')
+    expect(replay.status).toBe(201)
+    expect(replay.headers.get('idempotent-replayed')).toBe('true')
+    expect(dereferenced.paths['/orders'].post.responses['201'].headers['Idempotent-Replayed'].schema.enum).toEqual(['true'])
+    await check('/orders', await send('/orders', '"k-422"', '{"n":2}'), 'fingerprint-mismatch')
+  })
 }
