@@ -8,7 +8,7 @@ import { idempotency } from '../../src/http/fetch/index.js'
 import { createInbox } from '../../src/queue/index.js'
 import { postgresStore } from '../../src/stores/postgres/index.js'
 import type { PgClient } from '../../src/stores/postgres/driver/types.js'
-import { backendGone, backendPid, failOnUncaughtErrors, storePool, until } from '../support/connection-loss.js'
+import { backendGone, backendPid, failOnUncaughtErrors, handoverDeathProxy, storePool, until } from '../support/connection-loss.js'
 import { PG_URL, testSchema, type TestSchema } from '../support/postgres.js'
 import { unique } from '../queue/support.js'
 
@@ -231,6 +231,36 @@ describe.skipIf(db === undefined)('postgres: the connection dies while the handl
     expect(next.value).not.toBe(dead)
     expect(small.totalCount).toBeLessThanOrEqual(2)
     expect(small.idleCount).toBe(small.totalCount)
+  })
+
+  it('a backend ended the moment its connection is handed over (ready and terminated in one read) fails that call, not the process', async () => {
+    // The chaos suite's service died of this: pg-pool stops listening as it hands a new
+    // client over, and a promise resumes its caller a tick later, after the FATAL.
+    const proxy = await handoverDeathProxy(admin)
+    const handover = storePool('idem-connloss-handover', { max: 1, via: proxy })
+    try {
+      const idem = createIdem({ store: postgresStore({ pool: handover, schema }) })
+      const key = unique('k')
+      let ran = 0
+      const call = () =>
+        idem.run({ scope: 'connloss', key, input: 1 }, async (tx) => {
+          ran++
+          await insert(tx, key)
+          return 'stored'
+        })
+      await expect(call()).rejects.toBeInstanceOf(StoreUnavailableError)
+      expect(proxy.terminated).toHaveLength(1)
+      expect(ran).toBe(0)
+      // The dead client was destroyed; the retry gets a live one and runs once.
+      expect(await call()).toEqual({ value: 'stored', replayed: false, stored: true })
+      expect(await call()).toEqual({ value: 'stored', replayed: true, stored: true })
+      expect({ ran, rows: await count(key) }).toEqual({ ran: 1, rows: 1 })
+      // idem heard the death; the pool never had to.
+      expect(handover.errors).toEqual([])
+    } finally {
+      await handover.end()
+      await proxy.close()
+    }
   })
 
   it('prune and migrate work on the pool after a connection died under a call', async () => {

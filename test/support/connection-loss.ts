@@ -1,4 +1,5 @@
 import pg from 'pg'
+import { connect, createServer, type AddressInfo, type Socket } from 'node:net'
 import { afterEach, beforeEach, expect } from 'vitest'
 import { PG_URL } from './postgres.js'
 
@@ -98,4 +99,66 @@ export function storePool(
 export function pgTarget(): string {
   const url = new URL(PG_URL)
   return `${url.hostname}:${url.port === '' ? '5432' : url.port}`
+}
+
+/**
+ * A proxy in front of Postgres that ends the backend of its first connection at the
+ * moment the connection is handed over: it holds back the server's replies until the
+ * startup's ReadyForQuery, has `admin` terminate that backend (its pid is in the
+ * BackendKeyData), waits for the server's FATAL and the end of the socket, and then
+ * sends all of it to the client in one write. The client's parser so reads "ready" and
+ * "terminated" in one go, as it can when `pg_terminate_backend` lands just after a
+ * connection is made. Later connections pass untouched.
+ */
+export async function handoverDeathProxy(admin: pg.Pool): Promise<{ host: string; port: number; terminated: number[]; close(): Promise<void> }> {
+  const target = new URL(PG_URL)
+  const terminated: number[] = []
+  const sockets = new Set<Socket>()
+  let first = true
+  const server = createServer((client) => {
+    const upstream = connect(Number(target.port === '' ? 5432 : target.port), target.hostname)
+    for (const socket of [client, upstream]) {
+      sockets.add(socket)
+      socket.on('close', () => sockets.delete(socket))
+      socket.on('error', () => {})
+    }
+    client.pipe(upstream)
+    if (!first) {
+      upstream.pipe(client)
+      return
+    }
+    first = false
+    let held = Buffer.alloc(0)
+    let pid: number | undefined
+    let ready = false
+    upstream.on('data', (chunk: Buffer) => {
+      held = Buffer.concat([held, chunk])
+      if (ready) return
+      // Messages: a type byte, then a length (itself included).
+      for (let at = 0; at + 5 <= held.length && at + 1 + held.readInt32BE(at + 1) <= held.length; at += 1 + held.readInt32BE(at + 1)) {
+        const type = String.fromCharCode(held[at]!)
+        if (type === 'K') pid = held.readInt32BE(at + 5)
+        if (type === 'Z' && pid !== undefined) {
+          ready = true
+          terminated.push(pid)
+          void admin.query('SELECT pg_terminate_backend($1)', [pid])
+          break
+        }
+      }
+    })
+    upstream.on('end', () => {
+      client.end(held)
+    })
+  })
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+  const { port } = server.address() as AddressInfo
+  return {
+    host: '127.0.0.1',
+    port,
+    terminated,
+    close: async () => {
+      for (const socket of sockets) socket.destroy()
+      await new Promise<void>((resolve) => server.close(() => resolve()))
+    },
+  }
 }

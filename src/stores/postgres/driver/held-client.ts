@@ -56,16 +56,27 @@ export const ABANDON_WAIT_MS = 1_000
 /**
  * Takes a client from `pool` and listens for its connection dying until it is released.
  * Costs one listener added and removed, no round trip.
+ *
+ * The listener goes on inside `pool.connect`'s callback, in the pool's own call stack.
+ * pg-pool stops listening as it hands a client over, and a promise resolves a tick
+ * later: a backend ended the moment its connection was made (its ReadyForQuery and its
+ * FATAL in one read of the socket, as `pg_terminate_backend` can time it) would emit
+ * 'error' in between, with nobody listening, and end the process. A pool wrapper whose
+ * `connect` declares no parameter is held from when its promise resolves.
  * @throws StoreUnavailableError / MigrationRequiredError as `classifyPgError` maps the pool's error
  */
-export async function checkOut(pool: PgPool, schema: string): Promise<HeldClient> {
-  let client: PgPoolClient
-  try {
-    client = await pool.connect()
-  } catch (error) {
-    throw classifyPgError(error, schema)
-  }
-  return new Held(client, schema)
+export function checkOut(pool: PgPool, schema: string): Promise<HeldClient> {
+  return new Promise<HeldClient>((resolve, reject) => {
+    const take = (client: PgPoolClient): void => resolve(new Held(client, schema))
+    const fail = (error: unknown): void => reject(classifyPgError(error, schema))
+    try {
+      // A wrapper that takes no callback (`async () => …`) hands the client over by promise.
+      if (pool.connect.length === 0) pool.connect().then(take, fail)
+      else pool.connect((error, client) => (error !== undefined && error !== null ? fail(error) : client === undefined ? fail(new Error('the pool handed over no client')) : take(client)))
+    } catch (error) {
+      fail(error)
+    }
+  })
 }
 
 // A class rather than an object of closures: one is built for every call, and its methods

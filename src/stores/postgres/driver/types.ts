@@ -48,8 +48,19 @@ export interface PgPoolClient extends PgClient, CancellableClient {
   once?(event: 'end', listener: () => void): unknown
 }
 
-/** The pool the store checks clients out of: a `pg.Pool` fits. */
+/** How `pg.Pool#connect` hands over a client when given a callback: at once, in the pool's own call stack. */
+export type PgConnectCallback = (error: Error | undefined, client: PgPoolClient | undefined) => void
+
+/**
+ * The pool the store checks clients out of: a `pg.Pool` fits. The store calls
+ * `connect(callback)` and listens on the client inside the callback (see
+ * `checkOut`); a wrapper of the pool should take the callback and hand it on. One whose
+ * `connect` declares no parameter is called for its promise, with the gap `checkOut`
+ * describes.
+ */
 export interface PgPool {
   /** Checks a client out of the pool. */
   connect(): Promise<PgPoolClient>
+  /** Checks a client out of the pool and calls `callback` with it. */
+  connect(callback: PgConnectCallback): void
 }
