@@ -72,7 +72,12 @@ export function checkOut(pool: PgPool, schema: string): Promise<HeldClient> {
     try {
       // A wrapper that takes no callback (`async () => …`) hands the client over by promise.
       if (pool.connect.length === 0) pool.connect().then(take, fail)
-      else pool.connect((error, client) => (error !== undefined && error !== null ? fail(error) : client === undefined ? fail(new Error('the pool handed over no client')) : take(client)))
+      else
+        pool.connect((error, client) => {
+          if (error !== undefined && error !== null) fail(error)
+          else if (client === undefined) fail(new Error('idem: the pool handed over no client'))
+          else take(client)
+        })
     } catch (error) {
       fail(error)
     }
