@@ -26,7 +26,7 @@ export {
 export type { HttpEvent, HttpOutcome, WebhookReceiverEvent } from './http/events.js'
 export type { DeadLetterEvent, DispatchEvent, InboxEvent } from './queue/events.js'
 export type { ReconcileEvent } from './data/events.js'
-export { assertValidKey, MAX_KEY_LENGTH } from './core/key.js'
+export { assertValidKey, MAX_KEY_LENGTH } from './core/identity.js'
 export { parseIdempotencyKey, type ParseKeyOptions } from './headers/idempotency-key.js'
 export { fingerprintValue } from './core/fingerprint.js'
 export { fingerprintRequest, type FingerprintInput } from './http/request-fingerprint.js'

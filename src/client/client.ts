@@ -1,5 +1,5 @@
 import { InvalidOptionError } from '../core/errors/invalid-option.js'
-import { assertValidKey } from '../core/key.js'
+import { assertValidKey } from '../core/identity.js'
 import { assertKnownOptions, optionNames } from '../core/validate.js'
 import { abortable, linkSignal, sleep } from './abort.js'
 import { DeadlineExceededError } from './errors/deadline-exceeded.js'

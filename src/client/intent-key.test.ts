@@ -1,6 +1,6 @@
 import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
-import { assertValidKey } from '../core/key.js'
+import { assertValidKey } from '../core/identity.js'
 import { createClient, InvalidOptionError, keyFromIntent } from './index.js'
 import { scriptedFetch } from '../../test/client/fake-fetch.js'
 

@@ -1,8 +1,6 @@
-import { InvalidKeyError } from './errors/invalid-key.js'
 import { InvalidOptionError } from './errors/invalid-option.js'
 import { fingerprintValue } from './fingerprint.js'
-import { assertIdentity } from './identity.js'
-import { assertValidKey } from './key.js'
+import { assertScope, assertValidKey } from './identity.js'
 import { assertDuration, assertKnownOptions, type KnownOptions } from './validate.js'
 import type { CallEvent, EventStream, OutcomeEvent, OutcomeKind } from './events.js'
 
@@ -28,21 +26,6 @@ export interface CallOptions {
   waitMs?: number
   /** Overrides the engine's `deadlineMs` for this call: how long its function may hold the key. */
   deadlineMs?: number
-}
-
-const MAX_SCOPE_LENGTH = 1024
-
-/**
- * Checks a scope: a string (else the code is misconfigured) of 1–1024 characters without
- * NUL, well-formed UTF-16. A string that fails is refused like a malformed key (the
- * client's mistake): it comes from the principal, which what a client sends may shape.
- * @throws InvalidOptionError when the scope is not a string, InvalidKeyError when it cannot identify a call
- */
-export function assertScope(scope: unknown): asserts scope is string {
-  if (typeof scope !== 'string') {
-    throw new InvalidOptionError(`run: option "scope" must be a string from the server-side principal, got ${scope === null ? 'null' : typeof scope}`)
-  }
-  assertIdentity('run: "scope"', scope, MAX_SCOPE_LENGTH, InvalidKeyError)
 }
 
 /** The call's fingerprint: the given one, or the hash of `input`. */

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest'
 import { InvalidKeyError } from './errors/invalid-key.js'
 import { InvalidOptionError } from './errors/invalid-option.js'
-import { assertIdentity, assertWellFormed } from './identity.js'
+import { assertIdentity, assertValidKey, assertWellFormed } from './identity.js'
 
 describe('assertIdentity', () => {
   it('accepts 1–max characters without NUL, surrogate pairs included', () => {
@@ -32,5 +32,14 @@ describe('assertWellFormed', () => {
   it('refuses only lone surrogates: any length, NUL allowed (for text that is hashed, not stored)', () => {
     expect(() => assertWellFormed('id', `a\0${'x'.repeat(10_000)}`, InvalidKeyError)).not.toThrow()
     expect(() => assertWellFormed('id', 'evt-\udc00', InvalidKeyError)).toThrow(/^id is not well-formed UTF-16/)
+  })
+})
+
+describe('assertValidKey', () => {
+  it('names what is wrong', () => {
+    expect(() => assertValidKey('')).toThrow(/empty/)
+    expect(() => assertValidKey('x'.repeat(256))).toThrow(/256 characters long; the limit is 255/)
+    expect(() => assertValidKey('naïve')).toThrow(/visible ASCII/)
+    expect(() => assertValidKey(42)).toThrow(/must be a string/)
   })
 })

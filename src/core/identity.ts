@@ -1,7 +1,10 @@
+import { InvalidKeyError } from './errors/invalid-key.js'
+import { InvalidOptionError } from './errors/invalid-option.js'
+
 /**
- * The one check for every string that becomes part of a stored identity: a scope, a
- * message id, a step name, a topic, a dedupe key, a memo name, a once gate, a consumer
- * name. (Keys are stricter still: visible ASCII, see `assertValidKey`.)
+ * The one place that checks every string that becomes part of a stored identity: a
+ * scope, a message id, a step name, a topic, a dedupe key, a memo name, a once gate, a
+ * consumer name; and keys, which are stricter still (visible ASCII, `assertValidKey`).
  *
  * Postgres, Redis and DynamoDB keep text as UTF-8, and so do the hashes of long ids and
  * derived keys; a lone surrogate has no UTF-8 form, and the encoders write U+FFFD in its
@@ -48,4 +51,55 @@ function identityFault(value: unknown, max: number): string | undefined {
   if (value.length > max) return `is ${value.length} characters long`
   if (value.includes('\0')) return 'contains NUL'
   return value.isWellFormed() ? undefined : NOT_WELL_FORMED
+}
+
+const MAX_SCOPE_LENGTH = 1024
+
+/**
+ * Checks a scope: a string (else the code is misconfigured) of 1–1024 characters without
+ * NUL, well-formed UTF-16. A string that fails is refused like a malformed key (the
+ * client's mistake): it comes from the principal, which what a client sends may shape.
+ * @throws InvalidOptionError when the scope is not a string, InvalidKeyError when it cannot identify a call
+ */
+export function assertScope(scope: unknown): asserts scope is string {
+  if (typeof scope !== 'string') {
+    throw new InvalidOptionError(`run: option "scope" must be a string from the server-side principal, got ${scope === null ? 'null' : typeof scope}`)
+  }
+  assertIdentity('run: "scope"', scope, MAX_SCOPE_LENGTH, InvalidKeyError)
+}
+
+/** The longest key accepted, in characters (DESIGN: 1–255 visible ASCII). */
+export const MAX_KEY_LENGTH = 255
+
+const VISIBLE_ASCII = /^[\x21-\x7e]+$/
+
+/**
+ * One string for a `(scope, key)` pair, for in-process maps and locks. Length-prefixing
+ * keeps ("ab", "c") and ("a", "bc") apart.
+ */
+export function keyId(scope: string, key: string): string {
+  return `${scope.length}:${scope}${key}`
+}
+
+/** Whether `key` has the key syntax: 1–255 visible ASCII characters. `assertValidKey` says what is wrong instead. */
+export function isKeySyntax(key: string): boolean {
+  return key.length <= MAX_KEY_LENGTH && VISIBLE_ASCII.test(key)
+}
+
+/**
+ * Checks that `key` is 1–255 visible ASCII characters, the syntax every front end
+ * shares (a header's key, a queue message id, an engine call).
+ * @throws InvalidKeyError naming what is wrong.
+ * @example
+ * assertValidKey(message.id) // throws InvalidKeyError for '' or a 300-character id
+ */
+export function assertValidKey(key: unknown): asserts key is string {
+  if (typeof key !== 'string') throw new InvalidKeyError(`Idempotency key must be a string, got ${typeof key}`)
+  if (key.length === 0) throw new InvalidKeyError('Idempotency key is empty')
+  if (key.length > MAX_KEY_LENGTH) {
+    throw new InvalidKeyError(`Idempotency key is ${key.length} characters long; the limit is ${MAX_KEY_LENGTH}`)
+  }
+  if (!VISIBLE_ASCII.test(key)) {
+    throw new InvalidKeyError('Idempotency key may contain only visible ASCII characters (0x21–0x7E)')
+  }
 }

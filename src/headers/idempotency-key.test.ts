@@ -2,7 +2,7 @@ import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
 import { InvalidKeyError } from '../core/errors/invalid-key.js'
 import { MissingKeyError } from '../core/errors/missing-key.js'
-import { assertValidKey } from '../core/key.js'
+import { assertValidKey } from '../core/identity.js'
 import { parseIdempotencyKey } from './idempotency-key.js'
 
 describe('parseIdempotencyKey', () => {

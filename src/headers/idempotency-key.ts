@@ -8,7 +8,7 @@
 import { parseItem } from 'structured-headers'
 import { InvalidKeyError } from '../core/errors/invalid-key.js'
 import { MissingKeyError } from '../core/errors/missing-key.js'
-import { assertValidKey } from '../core/key.js'
+import { assertValidKey } from '../core/identity.js'
 import { assertKnownOptions, optionNames } from '../core/validate.js'
 
 /** The request header that carries the key (draft-ietf-httpapi-idempotency-key-header). */

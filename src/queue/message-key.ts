@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto'
 import { InvalidKeyError } from '../core/errors/invalid-key.js'
 import { assertWellFormed } from '../core/identity.js'
-import { isKeySyntax } from '../core/key.js'
+import { isKeySyntax } from '../core/identity.js'
 
 /**
  * The engine key for a message id. Broker ids that already fit the key syntax (1–255

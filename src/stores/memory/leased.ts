@@ -1,5 +1,5 @@
 import { StoreUnavailableError } from '../../core/errors/store-unavailable.js'
-import { keyId } from '../../core/key.js'
+import { keyId } from '../../core/identity.js'
 import type { LeaseClaim, LeasedStore } from '../../core/leased/store.js'
 import { MAX_OUTCOME_BYTES } from '../max-outcome.js'
 

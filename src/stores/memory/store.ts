@@ -1,6 +1,6 @@
 import { StoreUnavailableError } from '../../core/errors/store-unavailable.js'
 import { KeyGate } from '../key-gate.js'
-import { keyId } from '../../core/key.js'
+import { keyId } from '../../core/identity.js'
 import type { BeginRequest, Claim, KeyRecord, KeyStore, NewRecord, Session } from '../../core/store.js'
 import type { DeadLetterRow, WithDeadLetterTable } from '../../ports/dead-letter-table.js'
 import type { PriorFailures, WithInboxTable } from '../../ports/inbox-table.js'

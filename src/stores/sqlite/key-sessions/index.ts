@@ -1,4 +1,4 @@
-import { keyId } from '../../../core/key.js'
+import { keyId } from '../../../core/identity.js'
 import type { BeginRequest, Session } from '../../../core/store.js'
 import type { SqliteDatabase } from '../../../ports/sql-clients.js'
 import { inTransaction } from '../connection.js'
