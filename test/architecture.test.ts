@@ -39,7 +39,7 @@ const PLANTED: { rule: string; from: string; to: string }[] = [
   { rule: 'core-is-pure', from: 'src/core/engine.ts', to: 'src/http/problem.ts' },
   // The core knows no HTTP: not the request fingerprint, not the header both ends speak.
   { rule: 'core-is-pure', from: 'src/core/fingerprint.ts', to: 'src/http/request-fingerprint.ts' },
-  { rule: 'core-is-pure', from: 'src/core/key.ts', to: 'src/headers/idempotency-key.ts' },
+  { rule: 'core-is-pure', from: 'src/core/identity.ts', to: 'src/headers/idempotency-key.ts' },
   { rule: 'headers-are-shared', from: 'src/headers/idempotency-key.ts', to: 'src/http/handler.ts' },
   { rule: 'front-ends-know-no-driver', from: 'src/queue/inbox.ts', to: 'src/stores/postgres/store.ts' },
   { rule: 'queue-knows-no-http', from: 'src/queue/outbox.ts', to: 'src/http/webhook.ts' },
