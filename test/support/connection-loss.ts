@@ -111,12 +111,12 @@ export function pgTarget(): string {
  * connection is made. Later connections pass untouched.
  */
 export async function handoverDeathProxy(admin: pg.Pool): Promise<{ host: string; port: number; terminated: number[]; close(): Promise<void> }> {
-  const target = new URL(PG_URL)
+  const [host, port] = pgTarget().split(':')
   const terminated: number[] = []
   const sockets = new Set<Socket>()
   let first = true
   const server = createServer((client) => {
-    const upstream = connect(Number(target.port === '' ? 5432 : target.port), target.hostname)
+    const upstream = connect(Number(port), host)
     for (const socket of [client, upstream]) {
       sockets.add(socket)
       socket.on('close', () => sockets.delete(socket))
@@ -151,10 +151,9 @@ export async function handoverDeathProxy(admin: pg.Pool): Promise<{ host: string
     })
   })
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
-  const { port } = server.address() as AddressInfo
   return {
     host: '127.0.0.1',
-    port,
+    port: (server.address() as AddressInfo).port,
     terminated,
     close: async () => {
       for (const socket of sockets) socket.destroy()

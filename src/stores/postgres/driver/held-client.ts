@@ -74,7 +74,7 @@ export function checkOut(pool: PgPool, schema: string): Promise<HeldClient> {
       if (pool.connect.length === 0) pool.connect().then(take, fail)
       else
         pool.connect((error, client) => {
-          if (error !== undefined && error !== null) fail(error)
+          if (error) fail(error)
           else if (client === undefined) fail(new Error('idem: the pool handed over no client'))
           else take(client)
         })
