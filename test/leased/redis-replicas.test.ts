@@ -127,25 +127,26 @@ describe.skipIf(servers === undefined)('waitForReplicas on a primary and its rep
   })
 
   it('a replay is confirmed by the replica, also through a connection that never wrote', async () => {
-    // The replica stays connected but stalls (6 s: the WAIT below must fall inside the stall
-    // however long the writes before it take; 2 s was once not enough), and the primary
-    // alone completes the key.
-    const stalled = replica!.ask('DEBUG', 'SLEEP', '6')
-    const claim = await plain.claim('s', key, 'fp', 10_000, 60_000)
-    if (claim.state !== 'acquired') throw new Error(claim.state)
-    expect(await plain.complete('s', key, claim.token, '"done"', 60_000)).toBe(true)
-    // A WAIT on a fresh connection counts the replicas that have that connection's
-    // writes: none, so every connected replica. The claim writes the record again so
-    // that its WAIT covers it.
+    // The replica stays connected but is stopped (SIGSTOP, confirmed by the kernel before
+    // anything is written: a DEBUG SLEEP sent on a connection of its own could begin after
+    // the WAIT below, and did once in CI), and the primary alone completes the key.
+    await replica!.pause()
     const fresh = new Redis(primary!.port, '127.0.0.1')
     try {
+      const claim = await plain.claim('s', key, 'fp', 10_000, 60_000)
+      if (claim.state !== 'acquired') throw new Error(claim.state)
+      expect(await plain.complete('s', key, claim.token, '"done"', 60_000)).toBe(true)
+      // A WAIT on a fresh connection counts the replicas that have that connection's
+      // writes: none, so every connected replica. The claim writes the record again so
+      // that its WAIT covers it.
       const other = redisStore({ client: fresh, prefix, timeoutMs: 3_000, waitForReplicas: { count: 1, timeoutMs: 1_000 } })
       await expect(other.claim('s', key, 'fp', 10_000, 60_000)).rejects.toThrow(/did not acknowledge claim: 0 of 1 within 1000 ms/)
-      await stalled
+      await replica!.resume()
       await replication.caughtUp(primary!, replica!)
       expect(await other.claim('s', key, 'fp', 10_000, 60_000)).toEqual({ state: 'completed', record: { fingerprint: 'fp', outcome: '"done"' } })
     } finally {
       fresh.disconnect()
+      await replica!.resume()
     }
   })
 

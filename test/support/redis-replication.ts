@@ -1,5 +1,5 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process'
-import { mkdtempSync, rmSync } from 'node:fs'
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { Redis } from 'ioredis'
@@ -13,6 +13,13 @@ export interface RedisNode {
   ask(...command: Array<string | number>): Promise<unknown>
   /** Kills it (SIGKILL: no goodbye to clients or replicas) and waits until it is gone. */
   kill(): Promise<void>
+  /**
+   * Stops it (SIGSTOP) and resolves once the kernel reports it stopped: its connections stay
+   * open and what is sent to it waits unread, so a replica stays connected and acknowledges
+   * nothing. `resume` (SIGCONT) wakes it.
+   */
+  pause(): Promise<void>
+  resume(): Promise<void>
 }
 
 /** The servers one test started, for replication and failover scenarios. */
@@ -36,8 +43,7 @@ process.once('exit', () => {
 /**
  * Starts Redis servers for replication tests: no persistence, diskless full syncs
  * without Redis's default 5 s delay (`repl-diskless-sync-delay 0`), so a replica is in
- * sync within milliseconds, and `DEBUG` (`DEBUG SLEEP` stalls a replica that stays
- * connected). Returns undefined (printing SKIPPED) when `redis-server` is
+ * sync within milliseconds. Returns undefined (printing SKIPPED) when `redis-server` is
  * not installed, outside CI; in CI that fails the run.
  */
 export function redisReplication(): RedisReplication | undefined {
@@ -58,7 +64,7 @@ export function redisReplication(): RedisReplication | undefined {
         'redis-server',
         [
           '--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir,
-          '--repl-diskless-sync', 'yes', '--repl-diskless-sync-delay', '0', '--enable-debug-command', 'local',
+          '--repl-diskless-sync', 'yes', '--repl-diskless-sync-delay', '0',
           ...(replicaOf === undefined ? [] : ['--replicaof', '127.0.0.1', String(replicaOf.port)]),
         ],
         { stdio: 'ignore' },
@@ -75,6 +81,14 @@ export function redisReplication(): RedisReplication | undefined {
           const gone = new Promise((resolve) => server.once('exit', resolve))
           server.kill('SIGKILL')
           await gone
+        },
+        async pause() {
+          server.kill('SIGSTOP')
+          await until(`redis-server on ${port} stopped`, async () => processState(server) === 'T')
+        },
+        async resume() {
+          server.kill('SIGCONT')
+          await until(`redis-server on ${port} running`, async () => processState(server) !== 'T')
         },
       }
       await until(`redis-server on ${port}`, async () => (await ask(port, ['PING']).catch(() => '')) === 'PONG')
@@ -107,6 +121,15 @@ export function redisReplication(): RedisReplication | undefined {
     },
   }
   return self
+}
+
+/** The process's state letter from /proc (T: stopped); 'T' at once where there is no /proc to ask. */
+function processState(server: ChildProcess): string {
+  const stat = `/proc/${server.pid}/stat`
+  if (!existsSync(stat)) return 'T'
+  // pid (comm) state …: comm may hold spaces or parentheses, so read after the last ')'.
+  const text = readFileSync(stat, 'utf8')
+  return text.slice(text.lastIndexOf(')') + 2, text.lastIndexOf(')') + 3)
 }
 
 function field(info: unknown, name: string): string | undefined {
