@@ -166,7 +166,8 @@ describe.skipIf(db === undefined)('stalls and clocks', () => {
           // still held for a clock 10 minutes ahead: no takeover, a 409.
           const intent = randomUUID()
           const key = randomUUID()
-          const holding = postOrder(behind.url, key, intent, 5, 'chaos', 2_500)
+          // Held 6 s: the check below comes 1.2 s after the charge, with seconds to spare.
+          const holding = postOrder(behind.url, key, intent, 5, 'chaos', 6_000)
           await eventually(
             async () => Number((await pool.query(`SELECT count(*)::int AS n FROM "${schema}".charges WHERE intent = $1`, [intent])).rows[0].n) === 1,
             10_000,

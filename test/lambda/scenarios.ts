@@ -201,8 +201,10 @@ export function lambdaScenarios<Tx, InboxTx>(name: string, backend: () => Lambda
       }, { timeoutEarlyInMillis: 0 }).use(middyIdempotent({ idem: backend().idem, marginMs: 300, waitMs: backend().retryWaitMs }))
       const event = orderPlaced({ orderId: randomUUID(), amount: 2 })
       const stuck = handler(event, lambdaContext(700))
-      // The invocation would be stopped by Lambda here; idem has let the key go already.
-      await sleep(600)
+      // Lambda would stop the invocation here; idem let the key go at its deadline (400 ms
+      // in), then released it in the store: 1.5 s leaves a slow machine more than a second
+      // for that round trip. (The stuck invocation never settles: middy awaits its handler.)
+      await sleep(1_500)
       stall = false
       expect(await handler(event, lambdaContext(30_000))).toBe('shipped')
       expect(runs).toHaveLength(2)
@@ -387,12 +389,16 @@ export function lambdaScenarios<Tx, InboxTx>(name: string, backend: () => Lambda
       const event = orderPlaced({ orderId: randomUUID(), amount: 1 })
       let release!: () => void
       const gate = new Promise<void>((resolve) => (release = resolve))
+      let started!: () => void
+      const running = new Promise<void>((resolve) => (started = resolve))
       const slow = makeIdempotent(async () => {
+        started()
         await gate
         return 'done'
       }, { idem: backend().idem })
       const first = slow(event, lambdaContext(30_000))
-      await sleep(200)
+      // The first holds the key once its function runs.
+      await running
       // The first finishes 2.5 s from now: a duplicate waiting the engine's 5 s would replay it.
       const later = setTimeout(release, 2_500)
       await expect(slow(event, lambdaContext(1_500))).rejects.toBeInstanceOf(InFlightError)

@@ -13,7 +13,9 @@ import { redisKeys, redisStore } from '../../src/stores/redis/index.js'
 import { startRedisCluster, type TestCluster } from '../support/redis-cluster.js'
 import { clusterSlot } from './support.js'
 
-const cluster = await startRedisCluster({ masters: 3, appendonly: true })
+// The restart (1.5 s down, then the AOF to load) must not reach the node timeout: were the
+// victim called failed, the whole cluster would answer CLUSTERDOWN, keys on live masters too.
+const cluster = await startRedisCluster({ masters: 3, appendonly: true, nodeTimeoutMs: 15_000 })
 
 describe.skipIf(cluster === undefined)('the Redis store while a Cluster master restarts mid-load', () => {
   const { client: connect, nodes } = cluster as TestCluster

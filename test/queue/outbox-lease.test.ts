@@ -15,7 +15,9 @@ import { startFixture } from '../leased/support.js'
 import { PG_URL, testSchema, type TestSchema } from '../support/postgres.js'
 import { eventually } from './support.js'
 
-const LEASE_MS = 300
+// Renewed every third of it: a pause of the test's process shorter than two thirds of a
+// lease cannot let a second dispatcher in, so it is long enough for a loaded machine.
+const LEASE_MS = 600
 /** How long a deliverer that ignores its signal keeps "sending" after the signal fired. */
 const HANG_MS = 3 * LEASE_MS
 const NO_BACKOFF = { baseMs: 0, maxMs: 0 }

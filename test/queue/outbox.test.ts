@@ -154,12 +154,14 @@ describe.skipIf(db === undefined)('outbox and dispatcher on Postgres', () => {
 
   it('a claim leases its rows: no other dispatcher takes them until the lease runs out, then the next claim does (a crashed dispatcher)', async () => {
     await fill(1)
-    const claim = postgresSql.outboxClaim(schema, 10, 'dead-dispatcher', 300, null)
+    const claim = postgresSql.outboxClaim(schema, 10, 'dead-dispatcher', 60_000, null)
     expect((await pool.query(claim.text, claim.values)).rows).toHaveLength(1)
     const seen: OutboxRow[] = []
     const dispatcher = createDispatcher({ store, deliver: async (row) => void seen.push(row) })
     expect((await dispatcher.runOnce()).claimed).toBe(0)
-    await new Promise((resolve) => setTimeout(resolve, 350))
+    // The lease runs out (moved to the past rather than waited out, so no pause of the
+    // machine can end it before the claim above).
+    await pool.query(`UPDATE "${schema}".idem_outbox SET locked_until = now() - interval '1 millisecond', next_attempt_at = now() - interval '1 millisecond'`)
     expect((await dispatcher.runOnce()).delivered).toBe(1)
     expect(seen.map((r) => r.attempt)).toEqual([2])
     // The dead dispatcher's late outcome changes nothing: its claim no longer holds the row.

@@ -31,10 +31,13 @@ export interface TestCluster {
  * `redis-cli --cluster create`, for one test file. Bounded: each step waits at most
  * 30 s. `appendonly` keeps every write on disk (fsync always), so a killed and
  * restarted node comes back with its keys, as a production node with AOF does.
+ * `nodeTimeoutMs` is how long a node may be unreachable before the others call it failed
+ * (and, with no replica to take over, the whole cluster answers CLUSTERDOWN); a test that
+ * restarts a node and expects the others to go on serving sets it above the restart.
  * Returns undefined (printing SKIPPED) when redis-server or redis-cli is missing,
  * outside CI; in CI that fails the run.
  */
-export async function startRedisCluster({ masters = 3, appendonly = false } = {}): Promise<TestCluster | undefined> {
+export async function startRedisCluster({ masters = 3, appendonly = false, nodeTimeoutMs = 2_000 } = {}): Promise<TestCluster | undefined> {
   for (const tool of ['redis-server', 'redis-cli']) {
     if (spawnSync(tool, ['--version']).status !== 0) {
       if (process.env.CI) throw new Error(`${tool} is required in CI for the Redis Cluster tests`)
@@ -57,7 +60,7 @@ export async function startRedisCluster({ masters = 3, appendonly = false } = {}
           'redis-server',
           [
             '--port', String(port), '--bind', '127.0.0.1', '--cluster-enabled', 'yes', '--cluster-port', String(busPort),
-            '--cluster-config-file', `nodes-${port}.conf`, '--cluster-node-timeout', '2000',
+            '--cluster-config-file', `nodes-${port}.conf`, '--cluster-node-timeout', String(nodeTimeoutMs),
             '--dir', dir, '--save', '', '--dbfilename', `dump-${port}.rdb`,
             '--appendonly', appendonly ? 'yes' : 'no', '--appendfsync', 'always', '--appendfilename', `aof-${port}.aof`,
             '--appenddirname', `aof-${port}`,
