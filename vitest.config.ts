@@ -1,3 +1,4 @@
+import { availableParallelism } from 'node:os'
 import { defineConfig } from 'vitest/config'
 
 export default defineConfig({
@@ -9,6 +10,11 @@ export default defineConfig({
     // Needs the npm registry, so not part of `npm test` (tests talk to loopback only):
     // `npm run test:install` runs it, and .ci/run does after the tests.
     exclude: ['test/install/**', '**/node_modules/**'],
+    // Most files spend their time waiting on servers, brokers and child processes, so one
+    // file more than there are cores keeps the machine busy (vitest's default, one fewer
+    // than the cores, runs them one at a time on two). Each file has its own schema,
+    // prefix, queues and servers, so files in parallel never share state.
+    maxWorkers: availableParallelism() + 1,
     testTimeout: 60_000,
     hookTimeout: 60_000,
     // The chaos table (test/chaos/): printed once at the end when a chaos scenario ran; then
