@@ -84,11 +84,11 @@ export function redisReplication(): RedisReplication | undefined {
         },
         async pause() {
           server.kill('SIGSTOP')
-          await until(`redis-server on ${port} stopped`, async () => processState(server) === 'T')
+          await until(`redis-server on ${port} stopped`, async () => stopped(server) !== false)
         },
         async resume() {
           server.kill('SIGCONT')
-          await until(`redis-server on ${port} running`, async () => processState(server) !== 'T')
+          await until(`redis-server on ${port} running`, async () => stopped(server) !== true)
         },
       }
       await until(`redis-server on ${port}`, async () => (await ask(port, ['PING']).catch(() => '')) === 'PONG')
@@ -123,13 +123,16 @@ export function redisReplication(): RedisReplication | undefined {
   return self
 }
 
-/** The process's state letter from /proc (T: stopped); 'T' at once where there is no /proc to ask. */
-function processState(server: ChildProcess): string {
+/**
+ * Whether the kernel reports the process stopped (state T in /proc/<pid>/stat); undefined
+ * where there is no /proc to ask, and the signal is then trusted.
+ */
+function stopped(server: ChildProcess): boolean | undefined {
   const stat = `/proc/${server.pid}/stat`
-  if (!existsSync(stat)) return 'T'
+  if (!existsSync(stat)) return undefined
   // pid (comm) state …: comm may hold spaces or parentheses, so read after the last ')'.
   const text = readFileSync(stat, 'utf8')
-  return text.slice(text.lastIndexOf(')') + 2, text.lastIndexOf(')') + 3)
+  return text.charAt(text.lastIndexOf(')') + 2) === 'T'
 }
 
 function field(info: unknown, name: string): string | undefined {
