@@ -180,7 +180,9 @@ describe.skipIf(db === undefined)('the client against every server adapter', () 
       const key = `in-flight-${adapter.name}`
       const order = { customer: 'slow', amount: 5 }
       const first = client.fetch(`${server.url}/orders`, json(order, 'slow-1'), { key })
-      while (!seen.some((s) => s.call === 'slow-1')) await new Promise((resolve) => setTimeout(resolve, 5))
+      // The first holds the key before the duplicate is sent (its arrival alone is not
+      // enough: the duplicate could claim the key first, and then nobody would release it).
+      await orders.slowHeld()
 
       const retries: RetryEvent[] = []
       const second = createClient({ backoff: { baseMs: 1 }, deadlineMs: 20_000, onRetry: (e) => {

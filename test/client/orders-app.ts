@@ -23,6 +23,8 @@ export interface OrdersApp {
   writeOrder(idem: IdempotencyContext<PgClient>, order: OrderBody): Promise<{ orderId: number } & OrderBody>
   /** The route handler in the neutral middleware's `next` shape. */
   placeOrder(request: Request, idem: IdempotencyContext<PgClient> | undefined): Promise<Response>
+  /** Resolves once an order for `slow` waits in its transaction: its key is held. */
+  slowHeld(): Promise<void>
   releaseSlow(): void
   counts(): Promise<{ orders: number; charges: number; distinctKeys: number }>
   orderFor(key: string): Promise<{ id: number; customer: string; amount: number }[]>
@@ -43,6 +45,8 @@ export async function ordersApp(pool: pg.Pool, schema: string): Promise<OrdersAp
   `)
   let releaseSlow!: () => void
   let slow = new Promise<void>((resolve) => (releaseSlow = resolve))
+  let held!: () => void
+  let slowHeld = new Promise<void>((resolve) => (held = resolve))
 
   async function writeOrder(idem: IdempotencyContext<PgClient>, { customer, amount }: OrderBody): Promise<{ orderId: number } & OrderBody> {
     const { rows } = await idem.tx.query(
@@ -51,7 +55,10 @@ export async function ordersApp(pool: pg.Pool, schema: string): Promise<OrdersAp
     )
     const orderId = Number((rows[0] as { id: string }).id)
     await idem.tx.query(`INSERT INTO "${schema}".charges (order_id, amount) VALUES ($1, $2)`, [orderId, amount])
-    if (customer === 'slow') await slow
+    if (customer === 'slow') {
+      held()
+      await slow
+    }
     return { orderId, customer, amount }
   }
 
@@ -64,9 +71,11 @@ export async function ordersApp(pool: pg.Pool, schema: string): Promise<OrdersAp
       const order = await writeOrder(idem, (await request.json()) as OrderBody)
       return Response.json(order, { status: 201, headers: { location: `/orders/${order.orderId}` } })
     },
+    slowHeld: () => slowHeld,
     releaseSlow() {
       releaseSlow()
       slow = new Promise<void>((resolve) => (releaseSlow = resolve))
+      slowHeld = new Promise<void>((resolve) => (held = resolve))
     },
     async counts() {
       const { rows } = await pool.query(`
