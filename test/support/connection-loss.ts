@@ -97,8 +97,14 @@ export function storePool(
 
 /** `host:port` of the test Postgres, for a TCP fault proxy's target. */
 export function pgTarget(): string {
+  const { host, port } = pgAddress()
+  return `${host}:${port}`
+}
+
+/** The test server's host and port, as PG_URL names them. */
+function pgAddress(): { host: string; port: number } {
   const url = new URL(PG_URL)
-  return `${url.hostname}:${url.port === '' ? '5432' : url.port}`
+  return { host: url.hostname, port: url.port === '' ? 5432 : Number(url.port) }
 }
 
 /**
@@ -111,12 +117,12 @@ export function pgTarget(): string {
  * connection is made. Later connections pass untouched.
  */
 export async function handoverDeathProxy(admin: pg.Pool): Promise<{ host: string; port: number; terminated: number[]; close(): Promise<void> }> {
-  const [host, port] = pgTarget().split(':')
+  const { host, port } = pgAddress()
   const terminated: number[] = []
   const sockets = new Set<Socket>()
   let first = true
   const server = createServer((client) => {
-    const upstream = connect(Number(port), host)
+    const upstream = connect(port, host)
     for (const socket of [client, upstream]) {
       sockets.add(socket)
       socket.on('close', () => sockets.delete(socket))
