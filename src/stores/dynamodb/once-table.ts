@@ -27,26 +27,6 @@ type Claim = { readonly taken: true } | { readonly taken: false; readonly marked
 export function dynamoOnceTable(wire: Wire, holdMs: number, markWaitMs: number, now: () => number = Date.now): OnceTable<DynamoTx> {
   const TableName = wire.table
 
-  async function claim(pk: string, kind: string, subject: string, token: string, seniority: string): Promise<Claim> {
-    const t = now()
-    try {
-      await wire.send(
-        'once',
-        new PutItemCommand({
-          TableName,
-          Item: { pk: S(pk), sk: S(HEAD_SK), kind: S(kind), subject: S(subject), state: S('held'), token: S(token), seniority: S(seniority), expiresAt: N(t + holdMs), ttl: ttlOf(t + holdMs) },
-          ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
-          ...expression({ condition: 'attribute_not_exists(#pk) OR (#state = :held AND #expiresAt <= :now)' }, { ':held': S('held'), ':now': N(t) }),
-        }),
-      )
-      return { taken: true }
-    } catch (error) {
-      if (!conditionFailed(error)) throw error
-      // A hold written before holds carried a seniority counts as the older.
-      return { taken: false, marked: str(error.Item, 'state') === 'marked', seniority: str(error.Item, 'seniority') ?? '' }
-    }
-  }
-
   return {
     async mark(tx, kind, subject) {
       if (!(tx instanceof WriteSet) || tx.ended) {
@@ -59,7 +39,7 @@ export function dynamoOnceTable(wire: Wire, holdMs: number, markWaitMs: number, 
       let delay = 10
       for (;;) {
         const token = holdToken()
-        const found = await claim(pk, kind, subject, token, tx.seniority)
+        const found = await claimMark(wire, holdMs, now(), { pk, kind, subject, token, seniority: tx.seniority })
         if (found.taken) {
           tx.marks.add(pair)
           // Marks are kept until deleted: no expiry, no TTL.
@@ -89,5 +69,34 @@ export function dynamoOnceTable(wire: Wire, holdMs: number, markWaitMs: number, 
         delay = Math.min(delay * 2, 250)
       }
     },
+  }
+}
+
+/** A mark one set asks for: the pair, its item's key, and the set's token and seniority. */
+interface Asked {
+  readonly pk: string
+  readonly kind: string
+  readonly subject: string
+  readonly token: string
+  readonly seniority: string
+}
+
+/** Puts a held mark unless another set holds it (live) or it is marked, and says which. */
+async function claimMark(wire: Wire, holdMs: number, t: number, { pk, kind, subject, token, seniority }: Asked): Promise<Claim> {
+  try {
+    await wire.send(
+      'once',
+      new PutItemCommand({
+        TableName: wire.table,
+        Item: { pk: S(pk), sk: S(HEAD_SK), kind: S(kind), subject: S(subject), state: S('held'), token: S(token), seniority: S(seniority), expiresAt: N(t + holdMs), ttl: ttlOf(t + holdMs) },
+        ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
+        ...expression({ condition: 'attribute_not_exists(#pk) OR (#state = :held AND #expiresAt <= :now)' }, { ':held': S('held'), ':now': N(t) }),
+      }),
+    )
+    return { taken: true }
+  } catch (error) {
+    if (!conditionFailed(error)) throw error
+    // A hold written before holds carried a seniority counts as the older.
+    return { taken: false, marked: str(error.Item, 'state') === 'marked', seniority: str(error.Item, 'seniority') ?? '' }
   }
 }
