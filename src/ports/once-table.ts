@@ -6,6 +6,10 @@
  *   now. A rollback of `tx` forgets the mark, so the next attempt gets true again.
  * - A concurrent transaction marking the same pair waits until the first ends: then it
  *   gets false (the first committed) or true (the first rolled back).
+ * - Two transactions that each hold a mark the other asks for (crossed marks) do not
+ *   wait for ever: within a bounded time one of the marks throws (a deadlock error, a
+ *   bounded wait's `StoreUnavailableError`), so that transaction rolls back and the
+ *   other commits.
  * - Marks are kept until deleted.
  */
 export interface OnceTable<Tx, Marked extends boolean | Promise<boolean> = Promise<boolean>> {

@@ -1,4 +1,3 @@
-import { CreateTableCommand, DescribeTableCommand, UpdateTimeToLiveCommand } from '@aws-sdk/client-dynamodb'
 import { InvalidOptionError } from '../../core/errors/invalid-option.js'
 import type { KeyPeek } from '../../core/dual-read.js'
 import type { LeasedStore } from '../../core/leased/store.js'
@@ -6,6 +5,7 @@ import { assertDuration, assertKnownOptions, optionNames } from '../../core/vali
 import type { WithOnceTable } from '../../ports/once-table.js'
 import type { WithDeadLetterTable } from '../../ports/dead-letter-table.js'
 import type { WithInboxTable } from '../../ports/inbox-table.js'
+import { createIdemTable } from './create-table.js'
 import { dynamoDeadLetterTable } from './dead-letter-table.js'
 import { dynamoInboxTable } from './inbox-table.js'
 import { dynamoLeasedStore } from './leased/index.js'
@@ -17,8 +17,10 @@ import { WriteSet, type DynamoTx } from './write-set.js'
 export const DEFAULT_DYNAMODB_TIMEOUT_MS = 1_000
 /** How long an inbox delivery's or a `once` mark's claim holds without renewal, by default. */
 export const DEFAULT_DYNAMODB_HOLD_MS = 30_000
+/** How long a `once` mark waits for another transaction holding the same pair, by default (as long as the engines' and the inbox's `waitMs`). */
+export const DEFAULT_DYNAMODB_MARK_WAIT_MS = 5_000
 
-/** What `dynamodbStore` takes: the DynamoDB client, the table, the per-call timeout and the inbox and `once` hold. */
+/** What `dynamodbStore` takes: the DynamoDB client, the table, the per-call timeout, the inbox and `once` hold, and how long a mark waits for another's. */
 export interface DynamoStoreOptions {
   /** An AWS SDK v3 `DynamoDBClient` (`@aws-sdk/client-dynamodb`). The store never closes it. */
   client: DynamoClient
@@ -35,6 +37,15 @@ export interface DynamoStoreOptions {
    * crashed mid-message keeps the id from other deliveries this long. @default 30000
    */
   holdMs?: number
+  /**
+   * How long a `once` mark waits for another open transaction that holds the same pair
+   * before it fails with `StoreUnavailableError` (retryable: roll back and run again).
+   * DynamoDB cannot see two transactions waiting on each other's marks, as Postgres
+   * sees a deadlock, so this bound ends such a wait: the younger transaction gives up
+   * after `markWaitMs`, the older after twice that, so the older commits. `0` waits not
+   * at all. @default 5000
+   */
+  markWaitMs?: number
 }
 
 /** The leased-engine store on DynamoDB, in one table, with the inbox, `once` and dead-letter ports; `createTable()` makes the table. */
@@ -53,7 +64,7 @@ export interface DynamoStore extends LeasedStore, KeyPeek, WithInboxTable<Dynamo
   transaction<T>(work: (tx: DynamoTx) => T | Promise<T>): Promise<T>
 }
 
-const OPTIONS = optionNames<DynamoStoreOptions>({ client: true, table: true, timeoutMs: true, holdMs: true })
+const OPTIONS = optionNames<DynamoStoreOptions>({ client: true, table: true, timeoutMs: true, holdMs: true, markWaitMs: true })
 
 /**
  * The DynamoDB store, on the AWS SDK v3 client: a leased store (`createLeasedIdem`),
@@ -74,7 +85,7 @@ const OPTIONS = optionNames<DynamoStoreOptions>({ client: true, table: true, tim
 export function dynamodbStore(options: DynamoStoreOptions): DynamoStore {
   if (options === null || typeof options !== 'object') throw new InvalidOptionError('dynamodbStore: pass { client, table }')
   assertKnownOptions('dynamodbStore', options, OPTIONS)
-  const { client, table, timeoutMs = DEFAULT_DYNAMODB_TIMEOUT_MS, holdMs = DEFAULT_DYNAMODB_HOLD_MS } = options
+  const { client, table, timeoutMs = DEFAULT_DYNAMODB_TIMEOUT_MS, holdMs = DEFAULT_DYNAMODB_HOLD_MS, markWaitMs = DEFAULT_DYNAMODB_MARK_WAIT_MS } = options
   if (client === null || typeof client !== 'object' || typeof client.send !== 'function') {
     throw new InvalidOptionError('dynamodbStore: option "client" must be a DynamoDBClient from @aws-sdk/client-dynamodb')
   }
@@ -83,6 +94,7 @@ export function dynamodbStore(options: DynamoStoreOptions): DynamoStore {
   }
   assertDuration('dynamodbStore: option "timeoutMs"', timeoutMs, 1)
   assertDuration('dynamodbStore: option "holdMs"', holdMs, 3)
+  assertDuration('dynamodbStore: option "markWaitMs"', markWaitMs, 0)
   const wire = wireFor(client, table, timeoutMs)
   const leased = dynamoLeasedStore(wire)
 
@@ -97,7 +109,7 @@ export function dynamodbStore(options: DynamoStoreOptions): DynamoStore {
     release: leased.release,
     peek: leased.peek,
     inbox: dynamoInboxTable(wire, holdMs),
-    once: dynamoOnceTable(wire, holdMs),
+    once: dynamoOnceTable(wire, holdMs, markWaitMs),
     deadLetters: dynamoDeadLetterTable(wire),
     async transaction(work) {
       const tx = new WriteSet(wire, holdMs)
@@ -111,40 +123,6 @@ export function dynamodbStore(options: DynamoStoreOptions): DynamoStore {
       await tx.commit()
       return value
     },
-    async createTable() {
-      let created = false
-      try {
-        await client.send(
-          new CreateTableCommand({
-            TableName: table,
-            BillingMode: 'PAY_PER_REQUEST',
-            KeySchema: [
-              { AttributeName: 'pk', KeyType: 'HASH' },
-              { AttributeName: 'sk', KeyType: 'RANGE' },
-            ],
-            AttributeDefinitions: [
-              { AttributeName: 'pk', AttributeType: 'S' },
-              { AttributeName: 'sk', AttributeType: 'S' },
-            ],
-          }),
-        )
-        created = true
-      } catch (error) {
-        if ((error as Error).name !== 'ResourceInUseException') throw error
-      }
-      for (let i = 0; ; i++) {
-        const { Table } = (await client.send(new DescribeTableCommand({ TableName: table }))) as { Table?: { TableStatus?: string } }
-        if (Table?.TableStatus === 'ACTIVE') break
-        if (i > 600) throw new Error(`dynamodbStore: table ${table} did not become active`)
-        await new Promise((resolve) => setTimeout(resolve, 100))
-      }
-      try {
-        await client.send(new UpdateTimeToLiveCommand({ TableName: table, TimeToLiveSpecification: { AttributeName: 'ttl', Enabled: true } }))
-      } catch (error) {
-        // Already on: DynamoDB refuses to turn it on twice.
-        if (!/already enabled/i.test((error as Error).message)) throw error
-      }
-      return { created }
-    },
+    createTable: () => createIdemTable(client, table),
   }
 }

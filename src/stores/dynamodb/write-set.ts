@@ -54,6 +54,12 @@ export class WriteSet implements DynamoTx {
   readonly #holds: Hold[] = []
   /** `once` pairs this set has marked (or found marked): a second mark in it is false. */
   readonly marks = new Set<string>()
+  /**
+   * When the set began, as text that sorts the older set first (its start in ms, then a
+   * random tie-break). Its marks carry it, so that two sets waiting on each other's
+   * marks agree, whatever their clocks, which of them is the younger and gives up first.
+   */
+  readonly seniority = `${String(Date.now()).padStart(16, '0')}#${randomUUID()}`
   #timer: NodeJS.Timeout | undefined
   #ended = false
 
