@@ -187,7 +187,9 @@ function json(value: object, headers: readonly string[] = []): HttpAnswer {
  * that speaks them (Bun, Deno, Cloudflare Workers, Next.js route handlers); Hono,
  * Express, Fastify and NestJS have their own `webhookReceiver`. Providers deliver at
  * least once and retry on any non-2xx or timeout. The signature is checked on the raw
- * bytes first (`verify`: a refusal is 401 `invalid-signature`, nothing recorded); then
+ * bytes first (`verify`: a refusal is 401 `invalid-signature`, nothing recorded; a
+ * provider's signed check of the endpoint, such as Slack's `url_verification`, is
+ * answered 200 with the verifier's reply, nothing recorded); then
  * the event id is recorded through the inbox in the same transaction as the handler's
  * writes, a repeat is answered 200 at once (`Idempotent-Replayed: true`) without running
  * the handler, and a handler that throws is answered 500 so the provider retries. After

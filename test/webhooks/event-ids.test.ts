@@ -12,8 +12,8 @@ import { webhookReceiver } from '../../src/http/fetch/index.js'
 import type { WebhookEventId } from '../../src/http/webhook.js'
 import { githubSignature, shopifySignature } from '../../src/http/webhooks/index.js'
 import { createInbox } from '../../src/queue/index.js'
-import { postgresStore } from '../../src/stores/postgres/index.js'
 import { testSchema, type TestSchema } from '../support/postgres.js'
+import { handledOn } from './support/handled.js'
 import { providers, shopifySign } from './support/providers.js'
 
 const db = await testSchema('idem_webhook_event_ids')
@@ -23,22 +23,15 @@ const request = (body: string, headers: Record<string, string>) =>
   new Request('http://localhost/webhooks', { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body })
 
 describe.skipIf(db === undefined)('one event, one handler run (inbox on Postgres)', () => {
-  const { pool, schema } = db as TestSchema
-  const store = postgresStore({ pool, schema })
-  const handled = `"${schema}".handled`
-  beforeAll(async () => {
-    await store.migrate()
-    await pool.query(`CREATE TABLE ${handled} (n serial PRIMARY KEY, consumer text NOT NULL, event_id text NOT NULL)`)
-  })
-  /** The handler's runs for `consumer`, by the ids it was given, in order. */
-  const runs = async (consumer: string) => (await pool.query(`SELECT event_id FROM ${handled} WHERE consumer = $1 ORDER BY n`, [consumer])).rows.map((row) => row.event_id as string)
+  const { store, setUp, write, runs } = handledOn(db as TestSchema)
+  beforeAll(setUp)
 
   function receiver(name: string, options: { verify: Parameters<typeof webhookReceiver>[0]['verify']; eventId?: WebhookEventId }) {
     const consumer = `${name}-${randomBytes(3).toString('hex')}`
     const receive = webhookReceiver({
       inbox: createInbox({ store, consumer }),
       ...options,
-      handler: async (tx, event) => void (await tx.query(`INSERT INTO ${handled} (consumer, event_id) VALUES ($1, $2)`, [consumer, event.id])),
+      handler: (tx, event) => write(tx, consumer, event.id),
     })
     return { consumer, receive }
   }

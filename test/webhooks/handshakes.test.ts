@@ -10,8 +10,8 @@ import { createEventStream, type IdemEvent } from '../../src/core/events.js'
 import { webhookReceiver } from '../../src/http/fetch/index.js'
 import { slackSignature, type WebhookVerifier } from '../../src/http/webhooks/index.js'
 import { createInbox } from '../../src/queue/index.js'
-import { postgresStore } from '../../src/stores/postgres/index.js'
 import { testSchema, type TestSchema } from '../support/postgres.js'
+import { handledOn } from './support/handled.js'
 import { now, slackSign } from './support/providers.js'
 
 const db = await testSchema('idem_webhook_handshakes')
@@ -24,10 +24,8 @@ const signed = (body: string, timestamp = now()) => post(body, { 'x-slack-signat
 const urlVerification = (challenge: string) => JSON.stringify({ token: 'Jhj5dZrVaK7ZwHHjRyZWjbDl', challenge, type: 'url_verification' })
 
 describe.skipIf(db === undefined)("a provider's handshake is answered by its verifier, nothing recorded (inbox on Postgres)", () => {
-  const { pool, schema } = db as TestSchema
-  const store = postgresStore({ pool, schema })
+  const { store, recorded } = handledOn(db as TestSchema)
   beforeAll(() => store.migrate())
-  const recorded = async (consumer: string) => (await pool.query(`SELECT count(*)::int AS n FROM "${schema}".idem_inbox WHERE consumer = $1`, [consumer])).rows[0].n as number
   const consumerNamed = (name: string) => `${name}-${randomBytes(3).toString('hex')}`
 
   it('Slack: a signed url_verification is answered 200 with its challenge, records and runs nothing, and is reported as a handshake; events then arrive as usual', async () => {
