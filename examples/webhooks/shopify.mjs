@@ -1,7 +1,8 @@
 // A Shopify webhook endpoint whose signature is checked on the raw bytes, before anything
-// is parsed, then three deliveries signed as Shopify's docs describe (Shopify publishes no
-// signing library; this is their algorithm with node:crypto): a good one, one whose body
-// was changed on the way, and one whose signature header was cut short.
+// is parsed, then four deliveries signed as Shopify's docs describe (Shopify publishes no
+// signing library; this is their algorithm with node:crypto): a good one, the same event
+// from a second subscription to its topic, one whose body was changed on the way, and one
+// whose signature header was cut short.
 // node examples/webhooks/shopify.mjs
 import { createHmac } from 'node:crypto'
 import { webhookReceiver } from 'idem/fetch'
@@ -23,8 +24,14 @@ const receive = webhookReceiver({
 // Trying it: an order, signed as Shopify signs it (base64 HMAC-SHA256 of the raw body).
 const payload = JSON.stringify({ id: 450789469, total_price: '15.00' })
 const signature = createHmac('sha256', secret).update(payload).digest('base64')
-for (const [what, hmac, body] of [['signed', signature, payload], ['tampered', signature, payload.replace('15.00', '0.01')], ['cut short', signature.slice(0, 20), payload]]) {
-  const headers = { 'x-shopify-hmac-sha256': hmac, 'x-shopify-webhook-id': 'b54557e4-bdd9-4b37-8a5f-bf7d70bcd043', 'x-shopify-topic': 'orders/create' }
+const eventId = '98880550-7158-44d4-b7cd-2c97c8a091b5' // X-Shopify-Event-Id: one per event, on every subscription's delivery of it
+for (const [what, hmac, body, webhookId] of [
+  ['signed', signature, payload, 'b54557e4-bdd9-4b37-8a5f-bf7d70bcd043'],
+  ['other subscription', signature, payload, '0f1e2d3c-4b5a-4978-8a6b-5c4d3e2f1a0b'],
+  ['tampered', signature, payload.replace('15.00', '0.01'), 'b54557e4-bdd9-4b37-8a5f-bf7d70bcd043'],
+  ['cut short', signature.slice(0, 20), payload, 'b54557e4-bdd9-4b37-8a5f-bf7d70bcd043'],
+]) {
+  const headers = { 'x-shopify-hmac-sha256': hmac, 'x-shopify-event-id': eventId, 'x-shopify-webhook-id': webhookId, 'x-shopify-topic': 'orders/create' }
   const response = await receive(new Request('http://localhost/webhooks/shopify', { method: 'POST', headers, body }))
   console.log(what, response.status, await response.text())
 }

@@ -1,7 +1,8 @@
 // A Slack Events API endpoint whose signature is checked on the raw bytes, before anything
-// is parsed, then three requests signed as Slack's docs describe (Slack publishes no
-// signing library for Node; this is their algorithm with node:crypto): a good one, one
-// whose body was changed on the way, and a good one replayed ten minutes later.
+// is parsed, then four requests signed as Slack's docs describe (Slack publishes no
+// signing library for Node; this is their algorithm with node:crypto): the url_verification
+// Slack sends when the Request URL is saved, a good event, one whose body was changed on
+// the way, and a good one replayed ten minutes later.
 // node examples/webhooks/slack.mjs
 import { createHmac } from 'node:crypto'
 import { webhookReceiver } from 'idem/fetch'
@@ -14,17 +15,18 @@ const slackRequests = slackSignature({ secret }) // or [newSecret, oldSecret] wh
 
 const receive = webhookReceiver({
   inbox: createInbox({ store: memoryStore(), consumer: 'slack-events' }), // records each event id once
-  verify: slackRequests, // checked on the raw bytes, before anything is parsed or recorded; also gives the event id
+  verify: slackRequests, // checked on the raw bytes, before anything is parsed or recorded; also gives the event id and answers url_verification
   handler: async (tx, event) => {
     // event.id, event.body (parsed once it verified): your writes, through tx, commit with the id
   },
 })
 
-// Trying it: an event callback, signed as Slack signs it (v0= and the hex HMAC-SHA256 of v0:<timestamp>:<body>).
+// Trying it: saving the Request URL, then an event callback, each signed as Slack signs it (v0= and the hex HMAC-SHA256 of v0:<timestamp>:<body>).
+const challenge = JSON.stringify({ token: 'Jhj5dZrVaK7ZwHHjRyZWjbDl', challenge: '3eZbrw1aBm2rZgRNFdxV2595E9CY3gmdALWMmHkvFXO7tYXAYM8P', type: 'url_verification' })
 const payload = JSON.stringify({ type: 'event_callback', event_id: 'Ev0PV52K25', event: { type: 'app_mention', text: 'hi' } })
 const now = Math.floor(Date.now() / 1000)
-for (const [what, timestamp, body] of [['signed', now, payload], ['tampered', now, payload.replace('hi', 'bye')], ['replayed', now - 600, payload]]) {
-  const signature = `v0=${createHmac('sha256', secret).update(`v0:${timestamp}:${payload}`).digest('hex')}`
+for (const [what, timestamp, signed, body] of [['url_verification', now, challenge, challenge], ['signed', now, payload, payload], ['tampered', now, payload, payload.replace('hi', 'bye')], ['replayed', now - 600, payload, payload]]) {
+  const signature = `v0=${createHmac('sha256', secret).update(`v0:${timestamp}:${signed}`).digest('hex')}`
   const headers = { 'x-slack-signature': signature, 'x-slack-request-timestamp': String(timestamp) }
   const response = await receive(new Request('http://localhost/slack/events', { method: 'POST', headers, body }))
   console.log(what, response.status, await response.text())

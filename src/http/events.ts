@@ -78,11 +78,13 @@ export interface WebhookReceiverEvent {
   /** The signature: `verified` or `refused` by `verify`, `unchecked` without it. */
   signature: 'verified' | 'refused' | 'unchecked'
   /**
-   * What became of it: `refused` (the signature; nothing recorded), `no-event-id`, or the
-   * inbox's status once recorded: `processed`, `duplicate` (a redelivery answered without
-   * running the handler), `failed`, `dead-lettered`, `in-flight`.
+   * What became of it: `refused` (the signature; nothing recorded), `handshake` (the
+   * provider checking the endpoint, answered by the verifier's reply; nothing recorded),
+   * `no-event-id`, or the inbox's status once recorded: `processed`, `duplicate` (a
+   * redelivery answered without running the handler), `failed`, `dead-lettered`,
+   * `in-flight`.
    */
-  status: 'refused' | 'no-event-id' | 'processed' | 'duplicate' | 'failed' | 'dead-lettered' | 'in-flight'
+  status: 'refused' | 'handshake' | 'no-event-id' | 'processed' | 'duplicate' | 'failed' | 'dead-lettered' | 'in-flight'
   /** The verifier's scheme (`stripe`, `github`, …), when `verify` is a built-in verifier. */
   scheme?: string
   /** Which check refused it, for a refusal by a built-in verifier (`stale-timestamp`, …). */
@@ -93,4 +95,4 @@ export interface WebhookReceiverEvent {
 export const WEBHOOK_SIGNATURES = allOf<WebhookReceiverEvent['signature']>()(['verified', 'refused', 'unchecked'])
 
 /** Every `WebhookReceiverEvent.status`. */
-export const WEBHOOK_STATUSES = allOf<WebhookReceiverEvent['status']>()(['refused', 'no-event-id', 'processed', 'duplicate', 'failed', 'dead-lettered', 'in-flight'])
+export const WEBHOOK_STATUSES = allOf<WebhookReceiverEvent['status']>()(['refused', 'handshake', 'no-event-id', 'processed', 'duplicate', 'failed', 'dead-lettered', 'in-flight'])

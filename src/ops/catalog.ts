@@ -89,7 +89,7 @@ export const METRICS = {
     otel: 'idem.webhook.deliveries',
     kind: 'counter',
     unit: '{delivery}',
-    help: 'Deliveries to a webhook receiver, by signature (verified, refused, unchecked) and status: refused (nothing recorded), no-event-id, processed, duplicate (answered without running the handler), failed, dead-lettered, in-flight',
+    help: 'Deliveries to a webhook receiver, by signature (verified, refused, unchecked) and status: refused (nothing recorded), handshake (the provider checking the endpoint, nothing recorded), no-event-id, processed, duplicate (answered without running the handler), failed, dead-lettered, in-flight',
     labels: { consumer: 'consumer', signature: WEBHOOK_SIGNATURES, status: WEBHOOK_STATUSES },
   },
   outboxDeliveries: {

@@ -2,7 +2,10 @@
 // it prints, and the example runs here: a delivery signed by the provider's own code (or,
 // for Shopify and Slack, by their documented algorithm) is received by webhookReceiver; a
 // tampered, replayed, future, cut-short or wrongly signed one is refused 401 with the check
-// that failed; frameworks.mjs runs the receiver on Express, Fastify and Hono behind a parser.
+// that failed; Standard Webhooks' headers under Svix's names verify, Shopify's second
+// subscription to a topic is a duplicate of the first, Slack's url_verification gets its
+// challenge back; frameworks.mjs runs the receiver on Express, Fastify and Hono behind a
+// parser.
 import { describe, expect, it } from 'vitest'
 import { expectPageShows, expectPageShowsOutput, runExample } from './support.js'
 
@@ -27,6 +30,7 @@ const guides: ReadonlyArray<[string, string[]]> = [
     'standard-webhooks',
     [
       'signed 200 {"received":true,"id":"msg_2KWPBgLlAfxdpx2AI54pPJ85f4W"}',
+      'svix-* headers 200 {"received":true,"id":"msg_2KWPBgN3pbkRXmYjZ0aN7vL1qSe"}',
       'tampered 401 {"type":"urn:idem:problem#invalid-signature",',
       'from the future 401 {"type":"urn:idem:problem#invalid-signature",',
     ],
@@ -34,7 +38,8 @@ const guides: ReadonlyArray<[string, string[]]> = [
   [
     'shopify',
     [
-      'signed 200 {"received":true,"id":"b54557e4-bdd9-4b37-8a5f-bf7d70bcd043"}',
+      'signed 200 {"received":true,"id":"98880550-7158-44d4-b7cd-2c97c8a091b5"}',
+      'other subscription 200 {"received":true,"id":"98880550-7158-44d4-b7cd-2c97c8a091b5","duplicate":true}',
       'tampered 401 {"type":"urn:idem:problem#invalid-signature",',
       'cut short 401 {"type":"urn:idem:problem#invalid-signature",',
     ],
@@ -42,6 +47,7 @@ const guides: ReadonlyArray<[string, string[]]> = [
   [
     'slack',
     [
+      'url_verification 200 {"challenge":"3eZbrw1aBm2rZgRNFdxV2595E9CY3gmdALWMmHkvFXO7tYXAYM8P"}',
       'signed 200 {"received":true,"id":"Ev0PV52K25"}',
       'tampered 401 {"type":"urn:idem:problem#invalid-signature",',
       'replayed 401 {"type":"urn:idem:problem#invalid-signature",',

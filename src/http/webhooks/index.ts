@@ -3,7 +3,7 @@
  * as pure verifiers over a header lookup and the raw body bytes, so any framework or
  * runtime can run them before anything is parsed or recorded.
  */
-export type { WebhookCheck, WebhookDelivery, WebhookVerification, WebhookVerifier } from './verifier.js'
+export type { WebhookCheck, WebhookDelivery, WebhookHandshakeReply, WebhookVerification, WebhookVerifier } from './verifier.js'
 export type { WebhookSecrets } from './signing.js'
 export { STRIPE_TOLERANCE_MS, stripeSignature, type StripeSignatureOptions } from './stripe.js'
 export { githubSignature, type GithubSignatureOptions } from './github.js'

@@ -17,7 +17,10 @@ const HEADER = 'x-shopify-hmac-sha256'
 /**
  * Verifies Shopify's `X-Shopify-Hmac-Sha256` header: the base64 HMAC-SHA256 under the
  * app's client secret over the raw body. Shopify signs no timestamp, so there is no
- * window: a repeat is caught by its id, `X-Shopify-Webhook-Id` (the event id).
+ * window: a repeat is caught by its id. The event id is `X-Shopify-Event-Id`, which
+ * Shopify documents as what marks a duplicate: one event sent to two subscriptions of a
+ * topic comes with two `X-Shopify-Webhook-Id`s and one event id. A delivery without it
+ * falls back to `X-Shopify-Webhook-Id`, which its retries keep.
  * @throws InvalidOptionError naming the option
  * @example
  * const shopify = shopifySignature({ secret: process.env.SHOPIFY_CLIENT_SECRET! })
@@ -40,7 +43,7 @@ export function shopifySignature(options: ShopifySignatureOptions): WebhookVerif
       if (!anySignatureMatches(keys, [delivery.body], [digest])) {
         return refused('no-matching-signature', 'X-Shopify-Hmac-Sha256 does not match the body under the client secret')
       }
-      return verified(headerOf(delivery, 'x-shopify-webhook-id'))
+      return verified(headerOf(delivery, 'x-shopify-event-id') ?? headerOf(delivery, 'x-shopify-webhook-id'))
     },
   }
 }

@@ -103,6 +103,11 @@ export function verified(eventId: string | undefined): WebhookVerification {
   return { status: 'verified', eventId }
 }
 
+/** A signed handshake of the provider's: answered 200 with `body` as `contentType`, nothing recorded. */
+export function handshake(contentType: string, body: string): WebhookVerification {
+  return { status: 'handshake', reply: { contentType, body } }
+}
+
 /**
  * The timestamp window: a refusal when `header`'s value is not whole Unix seconds, or is
  * further than `toleranceMs` from the delivery's clock either way; else undefined. A
@@ -119,15 +124,25 @@ export function outsideWindow(delivery: WebhookDelivery, header: string, seconds
   return undefined
 }
 
-/** The JSON body's string field `name`, if the body is a JSON object that has one. */
-export function jsonField(body: Uint8Array, name: string): string | undefined {
+/** The body parsed as a JSON object (not an array, not a scalar), or undefined when it is not one. */
+export function jsonObject(body: Uint8Array): object | undefined {
   let parsed: unknown
   try {
     parsed = JSON.parse(Buffer.from(body.buffer, body.byteOffset, body.byteLength).toString('utf8'))
   } catch {
     return undefined
   }
-  if (parsed === null || typeof parsed !== 'object') return undefined
-  const value: unknown = Object.getOwnPropertyDescriptor(parsed, name)?.value
+  return parsed !== null && typeof parsed === 'object' && !Array.isArray(parsed) ? parsed : undefined
+}
+
+/** The object's own string field `name`, if it has a non-empty one (never one inherited from its prototype). */
+export function stringField(object: object | undefined, name: string): string | undefined {
+  if (object === undefined) return undefined
+  const value: unknown = Object.getOwnPropertyDescriptor(object, name)?.value
   return typeof value === 'string' && value.length > 0 ? value : undefined
+}
+
+/** The JSON body's string field `name`, if the body is a JSON object that has one. */
+export function jsonField(body: Uint8Array, name: string): string | undefined {
+  return stringField(jsonObject(body), name)
 }

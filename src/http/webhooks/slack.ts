@@ -1,6 +1,6 @@
 import { assertKnownOptions, optionNames } from '../../core/validate.js'
-import { anySignatureMatches, assertTolerance, headerOf, hexDigest, jsonField, outsideWindow, refused, secretKeys, verified, type WebhookSecrets } from './signing.js'
-import type { WebhookVerifier } from './verifier.js'
+import { anySignatureMatches, assertTolerance, handshake, headerOf, hexDigest, jsonObject, outsideWindow, refused, secretKeys, stringField, verified, type WebhookSecrets } from './signing.js'
+import type { WebhookVerification, WebhookVerifier } from './verifier.js'
 
 /** What `slackSignature` takes: the app's signing secret(s) and the timestamp window. */
 export interface SlackSignatureOptions {
@@ -19,7 +19,9 @@ const OPTIONS = optionNames<SlackSignatureOptions>({ secret: true, toleranceMs: 
  * Verifies Slack's `X-Slack-Signature` header (`v0=<hex>`): HMAC-SHA256 under the
  * signing secret over `v0:<X-Slack-Request-Timestamp>:<raw body>`, with the timestamp
  * inside the window. The event id is the Events API's `event_id` when the body is JSON
- * that has one (slash commands and interactions, form-encoded, have none).
+ * that has one (slash commands and interactions, form-encoded, have none). The signed
+ * `url_verification` request Slack sends when a Request URL is saved carries no event:
+ * it is answered `handshake`, with its `challenge` as Slack asks.
  * @throws InvalidOptionError naming the option
  * @example
  * const slack = slackSignature({ secret: process.env.SLACK_SIGNING_SECRET! })
@@ -48,7 +50,19 @@ export function slackSignature(options: SlackSignatureOptions): WebhookVerifier 
       if (!anySignatureMatches(keys, ['v0:', timestamp, ':', delivery.body], [digest])) {
         return refused('no-matching-signature', 'X-Slack-Signature does not match the body under the signing secret')
       }
-      return verified(jsonField(delivery.body, 'event_id'))
+      return eventOrChallenge(jsonObject(delivery.body))
     },
   }
+}
+
+/**
+ * What a verified Slack request is: the Events API's `url_verification` (Slack saves the
+ * Request URL only once it gets the challenge back), or an event with its `event_id`.
+ */
+function eventOrChallenge(body: object | undefined): WebhookVerification {
+  const challenge = stringField(body, 'challenge')
+  if (stringField(body, 'type') === 'url_verification' && challenge !== undefined) {
+    return handshake('application/json', JSON.stringify({ challenge }))
+  }
+  return verified(stringField(body, 'event_id'))
 }

@@ -31,20 +31,41 @@ export type WebhookCheck =
   | 'no-matching-signature'
 
 /**
+ * What a verifier answers a provider's handshake with: the body of a 200 and its media
+ * type. Only the provider's own check of the endpoint gets one (Slack's
+ * `url_verification`, which wants its `challenge` back), and only once the signature
+ * holds; the receiver answers it without recording anything or running the handler.
+ */
+export interface WebhookHandshakeReply {
+  /** The reply's `Content-Type` (`application/json`, `text/plain`). */
+  readonly contentType: string
+  /** The reply's body, sent as UTF-8. */
+  readonly body: string
+}
+
+/**
  * A verifier's answer: `verified`, with the provider's event id where its scheme has
- * one, or `refused`, naming the check that failed. A refusal's `detail` names headers
- * and checks only: never a secret, never the signature it expected.
+ * one; `handshake`, a signed check of the endpoint by the provider (no event: answer it
+ * with `reply`, record nothing); or `refused`, naming the check that failed. A
+ * refusal's `detail` names headers and checks only: never a secret, never the signature
+ * it expected.
  */
 export type WebhookVerification =
   | {
       readonly status: 'verified'
       /**
-       * The provider's id for the event, read after the signature verified: Standard
-       * Webhooks' `webhook-id`, GitHub's `X-GitHub-Delivery`, Shopify's
-       * `X-Shopify-Webhook-Id`, Stripe's `evt_…` and Slack's `event_id` from the JSON
-       * body. `undefined` when the delivery carries none.
+       * The provider's id for the event, read after the signature verified, from where
+       * the provider says a repeat has the same one: Standard Webhooks' `webhook-id`
+       * (`svix-id`), GitHub's `X-GitHub-Delivery`, Shopify's `X-Shopify-Event-Id`,
+       * Stripe's `evt_…` and Slack's `event_id` from the JSON body. `undefined` when the
+       * delivery carries none.
        */
       readonly eventId: string | undefined
+    }
+  | {
+      readonly status: 'handshake'
+      /** What to answer the provider with (a 200). */
+      readonly reply: WebhookHandshakeReply
     }
   | {
       readonly status: 'refused'
@@ -62,6 +83,10 @@ export type WebhookVerification =
 export interface WebhookVerifier {
   /** The scheme, for logs and metrics: `stripe`, `github`, `standard-webhooks`, `shopify`, `slack`. */
   readonly scheme: string
-  /** Checks one delivery's signature (and timestamp, where the scheme has one) over its raw bytes; synchronous, no I/O. */
+  /**
+   * Checks one delivery's signature (and timestamp, where the scheme has one) over its
+   * raw bytes; synchronous, no I/O. A signed handshake of the provider's is answered
+   * `handshake`, never `verified`, so it is never taken for an event.
+   */
   verify(delivery: WebhookDelivery): WebhookVerification
 }
