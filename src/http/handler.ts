@@ -32,7 +32,8 @@ export type IdempotencyHandler<Tx> = (request: Request, next: IdempotencyNext<Tx
  *
  * A protected request (a method in `methods` on a path in `routes`) must carry a valid
  * `Idempotency-Key`. Its body is buffered (up to `maxBodyBytes`) and fingerprinted with
- * the method and path; then `next` runs inside the engine's transaction, and its
+ * the method and path, decoded if it has a `Content-Encoding` (gzip, deflate, br; `next`
+ * still gets it as sent); then `next` runs inside the engine's transaction, and its
  * response is stored with the effects, all or nothing. A retry gets the stored
  * response back, byte for byte, with `Idempotent-Replayed: true`, without running
  * `next`. 5xx and transient 4xx responses are rolled back, so their retry runs again.
