@@ -57,10 +57,11 @@ export async function readBody(request: Request, limit: number): Promise<Uint8Ar
 
 /**
  * Reads a body into memory, at most `limit` bytes: counted as it arrives and refused as
- * soon as it passes the limit, so a client cannot make the server buffer more.
+ * soon as it passes the limit (with the error `refuse` makes), so a client cannot make
+ * the server buffer more.
  * @throws BodyTooLargeError
  */
-export async function readSource(source: BodySource, limit: number): Promise<Uint8Array> {
+export async function readSource(source: BodySource, limit: number, refuse: (limit: number) => BodyTooLargeError = tooLarge): Promise<Uint8Array> {
   const chunks: Uint8Array[] = []
   let size = 0
   for (let chunk = await source.read(); chunk !== undefined; chunk = await source.read()) {
@@ -68,7 +69,7 @@ export async function readSource(source: BodySource, limit: number): Promise<Uin
     if (size > limit) {
       // Stop the upload instead of draining it; a Node adapter closes the connection.
       source.cancel()
-      throw tooLarge(limit)
+      throw refuse(limit)
     }
     chunks.push(chunk)
   }

@@ -18,8 +18,9 @@ declare module '../core/events.js' {
  * How the HTTP middleware answered a request it protects:
  * - `fresh`: the route ran and its answer was stored; `replayed`: a stored answer was sent;
  * - `not-stored`: the route ran and its answer (a 5xx, a transient 4xx) was rolled back;
- * - `missing-key`, `invalid-key` (400), `body-too-large` (413), `mismatch` (422),
- *   `in-flight` (409), `lease-lost` (409), `store-unavailable` (503): answered by idem
+ * - `missing-key`, `invalid-key` (400), `body-too-large` (413), `unsupported-encoding`
+ *   (415), `corrupt-body` (400), `mismatch` (422), `in-flight` (409), `lease-lost`
+ *   (409), `store-unavailable` (503): answered by idem
  *   without running the route (or, for `lease-lost`, without storing its answer);
  * - `overran` (503): the route still ran at `deadlineMs`; idem let its key go (rolled
  *   back, or released the lease) and answered for it (`path` says which route);
@@ -34,6 +35,8 @@ export type HttpOutcome =
   | 'missing-key'
   | 'invalid-key'
   | 'body-too-large'
+  | 'unsupported-encoding'
+  | 'corrupt-body'
   | 'mismatch'
   | 'in-flight'
   | 'lease-lost'
@@ -50,6 +53,8 @@ export const HTTP_OUTCOMES = allOf<HttpOutcome>()([
   'missing-key',
   'invalid-key',
   'body-too-large',
+  'unsupported-encoding',
+  'corrupt-body',
   'mismatch',
   'in-flight',
   'lease-lost',

@@ -7,8 +7,9 @@ import { hashRequest } from './request-fingerprint.js'
 import { parseKeyHeader } from '../headers/idempotency-key.js'
 import { discard } from '../core/result.js'
 import { withRequestBody } from './body.js'
+import { contentCodings, decodeContent } from './content-coding.js'
 import type { HttpRequest, Protected, RouteResult } from './exchange.js'
-import { resolveOptions, type IdempotencyContext, type IdempotencyOptions } from './options.js'
+import { resolveOptions, type IdempotencyContext, type IdempotencyOptions, type ResolvedOptions } from './options.js'
 import { problemAnswer } from './problem.js'
 import { replayAnswer, storeResponse, type StoredLimits, type StoredResponse } from './stored-response.js'
 import { webReply, webRequest, webResponse } from './web.js'
@@ -31,7 +32,8 @@ export type IdempotencyHandler<Tx> = (request: Request, next: IdempotencyNext<Tx
  *
  * A protected request (a method in `methods` on a path in `routes`) must carry a valid
  * `Idempotency-Key`. Its body is buffered (up to `maxBodyBytes`) and fingerprinted with
- * the method and path; then `next` runs inside the engine's transaction, and its
+ * the method and path, decoded if it has a `Content-Encoding` (gzip, deflate, br; `next`
+ * still gets it as sent); then `next` runs inside the engine's transaction, and its
  * response is stored with the effects, all or nothing. A retry gets the stored
  * response back, byte for byte, with `Idempotent-Replayed: true`, without running
  * `next`. 5xx and transient 4xx responses are rolled back, so their retry runs again.
@@ -111,6 +113,8 @@ const OUTCOME_OF_CODE: Partial<Record<IdemError['code'], HttpOutcome>> = {
   'missing-key': 'missing-key',
   'invalid-key': 'invalid-key',
   'body-too-large': 'body-too-large',
+  'unsupported-encoding': 'unsupported-encoding',
+  'corrupt-body': 'corrupt-body',
   'fingerprint-mismatch': 'mismatch',
   'in-flight': 'in-flight',
   'lease-lost': 'lease-lost',
@@ -191,15 +195,7 @@ export function protectRequests<Tx, Native = unknown>(options: IdempotencyOption
 
     try {
       const scope = await o.scope(native)
-      const body = await request.body(o.maxBodyBytes)
-      const fingerprint = hashRequest({
-        method: request.method,
-        route: request.path,
-        query: request.query,
-        body,
-        contentType: request.header('content-type'),
-        fields: o.fields,
-      })
+      const { body, fingerprint } = await readRequest(request, o)
 
       // The route's own reply, sent as it is; only its stored form is trimmed. Null is
       // what a discarded reply leaves to store: nothing.
@@ -231,4 +227,25 @@ export function protectRequests<Tx, Native = unknown>(options: IdempotencyOption
       throw error
     }
   }
+}
+
+/**
+ * A protected request's body, as sent (what the route gets), and its fingerprint, taken
+ * over the body with its content codings undone (docs/http.md). The codings are checked
+ * before the body is read, so one idem cannot decode is refused without reading it; a
+ * request without `Content-Encoding` costs one header lookup more than before.
+ */
+async function readRequest<Tx, Native>(request: HttpRequest, o: ResolvedOptions<Tx, Native>): Promise<{ body: Uint8Array; fingerprint: string }> {
+  const encoding = request.header('content-encoding')
+  const codings = encoding === null ? undefined : contentCodings(encoding)
+  const body = await request.body(o.maxBodyBytes)
+  const fingerprint = hashRequest({
+    method: request.method,
+    route: request.path,
+    query: request.query,
+    body: codings === undefined ? body : await decodeContent(body, codings, o.maxBodyBytes),
+    contentType: request.header('content-type'),
+    fields: o.fields,
+  })
+  return { body, fingerprint }
 }

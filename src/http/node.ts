@@ -92,7 +92,9 @@ export type NodeRequestBody = NodeBody | string | Uint8Array | null
 /**
  * A Node request as the middleware reads it. `url` is the path and query as the
  * framework sees them; `contentType`, when given, stands for the request's own (a body
- * a parser turned into an object is fingerprinted as JSON). Header values are Node's:
+ * a parser turned into an object is fingerprinted as JSON). A body a parser left (text
+ * or bytes, not the stream) has no `Content-Encoding` any more: the parsers that hand
+ * one on (Express's, which Nest uses too) have decoded it. Header values are Node's:
  * repeated fields joined with `, `, so two `Idempotency-Key` fields arrive as a list,
  * which the middleware rejects.
  */
@@ -104,12 +106,14 @@ export function nodeRequest(req: IncomingMessage, url: string, body: NodeRequest
   const mark = target.indexOf('?')
   const query = mark === -1 || mark > end ? -1 : mark
   const headers = req.headers
+  const parsed = typeof body === 'string' || body instanceof Uint8Array
   return {
     method,
     path: target.slice(0, query === -1 ? end : query),
     query: query === -1 ? '' : target.slice(query + 1, end),
     header(name) {
       if (name === 'content-type' && contentType !== undefined) return contentType
+      if (name === 'content-encoding' && parsed) return null
       const value = headers[name]
       if (value === undefined) return null
       return typeof value === 'string' ? value : value.join(', ')

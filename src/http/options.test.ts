@@ -5,6 +5,7 @@ import * as errors from '../core/errors/index.js'
 import { IdemError, type IdemErrorCode } from '../core/errors/idem-error.js'
 import {
   BodyTooLargeError,
+  CorruptBodyError,
   DEFAULT_PROBLEM_TYPE_BASE as PROBLEM_TYPE_BASE,
   idempotency,
   idempotencyPolicy,
@@ -12,6 +13,7 @@ import {
   problemResponse,
   PROBLEMS,
   SHARED_SCOPE,
+  UnsupportedEncodingError,
 } from './fetch/index.js'
 import { idempotency as expressIdempotency } from './express.js'
 import { idempotency as fastifyIdempotency } from './fastify.js'
@@ -183,7 +185,7 @@ describe('problem types', () => {
     expect(samples.map((error) => error.code)).toEqual(expect.arrayContaining(['missing-key', 'invalid-key', 'fingerprint-mismatch', 'in-flight', 'store-unavailable']))
   })
 
-  for (const error of [...samples, new BodyTooLargeError('m')]) {
+  for (const error of [...samples, new BodyTooLargeError('m'), new UnsupportedEncodingError('m'), new CorruptBodyError('m')]) {
     const { status, title, detail = 'm' } = PROBLEMS[error.code]
     it(`${error.code}: ${status} problem+json whose type is documented under #${error.code}`, async () => {
       const response = problemResponse(error)
@@ -197,6 +199,11 @@ describe('problem types', () => {
       expect(docs).toContain(`| ${status} |`)
     })
   }
+
+  it('415 lists the codings that would do in Accept-Encoding (RFC 9110 §12.5.3); no other problem carries it', () => {
+    expect(problemResponse(new UnsupportedEncodingError('m')).headers.get('accept-encoding')).toBe('gzip, deflate, br')
+    for (const error of [...samples, new BodyTooLargeError('m'), new CorruptBodyError('m')]) expect(problemResponse(error).headers.get('accept-encoding')).toBeNull()
+  })
 
   it('409 and 503 carry Retry-After', () => {
     expect(problemResponse(byCode('in-flight')).headers.get('retry-after')).toBe('1')

@@ -1,7 +1,9 @@
 import type { IdemError, IdemErrorCode } from '../core/errors/idem-error.js'
 import { assertKnownOptions, optionNames } from '../core/validate.js'
 import type { BodyTooLargeError } from './body-too-large.js'
+import type { CorruptBodyError } from './corrupt-body.js'
 import type { HttpAnswer } from './exchange.js'
+import { DECODED_CODINGS, type UnsupportedEncodingError } from './unsupported-encoding.js'
 import { webResponse } from './web.js'
 
 /** The media type of every error idem answers with (RFC 9457). */
@@ -17,7 +19,14 @@ export const PROBLEM_CONTENT_TYPE = 'application/problem+json'
 export const DEFAULT_PROBLEM_TYPE_BASE = 'urn:idem:problem'
 
 /** Every problem idem answers with over HTTP: its errors' codes (the HTTP front end's own among them), and the webhook receiver's own. */
-export type ProblemCode = IdemErrorCode | BodyTooLargeError['code'] | 'method-not-allowed' | 'invalid-signature' | 'handler-failed'
+export type ProblemCode =
+  | IdemErrorCode
+  | BodyTooLargeError['code']
+  | UnsupportedEncodingError['code']
+  | CorruptBodyError['code']
+  | 'method-not-allowed'
+  | 'invalid-signature'
+  | 'handler-failed'
 
 /** What one problem type means over HTTP. */
 export interface ProblemSpec {
@@ -30,6 +39,8 @@ export interface ProblemSpec {
    * event stream and logs. Without it, the error's own message is the detail.
    */
   readonly detail?: string
+  /** Header fields every answer of this problem carries, as a flat list of names (lower case) and values. */
+  readonly headers?: readonly string[]
 }
 
 /** The one table from a code to its HTTP meaning. */
@@ -37,6 +48,9 @@ export const PROBLEMS: Readonly<Record<ProblemCode, ProblemSpec>> = {
   'missing-key': { status: 400, title: 'Idempotency-Key is required' },
   'invalid-key': { status: 400, title: 'Idempotency-Key is malformed' },
   'body-too-large': { status: 413, title: 'Request body too large' },
+  // The codings that would do, so a client can tell a coding from a media type it got wrong.
+  'unsupported-encoding': { status: 415, title: 'Content-Encoding not supported', headers: ['accept-encoding', DECODED_CODINGS] },
+  'corrupt-body': { status: 400, title: 'Request body does not decode as its Content-Encoding says' },
   'fingerprint-mismatch': { status: 422, title: 'Idempotency-Key reused with a different request' },
   'in-flight': { status: 409, title: 'A request with this Idempotency-Key is in progress' },
   'lease-lost': { status: 409, title: 'Another request took over this Idempotency-Key' },
@@ -167,7 +181,7 @@ export function problemCodeAnswer(code: ProblemCode, detail: string, options: Pr
 
 function answerOf(code: ProblemCode, detail: string, types: ProblemTypes | undefined, retryAfterSeconds: number | undefined, extra: string[], members?: Record<string, string>): HttpAnswer {
   const spec = PROBLEMS[code]
-  const headers = [...extra, 'content-type', PROBLEM_CONTENT_TYPE]
+  const headers = [...extra, ...(spec.headers ?? []), 'content-type', PROBLEM_CONTENT_TYPE]
   if (retryAfterSeconds !== undefined) headers.push('retry-after', String(retryAfterSeconds))
   const body = JSON.stringify({ type: problemType(code, types), title: spec.title, status: spec.status, detail, code, ...members })
   return { status: spec.status, headers, body }

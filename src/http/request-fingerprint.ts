@@ -17,7 +17,10 @@ export interface FingerprintInput {
    * counted).
    */
   query?: string | undefined
-  /** The raw body bytes (or text), if any. */
+  /**
+   * The body's bytes (or text), if any, with its content codings undone: the middleware
+   * decodes a gzip, deflate or br body before it fingerprints it (docs/http.md).
+   */
   body?: Uint8Array | string | undefined
   /**
    * The body's media type; decides how the body is normalised. Its parameters are

@@ -98,7 +98,9 @@ function exchangeRequest(request: LambdaHttpRequest): HttpRequest {
     method: request.method.toUpperCase(),
     path: request.path,
     query: request.query,
-    header: (name) => request.header(name) ?? null,
+    // A REST API (payload 1.0) decodes a compressed body before it calls the function
+    // and leaves Content-Encoding as the client sent it: the body has none any more.
+    header: (name) => (name === 'content-encoding' && request.format === 'api-gateway-v1' ? null : (request.header(name) ?? null)),
     body: async (limit) => {
       if (request.body.byteLength > limit) throw tooLarge(limit)
       return request.body

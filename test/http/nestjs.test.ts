@@ -15,7 +15,7 @@ import { afterEach, describe, expect, it } from 'vitest'
 import { idempotency } from '../../src/http/handler.js'
 import { Idem, IdempotencyInterceptor, IdempotencyModule, type IdempotencyContext } from '../../src/http/nestjs.js'
 import { memoryStore } from '../../src/stores/memory/index.js'
-import { expectProblem } from './support/cases.js'
+import { expectProblem } from './support/case-kit.js'
 import { httpCall, type Call } from './support/frontends.js'
 
 const RUNS = 'runs'

@@ -19,6 +19,10 @@ const ALLOWED_BUILTINS: Record<string, readonly string[] | undefined> = {
   'node:buffer': undefined,
   // The Postgres store's CancelRequest, over the transport pg itself uses.
   'node:net': ['dist/stores/postgres/driver/cancel.js'],
+  // Request bodies' content codings, decoded in bounded pieces (Deno's DecompressionStream
+  // inflates a whole write at once; Node 20's has no brotli). The slice decodes gzip,
+  // deflate and br on both runtimes through the conformance table.
+  'node:zlib': ['dist/http/content-coding.js'],
 }
 /** Node-only packages, and the fault proxies' modules (`idem/testing`'s Node servers). */
 const REFUSED_PACKAGES = /^(express|express4|fastify|@nestjs\/.*|@hono\/node-server|better-sqlite3|light-my-request)(\/.*)?$/

@@ -519,7 +519,7 @@ export const NOT_FACTORIES: Record<string, string> = {
   'idem#isDiscarded': 'tests a value',
   'idem#fingerprintValue': 'hashes any JSON value: its fields are the input, not options',
   ...Object.fromEntries(
-    ['BodyTooLargeError', 'FingerprintMismatchError', 'IdemError', 'InFlightError', 'InvalidKeyError', 'InvalidOptionError', 'LeaseLostError', 'MigrationRequiredError', 'MissingKeyError', 'OutcomeNotSerializableError', 'OutcomeTooLargeError', 'OutcomeUnreadableError', 'OverranError', 'StoreUnavailableError'].map((name) => [`idem#${name}`, ERROR_CLASS]),
+    ['BodyTooLargeError', 'CorruptBodyError', 'FingerprintMismatchError', 'IdemError', 'InFlightError', 'InvalidKeyError', 'InvalidOptionError', 'LeaseLostError', 'MigrationRequiredError', 'MissingKeyError', 'OutcomeNotSerializableError', 'OutcomeTooLargeError', 'OutcomeUnreadableError', 'OverranError', 'StoreUnavailableError', 'UnsupportedEncodingError'].map((name) => [`idem#${name}`, ERROR_CLASS]),
   ),
   'idem/fetch#largestStoredBody': 'a number of bytes',
   'idem/sqlite#openSqlite': 'a file name',
@@ -553,6 +553,8 @@ export const NOT_FACTORIES: Record<string, string> = {
   'idem/fetch#problemType': 'a code and the problem types',
   'idem/fetch#routingPath': 'a path',
   'idem/fetch#BodyTooLargeError': ERROR_CLASS,
+  'idem/fetch#CorruptBodyError': ERROR_CLASS,
+  'idem/fetch#UnsupportedEncodingError': ERROR_CLASS,
   'idem/nestjs#idempotencyContext': 'a request',
   'idem/nestjs#Idem': 'a parameter decorator',
   'idem/nestjs#IdempotencyTx': 'a parameter decorator',

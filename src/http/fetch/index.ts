@@ -18,6 +18,8 @@ export {
 } from '../options.js'
 export { DEFAULT_MAX_BODY_BYTES } from '../body.js'
 export { BodyTooLargeError } from '../body-too-large.js'
+export { CorruptBodyError } from '../corrupt-body.js'
+export { DECODED_CODINGS, UnsupportedEncodingError } from '../unsupported-encoding.js'
 export {
   DEFAULT_PROBLEM_TYPE_BASE,
   PROBLEM_CONTENT_TYPE,

@@ -1,54 +1,14 @@
-import { randomUUID } from 'node:crypto'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { expect } from 'vitest'
 import { createEventStream, type IdemEvent } from '../../../src/core/events.js'
-import { DEFAULT_PROBLEM_TYPE_BASE as PROBLEM_TYPE_BASE } from '../../../src/http/problem.js'
-import type { AppState } from './app.js'
-import type { Backend } from './backends.js'
-import type { AppOptions, Call, Client, FrontEnd } from './frontends.js'
+import { body, expectProblem, fresh, quoted, rejected, type ConformanceCase } from './case-kit.js'
+import { encodingCases } from './encoding-cases.js'
+import type { Call } from './frontends.js'
 
-export interface CaseContext {
-  client: Client
-  backend: Backend
-  state: AppState
-  frontEnd: FrontEnd['name']
-  /** Run after the case, pass or fail. */
-  cleanup: Array<() => void>
-}
-
-/** One row of the conformance table: the app's options and what must hold. */
-export interface ConformanceCase {
-  name: string
-  options?: AppOptions
-  run(t: CaseContext): Promise<void>
-}
-
-const fresh = (): string => `k-${randomUUID()}`
 // The maxStoredBodyBytes case's events: the warning goes here instead of the console.
 const omittedEvents = createEventStream()
 // The deadlineMs case's events: its overran event and warnings.
 const deadlineEvents = createEventStream()
-const quoted = (key: string): string => `"${key}"`
-const body = async (response: Response): Promise<Record<string, unknown>> => (await response.json()) as Record<string, unknown>
-
-/** A problem+json answer of the given status and code, with the documented type URI. */
-export async function expectProblem(response: Response, status: number, code: string): Promise<Record<string, unknown>> {
-  expect(response.status).toBe(status)
-  expect(response.headers.get('content-type')).toBe('application/problem+json')
-  const problem = await body(response)
-  expect(problem).toMatchObject({ type: `${PROBLEM_TYPE_BASE}#${code}`, status, code })
-  expect(typeof problem.title).toBe('string')
-  expect(typeof problem.detail).toBe('string')
-  return problem
-}
-
-/** Sends, expecting no route to run and no key to be stored. */
-async function rejected(t: CaseContext, call: Call, status: number, code: string): Promise<void> {
-  const keysBefore = await t.backend.countKeys()
-  await expectProblem(await t.client.send(call), status, code)
-  expect(t.state.runs[call.path]).toBeUndefined()
-  expect(await t.backend.countKeys()).toBe(keysBefore)
-}
 
 const INVALID_KEYS: Array<[string, string | string[]]> = [
   ['two header fields', ['"first"', '"second"']],
@@ -527,6 +487,7 @@ export const conformanceCases: ConformanceCase[] = [
       expect(t.state.runs['/slow']).toBe(1)
     },
   },
+  ...encodingCases,
 ]
 
 /** Polls a condition the test cannot await directly (requests arriving at the server). */

@@ -16,6 +16,7 @@ import { Idem, IdempotencyInterceptor, IdempotencyModule, type NestRequest } fro
 import type { IdempotencyContext, IdempotencyOptions } from '../../../src/http/options.js'
 import { runRoute, tenantOf, type AppState, type RouteOutput } from './app.js'
 import type { Backend } from './backends.js'
+import { decodeRequestBodies, nestCannot } from './platform-decoding.js'
 import { lambdaAlbFrontEnd, lambdaV1FrontEnd, lambdaV2FrontEnd } from './lambda-frontends.js'
 
 /** One request, described independently of how a front end is reached. */
@@ -27,11 +28,13 @@ export interface Call {
   /** Sent as `Authorization: Bearer <tenant>`; the scope is derived from it. */
   tenant?: string
   contentType?: string
+  /** Sent as `Content-Encoding`: what `body` (its bytes, then) is encoded with. */
+  contentEncoding?: string
   /**
    * A `FormData` is encoded as fetch encodes it, afresh on every send: a new multipart
    * boundary each time, as a client that sends the same form again does.
    */
-  body?: string | FormData
+  body?: string | Uint8Array | FormData
   /** Send the (text) body as a stream (chunked, no Content-Length). */
   stream?: boolean
 }
@@ -81,6 +84,7 @@ function toWebRequest(call: Call): Request {
   for (const value of [call.key ?? []].flat()) headers.append('idempotency-key', value)
   if (call.tenant !== undefined) headers.set('authorization', `Bearer ${call.tenant}`)
   if (call.contentType !== undefined) headers.set('content-type', call.contentType)
+  if (call.contentEncoding !== undefined) headers.set('content-encoding', call.contentEncoding)
   const method = call.method ?? 'POST'
   const init: RequestInit & { duplex?: 'half' } = { method, headers }
   if (typeof call.body === 'string' && call.stream) {
@@ -314,6 +318,7 @@ class ConformanceModule {
 export function nestFrontEnd(major: NestMajor, platform: NestPlatform, style: NestStyle = 'returned'): FrontEnd {
   return {
     name: `nest${major}-${platform}${style === 'res' ? '-res' : ''}`,
+    cannot: nestCannot(major, platform),
     async start(backend, options, state) {
       const module = ConformanceModule.of({ backend, state }, options, platform, style)
       let app: INestApplication
@@ -325,6 +330,7 @@ export function nestFrontEnd(major: NestMajor, platform: NestPlatform, style: Ne
         app = nest
       } else {
         const nest = await NestFactory.create<NestFastifyApplication>(module, new FastifyAdapter(), { rawBody: true, logger: false })
+        decodeRequestBodies(nest.getHttpAdapter().getInstance())
         nest.getHttpAdapter().getInstance().addContentTypeParser('*', { parseAs: 'buffer' }, (request, bytes, done) => {
           ;(request as unknown as { rawBody: Buffer }).rawBody = bytes as Buffer
           done(null, (bytes as Buffer).toString('utf8'))
@@ -383,7 +389,7 @@ export async function httpCall(port: number, call: Call, extraHeaders: Record<st
   const headers: Record<string, string | string[]> = { ...extraHeaders }
   if (call.key !== undefined) headers['idempotency-key'] = call.key
   if (call.tenant !== undefined) headers.authorization = `Bearer ${call.tenant}`
-  let body: string | Buffer | undefined
+  let body: string | Uint8Array | undefined
   if (call.body instanceof FormData) {
     // fetch's own encoder, so the boundary is a fresh one on every send.
     const encoded = new Request('http://encode.test/', { method: 'POST', body: call.body })
@@ -391,6 +397,7 @@ export async function httpCall(port: number, call: Call, extraHeaders: Record<st
     body = Buffer.from(await encoded.arrayBuffer())
   } else body = call.body
   if (call.contentType !== undefined) headers['content-type'] = call.contentType
+  if (call.contentEncoding !== undefined) headers['content-encoding'] = call.contentEncoding
   return new Promise<Response>((resolve, reject) => {
     const request = http.request({ host: '127.0.0.1', port, method: call.method ?? 'POST', path: call.path, headers }, (response) => {
       const chunks: Buffer[] = []

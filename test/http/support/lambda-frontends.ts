@@ -5,12 +5,14 @@
 // HTTP answer as API Gateway or the ALB would send it. A function that throws is
 // answered 500, as the fetch front end answers.
 import type { ALBEvent, ALBResult, APIGatewayProxyEvent, APIGatewayProxyEventV2, APIGatewayProxyResult, APIGatewayProxyStructuredResultV2, Context } from 'aws-lambda'
+import { isUtf8 } from 'node:buffer'
 import { randomUUID } from 'node:crypto'
 import { makeHttpHandler } from '../../../src/lambda/index.js'
 import type { LambdaHttpEvent } from '../../../src/lambda/index.js'
 import type { IdempotencyOptions } from '../../../src/http/options.js'
 import { runRoute, tenantOf, type RouteOutput } from './app.js'
 import type { AppOptions, Call, FrontEnd } from './frontends.js'
+import { REST_API_ENCODING_CANNOT, restApiBody } from './platform-decoding.js'
 
 type Format = 'v1' | 'v2' | 'alb'
 
@@ -25,15 +27,17 @@ async function partsOf(call: Call): Promise<{ method: string; path: string; quer
     const encoded = new Request('http://encode.test/', { method: 'POST', body: call.body })
     headers.push(['content-type', encoded.headers.get('content-type')!])
     body = Buffer.from(await encoded.arrayBuffer())
-  } else if (call.body !== undefined) body = Buffer.from(call.body, 'utf8')
+  } else if (typeof call.body === 'string') body = Buffer.from(call.body, 'utf8')
+  else if (call.body !== undefined) body = Buffer.from(call.body)
   if (call.contentType !== undefined) headers.push(['content-type', call.contentType])
+  if (call.contentEncoding !== undefined) headers.push(['content-encoding', call.contentEncoding])
   const [path, query = ''] = call.path.split('?', 2) as [string, string?]
   return { method: call.method ?? 'POST', path, query, headers, body }
 }
 
 function eventOf(format: Format, parts: Awaited<ReturnType<typeof partsOf>>): LambdaHttpEvent {
-  // Text as text, anything else in base64, as API Gateway and the ALB pass bodies on.
-  const isText = parts.body.length === 0 || !parts.headers.some(([name, value]) => name === 'content-type' && value.startsWith('multipart/'))
+  // Text as text, anything else (multipart, compressed bytes) in base64, as API Gateway and the ALB pass bodies on.
+  const isText = parts.body.length === 0 || (isUtf8(parts.body) && !parts.headers.some(([name, value]) => name === 'content-type' && value.startsWith('multipart/')))
   const body = parts.body.length === 0 ? null : isText ? parts.body.toString('utf8') : parts.body.toString('base64')
   const multi: Record<string, string[]> = {}
   for (const [name, value] of parts.headers) (multi[name] ??= []).push(value)
@@ -187,6 +191,7 @@ function headerOf(event: LambdaHttpEvent, name: string): string | undefined {
 const REST_API_CANNOT: Readonly<Record<string, string>> = {
   'query and form values whose escapes are not UTF-8 are compared as sent: %E9 and %E8 are two requests':
     'a REST API hands the function decoded query values, so two escapes that are not UTF-8 arrive alike (docs/lambda.md)',
+  ...REST_API_ENCODING_CANNOT,
 }
 
 function lambdaFrontEnd(format: Format): FrontEnd {
@@ -213,7 +218,13 @@ function lambdaFrontEnd(format: Format): FrontEnd {
       )
       return {
         async send(call) {
-          const event = eventOf(format, await partsOf(call))
+          const parts = await partsOf(call)
+          if (format === 'v1') {
+            const decoded = restApiBody(parts.body, call.contentEncoding)
+            if (decoded === undefined) return new Response('Unsupported Media Type', { status: 415 })
+            parts.body = decoded
+          }
+          const event = eventOf(format, parts)
           try {
             return responseOf(await handler(event, lambdaContext()))
           } catch {

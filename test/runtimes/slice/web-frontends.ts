@@ -36,6 +36,7 @@ function toWebRequest(call: Call): Request {
   for (const value of [call.key ?? []].flat()) headers.append('idempotency-key', value)
   if (call.tenant !== undefined) headers.set('authorization', `Bearer ${call.tenant}`)
   if (call.contentType !== undefined) headers.set('content-type', call.contentType)
+  if (call.contentEncoding !== undefined) headers.set('content-encoding', call.contentEncoding)
   const init: RequestInit & { duplex?: 'half' } = { method: call.method ?? 'POST', headers }
   if (typeof call.body === 'string' && call.stream) {
     const bytes = new TextEncoder().encode(call.body)
