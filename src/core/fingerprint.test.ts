@@ -5,7 +5,7 @@ describe('fingerprintValue', () => {
   it('is canonical and refuses values without a JSON form', () => {
     expect(fingerprintValue({ a: 1, b: [1, 2] })).toBe(fingerprintValue({ b: [1, 2], a: 1 }))
     expect(fingerprintValue({ a: 1 })).not.toBe(fingerprintValue({ a: 2 }))
-    expect(() => fingerprintValue(undefined)).toThrow(TypeError)
+    expect(() => fingerprintValue(undefined)).toThrow(/^fingerprintValue: the value must be JSON data: value is undefined$/)
   })
 })
 

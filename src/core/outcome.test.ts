@@ -92,7 +92,7 @@ function checkedReference(value: unknown): string {
       case 'object':
         if (v instanceof Map) return 'a Map'
         if (v instanceof Set) return 'a Set'
-        if (ArrayBuffer.isView(v)) return 'binary data (encode it, e.g. as base64)'
+        if (ArrayBuffer.isView(v) || v instanceof ArrayBuffer) return 'binary data (encode it, e.g. as base64)'
         return undefined
       default:
         return undefined
