@@ -37,7 +37,7 @@ export function fingerprintOf(options: { fingerprint?: string | undefined; input
     return options.fingerprint
   }
   if (!('input' in options)) {
-    throw new InvalidOptionError('run: pass "input" (any JSON value) or "fingerprint" to identify the request')
+    throw new InvalidOptionError('run: pass "input" (JSON data) or "fingerprint" to identify the request')
   }
   return fingerprintInput(options.input, 'run: option "input"', 'input')
 }

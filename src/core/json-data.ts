@@ -64,7 +64,14 @@ class Unfit {
   /** The containers on that path, the same order, for telling a cycle from deep nesting. */
   readonly containers: unknown[] = []
 
-  constructor(readonly reason: string | undefined) {}
+  /**
+   * @param reason what the offending part is, e.g. `a Map`
+   * @param tooDeep whether the walk stopped at `MAX_JSON_DEPTH`, where a cycle is told apart
+   */
+  constructor(
+    readonly reason: string,
+    readonly tooDeep = false,
+  ) {}
 
   enter(segment: string, container: unknown): Unfit {
     this.segments.push(segment)
@@ -76,13 +83,12 @@ class Unfit {
     const segments = this.segments.slice().reverse()
     const containers = this.containers.slice().reverse()
     const at = (end: number): string => root + abridged(segments.slice(0, end))
-    if (this.reason !== undefined) return `${at(segments.length)} is ${this.reason}`
-    // Too deep: a container that holds itself, or just deep.
-    for (let j = 1; j < containers.length; j++) {
+    // Too deep: a container on the path that holds itself, or just deep.
+    for (let j = 1; this.tooDeep && j < containers.length; j++) {
       const i = containers.indexOf(containers[j])
       if (i < j) return `${at(j)} is ${at(i)} again (a cycle)`
     }
-    return `${at(segments.length)} is nested deeper than ${MAX_JSON_DEPTH} levels`
+    return `${at(segments.length)} is ${this.reason}`
   }
 }
 
@@ -113,13 +119,13 @@ function write(v: unknown, depth: number): string {
     case 'string':
       return quoted(v, 'a string')
     case 'number':
-      if (!Number.isFinite(v)) throw new Unfit(nonJsonKind(v))
+      if (!Number.isFinite(v)) throw new Unfit(`the number ${v}`)
       return JSON.stringify(v)
     case 'boolean':
       return v ? 'true' : 'false'
     case 'object':
       if (v === null) return 'null'
-      if (depth === MAX_JSON_DEPTH) throw new Unfit(undefined)
+      if (depth === MAX_JSON_DEPTH) throw new Unfit(`nested deeper than ${MAX_JSON_DEPTH} levels`, true)
       // toJSON first, even on an array, as the first release did.
       if (typeof (v as { toJSON?: unknown }).toJSON === 'function') return writeToJson(v, depth + 1)
       if (Array.isArray(v)) return writeArray(v, depth + 1)
@@ -127,7 +133,7 @@ function write(v: unknown, depth: number): string {
     case 'undefined':
       throw new Unfit('undefined')
     default:
-      throw new Unfit(nonJsonKind(v))
+      throw new Unfit(nonJsonKind(v) ?? typeof v)
   }
 }
 
@@ -157,10 +163,10 @@ function writeArray(array: readonly unknown[], depth: number): string {
 }
 
 function writeObject(object: object, depth: number): string {
-  const kind = nonJsonKind(object)
-  if (kind !== undefined) throw new Unfit(kind)
   const prototype: unknown = Object.getPrototypeOf(object)
-  if (prototype !== Object.prototype && prototype !== null && !isRootPrototype(prototype)) throw new Unfit(instanceOf(object))
+  if (prototype !== Object.prototype && prototype !== null && !isRootPrototype(prototype)) {
+    throw new Unfit(nonJsonKind(object) ?? instanceOf(object))
+  }
   const names = Object.keys(object).sort()
   let name = ''
   try {
@@ -177,7 +183,7 @@ function writeObject(object: object, depth: number): string {
   }
 }
 
-// Another realm's Object.prototype (a vm context, a worker's message): a plain object too.
+// Another realm's Object.prototype (a value made in a vm context): a plain object too.
 function isRootPrototype(prototype: unknown): boolean {
   return typeof prototype === 'object' && Object.getPrototypeOf(prototype) === null
 }
