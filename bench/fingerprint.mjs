@@ -3,10 +3,12 @@
 // handler reads). `RATIO fingerprint.json_1kb_vs_sha256` is the target line: a compact 1 KB
 // JSON body whose keys are already in canonical order. The others are information: the
 // same body as `JSON.stringify` writes it (keys in the order the code built them), pretty
-// printed, and a 64 KB body.
+// printed, a 64 KB body, and `fingerprintValue` (an engine call's `input`, memo's input)
+// of the 1 KB order as a value, against SHA-256 of its canonical text.
 import { isUtf8 } from 'node:buffer'
 import { hash } from 'node:crypto'
 import canonicalize from 'canonicalize'
+import { fingerprintValue } from '../dist/core/fingerprint.js'
 import { hashRequest } from '../dist/http/request-fingerprint.js'
 import { cpuNanosPerCall, median } from './support.mjs'
 
@@ -41,7 +43,10 @@ const bodies = {
   json_1kb_unsorted: utf8(JSON.stringify(small)),
   json_1kb_pretty: utf8(JSON.stringify(small, null, 2)),
   json_64kb: utf8(canonicalize(large)),
+  value_1kb: utf8(canonicalize(small)),
 }
+// The body that stands for the value: its fingerprint is `fingerprintValue(small)`.
+const VALUE = bodies.value_1kb
 
 // The floor of any fingerprint that keeps canonical equality for JSON: it must read every
 // byte in JavaScript at least once (here one table lookup per byte, no structure at all),
@@ -64,7 +69,7 @@ const floor = (body) => () => {
   return hash('sha256', joined, 'hex')
 }
 
-const fingerprint = (body) => () => hashRequest({ method: 'POST', route: '/orders', query: '', body, contentType: 'application/json', fields: undefined })
+const fingerprint = (body) => (body === VALUE ? () => fingerprintValue(small) : () => hashRequest({ method: 'POST', route: '/orders', query: '', body, contentType: 'application/json', fields: undefined }))
 const sha256 = (body) => () => hash('sha256', body, 'hex')
 
 /** Nanoseconds of CPU per call of `op`, whose every result must be a SHA-256 in hex. */

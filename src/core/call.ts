@@ -1,5 +1,5 @@
 import { InvalidOptionError } from './errors/invalid-option.js'
-import { fingerprintValue } from './fingerprint.js'
+import { fingerprintInput } from './fingerprint.js'
 import { assertScope, assertValidKey } from './identity.js'
 import { assertDuration, assertKnownOptions, type KnownOptions } from './validate.js'
 import type { CallEvent, EventStream, OutcomeEvent, OutcomeKind } from './events.js'
@@ -18,7 +18,7 @@ export interface CallOptions {
   key: string
   /** What identifies the request, as a precomputed fingerprint (see `fingerprintRequest`)... */
   fingerprint?: string
-  /** ...or as any JSON value, canonicalised and hashed. One of the two is required. */
+  /** ...or as JSON data, canonicalised and hashed (a Map, a Set, a class instance without `toJSON`… is refused). One of the two is required. */
   input?: unknown
   /** Overrides the engine's `ttlMs` for this call. */
   ttlMs?: number
@@ -37,13 +37,9 @@ export function fingerprintOf(options: { fingerprint?: string | undefined; input
     return options.fingerprint
   }
   if (!('input' in options)) {
-    throw new InvalidOptionError('run: pass "input" (any JSON value) or "fingerprint" to identify the request')
+    throw new InvalidOptionError('run: pass "input" (JSON data) or "fingerprint" to identify the request')
   }
-  try {
-    return fingerprintValue(options.input)
-  } catch (cause) {
-    throw new InvalidOptionError(`run: option "input" must be JSON data: ${(cause as Error).message}`, { cause })
-  }
+  return fingerprintInput(options.input, 'run: option "input"', 'input')
 }
 
 /** A call's options checked, with the engine's defaults applied. */

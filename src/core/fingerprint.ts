@@ -1,5 +1,5 @@
 import { hash } from 'node:crypto'
-import canonicalize from 'canonicalize'
+import { canonicalJson } from './json-data.js'
 
 // Bumped if the encoding below ever changes the meaning of a fingerprint already
 // stored, so old and new fingerprints never collide. Each kind of input is tagged
@@ -8,16 +8,27 @@ import canonicalize from 'canonicalize'
 const VERSION = 'idem-fingerprint-v1'
 
 /**
- * The fingerprint of any JSON-compatible value (canonicalised with RFC 8785), for
- * engine calls that are not HTTP requests (those are `fingerprintRequest`'s).
- * @throws TypeError when the value has no JSON form (undefined, a function, a BigInt)
+ * The fingerprint of JSON data (its RFC 8785 canonical form hashed), for engine calls
+ * that are not HTTP requests (those are `fingerprintRequest`'s): two values get one
+ * fingerprint only when their JSON is the same, whatever the order of their members.
+ * Anything that is not JSON data (a Map, a Set, binary data, another class instance
+ * without `toJSON`, undefined, a function, a BigInt, a non-finite number, a cycle; see
+ * docs/engine.md) is refused rather than hashed as something it is not.
+ * @throws InvalidOptionError naming the path to the first part that is not JSON data
  * @example
  * const fingerprint = fingerprintValue({ amount: 5, currency: 'EUR' }) // same for { currency, amount }
  */
 export function fingerprintValue(value: unknown): string {
-  const text = canonicalize(value)
-  if (text === undefined) throw new TypeError('The fingerprint input has no JSON form')
-  return hashFingerprint(encodedPart('value'), [text])
+  return fingerprintInput(value, 'fingerprintValue: the value', 'value')
+}
+
+/**
+ * `fingerprintValue` for a front end, whose error names the value as its caller knows it.
+ * @param what how the error names the value, e.g. `memo: "input"`
+ * @param root how the path to the offending part starts, e.g. `input`
+ */
+export function fingerprintInput(value: unknown, what: string, root: string): string {
+  return hashFingerprint(VALUE_PART, [canonicalJson(value, what, root)])
 }
 
 /**
@@ -29,6 +40,7 @@ export function encodedPart(part: string): string {
 }
 
 const VERSION_PART = encodedPart(VERSION)
+const VALUE_PART = encodedPart('value')
 
 /** One part of what a fingerprint is computed from: text, or raw bytes. */
 export type FingerprintPart = string | Uint8Array

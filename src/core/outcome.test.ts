@@ -1,6 +1,7 @@
 import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
 import { OutcomeNotSerializableError } from './errors/outcome-not-serializable.js'
+import { nonJsonKind } from './json-data.js'
 import { parseOutcome, serializeOutcome } from './outcome.js'
 
 describe('serializeOutcome', () => {
@@ -77,31 +78,13 @@ describe('serializeOutcome', () => {
 })
 
 // serializeOutcome as it was before the plain JSON.stringify path: a replacer that checks
-// every value. The current one must agree with it on every value.
+// every value (with the one check of what has no JSON form). The current one must agree
+// with it on every value.
 function checkedReference(value: unknown): string {
-  const problem = (v: unknown) => {
-    switch (typeof v) {
-      case 'bigint':
-        return 'a BigInt'
-      case 'function':
-        return 'a function'
-      case 'symbol':
-        return 'a symbol'
-      case 'number':
-        return Number.isFinite(v) ? undefined : `the number ${v}`
-      case 'object':
-        if (v instanceof Map) return 'a Map'
-        if (v instanceof Set) return 'a Set'
-        if (ArrayBuffer.isView(v)) return 'binary data (encode it, e.g. as base64)'
-        return undefined
-      default:
-        return undefined
-    }
-  }
   let text: string | undefined
   try {
     text = JSON.stringify(value === undefined ? null : value, function check(this: unknown, key, v: unknown) {
-      const found = problem(v)
+      const found = nonJsonKind(v)
       if (found !== undefined) throw new OutcomeNotSerializableError(`The outcome holds ${found} at ${JSON.stringify(key || '(root)')}; return plain JSON data`)
       return v
     })

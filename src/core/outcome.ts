@@ -2,12 +2,14 @@ import { InvalidOptionError } from './errors/invalid-option.js'
 import { OutcomeNotSerializableError } from './errors/outcome-not-serializable.js'
 import { OutcomeTooLargeError } from './errors/outcome-too-large.js'
 import { OutcomeUnreadableError } from './errors/outcome-unreadable.js'
+import { nonJsonKind } from './json-data.js'
 
 /**
  * Serialises a function's result for storage. Only values with an exact JSON form are
  * accepted, because a replay must return what the first call returned: a BigInt, a
- * function, a symbol, a non-finite number, a Map or a Set would silently change shape
- * in JSON, so they are refused instead. Objects with `toJSON` (such as Date) are stored
+ * function, a symbol, a non-finite number, a Map, a Set or binary data would silently
+ * change shape in JSON, so they are refused instead (`nonJsonKind`, the check an input's
+ * fingerprint makes too). Objects with `toJSON` (such as Date) are stored
  * as their JSON form, and the engine returns the parsed form on the first call too, so
  * first call and replay always agree.
  * `undefined` is stored as `null`.
@@ -34,13 +36,13 @@ export function serializeOutcome(value: unknown): string {
  * calling it).
  */
 function storable(v: unknown): boolean {
-  if (typeof v !== 'object' || v === null) return describeUnstorable(v) === undefined
+  if (typeof v !== 'object' || v === null) return nonJsonKind(v) === undefined
   if (typeof (v as { toJSON?: unknown }).toJSON === 'function') return isPlainDate(v)
   if (Array.isArray(v)) {
     for (let i = 0; i < v.length; i++) if (!storable(v[i])) return false
     return true
   }
-  if (describeUnstorable(v) !== undefined) return false
+  if (nonJsonKind(v) !== undefined) return false
   for (const key in v) {
     if (Object.hasOwn(v, key) && !storable((v as Record<string, unknown>)[key])) return false
   }
@@ -60,7 +62,7 @@ function checkedSerialize(root: unknown): string {
   let text: string | undefined
   try {
     text = JSON.stringify(root, function check(this: unknown, key, v: unknown) {
-      const problem = describeUnstorable(v)
+      const problem = nonJsonKind(v)
       if (problem !== undefined) {
         throw new OutcomeNotSerializableError(`The outcome holds ${problem} at ${JSON.stringify(key || '(root)')}; return plain JSON data`)
       }
@@ -84,26 +86,6 @@ export function parseOutcome<T>(text: string): T {
     return JSON.parse(text) as T
   } catch (cause) {
     throw new OutcomeUnreadableError(`The stored outcome is not valid JSON (${text.length} characters): the row is corrupted or truncated`, { cause })
-  }
-}
-
-function describeUnstorable(v: unknown): string | undefined {
-  switch (typeof v) {
-    case 'bigint':
-      return 'a BigInt'
-    case 'function':
-      return 'a function'
-    case 'symbol':
-      return 'a symbol'
-    case 'number':
-      return Number.isFinite(v) ? undefined : `the number ${v}`
-    case 'object':
-      if (v instanceof Map) return 'a Map'
-      if (v instanceof Set) return 'a Set'
-      if (ArrayBuffer.isView(v)) return 'binary data (encode it, e.g. as base64)'
-      return undefined
-    default:
-      return undefined
   }
 }
 

@@ -72,10 +72,17 @@ function encode(part: ContentIdPart, index: number, caller: string): [number, Ui
       return [TAG.bigint, Buffer.from(part.toString(10), 'ascii')]
     default:
       if (part instanceof Uint8Array) return [TAG.bytes, part]
-      throw new InvalidOptionError(
-        `${caller}: part ${index} must be a string, number, bigint or Uint8Array, got ${part === null ? 'null' : typeof part}`,
-      )
+      throw new InvalidOptionError(`${caller}: part ${index} must be a string, number, bigint or Uint8Array, got ${kindOf(part)}`)
   }
+}
+
+// What a refused part is, by its class when it has one (a Map, a Float32Array, a Date):
+// the parts are typed, never serialised, so nothing else is taken for what it looks like.
+function kindOf(part: unknown): string {
+  if (part === null || typeof part !== 'object') return part === null ? 'null' : typeof part
+  if (Array.isArray(part)) return 'an array (spread it into parts)'
+  const name: unknown = (part as { constructor?: { name?: unknown } }).constructor?.name
+  return typeof name === 'string' && name !== 'Object' && name.length > 0 ? `an instance of ${name}` : 'a plain object'
 }
 
 function writePart(hash: ReturnType<typeof createHash>, tag: number, bytes: Uint8Array): void {

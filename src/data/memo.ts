@@ -1,7 +1,7 @@
 import { createIdem, type OutcomeEvent } from '../core/engine.js'
 import { InvalidOptionError } from '../core/errors/invalid-option.js'
 import type { EventStream } from '../core/events.js'
-import { fingerprintValue } from '../core/fingerprint.js'
+import { fingerprintInput } from '../core/fingerprint.js'
 import { assertIdentity } from '../core/identity.js'
 import type { KeyStore } from '../core/store.js'
 import { assertDuration, assertKnownOptions, optionNames } from '../core/validate.js'
@@ -99,12 +99,7 @@ export function createMemo<Tx>(options: MemoStoreOptions<Tx>): Memo {
     if (typeof fn !== 'function') throw new InvalidOptionError('memo: "fn" must be a function')
     assertKnownOptions('memo', options, CALL_OPTIONS)
     const version = versionOf(options.version)
-    let hash: string
-    try {
-      hash = fingerprintValue(input)
-    } catch (cause) {
-      throw new InvalidOptionError(`memo: "input" must be JSON data: ${(cause as Error).message}`, { cause })
-    }
+    const hash = fingerprintInput(input, 'memo: "input"', 'input')
     // The hash is both key and fingerprint: same key means same input, so a mismatch cannot happen.
     const { value } = await idem.run<T>(
       {

@@ -4,6 +4,7 @@ import { InvalidOptionError } from '../core/errors/invalid-option.js'
 import { MissingKeyError } from '../core/errors/missing-key.js'
 import type { EventStream } from '../core/events.js'
 import type { CallOptions } from '../core/call.js'
+import { fingerprintInput } from '../core/fingerprint.js'
 import type { Discarded } from '../core/result.js'
 import { assertDuration, assertKnownOptions, optionNames } from '../core/validate.js'
 import { messageKey } from '../queue/message-key.js'
@@ -35,7 +36,8 @@ export interface MakeIdempotentOptions<Event, Tx> {
   key?: (event: Event, context: Context) => string | undefined
   /**
    * What must be the same for two events with one key to be the same request: another
-   * payload under a used key is `FingerprintMismatchError` (HTTP's 422). Any JSON value.
+   * payload under a used key is `FingerprintMismatchError` (HTTP's 422). JSON data: a
+   * payload that holds a Map, a Set, a class instance… is `InvalidOptionError`.
    * @default the whole event
    */
   input?: (event: Event) => unknown
@@ -131,7 +133,8 @@ export function lambdaCalls<Event, Tx>(caller: string, options: MakeIdempotentOp
     return {
       scope: scopeOf(event, context),
       key: messageKey(id),
-      input: input(event),
+      // Hashed here, so a payload that is not JSON data is named as this option's.
+      fingerprint: fingerprintInput(input(event), `${caller}: the payload (option "input")`, 'payload'),
       ttlMs: callTtl,
       waitMs: left === undefined ? callWait : Math.min(callWait, left),
       deadlineMs: left,

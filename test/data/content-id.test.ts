@@ -80,7 +80,17 @@ describe('contentId', () => {
     ['a lone surrogate', ['ok', '\uD800'], /part 1 .*lone UTF-16 surrogate/],
     ['null', [null], /part 0 must be a string, number, bigint or Uint8Array, got null/],
     ['a boolean', [true], /got boolean/],
-    ['an object', [{ id: 1 }], /got object/],
+    ['an object', [{ id: 1 }], /part 0 .*, got a plain object$/],
+    ['undefined', ['doc', undefined], /part 1 .*, got undefined$/],
+    ['an array', [['doc', 1]], /part 0 .*, got an array \(spread it into parts\)$/],
+    // A Map, a Set or URLSearchParams is never taken for its (empty) JSON, nor a typed
+    // array other than Uint8Array for its elements, nor a Date for its text.
+    ['a Map', ['doc', new Map([['a', 1]])], /part 1 .*, got an instance of Map$/],
+    ['a Set', [new Set([1])], /part 0 .*, got an instance of Set$/],
+    ['a URLSearchParams', [new URLSearchParams('a=1')], /part 0 .*, got an instance of URLSearchParams$/],
+    ['a Float32Array', ['embedding', new Float32Array([0.5])], /part 1 .*, got an instance of Float32Array$/],
+    ['a Date', [new Date(0)], /part 0 .*, got an instance of Date$/],
+    ['a boxed string', [new String('doc')], /part 0 .*, got an instance of String$/],
   ])('refuses %s with InvalidOptionError', (_, bad, message) => {
     for (const f of [contentId, contentId.uuid, contentId.bytes]) {
       expect(() => (f as (...p: unknown[]) => string)(...bad)).toThrow(InvalidOptionError)

@@ -517,7 +517,7 @@ export const NOT_FACTORIES: Record<string, string> = {
   'idem#deriveKey': 'three strings',
   'idem#discard': 'wraps a value',
   'idem#isDiscarded': 'tests a value',
-  'idem#fingerprintValue': 'hashes any JSON value: its fields are the input, not options',
+  'idem#fingerprintValue': 'hashes JSON data: its fields are the input, not options',
   ...Object.fromEntries(
     ['BodyTooLargeError', 'CorruptBodyError', 'FingerprintMismatchError', 'IdemError', 'InFlightError', 'InvalidKeyError', 'InvalidOptionError', 'LeaseLostError', 'MigrationRequiredError', 'MissingKeyError', 'OutcomeNotSerializableError', 'OutcomeTooLargeError', 'OutcomeUnreadableError', 'OverranError', 'StoreUnavailableError', 'UnsupportedEncodingError'].map((name) => [`idem#${name}`, ERROR_CLASS]),
   ),
