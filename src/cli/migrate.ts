@@ -2,7 +2,8 @@ import type { Command } from 'commander'
 import { printJson, type CommandContext } from './context.js'
 import { CliError } from './io.js'
 import { count } from './parse.js'
-import { keyLayoutOf, storeError, targetFlags, targetOf, withKeyLayoutOption, withOperator, withTargetOptions, type KeyLayout, type Target, type TargetFlags } from './target.js'
+import { withOperator } from './connect.js'
+import { keyLayoutOf, storeError, targetFlags, targetOf, withKeyLayoutOption, withTargetOptions, type KeyLayout, type Target, type TargetFlags } from './target.js'
 
 const KINDS = ['postgres', 'sqlite'] as const
 
