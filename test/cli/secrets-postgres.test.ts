@@ -35,6 +35,9 @@ function forms(place: Place = {}): [string, string][] {
   ]
 }
 
+/** One of the forms, by name. */
+const form = (name: string, place: Place = {}): string => forms(place).find(([n]) => n === name)![1]
+
 /** Neither stream holds the secret, as written or percent-encoded, and no stack trace. */
 function hidden(ran: Ran | { out: string[]; err: string[]; progress: (string | undefined)[] }, form: string): void {
   const all = 'stdout' in ran ? ran.stdout + ran.stderr : [...ran.out, ...ran.err, ...ran.progress].join('\n')
@@ -81,12 +84,13 @@ describe.skipIf(db === undefined)('idem on Postgres shows no password, in any fo
   })
 
   it('keyword/value pairs are read as pg reads the same query parameters: the same counts as the URL, options reaching the server', async () => {
-    const [[, url], , , [, pairs]] = forms()
+    const url = form('URL userinfo')
+    const pairs = form('libpq keyword/value pairs')
     const counts = async (connection: string) => {
       const { target, ...rest } = JSON.parse((await idem(['stats', '--postgres', connection, ...at, '--json'])).stdout) as Record<string, unknown>
       return rest
     }
-    expect(await counts(pairs!)).toEqual(await counts(url!))
+    expect(await counts(pairs)).toEqual(await counts(url))
     // A quoted value with spaces and an = in it is one setting: without --schema, reconcile finds the table on the search path it sets.
     const onPath = await idem(['reconcile', '--postgres', `${pairs} options='-c search_path=${schema}'`, '--table', 'orders', '--columns', 'account', '--json'])
     expect(onPath.code).toBe(0)
@@ -141,7 +145,7 @@ describe.skipIf(db === undefined)('idem on Postgres shows no password, in any fo
   it('a mistyped flag: what commander quotes of the command line is masked, for every command', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'idem-cli-secrets-'))
     try {
-      const [[, url]] = forms()
+      const url = form('URL userinfo')
       for (const command of [['stats'], ['migrate'], ['prune'], ['inspect', 's', 'k'], ['reconcile', '--table', 't', '--columns', 'a'], ['sql', 'postgres'], ['policy', '--config', join(dir, 'none.mjs')]]) {
         const ran = await idem([...command, `--postgress=${url}`], { cwd: dir })
         hidden(ran, command[0]!)
@@ -154,9 +158,9 @@ describe.skipIf(db === undefined)('idem on Postgres shows no password, in any fo
   })
 
   it("--metrics with a password: the error and the fetch's own message mask it", async () => {
-    const [[, url]] = forms()
+    const url = form('URL userinfo')
     for (const json of [[], ['--json']]) {
-      const ran = await idem(['stats', '--postgres', url!, ...at, '--metrics', `http://scraper:${ENCODED}@127.0.0.1:1/metrics`, ...json])
+      const ran = await idem(['stats', '--postgres', url, ...at, '--metrics', `http://scraper:${ENCODED}@127.0.0.1:1/metrics`, ...json])
       hidden(ran, '--metrics')
       expect(ran.code).toBe(2)
       expect(ran.stderr).toContain('idem stats: cannot read http://scraper:***@127.0.0.1:1/metrics: ')
@@ -176,8 +180,8 @@ describe.skipIf(db === undefined)('idem on Postgres shows no password, in any fo
         return (error as Error).message
       }
     }
-    const url = (place: Place) => forms(place)[0]![1]
-    const said = await Promise.all([url({ port: '1' }), url({ host: 'idem-no-such-host.invalid' }), url({ user: 'idem_no_such_role' }), url({ database: 'idem_no_such_db' })].map(failure))
+    const places: Place[] = [{ port: '1' }, { host: 'idem-no-such-host.invalid' }, { user: 'idem_no_such_role' }, { database: 'idem_no_such_db' }]
+    const said = await Promise.all(places.map((place) => failure(form('URL userinfo', place))))
     expect(said).toEqual([expect.stringContaining('ECONNREFUSED'), expect.stringMatching(/ENOTFOUND|EAI_AGAIN/), expect.stringContaining('idem_no_such_role'), expect.stringContaining('idem_no_such_db')])
     for (const message of said) {
       expect(message).not.toContain(SECRET)
