@@ -2,6 +2,7 @@ import { UpdateItemCommand } from '@aws-sdk/client-dynamodb'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { createIdem } from '../../src/core/engine.js'
 import { createLeasedIdem } from '../../src/core/leased/engine.js'
+import type { LeasedStore } from '../../src/core/leased/store.js'
 import { leasePk } from '../../src/stores/dynamodb/items.js'
 import { migrations } from '../../src/stores/postgres/dialect/migrations.js'
 import { postgresStore } from '../../src/stores/postgres/store.js'
@@ -115,6 +116,18 @@ describe.skipIf(pgDb === undefined)('idem on Postgres', () => {
   })
 })
 
+/** Key job-7 of acct_1 held by a leased call that has done its step 'charge', until `release`. */
+async function heldLease(store: LeasedStore): Promise<{ release: () => void; running: Promise<unknown> }> {
+  let release: (() => void) | undefined
+  const running = createLeasedIdem({ store, leaseMs: 60_000 }).run({ scope: 'acct_1', key: 'job-7', input: 1 }, async (ctx) => {
+    await ctx.step('charge', () => 'ch_1')
+    await new Promise<void>((resolve) => (release = resolve))
+    return 'done'
+  })
+  while (release === undefined) await new Promise((r) => setTimeout(r, 10))
+  return { release, running }
+}
+
 const redis = await testRedis('cli')
 
 describe.skipIf(redis === undefined)('idem inspect on Redis', () => {
@@ -127,14 +140,7 @@ describe.skipIf(redis === undefined)('idem inspect on Redis', () => {
 
   it('shows a held lease: state, fencing token, steps done', async () => {
     const { client, prefix } = redis!
-    const idemLeased = createLeasedIdem({ store: redisStore({ client, prefix }), leaseMs: 60_000 })
-    let release!: () => void
-    const running = idemLeased.run({ scope: 'acct_1', key: 'job-7', input: 1 }, async (ctx) => {
-      await ctx.step('charge', () => 'ch_1')
-      await new Promise<void>((resolve) => (release = resolve))
-      return 'done'
-    })
-    while (release === undefined) await new Promise((r) => setTimeout(r, 10))
+    const { release, running } = await heldLease(redisStore({ client, prefix }))
     await new Promise((r) => setTimeout(r, 50))
     const json = JSON.parse((await idem(['inspect', 'acct_1', 'job-7', '--redis', REDIS_URL, '--prefix', prefix, '--json'])).stdout)
     expect(json).toMatchObject({ found: true, lease: { state: 'held', leaseLive: true, steps: [{ name: 'charge' }] } })
@@ -169,14 +175,7 @@ describe.skipIf(dynamo === undefined)('idem inspect, stats and prune on DynamoDB
   })
 
   it('inspect shows a held lease (state, fencing token, steps done), then the completed key; exit 1 for an unknown key', async () => {
-    const idemLeased = createLeasedIdem({ store, leaseMs: 60_000 })
-    let release!: () => void
-    const running = idemLeased.run({ scope: 'acct_1', key: 'job-7', input: 1 }, async (ctx) => {
-      await ctx.step('charge', () => 'ch_1')
-      await new Promise<void>((resolve) => (release = resolve))
-      return 'done'
-    })
-    while (release === undefined) await new Promise((r) => setTimeout(r, 10))
+    const { release, running } = await heldLease(store)
     const json = JSON.parse((await idem(['inspect', 'acct_1', 'job-7', ...where, '--json'], { env: aws })).stdout)
     expect(json).toMatchObject({ found: true, lease: { state: 'held', leaseLive: true, expired: false, steps: [{ name: 'charge' }] } })
     expect(Number(json.lease.token)).toBeGreaterThan(0)
