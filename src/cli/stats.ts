@@ -43,6 +43,7 @@ export function registerStats(program: Command, { io }: CommandContext): void {
       `
 Examples:
   $ idem stats --postgres postgres://app@db.internal:5432/app --window 7d
+  $ idem stats --postgres 'host=db.internal port=5432 user=app dbname=app' --json
   $ idem stats --sqlite data/app.db --metrics http://127.0.0.1:3000/metrics --json
   $ idem stats --dynamodb idem --endpoint http://127.0.0.1:8000`,
     )
