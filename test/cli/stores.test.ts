@@ -3,8 +3,10 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { createIdem } from '../../src/core/engine.js'
 import { createLeasedIdem } from '../../src/core/leased/engine.js'
 import type { LeasedStore } from '../../src/core/leased/store.js'
+import { migrateWith } from '../../src/cli/migrate.js'
 import { leasePk } from '../../src/stores/dynamodb/items.js'
 import { migrations } from '../../src/stores/postgres/dialect/migrations.js'
+import { postgresOperator } from '../../src/stores/postgres/index.js'
 import { postgresStore } from '../../src/stores/postgres/store.js'
 import { redisStore } from '../../src/stores/redis/store.js'
 import { REDIS_URL, testRedis } from '../leased/support.js'
@@ -38,6 +40,26 @@ describe.skipIf(pgDb === undefined)('idem on Postgres', () => {
     expect((await pool.query(`SELECT to_regclass('${s}.idem_keys') AS t`)).rows[0].t).toBeNull()
     expect((await idem(['migrate', '--postgres', PG_URL, '--schema', schema])).stdout).toBe(`idem: migrated from version 0 to ${PG_LATEST} (applied ${pgVersions(1)})\n`)
     expect((await idem(['migrate', '--postgres', PG_URL, '--schema', schema, '--dry-run'])).stdout).toBe(`-- already at version ${PG_LATEST}: nothing to apply\n`)
+  })
+
+  it('another instance migrating between its version read and its check for tables made by hand: migrate goes on, finding the schema current', async () => {
+    const racing = `${schema}_race`
+    const operator = postgresOperator({ pool, schema: racing })
+    const real = operator.migrations
+    let reads = 0
+    // The other instance commits right after this one read version 0, as five `idem migrate` started together can.
+    const current = async () => {
+      const version = await real.current()
+      if (reads++ === 0) await postgresOperator({ pool, schema: racing }).migrations.migrate()
+      return version
+    }
+    try {
+      await pool.query(`CREATE SCHEMA "${racing}"`)
+      const report = await migrateWith({ ...operator, migrations: { ...real, current } }, {}, `--postgres ${PG_URL} --schema ${racing}`)
+      expect(report).toMatchObject({ from: PG_LATEST, to: PG_LATEST, applied: [] })
+    } finally {
+      await pool.query(`DROP SCHEMA IF EXISTS "${racing}" CASCADE`)
+    }
   })
 
   it('`idem sql postgres` applied by hand (as psql would), then migrate: current, nothing fails', async () => {
