@@ -4,6 +4,7 @@ import { createRequire } from 'node:module'
 import { pathToFileURL } from 'node:url'
 import { Command, CommanderError } from 'commander'
 import type { CommandContext } from './context.js'
+import { reason, unquoted } from './credentials.js'
 import { registerInspect } from './inspect.js'
 import { CliError, consoleIo, EXIT, type CliIo } from './io.js'
 import { registerMigrate } from './migrate.js'
@@ -15,8 +16,8 @@ import { registerStats } from './stats.js'
 
 const { version } = createRequire(import.meta.url)('../../package.json') as { version: string }
 
-/** The `idem` program, writing to `io`. */
-export function program(io: CliIo, exit: (code: number) => void): Command {
+/** The `idem` program, writing to `io`; what commander quotes of `argv` (an unknown `--postgress=<url>`) loses its credentials. */
+export function program(io: CliIo, exit: (code: number) => void, argv: readonly string[] = []): Command {
   // io.out and io.err add the line break commander already wrote.
   const line = (write: (line: string) => void) => (text: string) => write(text.replace(/\n$/, ''))
   const idem = new Command('idem')
@@ -24,7 +25,7 @@ export function program(io: CliIo, exit: (code: number) => void): Command {
     .version(version, '-V, --version', "print idem's version")
     .helpOption('-h, --help', 'show help for a command')
     .exitOverride()
-    .configureOutput({ writeOut: line(io.out), writeErr: line(io.err), outputError: (text, write) => write(text.replace(/^error: /, 'idem: ')) })
+    .configureOutput({ writeOut: line(io.out), writeErr: line(io.err), outputError: (text, write) => write(unquoted(text.replace(/^error: /, 'idem: '), argv)) })
     .showSuggestionAfterError(true)
     .showHelpAfterError('(run idem <command> --help for its options and an example)')
     .addHelpText(
@@ -53,7 +54,7 @@ Docs: docs/operating.md`,
  */
 export async function main(argv: string[], io: CliIo = consoleIo()): Promise<number> {
   let code: number = EXIT.ok
-  const idem = program(io, (exitCode) => (code = exitCode))
+  const idem = program(io, (exitCode) => (code = exitCode), argv)
   if (argv.length === 0) {
     io.err(idem.helpInformation().replace(/\n$/, ''))
     return EXIT.usage
@@ -68,7 +69,8 @@ export async function main(argv: string[], io: CliIo = consoleIo()): Promise<num
     }
     const name = argv.find((arg) => !arg.startsWith('-')) ?? ''
     if (error instanceof CliError) io.err(`idem ${name}: ${error.message}\n  fix: ${error.fix}`)
-    else io.err(`idem ${name}: ${error instanceof Error ? error.message : String(error)}`)
+    // A CliError shows its connection string masked; any other error is a driver's or a store's words.
+    else io.err(`idem ${name}: ${reason(error, argv)}`)
     return EXIT.usage
   }
 }

@@ -3,7 +3,8 @@ import type { KeyInspection } from '../ports/operator.js'
 import { printJson, type CommandContext } from './context.js'
 import { EXIT } from './io.js'
 import { human } from './parse.js'
-import { storeError, targetFlags, targetOf, withOperator, withTargetOptions, type TargetFlags } from './target.js'
+import { withOperator } from './connect.js'
+import { storeError, targetFlags, targetOf, withTargetOptions, type TargetFlags } from './target.js'
 
 const KINDS = ['postgres', 'sqlite', 'redis', 'dynamodb'] as const
 

@@ -1,8 +1,10 @@
 import type { Command } from 'commander'
+import type { SchemaMigrations, StoreOperator } from '../ports/operator.js'
 import { printJson, type CommandContext } from './context.js'
 import { CliError } from './io.js'
 import { count } from './parse.js'
-import { keyLayoutOf, storeError, targetFlags, targetOf, withKeyLayoutOption, withOperator, withTargetOptions, type KeyLayout, type Target, type TargetFlags } from './target.js'
+import { withOperator } from './connect.js'
+import { keyLayoutOf, storeError, targetFlags, targetOf, withKeyLayoutOption, withTargetOptions, type KeyLayout, type Target, type TargetFlags } from './target.js'
 
 const KINDS = ['postgres', 'sqlite'] as const
 
@@ -64,17 +66,24 @@ async function migrate(target: Target, flags: Flags): Promise<MigrateReport> {
   const where = targetFlags(target)
   // Only a real migrate may create a new SQLite file; a dry run reads a missing one as empty.
   const access = { ...keyLayoutOf(flags, target), create: !flags.dryRun, dryRun: flags.dryRun === true }
-  return withOperator(target, access, async ({ backend, migrations }) => {
-    if (migrations === undefined) throw new CliError(`${backend} has no schema to migrate`, 'drop migrate: the store needs no tables made for it')
-    const from = await migrations.current()
-    if (flags.dryRun) return dryRun(where, from, migrations.latest, from >= migrations.latest ? [] : migrations.script(from))
-    if (flags.baseline !== undefined) {
-      checkBaseline(flags.baseline, migrations.latest)
-      await migrations.baseline(flags.baseline)
-    } else if (from === 0) unrecorded(await migrations.unrecordedTables(), where)
-    const result = await migrations.migrate()
-    return { target: where, from: result.from, to: result.to, applied: result.applied, dryRun: false }
-  })
+  return withOperator(target, access, (operator) => migrateWith(operator, flags, where))
+}
+
+/**
+ * What `idem migrate` does on a connected store: `where` is the target's flags, for the
+ * fixes it suggests.
+ * @example await withOperator(target, access, (operator) => migrateWith(operator, flags, targetFlags(target)))
+ */
+export async function migrateWith({ backend, migrations }: StoreOperator, flags: Pick<Flags, 'dryRun' | 'baseline'>, where: string): Promise<MigrateReport> {
+  if (migrations === undefined) throw new CliError(`${backend} has no schema to migrate`, 'drop migrate: the store needs no tables made for it')
+  const from = await migrations.current()
+  if (flags.dryRun) return dryRun(where, from, migrations.latest, from >= migrations.latest ? [] : migrations.script(from))
+  if (flags.baseline !== undefined) {
+    checkBaseline(flags.baseline, migrations.latest)
+    await migrations.baseline(flags.baseline)
+  } else if (from === 0) await unrecorded(migrations, where)
+  const result = await migrations.migrate()
+  return { target: where, from: result.from, to: result.to, applied: result.applied, dryRun: false }
 }
 
 function dryRun(target: string, from: number, to: number, statements: string[]): MigrateReport {
@@ -86,8 +95,11 @@ function checkBaseline(version: number, latest: number): void {
 }
 
 // Tables without recorded versions would make the first migration fail on "already exists".
-function unrecorded(tables: string[], where: string): void {
-  if (tables.length === 0) return
+// Another instance may have migrated since the version was read: its tables and versions
+// commit together, so a version read after the tables sees them, and this one goes on.
+async function unrecorded(migrations: SchemaMigrations, where: string): Promise<void> {
+  const tables = await migrations.unrecordedTables()
+  if (tables.length === 0 || (await migrations.current()) > 0) return
   throw new CliError(
     `idem's tables exist (${tables.join(', ')}) but no schema version is recorded: they were created by hand, from SQL that did not record its version`,
     `find the version they are at (compare them with \`idem sql\`), then run: idem migrate ${where} --baseline <version>`,

@@ -2,7 +2,8 @@ import type { Command } from 'commander'
 import { printJson, type CommandContext } from './context.js'
 import type { CliIo } from './io.js'
 import { count, duration, grouped, human } from './parse.js'
-import { keyLayoutOf, storeError, targetFlags, targetOf, withKeyLayoutOption, withOperator, withTargetOptions, type KeyLayout, type TargetFlags } from './target.js'
+import { withOperator } from './connect.js'
+import { keyLayoutOf, storeError, targetFlags, targetOf, withKeyLayoutOption, withTargetOptions, type KeyLayout, type TargetFlags } from './target.js'
 
 const KINDS = ['postgres', 'sqlite', 'redis', 'dynamodb'] as const
 

@@ -3,7 +3,8 @@ import { DEFAULT_RECONCILE_LIMIT, DEFAULT_RECONCILE_THRESHOLD, reconcile, type R
 import { printJson, type CommandContext } from './context.js'
 import { CliError, EXIT } from './io.js'
 import { count, identifier, list, rate } from './parse.js'
-import { storeError, targetOf, withOperator, withTargetOptions } from './target.js'
+import { withOperator } from './connect.js'
+import { storeError, targetOf, withTargetOptions } from './target.js'
 
 interface Flags {
   postgres?: string

@@ -2,9 +2,11 @@ import type { Command } from 'commander'
 import { HTTP_OUTCOMES } from '../http/events.js'
 import type { TableStats } from '../ports/operator.js'
 import { printJson, type CommandContext } from './context.js'
+import { masked, reason } from './credentials.js'
 import { CliError } from './io.js'
 import { bytes, duration, grouped, httpUrl, human } from './parse.js'
-import { storeError, targetFlags, targetOf, withOperator, withTargetOptions, type TargetFlags } from './target.js'
+import { withOperator } from './connect.js'
+import { storeError, targetFlags, targetOf, withTargetOptions, type TargetFlags } from './target.js'
 
 const KINDS = ['postgres', 'sqlite', 'dynamodb'] as const
 
@@ -41,6 +43,7 @@ export function registerStats(program: Command, { io }: CommandContext): void {
       `
 Examples:
   $ idem stats --postgres postgres://app@db.internal:5432/app --window 7d
+  $ idem stats --postgres 'host=db.internal port=5432 user=app dbname=app' --json
   $ idem stats --sqlite data/app.db --metrics http://127.0.0.1:3000/metrics --json
   $ idem stats --dynamodb idem --endpoint http://127.0.0.1:8000`,
     )
@@ -67,7 +70,7 @@ async function scrape(url: string): Promise<Requests> {
     if (!response.ok) throw new Error(`HTTP ${response.status}`)
     text = await response.text()
   } catch (error) {
-    throw new CliError(`cannot read ${url}: ${(error as Error).message}`, "check the URL of the service's /metrics and that the service is running", { cause: error })
+    throw new CliError(`cannot read ${masked(url)}: ${reason(error, [url])}`, "check the URL of the service's /metrics and that the service is running", { cause: error })
   }
   const byOutcome: Record<string, number> = Object.fromEntries(HTTP_OUTCOMES.map((outcome) => [outcome, 0]))
   let seen = false
@@ -80,12 +83,12 @@ async function scrape(url: string): Promise<Requests> {
     byOutcome[outcome] = (byOutcome[outcome] ?? 0) + Number(match[2])
   }
   if (!seen) {
-    throw new CliError(`${url} exports no idem_http_requests_total`, "serve idem's metrics there: prometheusMetrics() from idem/prometheus, and its registry's metrics() as /metrics")
+    throw new CliError(`${masked(url)} exports no idem_http_requests_total`, "serve idem's metrics there: prometheusMetrics() from idem/prometheus, and its registry's metrics() as /metrics")
   }
   const total = Object.entries(byOutcome).reduce((sum, [outcome, n]) => (outcome === 'unprotected' ? sum : sum + n), 0)
   const share = (n: number): number | null => (total === 0 ? null : n / total)
   return {
-    source: url,
+    source: masked(url),
     since: 'the service started',
     byOutcome,
     total,
