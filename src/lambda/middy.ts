@@ -20,7 +20,10 @@ export interface MiddyRequest<Event> {
   context: Context
   response: unknown
   error: unknown
-  /** Set by `before` to answer at once (a replay): Middy skips the handler and the `after` middlewares. */
+  /**
+   * Set by `before` to answer at once (a replay): Middy 6 then runs no other middleware
+   * (no later `before`, no `after`, no `onError`) and not the handler.
+   */
   earlyResponse?: unknown
 }
 
@@ -28,7 +31,7 @@ export interface MiddyRequest<Event> {
 export interface MiddyIdempotency<Event> {
   /** Claims the key; a replay answers at once with the stored result. */
   before(request: MiddyRequest<Event>): Promise<void>
-  /** Stores the handler's result with the key and answers with its stored JSON form. */
+  /** Stores the response with the key, as the handler and the `after` middlewares that ran before this one made it, and answers with its stored JSON form. */
   after(request: MiddyRequest<Event>): Promise<void>
   /** Frees the key (rolls back, or releases the lease), so the retry runs again; the error stays the handler's. */
   onError(request: MiddyRequest<Event>): Promise<void>
@@ -42,21 +45,28 @@ interface Held {
 
 /**
  * The Middy middleware of `makeIdempotent` (`@middy/core` 6 runs on Node 20), with the
- * same options and behaviour: a repeated event is answered with the stored result
- * without running the handler or the `after` middlewares; the handler runs inside the
- * engine's call, its transaction or step context on `context.idem.tx`; an error frees
- * the key; the invocation's remaining time bounds the call. Use it last (`.use()` after
- * the others): Middy runs its `before` after theirs (a body parser has shaped the event
- * the key comes from) and its `after` before theirs, so it stores what the handler
- * returned. A replay is answered from `before`, and Middy runs no `after` middleware for
- * it: the stored result is answered as the handler returned it.
+ * same options and behaviour: the handler runs inside the engine's call, its transaction
+ * or step context on `context.idem.tx`; an error (the handler's or a middleware's) frees
+ * the key; the invocation's remaining time bounds the call.
+ *
+ * Use it first (the first `.use()`). Middy runs `after` middlewares in reverse order, so
+ * its `after` runs last and stores the response as the whole stack made it: the headers
+ * a CORS middleware added, the body a serializer wrote. A repeated event is answered
+ * from its `before` with that stored response, and Middy 6 runs nothing else for it (no
+ * other middleware, not the handler): the replay is the first answer, the same status,
+ * headers and body. What a middleware would have made differently for the repeat (an
+ * `Access-Control-Allow-Origin` echoing another origin, a header naming this
+ * invocation) is the first invocation's. Its `before` runs first too: `key` and `input`
+ * read the event as Lambda delivered it (a JSON body is still text), before any parser.
  *
  * @throws InvalidOptionError naming the option, at creation
  * @example
  * export const handler = middy(async (event: EventBridgeEvent<'Order Placed', { orderId: string }>, context: IdemContext<StepContext>) => {
  *   const label = await context.idem.tx.step('label', () => carrier.createLabel(event.detail.orderId))
  *   return { label }
- * }).use(middyIdempotent({ store: dynamodbStore({ client: new DynamoDBClient({}), table: 'idem' }) }))
+ * })
+ *   .use(middyIdempotent({ store: dynamodbStore({ client: new DynamoDBClient({}), table: 'idem' }) })) // first
+ *   .use(eventNormalizer()) // then the others
  * @see docs/lambda.md
  */
 export function middyIdempotent<Event, Tx>(options: MakeIdempotentOptions<Event, Tx>): MiddyIdempotency<Event> {

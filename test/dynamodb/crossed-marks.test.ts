@@ -11,20 +11,12 @@ import { createOnce } from '../../src/data/index.js'
 import { createInbox, type ConsumeResult } from '../../src/queue/index.js'
 import { DEFAULT_DYNAMODB_MARK_WAIT_MS, type DynamoTx } from '../../src/stores/dynamodb/index.js'
 import { testDynamo, type TestDynamo } from '../support/dynamodb.js'
+import { within } from './support.js'
 
 const dynamo = await testDynamo('crossed')
 
 // The younger side gives up after markWaitMs; the rest is slack for a loaded machine.
 const BOUND_MS = DEFAULT_DYNAMODB_MARK_WAIT_MS + 10_000
-
-/** Rejects when `work` has not settled within `ms`, so a wait that never ends fails the test instead of hanging it. */
-function within<T>(ms: number, work: Promise<T>): Promise<T> {
-  let timer: NodeJS.Timeout | undefined
-  const late = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`still waiting on each other's marks after ${ms} ms`)), ms)
-  })
-  return Promise.race([work, late]).finally(() => clearTimeout(timer))
-}
 
 /** A barrier for two: each side arrives, and goes on once both have. */
 function barrier(): () => Promise<void> {
@@ -57,6 +49,7 @@ describe.skipIf(dynamo === undefined)('crossed once marks on DynamoDB (DynamoDB 
     const [a, b] = await within(
       BOUND_MS,
       Promise.allSettled([store.transaction((tx) => mark(tx, u1, u2)), store.transaction((tx) => mark(tx, u2, u1))]),
+      "still waiting on each other's marks",
     )
     const elapsed = Date.now() - started
     const committed = [a, b].filter((r) => r.status === 'fulfilled')
@@ -79,7 +72,7 @@ describe.skipIf(dynamo === undefined)('crossed once marks on DynamoDB (DynamoDB 
       { id: randomUUID(), body: { first: u1, second: u2 }, deliveryCount: 1 },
       { id: randomUUID(), body: { first: u2, second: u1 }, deliveryCount: 1 },
     ]
-    const results: ConsumeResult<boolean[]>[] = await within(BOUND_MS, Promise.all(messages.map((m) => inbox.consume(m, handler))))
+    const results: ConsumeResult<boolean[]>[] = await within(BOUND_MS, Promise.all(messages.map((m) => inbox.consume(m, handler))), "still waiting on each other's marks")
     expect(results.map((r) => r.status).sort()).toEqual(['failed', 'processed'])
     const processed = results.find((r) => r.status === 'processed')
     expect(processed?.status === 'processed' && processed.value).toEqual([true, true])

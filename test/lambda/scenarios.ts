@@ -3,13 +3,13 @@
 // and runs these against its real service. Handlers are driven the way Lambda drives
 // them: real-shaped events (support.ts), a context whose remaining time counts down, and
 // as many invocations at once as the test says.
-import middy from '@middy/core'
 import type { APIGatewayProxyEventV2, Context, EventBridgeEvent, SQSEvent } from 'aws-lambda'
 import { randomUUID } from 'node:crypto'
 import { describe, expect, it } from 'vitest'
 import { FingerprintMismatchError, InFlightError, MissingKeyError, OverranError } from '../../src/core/errors/index.js'
-import { makeHttpHandler, makeIdempotent, makeSqsBatchHandler, middyIdempotent, type IdemContext, type LambdaEngine } from '../../src/lambda/index.js'
+import { makeHttpHandler, makeIdempotent, makeSqsBatchHandler, type LambdaEngine } from '../../src/lambda/index.js'
 import type { Inbox } from '../../src/queue/index.js'
+import { middyScenarios } from './middy-scenarios.js'
 import { forever, httpApiRequest, lambdaContext, orderPlaced, redelivered, sleep, snsNotification, sqsRecord, type OrderPlaced } from './support.js'
 
 export interface LambdaBackend<Tx, InboxTx> {
@@ -157,61 +157,7 @@ export function lambdaScenarios<Tx, InboxTx>(name: string, backend: () => Lambda
     })
   })
 
-  describe(`${name}: middyIdempotent (@middy/core 6)`, () => {
-    it('concurrent invocations run the handler once; replays skip it and the after middlewares; an error frees the key', async () => {
-      const runs: string[] = []
-      let fail = false
-      const afterCalls: unknown[] = []
-      const handler = middy(async (event: OrderEvent, context: Context) => {
-        const { idem } = context as IdemContext<Tx>
-        if (fail) throw new Error('carrier down')
-        runs.push(idem.key)
-        await backend().effect(idem.tx, event.detail.orderId)
-        await sleep(100)
-        return { shipped: event.detail.orderId }
-      })
-        .use({ after: async (request) => void afterCalls.push(request.response) })
-        .use(middyIdempotent({ idem: backend().idem }))
-      const event = orderPlaced({ orderId: randomUUID(), amount: 42 })
-      const results = await Promise.all(Array.from({ length: 10 }, () => handler(event, lambdaContext(30_000))))
-      expect(results).toEqual(Array.from({ length: 10 }, () => ({ shipped: event.detail.orderId })))
-      expect(runs).toEqual([event.id])
-      expect(afterCalls).toHaveLength(1)
-      expect(await backend().count(event.detail.orderId)).toBe(1)
-
-      await expect(handler(orderPlaced({ ...event.detail, amount: 1 }, event.id), lambdaContext(30_000))).rejects.toBeInstanceOf(FingerprintMismatchError)
-
-      fail = true
-      const other = orderPlaced({ orderId: randomUUID(), amount: 1 })
-      await expect(handler(other, lambdaContext(30_000))).rejects.toThrow('carrier down')
-      fail = false
-      expect(await handler(other, lambdaContext(30_000))).toEqual({ shipped: other.detail.orderId })
-      expect(runs).toEqual([event.id, other.id])
-    })
-
-    it('a timeout mid-handler lets the key go; the retry runs once', async () => {
-      const runs: string[] = []
-      let stall = true
-      const handler = middy(async (event: OrderEvent, context: Context) => {
-        const { idem } = context as IdemContext<Tx>
-        runs.push(event.id)
-        if (stall) await forever()
-        await backend().effect(idem.tx, event.detail.orderId)
-        return 'shipped'
-      }, { timeoutEarlyInMillis: 0 }).use(middyIdempotent({ idem: backend().idem, marginMs: 300, waitMs: backend().retryWaitMs }))
-      const event = orderPlaced({ orderId: randomUUID(), amount: 2 })
-      const stuck = handler(event, lambdaContext(700))
-      // Lambda would stop the invocation here; idem let the key go at its deadline (400 ms
-      // in), then released it in the store: 1.5 s leaves a slow machine more than a second
-      // for that round trip. (The stuck invocation never settles: middy awaits its handler.)
-      await sleep(1_500)
-      stall = false
-      expect(await handler(event, lambdaContext(30_000))).toBe('shipped')
-      expect(runs).toHaveLength(2)
-      expect(await backend().count(event.detail.orderId)).toBe(1)
-      void stuck.catch(() => {})
-    })
-  })
+  middyScenarios(name, backend)
 
   describe(`${name}: makeSqsBatchHandler`, () => {
     /** A batch of `n` orders; `poison` of them fail every time. */
