@@ -41,6 +41,7 @@ async function main() {
   if (PROFILE !== undefined) mkdirSync(PROFILE, { recursive: true })
 
   const admin = new pg.Pool({ connectionString: PG_URL, max: 2, connectionTimeoutMillis: 10_000 })
+  admin.on('error', (error) => console.error(`idle Postgres connection failed: ${error.message}`))
   const redis = new Redis(REDIS_URL)
   const servers = []
   let cleaned = false
