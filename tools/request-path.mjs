@@ -13,6 +13,7 @@ import { relative } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { Redis } from 'ioredis'
 import pg from 'pg'
+import { dropRedisKeys } from '../bench/support.mjs'
 
 const root = fileURLToPath(new URL('..', import.meta.url))
 const argument = (name) => {
@@ -84,7 +85,7 @@ async function honoRedis() {
     fresh: served.fresh,
     close: async () => {
       await served.close()
-      await dropKeys(client)
+      await dropRedisKeys(client, prefix)
       await client.quit()
     },
   }
@@ -110,15 +111,6 @@ function overHttp(name, server) {
     await new Promise((resolve) => server.close(resolve))
   }
   return { fresh, close }
-}
-
-async function dropKeys(client) {
-  let cursor = '0'
-  do {
-    const [next, keys] = await client.scan(cursor, 'MATCH', `${prefix}*`, 'COUNT', 1000)
-    if (keys.length > 0) await client.unlink(...keys)
-    cursor = next
-  } while (cursor !== '0')
 }
 
 /** The files of dist/ (as their src/ .ts names) whose code ran in one fresh request after 20. */
