@@ -1,33 +1,64 @@
-// Splits a V8 CPU profile (node --cpu-prof) of one bench:peers server into the parts of a
-// request: the framework, idem's adapter (http/), engine (core/) and store code (stores/),
-// the database and Redis clients, Node's HTTP and sockets, the peer library, the garbage
-// collector. A native frame (no script of its own: a socket write, a hash) counts for the
-// part of the script that called it. `PEERS_PROFILE=<dir>` makes bench:peers write one
-// profile per server and print this split per fresh request.
+// Splits a V8 CPU profile of one bench:peers server into the parts of a request: idem's
+// own JavaScript (the repository's dist/: its adapter, engine, store and other code), the
+// peer library's own JavaScript, the Redis and Postgres clients, the framework, Node's
+// HTTP and sockets, the bench's route, the garbage collector. A frame is counted where its
+// code lives; a native frame (no script of its own: a socket write, a hash) and a frame of
+// a helper package no part claims (call-bind, debug, canonicalize…) count for the part of
+// the code that called them, so a helper shared by a framework and a library is counted
+// for whichever of them called it. `PEERS_PROFILE=<dir>` makes bench:peers profile each
+// server over its measured runs and print this split per fresh request.
 import { readFileSync } from 'node:fs'
+import { fileURLToPath } from 'node:url'
 
-// idem's own files: dist/ of this repository, not of a package in node_modules.
+const DIST = `file://${fileURLToPath(new URL('../../dist/', import.meta.url))}`
+const BENCH = `file://${fileURLToPath(new URL('../', import.meta.url))}`
+
+/** idem's parts, by folder of dist/; their sum is idem's own JavaScript. */
 const IDEM = [
-  [/\/dist\/(http|headers)\//, 'idem adapter'],
-  [/\/dist\/core\//, 'idem engine'],
-  [/\/dist\/stores\//, 'idem store'],
-  [/\/dist\//, 'idem other'],
+  [/^(http|headers)\//, 'idem adapter'],
+  [/^core\//, 'idem engine'],
+  [/^stores\//, 'idem store'],
+  [/./, 'idem other'],
 ]
-const PARTS = [
-  [/node_modules\/(ioredis|@ioredis|redis|@redis|redis-parser|cluster-key-slot|denque|standard-as-callback)\//, 'redis client'],
-  [/node_modules\/(pg|pg-[a-z-]+|pgpass|postgres-[a-z-]+)\//, 'postgres client'],
-  [/node_modules\/(@node-idempotency|express-idempotency|express-idempotency-redis-adapter|@aws-lambda-powertools|@nestjs|rxjs)\//, 'peer library'],
-  [/node_modules\/(express4|express5|express|hono|@hono|body-parser|router|raw-body|finalhandler|send|qs|type-is|content-type|iconv-lite|on-finished|debug|depd|mime-types|negotiator|accepts|statuses|http-errors|serve-static|path-to-regexp|etag|fresh|cookie|vary|proxy-addr|parseurl|encodeurl|escape-html|media-typer|bytes|unpipe|ee-first|destroy|merge-descriptors|utils-merge|methods|safe-buffer|setprototypeof|toidentifier|forwarded|ipaddr\.js|range-parser|mime|array-flatten|cookie-signature|content-disposition|side-channel|object-inspect|get-intrinsic|call-bind|es-errors|function-bind|has-symbols|hasown|gopd|dunder-proto|math-intrinsics|es-object-atoms|get-proto|call-bound|side-channel-[a-z]+|call-bind-apply-helpers|es-define-property)\//, 'framework'],
-  [/bench\/peers\/server\.mjs/, 'route (bench)'],
-  [/^node:internal\/(http|_http|streams|stream_base|net|dns|tls)|^node:(http|net|_http_[a-z]+)|node:internal\/(stream_base_commons|streams)/, 'node http and sockets'],
+/** The parts of the packages in node_modules, by package name; a package not listed is a helper. */
+const PACKAGES = [
+  [/^(ioredis|@ioredis\/.*|redis|@redis\/.*|redis-parser|redis-errors|cluster-key-slot|denque|standard-as-callback|generic-pool)$/, 'redis client'],
+  [/^(pg|pg-[a-z0-9-]+|pgpass|postgres-[a-z-]+|split2)$/, 'postgres client'],
+  [
+    /^(@node-idempotency\/.*|express-idempotency|express-idempotency-redis-adapter|deep-equal|autobind-decorator|http-status-codes|@aws-lambda-powertools\/.*|@aws\/lambda-invoke-store|@nestjs\/.*|rxjs|reflect-metadata)$/,
+    'peer library',
+  ],
+  [
+    /^(express4|express5|express|body-parser|router|raw-body|finalhandler|send|serve-static|qs|type-is|content-type|iconv-lite|on-finished|on-headers|mime-types|mime-db|mime|negotiator|accepts|statuses|http-errors|path-to-regexp|etag|fresh|cookie|cookie-signature|vary|proxy-addr|forwarded|ipaddr\.js|parseurl|encodeurl|escape-html|media-typer|bytes|unpipe|ee-first|destroy|merge-descriptors|utils-merge|methods|range-parser|array-flatten|content-disposition|setprototypeof|toidentifier)$/,
+    'framework',
+  ],
+  [/^(hono|@hono\/.*)$/, 'framework'],
+  [
+    /^(fastify|@fastify\/.*|find-my-way|avvio|light-my-request|fast-json-stringify|secure-json-parse|pino|pino-[a-z-]+|@pinojs\/.*|abstract-logging|process-warning|rfdc|fast-querystring|fast-decode-uri-component|toad-cache|fastq|reusify|ret|safe-regex2|json-schema-ref-resolver|fast-uri|ajv|thread-stream|sonic-boom|on-exit-leak-free|atomic-sleep|quick-format-unescaped|real-require|safe-stable-stringify|fast-redact|dequal|semver)$/,
+    'framework',
+  ],
+]
+const NODE = [
+  [/^node:internal\/(http|_http|streams|stream_base|net|dns|tls|stream_base_commons)|^node:(http|net|_http_[a-z]+)/, 'node http and sockets'],
   [/^node:/, 'node other'],
 ]
 
+/** The part of the code at `url`, or undefined when it is counted for its caller. */
 function partOf(url) {
-  if (!url.includes('/node_modules/')) for (const [pattern, name] of IDEM) if (pattern.test(url)) return name
-  for (const [pattern, name] of PARTS) if (pattern.test(url)) return name
-  return url === '' ? undefined : 'other scripts'
+  if (url === '') return undefined
+  const packages = [...url.matchAll(/\/node_modules\/((?:@[^/]+\/)?[^/]+)\//g)]
+  if (packages.length > 0) {
+    const name = packages.at(-1)[1]
+    return PACKAGES.find(([pattern]) => pattern.test(name))?.[1]
+  }
+  if (url.startsWith(DIST)) return IDEM.find(([pattern]) => pattern.test(url.slice(DIST.length)))[1]
+  if (url.startsWith(`${BENCH}hand-written.mjs`)) return 'hand-written key row'
+  if (url.startsWith(BENCH)) return 'route (bench)'
+  return NODE.find(([pattern]) => pattern.test(url))?.[1] ?? 'other scripts'
 }
+
+/** Whether a part is idem's own JavaScript. */
+export const isIdem = (part) => part.startsWith('idem ')
 
 /** Microseconds of CPU by part, over the whole profile (idle left out). */
 export function splitProfile(file) {
