@@ -144,12 +144,14 @@ function endWith(res: ServerResponse, body: HttpBody): void {
 }
 
 /**
- * Sends the route's reply that `captureResponse` held: its status and headers are on the
- * response already; its body goes out with its own `Content-Length` (set, never removed:
- * without it Node does not frame the body at all, and a keep-alive client then cannot
- * tell where the answer ends).
+ * Sends the route's reply that `captureResponse` held: its status and headers as the
+ * route answered with them, put back on the response; its body goes out with its own
+ * `Content-Length` (set, never removed: without it Node does not frame the body at all,
+ * and a keep-alive client then cannot tell where the answer ends).
  */
 export function sendHeld(res: ServerResponse, body: HttpBody, closeConnection: boolean): void {
+  const hold = unhold(res)
+  if (hold?.answer !== undefined) restore(res, hold, hold.answer)
   if (closeConnection) res.setHeader('connection', 'close')
   if (NO_BODY_STATUSES.has(res.statusCode)) {
     if (res.hasHeader('content-length')) res.removeHeader('content-length')
@@ -182,13 +184,6 @@ export function sendAnswer(res: ServerResponse, answer: HttpAnswer, closeConnect
   res.writeHead(answer.status)
   if (NO_BODY_STATUSES.has(answer.status)) res.end()
   else endWith(res, answer.body)
-}
-
-/** The header fields set on a Node response whose names are in `names`, as a flat list, each repeated field on its own. */
-export function responseHeaders(res: ServerResponse, names: ReadonlySet<string>): string[] {
-  const list: string[] = []
-  for (const name of res.getHeaderNames()) if (names.has(name)) pushField(list, name, res.getHeader(name))
-  return list
 }
 
 /** The fields of a header record (lower-case names: Node's `getHeaders()`, Fastify's) whose names are in `names`, as a flat list. */
@@ -303,12 +298,28 @@ export function refillRequest(req: IncomingMessage, bytes: Uint8Array): void {
 
 type WriteCallback = (error?: Error | null) => void
 
+/** Told once when something answers a held response a second time: the status the route answered with, and the second answer's. */
+export type SecondAnswer = (answered: number, second: number) => void
+
 /** A response whose writes are held: its own methods, put back at the end, and what was written. */
 interface Hold {
   readonly original: Pick<ServerResponse, 'writeHead' | 'write' | 'end' | 'flushHeaders'>
   readonly chunks: HttpBody[]
   resolve(reply: RouteReply<HttpBody>): void
-  reject(error: unknown): void
+  /** What the route answered, once it ended the response: it stays held until the adapter sends it. */
+  answer?: HeldAnswer
+  /** Told of the first answer written after the route's own (which is dropped); unset once told. */
+  second: SecondAnswer | undefined
+  /** Something wrote to the response after the route's answer (dropped). */
+  overwritten: boolean
+}
+
+/** The route's answer as the response held it when the route ended it. */
+interface HeldAnswer {
+  readonly status: number
+  readonly statusMessage: string
+  /** Every header field then (lower-case names), its value as Node keeps it. */
+  readonly headers: Readonly<Record<string, number | string | string[] | undefined>>
 }
 
 // The responses whose writes `captureResponse` holds. The methods put in place of the
@@ -318,10 +329,14 @@ const holds = new WeakMap<ServerResponse, Hold>()
 
 /**
  * Holds what is written to a Node response instead of sending it, and resolves with the
- * route's reply when the response is ended: its status and body, its headers where the
- * route set them, on the response (`responseHeaders` reads them). The real methods are
- * put back at that point, so the adapter can send the final answer (`sendHeld` the
- * reply itself, `sendAnswer` idem's own).
+ * route's reply when the route ends the response: its status, body and headers as they
+ * are then. The route's answer is THE answer from that point: the response stays held
+ * until the adapter sends it (`sendHeld` the reply itself, `sendAnswer` idem's own),
+ * and whatever is written to it meanwhile (an error handler's answer, after the route
+ * threw) is dropped, `second` told of it once, and the status and headers the route
+ * answered with are put back when it is sent. Until then the response says it has sent
+ * nothing (`headersSent` false), so an error handler answers (dropped) rather than
+ * destroying the connection, as Express's does when headers were sent.
  *
  * A client that goes away changes nothing here: the route's transaction must stay
  * open until the route has finished with it (a rollback while it still writes would
@@ -331,10 +346,10 @@ const holds = new WeakMap<ServerResponse, Hold>()
  * back before it sends idem's answer, and what the route writes later fails as a write
  * after the end does.
  */
-export function captureResponse(res: ServerResponse): Promise<RouteReply<HttpBody>> {
-  return new Promise<RouteReply<HttpBody>>((resolve, reject) => {
+export function captureResponse(res: ServerResponse, second?: SecondAnswer): Promise<RouteReply<HttpBody>> {
+  return new Promise<RouteReply<HttpBody>>((resolve) => {
     const original = { writeHead: res.writeHead, write: res.write, end: res.end, flushHeaders: res.flushHeaders }
-    holds.set(res, { original, chunks: [], resolve, reject })
+    holds.set(res, { original, chunks: [], resolve, second, overwritten: false })
     res.writeHead = heldWriteHead
     res.write = heldWrite
     res.end = heldEnd
@@ -342,8 +357,20 @@ export function captureResponse(res: ServerResponse): Promise<RouteReply<HttpBod
   })
 }
 
-// Puts a held response's own methods back; it is then written as usual.
-function release(res: ServerResponse): Hold | undefined {
+/** The status the route answered a held response with, once it has ended it; undefined before, or when nothing holds it. */
+export function answeredStatus(res: ServerResponse): number | undefined {
+  return holds.get(res)?.answer?.status
+}
+
+/**
+ * Puts a held response's own methods back, dropping what was held: it is then written
+ * as usual, with the status and headers it has now.
+ */
+export function release(res: ServerResponse): void {
+  unhold(res)
+}
+
+function unhold(res: ServerResponse): Hold | undefined {
   const hold = holds.get(res)
   if (hold === undefined) return undefined
   holds.delete(res)
@@ -351,7 +378,26 @@ function release(res: ServerResponse): Hold | undefined {
   return hold
 }
 
+// The route's answer back on the response, as it was when the route ended it, when
+// something wrote to it since (dropped), and may have changed its status and headers on
+// the way (an error handler sets its own before it writes).
+function restore(res: ServerResponse, hold: Hold, answer: HeldAnswer): void {
+  if (!hold.overwritten && res.statusCode === answer.status) return
+  res.statusCode = answer.status
+  res.statusMessage = answer.statusMessage
+  for (const name of res.getHeaderNames()) res.removeHeader(name)
+  for (const [name, value] of Object.entries(answer.headers)) if (value !== undefined) res.setHeader(name, value)
+}
+
+// Whether the route has answered a held response: what is written to it then is dropped.
+function overwrites(hold: Hold | undefined): boolean {
+  if (hold?.answer === undefined) return false
+  hold.overwritten = true
+  return true
+}
+
 const heldWriteHead = function writeHead(this: ServerResponse, status: number, ...rest: unknown[]) {
+  if (overwrites(holds.get(this))) return this
   this.statusCode = status
   if (typeof rest[0] === 'string') this.statusMessage = rest.shift() as string
   setHeadersFrom(this, rest[0])
@@ -362,30 +408,38 @@ const heldFlushHeaders = (): void => {}
 
 const heldWrite = function write(this: ServerResponse, chunk: unknown, encoding?: unknown, callback?: unknown) {
   const hold = holds.get(this)
-  if (hold !== undefined) collect(hold.chunks, chunk, encoding)
+  if (hold !== undefined && !overwrites(hold)) collect(hold.chunks, chunk, encoding)
   const done = typeof encoding === 'function' ? encoding : callback
   if (typeof done === 'function') queueMicrotask(() => (done as WriteCallback)())
   return true
 } as ServerResponse['write']
 
 const heldEnd = function end(this: ServerResponse, chunk?: unknown, encoding?: unknown, callback?: unknown) {
-  const hold = release(this)
+  const hold = holds.get(this)
   const done = typeof chunk === 'function' ? chunk : typeof encoding === 'function' ? encoding : callback
-  if (hold !== undefined) {
-    collect(hold.chunks, chunk, encoding)
-    try {
-      hold.resolve(heldReply(this, joined(hold.chunks)))
-    } catch (error) {
-      hold.reject(error)
-    }
-  }
+  if (hold !== undefined) endHeld(this, hold, chunk, encoding)
   if (typeof done === 'function') queueMicrotask(() => (done as WriteCallback)())
   return this
 } as ServerResponse['end']
 
-// What the route wrote: its status and body; its headers are on the response.
-function heldReply(res: ServerResponse, body: HttpBody): RouteReply<HttpBody> {
-  return { kind: 'reply', response: body, status: res.statusCode, body, headers: (names) => responseHeaders(res, names) }
+// The route's end holds its answer; any later one is a second answer, dropped.
+function endHeld(res: ServerResponse, hold: Hold, chunk: unknown, encoding: unknown): void {
+  if (hold.answer !== undefined) {
+    hold.overwritten = true
+    const told = hold.second
+    hold.second = undefined
+    told?.(hold.answer.status, res.statusCode)
+    return
+  }
+  collect(hold.chunks, chunk, encoding)
+  const answer: HeldAnswer = { status: res.statusCode, statusMessage: res.statusMessage, headers: res.getHeaders() }
+  hold.answer = answer
+  hold.resolve(heldReply(answer, joined(hold.chunks)))
+}
+
+// What the route answered: its status and body, and its headers as they were then.
+function heldReply(answer: HeldAnswer, body: HttpBody): RouteReply<HttpBody> {
+  return { kind: 'reply', response: body, status: answer.status, body, headers: (names) => recordHeaders(answer.headers, names) }
 }
 
 function collect(chunks: HttpBody[], chunk: unknown, encoding: unknown): void {
