@@ -13,7 +13,8 @@ import type { FastifyReply, FastifyRequest, onErrorHookHandler, onRouteHookHandl
 import type { HttpRequest, Protected, RouteResult } from './exchange.js'
 import { bufferOf, isWebResponse, routeReply, writeAnswer, writePayload, type Payload } from './fastify-reply.js'
 import type { AfterAnswer, RequestProtection } from './handler.js'
-import { captureResponse, nodeBody, nodeRequest, release, type NodeBody } from './node.js'
+import { nodeBody, nodeRequest, type NodeBody } from './node-request.js'
+import { captureResponse, release } from './node.js'
 import type { IdempotencyContext } from './options.js'
 import { RouteHijackedError } from './route-hijacked.js'
 

@@ -29,20 +29,8 @@ import { InvalidOptionError } from '../core/errors/invalid-option.js'
 import { assertKnownOptions, optionNames } from '../core/validate.js'
 import type { HttpAnswer, HttpBody, HttpRequest, RouteResult } from './exchange.js'
 import { protectRequests, type AfterAnswer, type RequestProtection, type RouteCalls } from './handler.js'
-import {
-  answeredStatus,
-  captureResponse,
-  declaresBody,
-  isParsedObject,
-  nodeBody,
-  nodeRequest,
-  parsedBody,
-  recordHeaders,
-  refillRequest,
-  sendAnswer,
-  sendHeld,
-  type NodeRequestBody,
-} from './node.js'
+import { declaresBody, isParsedObject, nodeBody, nodeRequest, parsedBody, refillRequest, type NodeRequestBody } from './node-request.js'
+import { answeredStatus, captureResponse, recordHeaders, sendAnswer, sendHeld } from './node.js'
 import type { IdempotencyContext, IdempotencyOptions } from './options.js'
 import { problemAnswer } from './problem.js'
 import { webhookReceiving, type WebhookReceiverOptions } from './webhook.js'

@@ -4,7 +4,7 @@
 // by returning its Response: it can do neither.
 import { expect } from 'vitest'
 import { createEventStream, type WarningEvent } from '../../../src/core/events.js'
-import { expectProblem, fresh, quoted, type ConformanceCase } from './case-kit.js'
+import { expectProblem, fresh, quoted, type CaseContext, type ConformanceCase } from './case-kit.js'
 import { until } from './cases.js'
 import type { Call, FrontEnd } from './frontends.js'
 
@@ -20,6 +20,17 @@ function warnings(t: { cleanup: Array<() => void> }, code: string): WarningEvent
   const heard: WarningEvent[] = []
   t.cleanup.push(events.subscribe((event) => event.type === 'warning' && event.code === code && heard.push(event)))
   return heard
+}
+
+/** The first answer (`text`) committed with one effect under `key`; the retry replays it without running the route. */
+async function expectCommittedOnce(t: CaseContext, call: Call, key: string, text: string): Promise<void> {
+  expect(await t.backend.countEffects(key)).toBe(1)
+  expect(await t.backend.countKeys(key)).toBe(1)
+  const replay = await t.client.send(call)
+  expect(replay.status).toBe(201)
+  expect(replay.headers.get('idempotent-replayed')).toBe('true')
+  expect(await replay.text()).toBe(text)
+  expect(t.state.runs[call.path]).toBe(1)
 }
 
 const onNode = (name: FrontEnd['name']): boolean => name === 'express' || name === 'express4' || name === 'fastify' || name.startsWith('nest')
@@ -42,14 +53,7 @@ export const nodeCases: NodeCase[] = [
       expect(first.headers.getSetCookie()).toHaveLength(2)
       const text = await first.text()
       expect(JSON.parse(text)).toMatchObject({ route: '/answer-then-throw', run: 1, echo: 'x', protected: true })
-      expect(await t.backend.countEffects(key)).toBe(1)
-      expect(await t.backend.countKeys(key)).toBe(1)
-
-      const replay = await t.client.send(call)
-      expect(replay.status).toBe(201)
-      expect(replay.headers.get('idempotent-replayed')).toBe('true')
-      expect(await replay.text()).toBe(text)
-      expect(t.state.runs['/answer-then-throw']).toBe(1)
+      await expectCommittedOnce(t, call, key, text)
       await until(() => told.length > 0)
       expect(told).toHaveLength(1)
       expect(told[0]!.message).toContain('POST /answer-then-throw answered 201, then')
@@ -83,14 +87,7 @@ export const nodeCases: NodeCase[] = [
       const first = await t.client.send(call)
       expect(first.status).toBe(201)
       expect(first.headers.get('location')).toBe('/hijack/1')
-      const text = await first.text()
-      expect(await t.backend.countEffects(key)).toBe(1)
-      expect(await t.backend.countKeys(key)).toBe(1)
-      const replay = await t.client.send(call)
-      expect(replay.status).toBe(201)
-      expect(replay.headers.get('idempotent-replayed')).toBe('true')
-      expect(await replay.text()).toBe(text)
-      expect(t.state.runs['/hijack']).toBe(1)
+      await expectCommittedOnce(t, call, key, await first.text())
     },
   },
 ]
