@@ -32,9 +32,12 @@ export type { WebhookEvent, WebhookEventId, WebhookReceiverOptions, WebhookVerif
  * Express 4.17+ and 5 middleware. Mount it before body parsers (`express.json()` and friends):
  * it reads the raw body for the fingerprint and puts the same bytes back for them. The
  * route handler finds the key and its transaction on `req.idem`; the response it
- * writes is held until the transaction commits. `scope` and `routes` receive the Express
- * request, so they can read what authentication set on it. A route still running at `deadlineMs`
- * (30 s by default) is rolled back and answered 503 `overran`.
+ * writes is held until the transaction commits. Once the route has ended its response,
+ * that is the answer: an error handler's after it (the route threw, or called
+ * `next(err)`) is dropped and reported (`route-failed-after-answer`). `scope` and
+ * `routes` receive the Express request, so they can read what authentication set on it.
+ * A route still running at `deadlineMs` (30 s by default) is rolled back and answered
+ * 503 `overran`.
  *
  * @example
  * app.use(idempotency({ store, scope: (req) => req.get('x-account-id') ?? 'anonymous' }))

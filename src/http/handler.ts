@@ -251,7 +251,7 @@ function answeredThenFailed<Tx, Native>(o: ResolvedOptions<Tx, Native>, request:
   const what =
     'error' in after
       ? `then threw (${after.error instanceof Error ? after.error.message : String(after.error)})`
-      : `then something answered again with ${after.secondAnswer} (an error handler, after the route threw or passed an error to next)`
+      : `then something answered again with ${after.secondAnswer} (an error handler after the route failed, or a second send)`
   const replay = o.storeStatus(status) ? 'stored with its effects, what a retry with the same key replays' : 'not stored (it rolls back), so a retry runs the route again'
   warn(o.events, {
     code: 'route-failed-after-answer',
