@@ -8,7 +8,8 @@ import type { NextFunction, Request as ExpressRequest, RequestHandler, Response 
 import { InvalidOptionError } from '../core/errors/invalid-option.js'
 import type { HttpBody, HttpRequest, RouteResult } from './exchange.js'
 import { protectRequests, type RouteCalls } from './handler.js'
-import { captureResponse, declaresBody, isParsedObject, nodeBody, nodeRequest, parsedBody, refillRequest, sendAnswer, sendHeld } from './node.js'
+import { declaresBody, isParsedObject, nodeBody, nodeRequest, parsedBody, refillRequest } from './node-request.js'
+import { captureResponse, release, sendAnswer, sendHeld } from './node.js'
 import type { IdempotencyContext, IdempotencyOptions } from './options.js'
 import { problemAnswer } from './problem.js'
 import { webhookReceiving, type WebhookReceiverOptions } from './webhook.js'
@@ -31,9 +32,12 @@ export type { WebhookEvent, WebhookEventId, WebhookReceiverOptions, WebhookVerif
  * Express 4.17+ and 5 middleware. Mount it before body parsers (`express.json()` and friends):
  * it reads the raw body for the fingerprint and puts the same bytes back for them. The
  * route handler finds the key and its transaction on `req.idem`; the response it
- * writes is held until the transaction commits. `scope` and `routes` receive the Express
- * request, so they can read what authentication set on it. A route still running at `deadlineMs`
- * (30 s by default) is rolled back and answered 503 `overran`.
+ * writes is held until the transaction commits. Once the route has ended its response,
+ * that is the answer: an error handler's after it (the route threw, or called
+ * `next(err)`) is dropped and reported (`route-failed-after-answer`). `scope` and
+ * `routes` receive the Express request, so they can read what authentication set on it.
+ * A route still running at `deadlineMs` (30 s by default) is rolled back and answered
+ * 503 `overran`.
  *
  * @example
  * app.use(idempotency({ store, scope: (req) => req.get('x-account-id') ?? 'anonymous' }))
@@ -49,7 +53,7 @@ export type { WebhookEvent, WebhookEventId, WebhookReceiverOptions, WebhookVerif
  * })
  */
 export function idempotency<Tx>(options: IdempotencyOptions<Tx, ExpressRequest>): RequestHandler {
-  const { covers, protect } = protectRequests<Tx, ExpressRequest>(options)
+  const { covers, protect, answeredThenFailed } = protectRequests<Tx, ExpressRequest>(options)
 
   return function idempotency(req: ExpressRequest, res: ExpressResponse, next: NextFunction): void {
     if (!covers(req.method)) {
@@ -91,7 +95,9 @@ export function idempotency<Tx>(options: IdempotencyOptions<Tx, ExpressRequest>)
         }
         if (body !== undefined) refillRequest(req, bytes)
         req.idem = idem
-        const reply = captureResponse(res)
+        // Once the route has answered, its answer stands: an error handler's, after the
+        // route threw or called next(err), is dropped and told.
+        const reply = captureResponse(res, (answered, second) => answeredThenFailed(request, answered, { secondAnswer: second }))
         next()
         return reply
       },
@@ -109,6 +115,7 @@ export function idempotency<Tx>(options: IdempotencyOptions<Tx, ExpressRequest>)
       (error: unknown) => {
         // Express's error handlers answer. If the route already ran, its held response
         // is dropped: the transaction rolled back, so it must not be sent as a success.
+        release(res)
         if (!res.headersSent && !res.writableEnded) next(error)
       },
     ).catch((error: unknown) => res.destroy(error as Error))

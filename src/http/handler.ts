@@ -94,6 +94,14 @@ export interface CallBounds {
   readonly waitMs: number
 }
 
+/**
+ * What a route did after it answered (on Node, where a route answers by ending its
+ * response and runs on): it threw, with the error known (Fastify, NestJS); or something
+ * answered a second time, with that answer's status (Express: an error handler, after
+ * the route threw or passed an error to `next`).
+ */
+export type AfterAnswer = { readonly error: unknown } | { readonly secondAnswer: number }
+
 /** The middleware behind every front end. */
 export interface RequestProtection<Tx, Native> {
   /**
@@ -106,6 +114,13 @@ export interface RequestProtection<Tx, Native> {
    * `routes`; `bounds` limit this request's call (see `CallBounds`).
    */
   protect<R>(request: HttpRequest, native: Native, route: RouteCalls<Tx, R>, bounds?: CallBounds): Promise<Protected<R>>
+  /**
+   * Reports a route that failed after it answered with `status`: its answer stands (it
+   * is what the client gets and, stored with the effects, what a retry replays), and
+   * the failure goes to the warn hook (`route-failed-after-answer`), never into a
+   * second answer.
+   */
+  answeredThenFailed(request: HttpRequest, status: number, after: AfterAnswer): void
 }
 
 /** How each idem error is counted over HTTP (`HttpEvent`); the rest answer 500 and count as `error`. */
@@ -130,6 +145,8 @@ export function protectRequests<Tx, Native = unknown>(options: IdempotencyOption
     const problem = problemAnswer(error, o.problemTypes)
     if (error.code === 'overran') overran(problem.status, request, deadlineMs)
     else if (o.events.listening) o.events.emit({ type: 'http', outcome: OUTCOME_OF_CODE[error.code] ?? 'error', method: request.method, status: problem.status })
+    // A route that cannot be protected as written: the log names it, every time.
+    if (error.code === 'route-hijacked') warn(o.events, { code: 'route-hijacked', source: 'idempotency', message: error.message })
     return { kind: 'answer', answer: problem }
   }
   // A route held its key past the deadline: the event and the log name it, every time.
@@ -163,7 +180,7 @@ export function protectRequests<Tx, Native = unknown>(options: IdempotencyOption
     })
   }
 
-  return { covers, protect }
+  return { covers, protect, answeredThenFailed: (request, status, after) => answeredThenFailed(o, request, status, after) }
 
   async function protect<R>(request: HttpRequest, native: Native, route: RouteCalls<Tx, R>, bounds?: CallBounds): Promise<Protected<R>> {
     if (!covers(request.method) || !o.routes(native, request.path)) {
@@ -227,6 +244,23 @@ export function protectRequests<Tx, Native = unknown>(options: IdempotencyOption
       throw error
     }
   }
+}
+
+// The route's answer stands; what failed after it is told, with the error when it is known.
+function answeredThenFailed<Tx, Native>(o: ResolvedOptions<Tx, Native>, request: HttpRequest, status: number, after: AfterAnswer): void {
+  const what =
+    'error' in after
+      ? `then threw (${after.error instanceof Error ? after.error.message : String(after.error)})`
+      : `then something answered again with ${after.secondAnswer} (an error handler after the route failed, or a second send)`
+  const replay = o.storeStatus(status) ? 'stored with its effects, what a retry with the same key replays' : 'not stored (it rolls back), so a retry runs the route again'
+  warn(o.events, {
+    code: 'route-failed-after-answer',
+    source: 'idempotency',
+    message:
+      `idem: ${request.method} ${request.path} answered ${status}, ${what}. Its ${status} stands: it is what the client gets and, ${replay}; ` +
+      'no second answer was sent. Finish what can fail before answering, or catch it.',
+    ...('error' in after ? { cause: after.error } : {}),
+  })
 }
 
 /**

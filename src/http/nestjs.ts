@@ -28,20 +28,9 @@ import { Observable, type Subscription } from 'rxjs'
 import { InvalidOptionError } from '../core/errors/invalid-option.js'
 import { assertKnownOptions, optionNames } from '../core/validate.js'
 import type { HttpAnswer, HttpBody, HttpRequest, RouteResult } from './exchange.js'
-import { protectRequests, type RequestProtection, type RouteCalls } from './handler.js'
-import {
-  captureResponse,
-  declaresBody,
-  isParsedObject,
-  nodeBody,
-  nodeRequest,
-  parsedBody,
-  recordHeaders,
-  refillRequest,
-  sendAnswer,
-  sendHeld,
-  type NodeRequestBody,
-} from './node.js'
+import { protectRequests, type AfterAnswer, type RequestProtection, type RouteCalls } from './handler.js'
+import { declaresBody, isParsedObject, nodeBody, nodeRequest, parsedBody, refillRequest, type NodeRequestBody } from './node-request.js'
+import { answeredStatus, captureResponse, recordHeaders, sendAnswer, sendHeld } from './node.js'
 import type { IdempotencyContext, IdempotencyOptions } from './options.js'
 import { problemAnswer } from './problem.js'
 import { webhookReceiving, type WebhookReceiverOptions } from './webhook.js'
@@ -168,15 +157,24 @@ export class IdempotencyInterceptor<Tx = unknown> implements NestInterceptor {
           routeStarted = true
           if (typeof body === 'object' && body !== null && 'source' in body) refillRequest(req, bytes)
           held.set(request, idem)
+          // Once the route has answered, its answer stands: what fails after it is told,
+          // and what Nest writes after it (its exception filter's answer) is dropped.
           let threw = false
-          const sent = captureResponse(res).then((response) => {
+          let told = false
+          const tell = (status: number, after: AfterAnswer): void => {
+            if (!told) this.protection.answeredThenFailed(exchange, status, after)
+            told = true
+          }
+          const sent = captureResponse(res, (status, second) => tell(status, { secondAnswer: second })).then((response) => {
             answered = true
             return response
           })
           route = next.handle().subscribe({
             next: (value) => subscriber.next(value),
             error: (error: unknown) => {
-              threw = true
+              const status = answeredStatus(res)
+              if (status === undefined) threw = true
+              else tell(status, { error })
               settled = true
               subscriber.error(error)
               abandon.check()
@@ -188,8 +186,8 @@ export class IdempotencyInterceptor<Tx = unknown> implements NestInterceptor {
             },
           })
           const reply = await Promise.race([sent, abandon.promise])
-          // The route threw: Nest's exception filter has answered, and that answer goes
-          // out unstored while the effects and the key roll back.
+          // The route threw before it answered: Nest's exception filter has answered, and
+          // that answer goes out unstored while the effects and the key roll back.
           return threw && reply.kind === 'reply' ? { kind: 'discard', response: reply.response, status: reply.status } : reply
         },
       }

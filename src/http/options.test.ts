@@ -20,6 +20,7 @@ import { idempotency as fastifyIdempotency } from './fastify.js'
 import { idempotency as honoIdempotency } from './hono.js'
 import { IdempotencyInterceptor, IdempotencyModule } from './nestjs.js'
 import { memoryStore } from '../stores/memory/index.js'
+import { RouteHijackedError } from './route-hijacked.js'
 
 const store = memoryStore()
 const scope = (): string => 'acct'
@@ -185,7 +186,7 @@ describe('problem types', () => {
     expect(samples.map((error) => error.code)).toEqual(expect.arrayContaining(['missing-key', 'invalid-key', 'fingerprint-mismatch', 'in-flight', 'store-unavailable']))
   })
 
-  for (const error of [...samples, new BodyTooLargeError('m'), new UnsupportedEncodingError('m'), new CorruptBodyError('m')]) {
+  for (const error of [...samples, new BodyTooLargeError('m'), new UnsupportedEncodingError('m'), new CorruptBodyError('m'), new RouteHijackedError('m')]) {
     const { status, title, detail = 'm' } = PROBLEMS[error.code]
     it(`${error.code}: ${status} problem+json whose type is documented under #${error.code}`, async () => {
       const response = problemResponse(error)
@@ -202,7 +203,7 @@ describe('problem types', () => {
 
   it('415 lists the codings that would do in Accept-Encoding (RFC 9110 §12.5.3); no other problem carries it', () => {
     expect(problemResponse(new UnsupportedEncodingError('m')).headers.get('accept-encoding')).toBe('gzip, deflate, br')
-    for (const error of [...samples, new BodyTooLargeError('m'), new CorruptBodyError('m')]) expect(problemResponse(error).headers.get('accept-encoding')).toBeNull()
+    for (const error of [...samples, new BodyTooLargeError('m'), new CorruptBodyError('m'), new RouteHijackedError('m')]) expect(problemResponse(error).headers.get('accept-encoding')).toBeNull()
   })
 
   it('409 and 503 carry Retry-After', () => {

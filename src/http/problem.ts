@@ -3,6 +3,7 @@ import { assertKnownOptions, optionNames } from '../core/validate.js'
 import type { BodyTooLargeError } from './body-too-large.js'
 import type { CorruptBodyError } from './corrupt-body.js'
 import type { HttpAnswer } from './exchange.js'
+import type { RouteHijackedError } from './route-hijacked.js'
 import { DECODED_CODINGS, type UnsupportedEncodingError } from './unsupported-encoding.js'
 import { webResponse } from './web.js'
 
@@ -24,6 +25,7 @@ export type ProblemCode =
   | BodyTooLargeError['code']
   | UnsupportedEncodingError['code']
   | CorruptBodyError['code']
+  | RouteHijackedError['code']
   | 'method-not-allowed'
   | 'invalid-signature'
   | 'handler-failed'
@@ -87,6 +89,12 @@ export const PROBLEMS: Readonly<Record<ProblemCode, ProblemSpec>> = {
     detail: 'The stored outcome of this Idempotency-Key cannot be read back, so nothing was replayed and nothing was run again.',
   },
   'invalid-option': { status: 500, title: 'Invalid idem configuration', detail: 'The idempotency middleware on this server is misconfigured.' },
+  'route-hijacked': {
+    status: 500,
+    title: 'Route hijacked its reply',
+    detail:
+      'The route for this request took its reply over (hijacked it), so the idempotency middleware could neither hold nor store it: its work was rolled back and nothing was stored. A retry with the same key gets this answer again until the server is fixed.',
+  },
   'method-not-allowed': { status: 405, title: 'Method not allowed' },
   'invalid-signature': { status: 401, title: 'Webhook signature does not verify' },
   'handler-failed': { status: 500, title: 'Handling the event failed' },

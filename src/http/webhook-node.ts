@@ -6,7 +6,8 @@
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import { InvalidOptionError } from '../core/errors/invalid-option.js'
 import type { HttpAnswer, HttpRequest } from './exchange.js'
-import { declaresBody, nodeBody, nodeRequest, sendAnswer } from './node.js'
+import { declaresBody, nodeBody, nodeRequest } from './node-request.js'
+import { sendAnswer } from './node.js'
 
 /** A Node request as the webhook receiver reads it, and whether its upload was left unread (a 413). */
 export interface NodeDelivery {

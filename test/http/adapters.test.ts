@@ -12,6 +12,7 @@ import { idempotency as expressIdempotency } from '../../src/http/express.js'
 import { idempotency as fastifyIdempotency } from '../../src/http/fastify.js'
 import { idempotency as honoIdempotency, type IdemVariables } from '../../src/http/hono.js'
 import type { SqliteDatabase } from '../../src/stores/sqlite/index.js'
+import { createEventStream, type EventStream, type WarningEvent } from '../../src/core/events.js'
 import { latch } from './support/app.js'
 import { sqliteBackend } from './support/backends.js'
 import { httpCall } from './support/frontends.js'
@@ -123,6 +124,69 @@ describe('express', () => {
     expect(retry.headers.get('idempotent-replayed')).toBe('true')
     expect(runs).toBe(1)
     await server.close()
+  })
+})
+
+/** An event stream of its own, and the warnings it heard. */
+function warnings(): { events: EventStream; told: WarningEvent[] } {
+  const events = createEventStream()
+  const told: WarningEvent[] = []
+  events.subscribe((event) => event.type === 'warning' && told.push(event))
+  return { events, told }
+}
+
+describe('fastify: a route that answers twice, or takes its reply over', () => {
+  it('a second reply.send is dropped and told: the first answer is sent and stored', async () => {
+    const { events, told } = warnings()
+    const app = Fastify()
+    await app.register(fastifyIdempotency({ store: backend.store, scope, events }))
+    app.post('/orders', async (request, reply) => {
+      await backend.writeEffect(request.idem!.tx as SqliteDatabase, request.idem!.key)
+      void reply.code(201).send({ first: true })
+      return reply.code(202).send({ second: true })
+    })
+    await app.ready()
+    const k = `k-${randomUUID()}`
+    const first = await app.inject({ method: 'POST', url: '/orders', headers: { 'idempotency-key': k } })
+    expect([first.statusCode, first.json()]).toEqual([201, { first: true }])
+    const replay = await app.inject({ method: 'POST', url: '/orders', headers: { 'idempotency-key': k } })
+    expect([replay.statusCode, replay.json(), replay.headers['idempotent-replayed']]).toEqual([201, { first: true }, 'true'])
+    expect(await backend.countEffects(k)).toBe(1)
+    expect(told.map((event) => event.code)).toEqual(['route-failed-after-answer'])
+    expect(told[0]!.message).toContain('POST /orders answered 201, then something answered again with 202')
+    await app.close()
+  })
+
+  it('a route that catches the refused hijack and writes 201 on reply.raw: nothing of it is sent, the client gets 500 route-hijacked', async () => {
+    const { events, told } = warnings()
+    const app = Fastify()
+    await app.register(fastifyIdempotency({ store: backend.store, scope, events }))
+    let runs = 0
+    app.post('/orders', async (request, reply) => {
+      runs++
+      await backend.writeEffect(request.idem!.tx as SqliteDatabase, request.idem!.key)
+      try {
+        reply.hijack()
+      } catch {
+        // Written as if the reply had been taken over.
+      }
+      reply.raw.writeHead(201, { 'content-type': 'text/plain', 'x-raw': 'yes' })
+      reply.raw.end('created')
+    })
+    await app.listen({ host: '127.0.0.1', port: 0 })
+    const port = (app.server.address() as AddressInfo).port
+    const k = `k-${randomUUID()}`
+    for (const attempt of [1, 2]) {
+      const response = await httpCall(port, { path: '/orders', key: k, contentType: json, body: '{}' })
+      expect(response.status).toBe(500)
+      expect(response.headers.get('x-raw')).toBeNull()
+      expect(await response.json()).toMatchObject({ code: 'route-hijacked' })
+      expect(await backend.countEffects(k)).toBe(0)
+      expect(runs).toBe(attempt)
+    }
+    expect(await backend.countKeys(k)).toBe(0)
+    expect(told.map((event) => event.code)).toEqual(['route-hijacked', 'route-hijacked'])
+    await app.close()
   })
 })
 

@@ -48,6 +48,10 @@ export interface RouteOutput {
   status: number
   headers: Array<[string, string]>
   body: string
+  /** Thrown once the answer is written (the front ends on Node's response, where a route can answer and run on). */
+  thenThrow?: Error
+  /** Written on the raw response after taking the reply over (`reply.hijack()`: the Fastify front ends). */
+  hijack?: true
 }
 
 /**
@@ -59,6 +63,8 @@ export interface RouteOutput {
  * - `POST /fail` 500, `POST /busy` 429: write an effect first (to prove the rollback).
  * - `POST /gone` 404: a non-transient 4xx, stored.
  * - `POST /throw`: writes an effect, then throws.
+ * - `POST /answer-then-throw`: like `/orders`, then throws once the answer is written.
+ * - `POST /hijack`: like `/orders`, written on the raw response after `reply.hijack()`.
  * - `POST /slow`: waits for `state.gate`, then behaves like `/orders`.
  * - `POST /json`: 400 for a body that is not JSON, else 200: for the fuzz test.
  * - `POST /big`: writes an effect, then 201 with Location and a text body of as many
@@ -106,6 +112,12 @@ export async function runRoute<Tx>(backend: Backend<Tx>, state: AppState, input:
     case '/throw':
       await effect()
       throw new Error(`boom ${run}`)
+    case '/answer-then-throw':
+      await effect()
+      return { ...created(), thenThrow: new Error(`follow-up work failed ${run}`) }
+    case '/hijack':
+      await effect()
+      return { ...created(), hijack: true }
     case '/big':
       await effect()
       return { status: 201, headers: [['content-type', 'text/plain; charset=utf-8'], ['location', `${path}/${run}`]], body: 'x'.repeat(Number(body)) }

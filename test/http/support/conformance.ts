@@ -3,12 +3,14 @@ import { appState } from './app.js'
 import type { Backend } from './backends.js'
 import { conformanceCases } from './cases.js'
 import { frontEnds, type FrontEnd } from './frontends.js'
+import { nodeCases } from './node-cases.js'
 
 /**
  * Runs the shared conformance table against each front end (by default `frontEnds`:
  * fetch, hono, express 5 and 4, fastify, NestJS 11 on Express and Fastify with routes
  * that return their value and routes that answer through `@Res()`) over one
- * backend. Each case gets a fresh app with its own options.
+ * backend, and the rows only some of them can run (`nodeCases`) on those. Each case gets
+ * a fresh app with its own options.
  */
 export function describeConformance(backendName: string, getBackend: () => Backend | undefined, fronts: readonly FrontEnd[] = frontEnds): void {
   afterAll(async () => {
@@ -20,7 +22,7 @@ export function describeConformance(backendName: string, getBackend: () => Backe
       if (!conformanceCases.some((c) => c.name === name)) throw new Error(`${frontEnd.name} lists a case that does not exist: ${name}`)
     }
     describe(`${frontEnd.name} × ${backendName}`, () => {
-      for (const { name, options = {}, run } of conformanceCases) {
+      for (const { name, options = {}, run } of [...conformanceCases, ...nodeCases.filter((c) => c.runsOn(frontEnd.name))]) {
         const cannot = frontEnd.cannot?.[name]
         if (cannot !== undefined) {
           it.skip(`${name} (cannot: ${cannot})`, () => {})

@@ -154,7 +154,7 @@ export const honoFrontEnd: FrontEnd = {
 function expressOn(name: 'express' | 'express4', framework: typeof express): FrontEnd {
   return {
     name,
-    start: (backend, options, state) => startExpress(framework, backend, options, state),
+    start: (backend, options, state) => startExpress(framework, name === 'express', backend, options, state),
   }
 }
 
@@ -163,20 +163,23 @@ export const expressFrontEnd: FrontEnd = expressOn('express', express)
 /** Express 4.21, the major most installed Express apps are still on. */
 export const express4FrontEnd: FrontEnd = expressOn('express4', express4 as unknown as typeof express)
 
-async function startExpress(framework: typeof express, backend: Backend, options: AppOptions, state: AppState): Promise<Client> {
+async function startExpress(framework: typeof express, catchesRejections: boolean, backend: Backend, options: AppOptions, state: AppState): Promise<Client> {
   {
     const app = framework()
     app.use(expressIdempotency(middlewareOptions<express.Request>(backend, options, state, (req) => tenantOf(req.get('authorization')))))
     app.use(framework.text({ type: () => true, limit: '1mb' }))
-    // Express 4 does not catch a rejected async handler (5 does): pass it to next, as apps on 4 do.
     app.use((req, res, next) => {
-      runRoute(backend, state, { method: req.method, path: req.path, body: typeof req.body === 'string' ? req.body : '', idem: req.idem }).then((out) => {
+      const route = runRoute(backend, state, { method: req.method, path: req.path, body: typeof req.body === 'string' ? req.body : '', idem: req.idem }).then((out) => {
         // Past its deadline idem has answered for the route (503 overran).
         if (res.headersSent) return
         res.status(out.status)
         for (const [name, value] of out.headers) res.append(name, value)
         res.send(out.body)
-      }, next)
+        if (out.thenThrow !== undefined) throw out.thenThrow
+      })
+      // Express 5 catches a rejected async handler; Express 4 does not: apps on 4 pass it to next.
+      if (catchesRejections) return route
+      route.catch(next)
     })
     // Express's default error handler logs every thrown error; the tests throw on purpose.
     app.use((_error: unknown, _req: express.Request, res: express.Response, _next: express.NextFunction) => {
@@ -203,16 +206,34 @@ export const fastifyFrontEnd: FrontEnd = {
         body: typeof request.body === 'string' ? request.body : '',
         idem: request.idem ?? undefined,
       })
+      if (out.hijack) return answerOnRaw(reply, out)
       reply.code(out.status)
-      const cookies = out.headers.filter(([name]) => name === 'set-cookie').map(([, value]) => value)
-      for (const [name, value] of out.headers) if (name !== 'set-cookie') reply.header(name, value)
-      if (cookies.length > 0) reply.header('set-cookie', cookies)
-      return reply.send(out.body)
+      for (const [name, value] of Object.entries(headerRecord(out.headers))) reply.header(name, value)
+      reply.send(out.body)
+      if (out.thenThrow !== undefined) throw out.thenThrow
+      return reply
     })
     await app.listen({ host: '127.0.0.1', port: 0 })
     const { port } = app.server.address() as AddressInfo
     return { port, send: (call) => httpCall(port, call), close: () => app.close() }
   },
+}
+
+/** A route's headers as one record: Set-Cookie a list, every other field one value. */
+function headerRecord(headers: ReadonlyArray<[string, string]>): Record<string, string | string[]> {
+  const record: Record<string, string | string[]> = {}
+  const cookies = headers.filter(([name]) => name === 'set-cookie').map(([, value]) => value)
+  for (const [name, value] of headers) if (name !== 'set-cookie') record[name] = value
+  if (cookies.length > 0) record['set-cookie'] = cookies
+  return record
+}
+
+/** Takes Fastify's reply over and writes the route's answer on the Node response itself. */
+function answerOnRaw<T extends { hijack(): unknown; raw: http.ServerResponse }>(reply: T, out: RouteOutput): T {
+  reply.hijack()
+  reply.raw.writeHead(out.status, headerRecord(out.headers))
+  reply.raw.end(out.body)
+  return reply
 }
 
 type NestMajor = 10 | 11
@@ -236,21 +257,31 @@ interface PlatformResponse {
   code?(code: number): unknown
   header(name: string, value: string | string[]): unknown
   send(body: string): unknown
+  /** Fastify's. */
+  hijack?(): unknown
+  raw?: http.ServerResponse
 }
 
-const ROUTES = ['orders', 'other', 'slow', 'fail', 'busy', 'gone', 'throw', 'json', 'big']
+const ROUTES = ['orders', 'other', 'slow', 'fail', 'busy', 'gone', 'throw', 'json', 'big', 'answer-then-throw', 'hijack']
 
-/** Runs the shared route for a Nest request and puts its status and headers on the platform's response; returns the body. */
-async function nestRoute(app: NestApp, req: NestRequest, res: PlatformResponse, idem: IdempotencyContext<unknown> | undefined): Promise<string> {
+/**
+ * Runs the shared route for a Nest request and puts its status and headers on the
+ * platform's response; returns the body, or nothing when the route answered itself.
+ */
+async function nestRoute(app: NestApp, req: NestRequest, res: PlatformResponse, idem: IdempotencyContext<unknown> | undefined): Promise<string | undefined> {
   const body = req.rawBody?.toString('utf8') ?? (typeof req.body === 'string' ? req.body : '')
   const path = String(req.originalUrl ?? req.url).split('?')[0]!
   const out = await runRoute(app.backend, app.state, { method: req.method, path, body, idem })
+  if (out.hijack) {
+    answerOnRaw({ hijack: () => res.hijack!(), raw: res.raw! }, out)
+    return undefined
+  }
   if (res.status !== undefined) res.status(out.status)
   else res.code!(out.status)
-  const cookies = out.headers.filter(([name]) => name === 'set-cookie').map(([, value]) => value)
-  for (const [name, value] of out.headers) if (name !== 'set-cookie') res.header(name, value)
-  if (cookies.length > 0) res.header('set-cookie', cookies)
-  return out.body
+  for (const [name, value] of Object.entries(headerRecord(out.headers))) res.header(name, value)
+  if (out.thenThrow === undefined) return out.body
+  res.send(out.body)
+  throw out.thenThrow
 }
 
 /**
@@ -263,7 +294,7 @@ class ConformanceController {
   constructor(@Inject(NEST_APP) private readonly app: NestApp) {}
 
   @All(ROUTES)
-  handle(@Req() req: NestRequest, @Res({ passthrough: true }) res: PlatformResponse, @Idem() idem: IdempotencyContext<unknown> | undefined): Promise<string> {
+  handle(@Req() req: NestRequest, @Res({ passthrough: true }) res: PlatformResponse, @Idem() idem: IdempotencyContext<unknown> | undefined): Promise<string | undefined> {
     return nestRoute(this.app, req, res, idem)
   }
 }
@@ -275,7 +306,8 @@ class OwnResponseConformanceController {
 
   @All(ROUTES)
   async handle(@Req() req: NestRequest, @Res() res: PlatformResponse, @Idem() idem: IdempotencyContext<unknown> | undefined): Promise<void> {
-    res.send(await nestRoute(this.app, req, res, idem))
+    const body = await nestRoute(this.app, req, res, idem)
+    if (body !== undefined) res.send(body)
   }
 }
 
