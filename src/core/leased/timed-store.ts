@@ -1,25 +1,58 @@
 import { timedRoundTrip, type EventStream } from '../events.js'
-import type { LeasedStore } from './store.js'
+import type { Lease, LeaseClaim, LeasedStore } from './store.js'
 
 /**
- * The leased store as the engine, its heartbeat and its steps reach it: every round trip
- * is timed and reported (`{ type: 'store' }`) while someone listens, and passed straight
- * through otherwise.
+ * The leased store as the engine, its heartbeat and its steps reach it: the claim, and
+ * every write through the lease it handed back, is timed and reported
+ * (`{ type: 'store' }`) while someone listens, and passed straight through otherwise.
+ * One per engine: a lease needs no wrapper of its own. (`Lease.fencingToken`, read
+ * only when a function asks for it, is not one of the engine's round trips.)
  */
-export function timedLeasedStore(store: LeasedStore, events: EventStream): LeasedStore {
-  const name = store.name
-  return {
-    name,
-    maxOutcomeBytes: store.maxOutcomeBytes,
-    claim: (scope, key, fingerprint, leaseMs, ttlMs) =>
-      events.listening ? timedRoundTrip(events, name, 'claim', () => store.claim(scope, key, fingerprint, leaseMs, ttlMs)) : store.claim(scope, key, fingerprint, leaseMs, ttlMs),
-    renew: (scope, key, token, leaseMs) =>
-      events.listening ? timedRoundTrip(events, name, 'renew', () => store.renew(scope, key, token, leaseMs)) : store.renew(scope, key, token, leaseMs),
-    saveStep: (scope, key, token, step, result) =>
-      events.listening ? timedRoundTrip(events, name, 'step', () => store.saveStep(scope, key, token, step, result)) : store.saveStep(scope, key, token, step, result),
-    complete: (scope, key, token, outcome, ttlMs) =>
-      events.listening ? timedRoundTrip(events, name, 'complete', () => store.complete(scope, key, token, outcome, ttlMs)) : store.complete(scope, key, token, outcome, ttlMs),
-    release: (scope, key, token) =>
-      events.listening ? timedRoundTrip(events, name, 'release', () => store.release(scope, key, token)) : store.release(scope, key, token),
+export class LeasedIo {
+  /** The store's name, for its events and errors. */
+  readonly name: string
+  /** The largest outcome (and step result) the store holds, as it said at creation. */
+  readonly maxOutcomeBytes: number
+  readonly #store: LeasedStore
+  readonly #events: EventStream
+
+  constructor(store: LeasedStore, events: EventStream) {
+    this.name = store.name
+    this.maxOutcomeBytes = store.maxOutcomeBytes
+    this.#store = store
+    this.#events = events
+  }
+
+  /** `LeasedStore.claim`. */
+  claim(scope: string, key: string, fingerprint: string, leaseMs: number, ttlMs: number): Promise<LeaseClaim> {
+    const store = this.#store
+    const events = this.#events
+    return events.listening
+      ? timedRoundTrip(events, this.name, 'claim', () => store.claim(scope, key, fingerprint, leaseMs, ttlMs))
+      : store.claim(scope, key, fingerprint, leaseMs, ttlMs)
+  }
+
+  /** `Lease.renew`. */
+  renew(lease: Lease, leaseMs: number): Promise<boolean> {
+    const events = this.#events
+    return events.listening ? timedRoundTrip(events, this.name, 'renew', () => lease.renew(leaseMs)) : lease.renew(leaseMs)
+  }
+
+  /** `Lease.saveStep`. */
+  saveStep(lease: Lease, name: string, result: string): Promise<boolean> {
+    const events = this.#events
+    return events.listening ? timedRoundTrip(events, this.name, 'step', () => lease.saveStep(name, result)) : lease.saveStep(name, result)
+  }
+
+  /** `Lease.complete`. */
+  complete(lease: Lease, outcome: string, ttlMs: number): Promise<boolean> {
+    const events = this.#events
+    return events.listening ? timedRoundTrip(events, this.name, 'complete', () => lease.complete(outcome, ttlMs)) : lease.complete(outcome, ttlMs)
+  }
+
+  /** `Lease.release`. */
+  release(lease: Lease): Promise<boolean> {
+    const events = this.#events
+    return events.listening ? timedRoundTrip(events, this.name, 'release', () => lease.release()) : lease.release()
   }
 }

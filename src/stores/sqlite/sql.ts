@@ -134,6 +134,9 @@ export const leaseComplete =
 /** Ends a held lease without an outcome; the steps stay. */
 export const leaseRelease = `UPDATE idem_leases SET state = 'free', lease_until = NULL WHERE ${HELD}`
 
+/** A row while the token holds the key: what a lease's fencing token is checked with. */
+export const leaseHolds = `SELECT 1 AS found FROM idem_leases WHERE ${HELD}`
+
 /** One pruning batch of expired leased keys. */
 export const leasePruneBatch = 'SELECT scope, key FROM idem_leases WHERE expires_at <= @now LIMIT @limit'
 

@@ -64,3 +64,11 @@ export function leaseRelease(schema: string, scope: string, key: string, token: 
     values: [scope, key, token],
   }
 }
+
+/** One row while the token holds the key: what a lease's fencing token is checked with. */
+export function leaseHolds(schema: string, scope: string, key: string, token: string): Statement {
+  return {
+    text: `SELECT 1 FROM ${quoteSchema(schema)}.idem_leases WHERE scope = $1 AND key = $2 AND state = 'held' AND token = $3 AND expires_at > clock_timestamp()`,
+    values: [scope, key, token],
+  }
+}
