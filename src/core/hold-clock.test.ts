@@ -1,13 +1,14 @@
 import { randomUUID } from 'node:crypto'
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest'
 import { latch } from '../../test/leased/support.js'
+import { withLeases } from '../../test/support/leases.js'
 import { memoryLeasedStore } from '../stores/memory/leased.js'
 import { memoryStore } from '../stores/memory/store.js'
 import { createIdem } from './engine.js'
 import { OverranError } from './errors/overran.js'
 import { HoldClock, holdClock, MAX_TICK_MS, type Ticking } from './hold-clock.js'
 import { createLeasedIdem } from './leased/engine.js'
-import type { Lease, LeasedStore } from './leased/store.js'
+import type { LeasedStore } from './leased/store.js'
 
 const fresh = (label: string): string => `${label}-${randomUUID()}`
 
@@ -20,23 +21,10 @@ const ticks = (): Ticking & { seen: number[] } => {
 /** The memory leased store, counting the renewals and releases of the leases it hands back. */
 function counted(inner: LeasedStore) {
   const count = { renew: 0, release: 0 }
-  const store: LeasedStore = {
-    name: inner.name,
-    maxOutcomeBytes: inner.maxOutcomeBytes,
-    async claim(...args) {
-      const claim = await inner.claim(...args)
-      if (claim.state !== 'acquired') return claim
-      const { lease } = claim
-      const watched: Lease = {
-        renew: (ms) => (count.renew++, lease.renew(ms)),
-        saveStep: (name, result) => lease.saveStep(name, result),
-        complete: (outcome, ms) => lease.complete(outcome, ms),
-        release: () => (count.release++, lease.release()),
-        fencingToken: () => lease.fencingToken(),
-      }
-      return { ...claim, lease: watched }
-    },
-  }
+  const store = withLeases(inner, (lease) => ({
+    renew: (ms) => (count.renew++, lease.renew(ms)),
+    release: () => (count.release++, lease.release()),
+  }))
   return { store, count }
 }
 

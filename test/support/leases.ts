@@ -1,7 +1,7 @@
 import type { Lease, LeaseClaim, LeasedStore } from '../../src/index.js'
 
-/** The writes of a lease a test may replace (or watch), by name; what it leaves out goes to the lease as it is. */
-export type LeaseOverrides = Partial<Pick<Lease, 'renew' | 'saveStep' | 'complete' | 'release'>>
+/** The methods of a lease a test may replace (or watch), by name; what it leaves out goes to the lease as it is. */
+export type LeaseOverrides = Partial<Lease>
 
 /**
  * The store, with the writes through each lease its claims hand back replaced where

@@ -1,36 +1,19 @@
 import { randomUUID } from 'node:crypto'
 import { describe, expect, it } from 'vitest'
 import { latch } from '../../../test/leased/support.js'
+import { withLeases } from '../../../test/support/leases.js'
 import { memoryLeasedStore } from '../../stores/memory/leased.js'
 import { LeaseLostError } from '../errors/lease-lost.js'
 import { OverranError } from '../errors/overran.js'
 import { StoreUnavailableError } from '../errors/store-unavailable.js'
 import { discard } from '../result.js'
 import { createLeasedIdem } from './engine.js'
-import type { Lease, LeasedStore } from './store.js'
+import type { LeasedStore } from './store.js'
 
 const fresh = (label: string): string => `${label}-${randomUUID()}`
 
 /** The store, with every lease's `fencingToken` answered by `fencingToken` instead. */
-function answering(inner: LeasedStore, fencingToken: () => Promise<number | undefined>): LeasedStore {
-  return {
-    name: inner.name,
-    maxOutcomeBytes: inner.maxOutcomeBytes,
-    async claim(...args) {
-      const claim = await inner.claim(...args)
-      if (claim.state !== 'acquired') return claim
-      const { lease } = claim
-      const answered: Lease = {
-        renew: (ms) => lease.renew(ms),
-        saveStep: (name, result) => lease.saveStep(name, result),
-        complete: (outcome, ms) => lease.complete(outcome, ms),
-        release: () => lease.release(),
-        fencingToken,
-      }
-      return { ...claim, lease: answered }
-    },
-  }
-}
+const answering = (inner: LeasedStore, fencingToken: () => Promise<number | undefined>): LeasedStore => withLeases(inner, () => ({ fencingToken }))
 
 describe('ctx.fencingToken()', () => {
   it("is the lease's fencing token: a safe integer, the same on every read in a call, greater for every later holder", async () => {
