@@ -3,7 +3,7 @@ import type { CallDefaults } from '../engine-options.js'
 import type { EventStream, OutcomeKind } from '../events.js'
 import type { LeasedConfig, LeasedErrorPolicy } from './options.js'
 import type { LeasedStore } from './store.js'
-import { LeasedIo } from './timed-store.js'
+import { LeasedIo } from './io.js'
 
 /**
  * What every call of one leased engine shares: made once, with the engine, from its

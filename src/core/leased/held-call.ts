@@ -11,7 +11,7 @@ import { Heartbeat, type HeldLease } from './heartbeat.js'
 import { createStepContext, type StepContext, type StepContextInit, type StepTracker } from './steps.js'
 import { storeFailure } from './store-failure.js'
 import type { Lease, LeaseClaim } from './store.js'
-import type { LeasedIo } from './timed-store.js'
+import type { LeasedIo } from './io.js'
 
 /** What a leased call's function returns: its value, or `discard(value)`, now or as a promise. */
 export type LeasedFunction<T> = (ctx: StepContext) => T | Discarded<T> | Promise<T | Discarded<T>>
