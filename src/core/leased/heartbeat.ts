@@ -32,10 +32,9 @@ export interface HeldLease {
  *
  * A heartbeat arms no timer: it registers with the shared clock of held calls
  * (`hold-clock.ts`), whose ticks renew it once it is `heartbeatMs` old and watch its
- * lease and its deadline. The clock ticks at least every half of `heartbeatMs` and of
+ * lease and its deadline. The clock's period is at most half of `heartbeatMs`, half of
  * the margin `leaseMs - heartbeatMs` (so a renewal leaves before the lease it extends
- * ends), and every eighth of `deadlineMs`, up to every 128 ms. The time is local and
- * monotonic; "confirmed until" counts from when a renewal was *sent*, so it never
+ * ends), an eighth of `deadlineMs`, and 128 ms. The time is local and monotonic; "confirmed until" counts from when a renewal was *sent*, so it never
  * outlasts the store's own expiry.
  */
 export class Heartbeat implements Ticking {
