@@ -244,7 +244,7 @@ async function scriptCost(prefix) {
     store: async () => {
       const key = `store-${++keys}`
       const claim = await store.claim('bench', key, fingerprint, 5_000, 86_400_000)
-      await store.complete('bench', key, claim.token, outcome, 86_400_000)
+      await claim.lease.complete(outcome, 86_400_000)
     },
     scripts_by_hand: async () => {
       const byHand = byHandKeys(prefix, 'bench', `hand-${++keys}`)

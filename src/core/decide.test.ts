@@ -1,11 +1,19 @@
 import { describe, expect, it } from 'vitest'
 import { decide } from './decide.js'
-import { NO_STEPS, type LeaseClaim } from './leased/store.js'
+import { NO_STEPS, type Lease, type LeaseClaim } from './leased/store.js'
 import type { Claim } from './store.js'
 
 const mine = 'fp-mine'
 const record = { fingerprint: mine, outcome: '{"ok":true}' }
 const theirs = { fingerprint: 'fp-theirs', outcome: '{"ok":false}' }
+// decide never calls a lease: it hands the claim on as it is.
+const lease: Lease = {
+  renew: async () => false,
+  saveStep: async () => false,
+  complete: async () => false,
+  release: async () => false,
+  fencingToken: async () => undefined,
+}
 
 describe('decide, on a transactional claim', () => {
   it('runs a new key', () => {
@@ -37,15 +45,15 @@ describe('decide, on a transactional claim', () => {
 })
 
 describe('decide, on a leased claim', () => {
-  it('runs an acquired key, handing on its token and steps', () => {
-    const claim: LeaseClaim = { state: 'acquired', token: 7, steps: new Map([['charge', '"ch_1"']]) }
+  it('runs an acquired key, handing on its lease and steps', () => {
+    const claim: LeaseClaim = { state: 'acquired', lease, steps: new Map([['charge', '"ch_1"']]) }
     const decision = decide(claim, mine)
     expect(decision.kind).toBe('run')
     expect(decision.kind === 'run' && decision.claim).toBe(claim)
   })
 
   it('runs a fresh acquired key with no steps', () => {
-    const claim: LeaseClaim = { state: 'acquired', token: 1, steps: NO_STEPS }
+    const claim: LeaseClaim = { state: 'acquired', lease, steps: NO_STEPS }
     expect(decide(claim, mine)).toEqual({ kind: 'run', claim })
   })
 

@@ -30,7 +30,7 @@ export interface Retry {
   readonly kind: 'retry'
 }
 
-/** The key is this call's: run the function. `claim` is what the store granted (a lease's token and steps). */
+/** The key is this call's: run the function. `claim` is what the store granted (a lease and its steps). */
 export interface Run<C> {
   readonly kind: 'run'
   readonly claim: C

@@ -49,7 +49,8 @@ const OPTIONS = optionNames<DualReadOptions<unknown>>({ current: true, previous:
  * `previous` consulted, so a call that runs in either store is seen by the other side
  * before it can start there: a completed key in `previous` is replayed from it (and the
  * claim in `current` released), a key held there answers "running" (the engine waits or
- * 409s, then tries again), and only a key `previous` does not have runs, in `current`.
+ * 409s, then tries again), and only a key `previous` does not have runs, in `current`,
+ * through the lease `current` handed back.
  *
  * @example
  * const store = dualReadStore({ current: redisStore({ client }), previous: postgresStore({ pool }), until: new Date(switchedAt + 86_400_000) })
@@ -58,7 +59,7 @@ const OPTIONS = optionNames<DualReadOptions<unknown>>({ current: true, previous:
 export function dualReadStore(options: DualReadOptions<LeasedStore>): LeasedStore {
   assertKnownOptions('dualReadStore', options, OPTIONS)
   const { current, previous, until } = options
-  assertWindow('dualReadStore', current, previous, until, ['claim', 'renew', 'saveStep', 'complete', 'release'])
+  assertWindow('dualReadStore', current, previous, until, ['claim'])
   const ends = until?.getTime() ?? Infinity
   return {
     name: current.name,
@@ -71,19 +72,15 @@ export function dualReadStore(options: DualReadOptions<LeasedStore>): LeasedStor
       try {
         seen = await previous.peek(scope, key)
       } catch (error) {
-        await current.release(scope, key, claim.token).catch(() => {})
+        await claim.lease.release().catch(() => {})
         throw error
       }
       if (seen.state === 'absent') return claim
-      await current.release(scope, key, claim.token)
+      await claim.lease.release()
       // A call still running on the old side: its fingerprint is not known yet, so the
       // caller's own makes the engine wait (or refuse it as in flight) rather than as a mismatch.
       return seen.state === 'completed' ? { state: 'completed', record: seen.record } : { state: 'running', fingerprint }
     },
-    renew: (...args) => current.renew(...args),
-    saveStep: (...args) => current.saveStep(...args),
-    complete: (...args) => current.complete(...args),
-    release: (...args) => current.release(...args),
   }
 }
 

@@ -13,7 +13,7 @@ import type { KeyStore } from '../core/store.js'
  * What the Lambda front ends need of an engine: its `run`, which both engines have. With
  * the transactional engine (`createIdem`, e.g. on Postgres) `Tx` is the open
  * transaction; with the leased engine (`createLeasedIdem`, e.g. on DynamoDB or Redis) it
- * is the step context (`step`, `derive`, `signal`).
+ * is the step context (`step`, `derive`, `signal`, `fencingToken`).
  */
 export interface LambdaEngine<Tx> {
   /** Runs `fn` at most once per `(scope, key)` and returns its stored outcome (see `Idem.run`, `LeasedIdem.run`). */

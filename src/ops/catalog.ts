@@ -137,7 +137,7 @@ export const METRICS = {
     otel: 'idem.lease.fenced_writes',
     kind: 'counter',
     unit: '{write}',
-    help: "Writes the store refused because the writer's fencing token was stale (another call holds the key)",
+    help: "Writes the store refused because the writer's claim no longer held the key (another call took it over)",
     labels: { store: 'store' },
   },
   reconcileDuplicateRatio: {

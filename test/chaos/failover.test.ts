@@ -10,7 +10,7 @@ import { randomUUID } from 'node:crypto'
 import { Redis } from 'ioredis'
 import { afterAll, describe, expect, it } from 'vitest'
 import { createLeasedIdem } from '../../src/core/leased/engine.js'
-import type { LeasedStore } from '../../src/core/leased/store.js'
+import type { Lease, LeasedStore } from '../../src/core/leased/store.js'
 import { InFlightError, LeaseLostError, StoreUnavailableError } from '../../src/core/errors/index.js'
 import { redisStore, type RedisStoreOptions } from '../../src/stores/redis/index.js'
 import { redisReplication, type RedisNode, type RedisReplication } from '../support/redis-replication.js'
@@ -32,14 +32,15 @@ afterAll(() => servers?.stop())
 /** A store call that succeeded: what the caller was told it holds. */
 interface Ack {
   kind: 'acquired' | 'renewed' | 'released' | 'completed'
-  token: number
+  /** The claim it was made through. */
+  lease: Lease
   /** `performance.now()` when the call was sent and when its answer arrived. */
   sentAt: number
   ackedAt: number
   leaseMs: number
 }
 
-/** The leased store the engine sees: whichever store `current` names now, every acknowledged transition written down per key. */
+/** The leased store the engine sees: whichever store `current` names at a claim, every acknowledged transition written down per key. */
 function recording(current: () => LeasedStore, acks: Map<string, Ack[]>): LeasedStore {
   const note = (key: string, ack: Ack) => {
     const list = acks.get(key)
@@ -52,29 +53,25 @@ function recording(current: () => LeasedStore, acks: Map<string, Ack[]>): Leased
       return current().maxOutcomeBytes
     },
     async claim(scope, key, fingerprint, leaseMs, ttlMs) {
-      const sentAt = performance.now()
+      const claimSentAt = performance.now()
       const claim = await current().claim(scope, key, fingerprint, leaseMs, ttlMs)
-      if (claim.state === 'acquired') note(key, { kind: 'acquired', token: claim.token, sentAt, ackedAt: performance.now(), leaseMs })
-      return claim
-    },
-    async renew(scope, key, token, leaseMs) {
-      const sentAt = performance.now()
-      const renewed = await current().renew(scope, key, token, leaseMs)
-      if (renewed) note(key, { kind: 'renewed', token, sentAt, ackedAt: performance.now(), leaseMs })
-      return renewed
-    },
-    saveStep: (scope, key, token, name, result) => current().saveStep(scope, key, token, name, result),
-    async complete(scope, key, token, outcome, ttlMs) {
-      const sentAt = performance.now()
-      const completed = await current().complete(scope, key, token, outcome, ttlMs)
-      if (completed) note(key, { kind: 'completed', token, sentAt, ackedAt: performance.now(), leaseMs: 0 })
-      return completed
-    },
-    async release(scope, key, token) {
-      const sentAt = performance.now()
-      const released = await current().release(scope, key, token)
-      if (released) note(key, { kind: 'released', token, sentAt, ackedAt: performance.now(), leaseMs: 0 })
-      return released
+      if (claim.state !== 'acquired') return claim
+      const { lease } = claim
+      note(key, { kind: 'acquired', lease, sentAt: claimSentAt, ackedAt: performance.now(), leaseMs })
+      const noted = async (kind: Ack['kind'], ms: number, write: () => Promise<boolean>) => {
+        const sentAt = performance.now()
+        const done = await write()
+        if (done) note(key, { kind, lease, sentAt, ackedAt: performance.now(), leaseMs: ms })
+        return done
+      }
+      const recorded: Lease = {
+        renew: (ms) => noted('renewed', ms, () => lease.renew(ms)),
+        saveStep: (name, result) => lease.saveStep(name, result),
+        complete: (outcome, ms) => noted('completed', 0, () => lease.complete(outcome, ms)),
+        release: () => noted('released', 0, () => lease.release()),
+        fencingToken: () => lease.fencingToken(),
+      }
+      return { ...claim, lease: recorded }
     },
   }
 }
@@ -88,15 +85,15 @@ function recording(current: () => LeasedStore, acks: Map<string, Ack[]>): Leased
  */
 function claimedTwice(acks: readonly Ack[]): boolean {
   let completed = false
-  let held: { token: number; until: number } | undefined
+  let held: { lease: Lease; until: number } | undefined
   for (const ack of acks) {
     if (ack.kind === 'acquired') {
       if (completed || (held !== undefined && ack.ackedAt < held.until)) return true
-      held = { token: ack.token, until: ack.sentAt + ack.leaseMs }
+      held = { lease: ack.lease, until: ack.sentAt + ack.leaseMs }
     } else if (ack.kind === 'renewed') {
-      if (held?.token === ack.token) held.until = Math.max(held.until, ack.sentAt + ack.leaseMs)
+      if (held?.lease === ack.lease) held.until = Math.max(held.until, ack.sentAt + ack.leaseMs)
     } else if (ack.kind === 'released') {
-      if (held?.token === ack.token) held = undefined
+      if (held?.lease === ack.lease) held = undefined
     } else {
       completed = true
       held = undefined

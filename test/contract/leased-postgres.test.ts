@@ -33,7 +33,7 @@ describe.skipIf(db === undefined)('postgres leased store contract', () => {
   it('prune deletes expired leased keys in bounded batches and keeps live ones', async () => {
     for (let i = 0; i < 7; i++) {
       const claim = await store.claim('prune', `old-${i}`, 'fp', 1_000, 1)
-      if (claim.state === 'acquired') await store.complete('prune', `old-${i}`, claim.token, 'null', 1)
+      if (claim.state === 'acquired') await claim.lease.complete('null', 1)
     }
     const live = await store.claim('prune', 'live', 'fp', 1_000, 60_000)
     await new Promise((resolve) => setTimeout(resolve, 1_100))

@@ -55,9 +55,8 @@ describe.skipIf(cluster === undefined)('redis store contracts on a 3-master Redi
       await new Promise((resolve) => setTimeout(resolve, 150))
       const next = await store.claim('acct', key, 'fp', 10_000, 60_000)
       if (next.state !== 'acquired') throw new Error(next.state)
-      expect(next.token).toBeGreaterThan(dead.token)
-      expect(await store.complete('acct', key, dead.token, '"zombie"', 60_000)).toBe(false)
-      expect(await store.complete('acct', key, next.token, '"survivor"', 60_000)).toBe(true)
+      expect(await dead.lease.complete('"zombie"', 60_000)).toBe(false)
+      expect(await next.lease.complete('"survivor"', 60_000)).toBe(true)
     }
   })
 

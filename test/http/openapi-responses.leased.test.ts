@@ -8,7 +8,7 @@
 // this holder could not reach Redis for them), so its lease runs out in Redis after
 // LEASE_MS; a retry with the same key, waiting for the key, takes it over, runs the route
 // and stores its 201. When the first route then returns, Redis refuses its completion
-// (its token is stale) and the client is answered 409 `lease-lost`; a retry gets the
+// (its claim was taken over) and the client is answered 409 `lease-lost`; a retry gets the
 // taker's response.
 import { createRoute, OpenAPIHono, z } from '@hono/zod-openapi'
 import { Redis } from 'ioredis'
@@ -17,6 +17,7 @@ import { createLeasedIdem, type LeasedStore } from '../../src/index.js'
 import { idempotencyWithOpenApi } from '../../src/http/openapi/hono.js'
 import { redisStore } from '../../src/stores/redis/index.js'
 import { testRedis } from '../leased/support.js'
+import { withLeases } from '../support/leases.js'
 import { documentedResponses, itAnswersTheSharedProblems, expectDescribed, expectValidOpenApi } from './support/openapi.js'
 
 type Json = Record<string, any>
@@ -45,21 +46,7 @@ function deferred(): { promise: Promise<void>; resolve: () => void } {
  * out while its route runs. Everything else, its completion included, reaches the store.
  */
 function renewalsCut(store: LeasedStore, cutKeys: Set<string>): LeasedStore {
-  const cutTokens = new Set<number>()
-  return {
-    name: store.name,
-    maxOutcomeBytes: store.maxOutcomeBytes,
-    async claim(scope, key, fingerprint, leaseMs, ttlMs) {
-      const claim = await store.claim(scope, key, fingerprint, leaseMs, ttlMs)
-      if (claim.state === 'acquired' && cutKeys.delete(key)) cutTokens.add(claim.token)
-      return claim
-    },
-    renew: (scope, key, token, leaseMs) =>
-      cutTokens.has(token) ? Promise.reject(new Error('renewal cut by the test')) : store.renew(scope, key, token, leaseMs),
-    saveStep: (scope, key, token, name, result) => store.saveStep(scope, key, token, name, result),
-    complete: (scope, key, token, outcome, ttlMs) => store.complete(scope, key, token, outcome, ttlMs),
-    release: (scope, key, token) => store.release(scope, key, token),
-  }
+  return withLeases(store, (_lease, _scope, key) => (cutKeys.delete(key) ? { renew: () => Promise.reject(new Error('renewal cut by the test')) } : {}))
 }
 
 const redis = await testRedis('openapi-leased')

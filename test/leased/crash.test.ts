@@ -4,6 +4,7 @@ import { createLeasedIdem, deriveKey, type LeasedStore, type StepContext } from 
 import { serializeOutcome } from '../../src/core/outcome.js'
 import { leasedPostgresStore } from '../../src/stores/postgres/index.js'
 import { redisStore } from '../../src/stores/redis/index.js'
+import { withLeases } from '../support/leases.js'
 import { PG_URL, testSchema, type TestSchema } from '../support/postgres.js'
 import { REDIS_URL, startFixture, testRedis } from './support.js'
 
@@ -41,16 +42,13 @@ describe.skipIf(db === undefined)('a worker SIGKILLed between step 1 (the charge
       // The client's retry reaches another worker (this process) with the same key.
       const inner = makeStore()
       const completions: boolean[] = []
-      const store: LeasedStore = {
-        ...inner,
-        name: inner.name,
-        claim: inner.claim.bind(inner),
-        complete: async (...args) => {
-          const done = await inner.complete(...args)
+      const store = withLeases(inner, (lease) => ({
+        complete: async (outcome, ttlMs) => {
+          const done = await lease.complete(outcome, ttlMs)
           completions.push(done)
           return done
         },
-      }
+      }))
       const idem = createLeasedIdem({ store, leaseMs: LEASE_MS, waitMs: 10_000 })
       let charged = 0
       const body = async (ctx: StepContext) => {

@@ -88,19 +88,19 @@ describe.skipIf(servers === undefined)('waitForReplicas on a primary and its rep
     // (see the last case): run them all once first.
     const warm = await patient.claim('s', `${key}-warm`, 'fp', 10_000, 60_000)
     if (warm.state !== 'acquired') throw new Error(warm.state)
-    await patient.saveStep('s', `${key}-warm`, warm.token, 'one', '1')
-    await patient.renew('s', `${key}-warm`, warm.token, 10_000)
-    await patient.release('s', `${key}-warm`, warm.token)
-    await patient.complete('s', `${key}-warm`, warm.token, '"done"', 60_000)
+    await warm.lease.saveStep('one', '1')
+    await warm.lease.renew(10_000)
+    await warm.lease.release()
+    await warm.lease.complete('"done"', 60_000)
     const watching = await watch()
     const claim = await patient.claim('s', key, 'fp', 10_000, 60_000)
     if (claim.state !== 'acquired') throw new Error(claim.state)
-    expect(await patient.saveStep('s', key, claim.token, 'one', '1')).toBe(true)
-    expect(await patient.renew('s', key, claim.token, 10_000)).toBe(true)
-    expect(await patient.release('s', key, claim.token)).toBe(true)
+    expect(await claim.lease.saveStep('one', '1')).toBe(true)
+    expect(await claim.lease.renew(10_000)).toBe(true)
+    expect(await claim.lease.release()).toBe(true)
     const again = await patient.claim('s', key, 'fp', 10_000, 60_000)
     if (again.state !== 'acquired') throw new Error(again.state)
-    expect(await patient.complete('s', key, again.token, '"done"', 60_000)).toBe(true)
+    expect(await again.lease.complete('"done"', 60_000)).toBe(true)
     expect((await watching.stop()).join(' ')).toBe('evalsha wait evalsha wait evalsha wait evalsha evalsha wait evalsha wait')
   })
 
@@ -119,7 +119,8 @@ describe.skipIf(servers === undefined)('waitForReplicas on a primary and its rep
     const claim = await patient.claim('s', key, 'fp', 10_000, 60_000)
     if (claim.state !== 'acquired') throw new Error(claim.state)
     await detach()
-    await expect(store.complete('s', key, claim.token, '"done"', 60_000)).rejects.toThrow(/did not acknowledge complete: 0 of 1/)
+    // The claim's lease speaks for `patient`, which waits a whole second for the replica before it gives up.
+    await expect(claim.lease.complete('"done"', 60_000)).rejects.toThrow(/did not acknowledge complete: 0 of 1/)
     expect(await plain.claim('s', key, 'fp', 10_000, 60_000)).toEqual({ state: 'completed', record: { fingerprint: 'fp', outcome: '"done"' } })
     await expect(store.claim('s', key, 'fp', 10_000, 60_000)).rejects.toThrow(/did not acknowledge claim: 0 of 1/)
     await attach()
@@ -135,7 +136,7 @@ describe.skipIf(servers === undefined)('waitForReplicas on a primary and its rep
     try {
       const claim = await plain.claim('s', key, 'fp', 10_000, 60_000)
       if (claim.state !== 'acquired') throw new Error(claim.state)
-      expect(await plain.complete('s', key, claim.token, '"done"', 60_000)).toBe(true)
+      expect(await claim.lease.complete('"done"', 60_000)).toBe(true)
       // A WAIT on a fresh connection counts the replicas that have that connection's
       // writes: none, so every connected replica. The claim writes the record again so
       // that its WAIT covers it.
@@ -154,8 +155,8 @@ describe.skipIf(servers === undefined)('waitForReplicas on a primary and its rep
     const claim = await patient.claim('s', key, 'fp', 10_000, 60_000)
     if (claim.state !== 'acquired') throw new Error(claim.state)
     await detach()
-    await expect(store.saveStep('s', key, claim.token, 'one', '1')).rejects.toThrow(/did not acknowledge saveStep: 0 of 1/)
-    await expect(store.renew('s', key, claim.token, 10_000)).rejects.toThrow(/did not acknowledge renew: 0 of 1/)
+    await expect(claim.lease.saveStep('one', '1')).rejects.toThrow(/did not acknowledge saveStep: 0 of 1/)
+    await expect(claim.lease.renew(10_000)).rejects.toThrow(/did not acknowledge renew: 0 of 1/)
     // Through the engine: the step's caller sees the store unavailable.
     await attach()
     const idem = createLeasedIdem({ store: patient })

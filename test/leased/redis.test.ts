@@ -86,7 +86,7 @@ describe.skipIf(redis === undefined)('redis store', () => {
         return idem.run({ scope: 'acct', key, input: key }, async (ctx) => {
           const start = performance.now()
           await new Promise((resolve) => setTimeout(resolve, Math.random() * 2))
-          holds.get(key)!.push({ start, end: performance.now(), token: ctx.token })
+          holds.get(key)!.push({ start, end: performance.now(), token: await ctx.fencingToken() })
           return discard(i)
         })
       }),
@@ -98,7 +98,7 @@ describe.skipIf(redis === undefined)('redis store', () => {
       for (let i = 1; i < intervals.length; i++) {
         const [before, after] = [intervals[i - 1]!, intervals[i]!]
         expect(after.start, `${key}: holder ${i} started before holder ${i - 1} ended`).toBeGreaterThanOrEqual(before.end)
-        expect(after.token, `${key}: tokens must grow with each holder`).toBeGreaterThan(before.token)
+        expect(after.token, `${key}: fencing tokens must grow with each holder`).toBeGreaterThan(before.token)
       }
     }
   })

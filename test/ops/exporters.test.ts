@@ -13,6 +13,7 @@ import { memoryStore } from '../../src/stores/memory/index.js'
 import { sqliteDialect } from '../../src/stores/sqlite/index.js'
 import { memoryLeasedStore } from '../../src/stores/memory/leased.js'
 import Database from 'better-sqlite3'
+import { withLeases } from '../support/leases.js'
 import { otelInMemory, otelValue, promValue } from '../support/metrics.js'
 
 const stops: (() => unknown)[] = []
@@ -95,13 +96,13 @@ describe('the exporters', () => {
     // A holder that crashed after saving a step: once its lease ran out, the retry resumes the step.
     const held = await store.claim('s', 'resumed', fingerprintValue(2), 20, 60_000)
     if (held.state !== 'acquired') throw new Error('expected to claim the key')
-    await store.saveStep('s', 'resumed', held.token, 'charge', '"ch_1"')
+    await held.lease.saveStep('charge', '"ch_1"')
     await new Promise((resolve) => setTimeout(resolve, 40))
     let charges = 0
     await idem.run({ scope: 's', key: 'resumed', input: 2 }, (ctx) => ctx.step('charge', () => ++charges))
     expect(charges).toBe(0)
     // A store that refuses the outcome: another call holds the key now.
-    const fenced = createLeasedIdem({ store: { ...store, name: 'memory', claim: store.claim, complete: async () => false }, events })
+    const fenced = createLeasedIdem({ store: withLeases(store, () => ({ complete: async () => false })), events })
     await expect(fenced.run({ scope: 's', key: 'fenced', input: 1 }, () => 'x')).rejects.toThrow(/another call took the key over/)
     await idem.run({ scope: 's', key: 'plain', input: 1 }, () => 'y')
 

@@ -3,7 +3,7 @@ import type { CallDefaults } from '../engine-options.js'
 import type { EventStream, OutcomeKind } from '../events.js'
 import type { LeasedConfig, LeasedErrorPolicy } from './options.js'
 import type { LeasedStore } from './store.js'
-import { timedLeasedStore } from './timed-store.js'
+import { LeasedIo } from './io.js'
 
 /**
  * What every call of one leased engine shares: made once, with the engine, from its
@@ -16,7 +16,7 @@ export class LeasedContext {
   /** The largest outcome the store holds, as it said at creation. */
   readonly maxOutcomeBytes: number
   /** The store as the engine reaches it: every round trip, the heartbeat's and the steps' included, goes through this one. */
-  readonly io: LeasedStore
+  readonly io: LeasedIo
   readonly leaseMs: number
   readonly heartbeatMs: number
   readonly onError: LeasedErrorPolicy
@@ -27,7 +27,7 @@ export class LeasedContext {
   constructor({ store, leaseMs, heartbeatMs, onError, defaults, events, onOutcome }: LeasedConfig) {
     this.store = store
     this.maxOutcomeBytes = store.maxOutcomeBytes
-    this.io = timedLeasedStore(store, events)
+    this.io = new LeasedIo(store, events)
     this.leaseMs = leaseMs
     this.heartbeatMs = heartbeatMs
     this.onError = onError

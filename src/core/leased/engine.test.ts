@@ -13,6 +13,7 @@ import {
   OutcomeTooLargeError,
   OverranError,
   StoreUnavailableError,
+  type Lease,
   type LeasedIdem,
   type LeasedStore,
   type OutcomeEvent,
@@ -36,26 +37,32 @@ async function holdingFirstCall(idem: LeasedIdem, key: string) {
   return { first, hold }
 }
 
-/** A store whose calls can be watched and changed, one method at a time. */
-function spied(inner: LeasedStore, overrides: Partial<LeasedStore> = {}) {
+/** What `spied` may replace: the claim, and the writes through every lease it hands back. */
+type Overrides = Partial<Pick<LeasedStore, 'claim'> & Pick<Lease, 'renew' | 'saveStep' | 'complete' | 'release'>>
+
+/** A store whose claims, and the writes through the leases they hand back, can be watched and changed, one method at a time. */
+function spied(inner: LeasedStore, overrides: Overrides = {}) {
   const calls: Array<{ method: string; result: unknown }> = []
-  const wrap =
-    <K extends 'claim' | 'renew' | 'saveStep' | 'complete' | 'release'>(method: K) =>
-    async (...args: Parameters<LeasedStore[K]>) => {
-      const impl = (overrides[method] ?? inner[method].bind(inner)) as (...a: typeof args) => Promise<unknown>
-      const result = await impl(...args)
-      calls.push({ method, result })
-      return result
-    }
-  const store = {
+  const record = async <T>(method: string, call: () => Promise<T>): Promise<T> => {
+    const result = await call()
+    calls.push({ method, result })
+    return result
+  }
+  const watched = (lease: Lease): Lease => ({
+    renew: (leaseMs) => record('renew', () => (overrides.renew ?? lease.renew.bind(lease))(leaseMs)),
+    saveStep: (name, result) => record('saveStep', () => (overrides.saveStep ?? lease.saveStep.bind(lease))(name, result)),
+    complete: (outcome, ttlMs) => record('complete', () => (overrides.complete ?? lease.complete.bind(lease))(outcome, ttlMs)),
+    release: () => record('release', () => (overrides.release ?? lease.release.bind(lease))()),
+    fencingToken: () => record('fencingToken', () => lease.fencingToken()),
+  })
+  const store: LeasedStore = {
     name: 'spied',
     maxOutcomeBytes: inner.maxOutcomeBytes,
-    claim: wrap('claim'),
-    renew: wrap('renew'),
-    saveStep: wrap('saveStep'),
-    complete: wrap('complete'),
-    release: wrap('release'),
-  } as LeasedStore
+    async claim(...args) {
+      const claim = await record('claim', () => (overrides.claim ?? inner.claim.bind(inner))(...args))
+      return claim.state === 'acquired' ? { ...claim, lease: watched(claim.lease) } : claim
+    },
+  }
   return { store, calls, count: (method: string) => calls.filter((c) => c.method === method).length }
 }
 
@@ -228,9 +235,8 @@ describe('leased engine', () => {
   })
 
   it('a call whose lease was lost and that never settles is still answered at deadlineMs (OverranError), not left waiting', async () => {
-    const inner = memoryLeasedStore()
     // Renewals fail, as when the holder cannot reach the store: the lease is lost after leaseMs.
-    const store = Object.assign(Object.create(inner) as typeof inner, { renew: async () => Promise.reject(new Error('unreachable')) })
+    const { store } = spied(memoryLeasedStore(), { renew: async () => Promise.reject(new Error('unreachable')) })
     const idem = createLeasedIdem({ store, leaseMs: 60, heartbeatMs: 20, deadlineMs: 200 })
     let signal: AbortSignal | undefined
     // Before the fix the call never settled, and this test ran into its time limit.

@@ -1,13 +1,15 @@
+import { holdClock, type HoldClock, type Ticking } from '../hold-clock.js'
 import { LeaseLostError } from '../errors/lease-lost.js'
 import type { OverranError } from '../errors/overran.js'
-import type { LeasedStore } from './store.js'
+import type { Lease } from './store.js'
+import type { LeasedIo } from './io.js'
 
 /** Which lease a heartbeat keeps alive. */
 export interface HeldLease {
-  store: LeasedStore
-  scope: string
+  /** The store as the engine reaches it, which the renewals go through. */
+  io: LeasedIo
+  lease: Lease
   key: string
-  token: number
   leaseMs: number
   heartbeatMs: number
   /** `performance.now()` when the claim was sent: the lease is known to last until this plus `leaseMs`. */
@@ -21,26 +23,27 @@ export interface HeldLease {
  * and aborts `signal` as soon as the lease is lost or may be lost, or the call's
  * deadline passed (`overrun`).
  *
- * - A renewal refused by the store means another call took over (a newer token): the
- *   lease is **fenced**, and the engine writes nothing more under the old token.
+ * - A renewal refused by the store means another call took over: the lease is
+ *   **fenced**, and the engine writes nothing more through it.
  * - When no renewal has been confirmed for a whole lease (the store is down or slow),
  *   the lease may have run out and another call may already be running the same
  *   steps, so `signal` aborts too. The lease is not fenced then: if nobody took over,
- *   the token still holds and the store accepts the outcome.
+ *   the claim still holds and the store accepts the outcome.
  *
- * The clock is local and monotonic; "confirmed until" counts from when a renewal was
- * *sent*, so it never outlasts the store's own expiry.
+ * A heartbeat arms no timer: it registers with the shared clock of held calls
+ * (`hold-clock.ts`), whose ticks renew it once it is `heartbeatMs` old and watch its
+ * lease and its deadline. The clock's period is at most half of `heartbeatMs`, half of
+ * the margin `leaseMs - heartbeatMs` (so a renewal leaves before the lease it extends
+ * ends), an eighth of `deadlineMs`, and 128 ms. The time is local and monotonic; "confirmed until" counts from when a renewal was *sent*, so it never
+ * outlasts the store's own expiry.
  */
-export class Heartbeat {
+export class Heartbeat implements Ticking {
   readonly #lease: HeldLease
+  readonly #clock: HoldClock
   // Made on first use of `signal`: most calls never read it, and an AbortController
   // is a measurable part of a fresh call's cost.
   #controller: AbortController | undefined
   #lost: LeaseLostError | OverranError | undefined
-  // One timer for all three jobs: the next renewal, the end of the confirmed lease or
-  // the call's deadline, whichever comes first. Most calls end before the first beat,
-  // and then this is the only timer they ever made.
-  #timer: NodeJS.Timeout
   #nextBeat: number
   #confirmedUntil: number
   #deadlineAt: number
@@ -56,7 +59,9 @@ export class Heartbeat {
     const now = performance.now()
     this.#nextBeat = now + lease.heartbeatMs
     this.#deadlineAt = now + lease.deadlineMs
-    this.#timer = this.#arm()
+    const { heartbeatMs, leaseMs, deadlineMs } = lease
+    this.#clock = holdClock(Math.min(heartbeatMs / 2, (leaseMs - heartbeatMs) / 2, deadlineMs / 8))
+    this.#clock.hold(this)
   }
 
   /**
@@ -96,12 +101,12 @@ export class Heartbeat {
     return this.#lost
   }
 
-  /** True once the store refused the token: another call holds the key. */
+  /** True once the store refused a write through the lease: another call holds the key. */
   get fenced(): boolean {
     return this.#fenced
   }
 
-  /** Records that the store refused a write under the token, and aborts `signal`. */
+  /** Records that the store refused a write through the lease, and aborts `signal`. */
   fence(message: string): LeaseLostError {
     this.#fenced = true
     const error = new LeaseLostError(message)
@@ -124,7 +129,7 @@ export class Heartbeat {
    * from when this heartbeat started), and settles as it does if it settles in time.
    * At the deadline `expire` lets the lease go and returns the promise of the error the
    * call fails with: this rejects with it, and ignores what `work` does afterwards. The
-   * heartbeat's own timer watches the deadline, so a call has one timer, not two.
+   * heartbeat's own ticks watch the deadline, so a call registers once, not twice.
    */
   until<T>(work: PromiseLike<T>, expire: () => Promise<Error>): Promise<T> {
     return new Promise<T>((resolve, reject) => {
@@ -148,64 +153,49 @@ export class Heartbeat {
     })
   }
 
-  /** Stops renewing; the lease then runs out unless the call completes or releases it. */
+  /** Stops renewing and leaves the clock; the lease then runs out unless the call completes or releases it. */
   stop(): void {
     this.#stopped = true
-    clearTimeout(this.#timer)
+    this.#clock.release(this)
   }
 
-  #arm(): NodeJS.Timeout {
-    // Once the lease is lost only the deadline is left to watch.
-    const at = this.#lost === undefined ? Math.min(this.#nextBeat, this.#confirmedUntil, this.#deadlineAt) : this.#deadlineAt
-    const timer = setTimeout(() => this.#tick(), Math.max(0, at - performance.now()))
-    // Timers must not keep a process alive on their own; the running function does.
-    timer.unref()
-    return timer
-  }
-
-  #tick(): void {
-    if (this.#stopped) return
-    const now = performance.now()
+  /** One tick of the clock: the deadline first, then the lease's end, then a renewal once one is due. */
+  tick(now: number): void {
     if (now >= this.#deadlineAt) {
       const expire = this.#onDeadline
       this.#onDeadline = undefined
       // Nothing waits on a function that returned already: the engine stops the heartbeat next.
       this.#deadlineAt = Infinity
-      if (expire !== undefined) {
-        expire()
-        return
-      }
+      expire?.()
     }
-    if (this.#lost !== undefined) {
-      if (this.#deadlineAt !== Infinity) this.#timer = this.#arm()
-      return
-    }
+    // Once the lease is lost only the deadline is left to watch.
+    if (this.#lost !== undefined || this.#stopped) return
     if (now >= this.#confirmedUntil) {
       this.#lose(this.#unconfirmed())
       return
     }
     if (now >= this.#nextBeat) {
-      this.#nextBeat = now + this.#lease.heartbeatMs
+      // Every heartbeatMs from the claim, whatever the tick: after a stall, heartbeatMs from now.
+      this.#nextBeat += this.#lease.heartbeatMs
+      if (this.#nextBeat <= now) this.#nextBeat = now + this.#lease.heartbeatMs
       this.#renew()
     }
-    this.#timer = this.#arm()
   }
 
   #renew(): void {
     // One renewal at a time: a slow store must not pile up requests.
     if (this.#renewing) return
     this.#renewing = true
-    const { store, scope, key, token, leaseMs } = this.#lease
+    const { io, lease, key, leaseMs } = this.#lease
     const sentAt = performance.now()
-    store.renew(scope, key, token, leaseMs).then(
+    io.renew(lease, leaseMs).then(
       (renewed) => {
         this.#renewing = false
         if (this.#stopped) return
         if (!renewed) {
-          this.fence(`The lease on key ${JSON.stringify(key)} was taken over by another call (token ${token} is stale)`)
+          this.fence(`The lease on key ${JSON.stringify(key)} was taken over by another call`)
           return
         }
-        // The timer is armed for the next beat, which comes before the new end of the lease.
         this.#confirmedUntil = Math.max(this.#confirmedUntil, sentAt + leaseMs)
       },
       () => {
@@ -229,8 +219,6 @@ export class Heartbeat {
   #lose(error: LeaseLostError | OverranError): void {
     if (this.#lost !== undefined) return
     this.#lost = error
-    clearTimeout(this.#timer)
-    if (!this.#stopped && this.#deadlineAt !== Infinity) this.#timer = this.#arm()
     this.#controller?.abort(error)
   }
 }

@@ -10,25 +10,26 @@ import type { LeasedContext } from './context.js'
 import { Heartbeat, type HeldLease } from './heartbeat.js'
 import { createStepContext, type StepContext, type StepContextInit, type StepTracker } from './steps.js'
 import { storeFailure } from './store-failure.js'
-import type { LeaseClaim, LeasedStore } from './store.js'
+import type { Lease, LeaseClaim } from './store.js'
+import type { LeasedIo } from './io.js'
 
 /** What a leased call's function returns: its value, or `discard(value)`, now or as a promise. */
 export type LeasedFunction<T> = (ctx: StepContext) => T | Discarded<T> | Promise<T | Discarded<T>>
 
 /**
  * A call that acquired its key's lease: runs the function under the lease's heartbeat
- * (`heartbeat.ts`) with its steps (`steps.ts`), then stores the outcome under the
- * lease's fencing token, or, when the function failed, handles the claim as `onError`
- * says. One per call that runs: it is itself the lease its heartbeat renews
+ * (`heartbeat.ts`) with its steps (`steps.ts`), then stores the outcome through the
+ * lease, or, when the function failed, handles the claim as `onError` says. One per call that runs: it is itself the lease its heartbeat renews
  * (`HeldLease`) and what its steps are saved under (`StepContextInit`), so neither
  * needs a record of its own.
  */
 export class HeldCall implements HeldLease, StepContextInit {
   /** The store as the engine reaches it (timed while someone listens). */
-  readonly store: LeasedStore
+  readonly io: LeasedIo
+  /** What the store handed back with the claim: every write of this call goes through it. */
+  readonly lease: Lease
   readonly scope: string
   readonly key: string
-  readonly token: number
   readonly leaseMs: number
   readonly heartbeatMs: number
   readonly claimedAt: number
@@ -47,10 +48,10 @@ export class HeldCall implements HeldLease, StepContextInit {
    * @param claimedAt `performance.now()` when the claim was sent (see `HeldLease`)
    */
   constructor(context: LeasedContext, call: ResolvedCall, claim: Extract<LeaseClaim, { state: 'acquired' }>, started: number, claimedAt: number) {
-    this.store = context.io
+    this.io = context.io
+    this.lease = claim.lease
     this.scope = call.scope
     this.key = call.key
-    this.token = claim.token
     this.leaseMs = context.leaseMs
     this.heartbeatMs = context.heartbeatMs
     this.claimedAt = claimedAt
@@ -75,8 +76,8 @@ export class HeldCall implements HeldLease, StepContextInit {
       returned = isThenable(running) ? await heartbeat.until(running, () => this.#letGo()) : await running
       if (!isDiscarded(returned)) outcome = serializeOutcome(returned)
     } catch (error) {
-      if (this.#overran !== undefined && error === this.#overran) throw context.failed(this.#overran, 'overran', scope, started)
       heartbeat.stop()
+      if (this.#overran !== undefined && error === this.#overran) throw context.failed(this.#overran, 'overran', scope, started)
       // A step ran whose result the store cannot hold: a retry would run it again, so the
       // key is completed with the record of that instead of being given up.
       const oversized = this.#tracker.oversized()
@@ -117,7 +118,7 @@ export class HeldCall implements HeldLease, StepContextInit {
   async #giveUp(): Promise<void> {
     if (this.#context.onError === 'keep' || this.heartbeat.fenced || this.#tracker.savedCount() > 0) return
     try {
-      await this.store.release(this.scope, this.key, this.token)
+      await this.io.release(this.lease)
     } catch {
       // The lease runs out on its own; the caller's error matters more.
     }
@@ -132,7 +133,7 @@ export class HeldCall implements HeldLease, StepContextInit {
     const context = this.#context
     let completed: boolean
     try {
-      completed = await this.store.complete(this.scope, this.key, this.token, text, this.#ttlMs)
+      completed = await this.io.complete(this.lease, text, this.#ttlMs)
     } catch (error) {
       throw context.failed(storeFailure(context.store.name, error), 'error', this.scope, this.#started)
     }

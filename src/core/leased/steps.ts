@@ -2,7 +2,8 @@ import type { Heartbeat } from './heartbeat.js'
 import { deriveKey } from './derive.js'
 import { storeFailure } from './store-failure.js'
 import { assertStepName } from './step-name.js'
-import type { LeasedStore } from './store.js'
+import type { Lease } from './store.js'
+import type { LeasedIo } from './io.js'
 import { OutcomeTooLargeError } from '../errors/outcome-too-large.js'
 import { bytesOver, parseOutcome, serializeOutcome, type OversizedSizes } from '../outcome.js'
 
@@ -43,8 +44,17 @@ export interface StepContext {
    * @example await mailer.send(message, { idempotencyKey: ctx.derive('email') })
    */
   derive(name: string): string
-  /** This call's fencing token: greater than every earlier holder's. Pass it on to storage that checks fencing tokens. */
-  readonly token: number
+  /**
+   * This call's fencing token, for storage outside idem that checks fencing tokens (a
+   * write carrying a token lower than the last it saw is refused): a safe integer greater
+   * than every earlier holder's, the same on every read in this call. Asked of the store
+   * when read (some stores need a round trip for it), so read it where you pass it on.
+   * @throws LeaseLostError when the lease no longer holds (checked first on the spot,
+   *   as before a step, then by the store); `OverranError` past the call's deadline
+   * @throws StoreUnavailableError when the store could not be asked
+   * @example await ledger.write(entry, { fencingToken: await ctx.fencingToken() })
+   */
+  fencingToken(): Promise<number>
   /**
    * Aborted, with a `LeaseLostError` as its reason, when the lease is lost (or cannot be
    * renewed). Reading it checks the lease on the spot, so it is aborted once the lease
@@ -56,10 +66,11 @@ export interface StepContext {
 }
 
 export interface StepContextInit {
-  store: LeasedStore
+  /** The store as the engine reaches it, which the steps are saved through. */
+  io: LeasedIo
+  lease: Lease
   scope: string
   key: string
-  token: number
   /** Results saved by earlier holders, by step name (JSON text). */
   steps: ReadonlyMap<string, string>
   heartbeat: Heartbeat
@@ -121,18 +132,19 @@ class LeaseSteps implements StepTracker {
   }
 
   async #run<T>(name: string, fn: (signal: AbortSignal) => T | Promise<T>): Promise<T> {
-    const { store, scope, key, token, heartbeat } = this.#init
+    const { io, lease, key, heartbeat } = this.#init
     // A holder that may have been replaced must not start new effects.
     heartbeat.assertHeld()
     const value = await fn(heartbeat.signal)
     const text = serializeOutcome(value)
-    const outcomeBytes = bytesOver(text, store.maxOutcomeBytes)
+    const { maxOutcomeBytes } = io
+    const outcomeBytes = bytesOver(text, maxOutcomeBytes)
     if (outcomeBytes !== undefined) {
-      const sizes = { outcomeBytes, maxOutcomeBytes: store.maxOutcomeBytes }
+      const sizes = { outcomeBytes, maxOutcomeBytes }
       this.#oversized ??= sizes
       throw new OutcomeTooLargeError(
-        `The result of step ${JSON.stringify(name)} of key ${JSON.stringify(key)} is ${outcomeBytes} bytes, more than the ${store.name} store holds ` +
-          `(${store.maxOutcomeBytes} bytes): the step ran but cannot be saved, so unless the call recovers, its key is recorded as completed without an outcome`,
+        `The result of step ${JSON.stringify(name)} of key ${JSON.stringify(key)} is ${outcomeBytes} bytes, more than the ${io.name} store holds ` +
+          `(${maxOutcomeBytes} bytes): the step ran but cannot be saved, so unless the call recovers, its key is recorded as completed without an outcome`,
         sizes,
       )
     }
@@ -140,9 +152,9 @@ class LeaseSteps implements StepTracker {
     if (heartbeat.fenced) throw heartbeat.lost!
     let stored: boolean
     try {
-      stored = await store.saveStep(scope, key, token, name, text)
+      stored = await io.saveStep(lease, name, text)
     } catch (error) {
-      throw storeFailure(store.name, error)
+      throw storeFailure(io.name, error)
     }
     if (!stored) {
       throw heartbeat.fence(`Step ${JSON.stringify(name)} of key ${JSON.stringify(key)} was not saved: another call took the key over`)
@@ -150,19 +162,32 @@ class LeaseSteps implements StepTracker {
     ;(this.#saved ??= new Map()).set(name, text)
     return parseOutcome<T>(text)
   }
+
+  async fencingToken(): Promise<number> {
+    const { io, lease, key, heartbeat } = this.#init
+    heartbeat.assertHeld()
+    let token: number | undefined
+    try {
+      token = await lease.fencingToken()
+    } catch (error) {
+      throw storeFailure(io.name, error)
+    }
+    if (token === undefined) throw heartbeat.fence(`The lease on key ${JSON.stringify(key)} no longer holds: another call took the key over`)
+    return token
+  }
 }
 
-/** What the function sees: `step` and `derive` stay bound, so they may be taken off the context. */
+/** What the function sees: `step`, `derive` and `fencingToken` stay bound, so they may be taken off the context. */
 class LeaseContext implements StepContext {
-  readonly token: number
   readonly step: StepContext['step']
   readonly derive: StepContext['derive']
+  readonly fencingToken: StepContext['fencingToken']
   readonly #heartbeat: Heartbeat
 
-  constructor({ scope, key, token, heartbeat }: StepContextInit, steps: LeaseSteps) {
-    this.token = token
+  constructor({ scope, key, heartbeat }: StepContextInit, steps: LeaseSteps) {
     this.#heartbeat = heartbeat
     this.step = (name, fn) => steps.step(name, fn)
+    this.fencingToken = () => steps.fencingToken()
     this.derive = (name) => {
       assertStepName(name)
       return deriveKey(scope, key, name)

@@ -1,6 +1,6 @@
 import { StoreUnavailableError } from '../../core/errors/store-unavailable.js'
 import { keyId } from '../../core/identity.js'
-import type { LeaseClaim, LeasedStore } from '../../core/leased/store.js'
+import type { Lease, LeaseClaim, LeasedStore } from '../../core/leased/store.js'
 import { MAX_OUTCOME_BYTES } from '../max-outcome.js'
 
 /**
@@ -31,30 +31,13 @@ interface Entry {
  */
 export function memoryLeasedStore(): MemoryLeasedStore {
   const entries = new Map<string, Entry>()
-  let closed = false
-
-  function open(): void {
-    if (closed) throw new StoreUnavailableError('The memory leased store is closed')
-  }
-
-  function live(scope: string, key: string, now: number): Entry | undefined {
-    return liveEntry(entries.get(keyId(scope, key)), now)
-  }
-
-  function liveEntry(entry: Entry | undefined, now: number): Entry | undefined {
-    return entry === undefined || entry.expiresAt <= now ? undefined : entry
-  }
-
-  function held(scope: string, key: string, token: number, now: number): Entry | undefined {
-    const entry = live(scope, key, now)
-    return entry?.state === 'held' && entry.token === token ? entry : undefined
-  }
+  const state = { closed: false }
 
   return {
     name: 'memory',
     maxOutcomeBytes: MAX_OUTCOME_BYTES,
     async claim(scope, key, fingerprint, leaseMs, ttlMs): Promise<LeaseClaim> {
-      open()
+      assertOpen(state)
       const now = Date.now()
       const id = keyId(scope, key)
       // Expired entries still hold the last token, so a takeover's token keeps growing.
@@ -67,50 +50,75 @@ export function memoryLeasedStore(): MemoryLeasedStore {
       }
       const token = Math.max((stored?.token ?? 0) + 1, now * 1000)
       const steps = entry?.steps ?? new Map<string, string>()
-      entries.set(id, {
-        fingerprint,
-        state: 'held',
-        token,
-        leaseUntil: now + leaseMs,
-        outcome: undefined,
-        expiresAt: now + leaseMs + ttlMs,
-        steps,
-      })
-      return { state: 'acquired', token, steps: new Map(steps) }
-    },
-    async renew(scope, key, token, leaseMs) {
-      open()
-      const now = Date.now()
-      const entry = held(scope, key, token, now)
-      if (entry === undefined) return false
-      entry.leaseUntil = now + leaseMs
-      entry.expiresAt = Math.max(entry.expiresAt, entry.leaseUntil)
-      return true
-    },
-    async saveStep(scope, key, token, name, result) {
-      open()
-      const entry = held(scope, key, token, Date.now())
-      if (entry === undefined) return false
-      entry.steps.set(name, result)
-      return true
-    },
-    async complete(scope, key, token, outcome, ttlMs) {
-      open()
-      const now = Date.now()
-      const entry = held(scope, key, token, now)
-      if (entry === undefined) return false
-      Object.assign(entry, { state: 'completed', outcome, expiresAt: now + ttlMs, steps: new Map() })
-      return true
-    },
-    async release(scope, key, token) {
-      open()
-      const entry = held(scope, key, token, Date.now())
-      if (entry === undefined) return false
-      entry.state = 'free'
-      return true
+      entries.set(id, { fingerprint, state: 'held', token, leaseUntil: now + leaseMs, outcome: undefined, expiresAt: now + leaseMs + ttlMs, steps })
+      return { state: 'acquired', lease: new MemoryLease(entries, id, token, state), steps: new Map(steps) }
     },
     close() {
-      closed = true
+      state.closed = true
     },
+  }
+}
+
+function assertOpen(state: { closed: boolean }): void {
+  if (state.closed) throw new StoreUnavailableError('The memory leased store is closed')
+}
+
+function liveEntry(entry: Entry | undefined, now: number): Entry | undefined {
+  return entry === undefined || entry.expiresAt <= now ? undefined : entry
+}
+
+/** One claim of a key in memory: its writes change the key's entry only while it is held under this claim's token. */
+class MemoryLease implements Lease {
+  readonly #entries: Map<string, Entry>
+  readonly #id: string
+  readonly #token: number
+  readonly #store: { closed: boolean }
+
+  constructor(entries: Map<string, Entry>, id: string, token: number, store: { closed: boolean }) {
+    this.#entries = entries
+    this.#id = id
+    this.#token = token
+    this.#store = store
+  }
+
+  async renew(leaseMs: number): Promise<boolean> {
+    const now = Date.now()
+    const entry = this.#held(now)
+    if (entry === undefined) return false
+    entry.leaseUntil = now + leaseMs
+    entry.expiresAt = Math.max(entry.expiresAt, entry.leaseUntil)
+    return true
+  }
+
+  async saveStep(name: string, result: string): Promise<boolean> {
+    const entry = this.#held(Date.now())
+    if (entry === undefined) return false
+    entry.steps.set(name, result)
+    return true
+  }
+
+  async complete(outcome: string, ttlMs: number): Promise<boolean> {
+    const now = Date.now()
+    const entry = this.#held(now)
+    if (entry === undefined) return false
+    Object.assign(entry, { state: 'completed', outcome, expiresAt: now + ttlMs, steps: new Map() })
+    return true
+  }
+
+  async release(): Promise<boolean> {
+    const entry = this.#held(Date.now())
+    if (entry === undefined) return false
+    entry.state = 'free'
+    return true
+  }
+
+  async fencingToken(): Promise<number | undefined> {
+    return this.#held(Date.now()) === undefined ? undefined : this.#token
+  }
+
+  #held(now: number): Entry | undefined {
+    assertOpen(this.#store)
+    const entry = liveEntry(this.#entries.get(this.#id), now)
+    return entry?.state === 'held' && entry.token === this.#token ? entry : undefined
   }
 }

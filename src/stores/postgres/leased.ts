@@ -1,6 +1,6 @@
 import { InvalidOptionError } from '../../core/errors/invalid-option.js'
 import { assertKnownOptions, optionNames } from '../../core/validate.js'
-import type { LeaseClaim, LeasedStore } from '../../core/leased/store.js'
+import type { Lease, LeaseClaim, LeasedStore } from '../../core/leased/store.js'
 import { MAX_OUTCOME_BYTES } from '../max-outcome.js'
 import { migratePostgres, type MigrateResult } from './migrate.js'
 import { LEASED_PRUNE_OPTIONS, pruneExpired } from './operations.js'
@@ -63,8 +63,6 @@ export function leasedPostgresStore(options: LeasedPostgresStoreOptions): Leased
 
   const query = (statement: sql.Statement): Promise<PgQueryResult> => queryOnPool(pool, schema, statement)
 
-  const changed = async (statement: sql.Statement): Promise<boolean> => (await query(statement)).rowCount === 1
-
   return {
     name: 'postgres',
     maxOutcomeBytes: MAX_OUTCOME_BYTES,
@@ -72,28 +70,72 @@ export function leasedPostgresStore(options: LeasedPostgresStoreOptions): Leased
     migrate: () => migratePostgres(pool, { schema }),
     prune: (options) => pruneExpired(pool, schema, ['idem_leases'], options, LEASED_PRUNE_OPTIONS),
     async claim(scope, key, fingerprint, leaseMs, ttlMs) {
-      return toClaim(await query(sql.leaseClaim(schema, scope, key, fingerprint, leaseMs, ttlMs)))
+      const row = (await query(sql.leaseClaim(schema, scope, key, fingerprint, leaseMs, ttlMs))).rows[0] as ClaimRow | undefined
+      return toClaim(row, (token) => new PostgresLease(query, schema, scope, key, token))
     },
-    renew: (scope, key, token, leaseMs) => changed(sql.leaseRenew(schema, scope, key, String(token), leaseMs)),
-    saveStep: (scope, key, token, name, result) => changed(sql.leaseSaveStep(schema, scope, key, String(token), name, result)),
-    async complete(scope, key, token, outcome, ttlMs) {
-      const { rows } = await query(sql.leaseComplete(schema, scope, key, String(token), outcome, ttlMs))
-      return (rows[0] as { completed: number }).completed === 1
-    },
-    release: (scope, key, token) => changed(sql.leaseRelease(schema, scope, key, String(token))),
   }
 }
 
-function toClaim(result: PgQueryResult): LeaseClaim {
-  const row = result.rows[0] as { state: string; fingerprint: string; token: string | null; outcome: string | null; steps: string | null } | undefined
+interface ClaimRow {
+  state: string
+  fingerprint: string
+  token: string | null
+  outcome: string | null
+  steps: string | null
+}
+
+/** One claim of a key in `idem_leases`: each write is one statement, compare-and-set on (state 'held', this claim's token). */
+class PostgresLease implements Lease {
+  readonly #query: (statement: sql.Statement) => Promise<PgQueryResult>
+  readonly #schema: string
+  readonly #scope: string
+  readonly #key: string
+  // The token travels as text (bigint).
+  readonly #token: string
+
+  constructor(query: (statement: sql.Statement) => Promise<PgQueryResult>, schema: string, scope: string, key: string, token: string) {
+    this.#query = query
+    this.#schema = schema
+    this.#scope = scope
+    this.#key = key
+    this.#token = token
+  }
+
+  renew(leaseMs: number): Promise<boolean> {
+    return this.#changed(sql.leaseRenew(this.#schema, this.#scope, this.#key, this.#token, leaseMs))
+  }
+
+  saveStep(name: string, result: string): Promise<boolean> {
+    return this.#changed(sql.leaseSaveStep(this.#schema, this.#scope, this.#key, this.#token, name, result))
+  }
+
+  async complete(outcome: string, ttlMs: number): Promise<boolean> {
+    const { rows } = await this.#query(sql.leaseComplete(this.#schema, this.#scope, this.#key, this.#token, outcome, ttlMs))
+    return (rows[0] as { completed: number }).completed === 1
+  }
+
+  release(): Promise<boolean> {
+    return this.#changed(sql.leaseRelease(this.#schema, this.#scope, this.#key, this.#token))
+  }
+
+  async fencingToken(): Promise<number | undefined> {
+    return (await this.#changed(sql.leaseHolds(this.#schema, this.#scope, this.#key, this.#token))) ? Number(this.#token) : undefined
+  }
+
+  async #changed(statement: sql.Statement): Promise<boolean> {
+    return (await this.#query(statement)).rowCount === 1
+  }
+}
+
+function toClaim(row: ClaimRow | undefined, leaseOf: (token: string) => Lease): LeaseClaim {
   switch (row?.state) {
     case 'acquired':
-      return { state: 'acquired', token: Number(row.token), steps: new Map(JSON.parse(row.steps ?? '[]') as Array<[string, string]>) }
+      if (row.token === null) break
+      return { state: 'acquired', lease: leaseOf(row.token), steps: new Map(JSON.parse(row.steps ?? '[]') as Array<[string, string]>) }
     case 'completed':
       return { state: 'completed', record: { fingerprint: row.fingerprint, outcome: row.outcome! } }
     case 'running':
       return { state: 'running', fingerprint: row.fingerprint }
-    default:
-      throw new Error(`idem_lease_claim returned an unexpected row: ${JSON.stringify(row)}`)
   }
+  throw new Error(`idem_lease_claim returned an unexpected row: ${JSON.stringify(row)}`)
 }

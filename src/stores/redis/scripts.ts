@@ -99,6 +99,11 @@ redis.call('HDEL', KEYS[1], 'lease_until')
 return 1
 `
 
+/** ARGV: token. Returns 1 while the token holds the key (what a lease's fencing token is checked with), or 0. */
+export const HOLDS = `${FENCE}
+return 1
+`
+
 /**
  * What a key holds, without claiming it (for a dual-read window, see core/dual-read.ts).
  * Returns `{'completed', fingerprint, outcome}`, `{'held'}` (a live lease, or steps left
@@ -119,6 +124,7 @@ export const SCRIPTS = {
   idemLeaseSaveStepV1: SAVE_STEP,
   idemLeaseCompleteV1: COMPLETE,
   idemLeaseReleaseV1: RELEASE,
+  idemLeaseHoldsV1: HOLDS,
   idemLeasePeekV1: PEEK,
 } as const
 

@@ -2,11 +2,12 @@ import { InvalidOptionError } from '../../core/errors/invalid-option.js'
 import { StoreUnavailableError } from '../../core/errors/store-unavailable.js'
 import { assertDuration, assertKnownOptions, optionNames } from '../../core/validate.js'
 import type { KeyPeek, PeekResult } from '../../core/dual-read.js'
-import { NO_STEPS, type LeaseClaim, type LeasedStore } from '../../core/leased/store.js'
+import type { LeaseClaim, LeasedStore } from '../../core/leased/store.js'
 import type { WithInboxTable } from '../../ports/inbox-table.js'
 import { INBOX_SCRIPTS, type InboxScriptName } from './inbox-scripts.js'
 import { redisInboxTable, type RedisTx } from './inbox-table.js'
 import { CommandDeadlines } from './deadlines.js'
+import { toClaim } from './lease.js'
 import { redisKeys, type RedisKeys } from './keys.js'
 import { replicaWait, waitedScripts, type RedisWaitForReplicas } from './replicas.js'
 import { SCRIPTS, type ScriptName } from './scripts.js'
@@ -225,50 +226,19 @@ export function redisStore(options: RedisStoreOptions): RedisStore {
     keysOf,
     inbox: redisInboxTable(send, prefix, holdMs, wait !== undefined),
     claim(scope, key, fingerprint, leaseMs, ttlMs) {
-      return send('claim', 'idemLeaseClaimV1', keysOf(scope, key), [fingerprint, leaseMs, ttlMs, confirmCompleted], toClaim, (claim) => {
+      const keys = keysOf(scope, key)
+      const decode = (reply: Reply): LeaseClaim => toClaim(reply, send, keys)
+      return send('claim', 'idemLeaseClaimV1', keys, [fingerprint, leaseMs, ttlMs, confirmCompleted], decode, (claim) => {
         // Nobody will run under this claim: hand it back rather than leave the key in
         // flight until the lease runs out.
-        if (claim.state === 'acquired') store.release(scope, key, claim.token).catch(() => {})
+        if (claim.state === 'acquired') claim.lease.release().catch(() => {})
       })
-    },
-    renew(scope, key, token, leaseMs) {
-      return send('renew', 'idemLeaseRenewV1', keysOf(scope, key), [String(token), leaseMs], toBoolean)
-    },
-    saveStep(scope, key, token, name, result) {
-      return send('saveStep', 'idemLeaseSaveStepV1', keysOf(scope, key), [String(token), name, result], toBoolean)
-    },
-    complete(scope, key, token, outcome, ttlMs) {
-      return send('complete', 'idemLeaseCompleteV1', keysOf(scope, key), [String(token), outcome, ttlMs], toBoolean)
-    },
-    release(scope, key, token) {
-      return send('release', 'idemLeaseReleaseV1', keysOf(scope, key), [String(token)], toBoolean)
     },
     peek(scope, key) {
       return send('peek', 'idemLeasePeekV1', keysOf(scope, key), [], toPeek)
     },
   }
   return store
-}
-
-function toClaim(reply: Reply): LeaseClaim {
-  const [state, ...rest] = reply as [string, ...unknown[]]
-  switch (state) {
-    case 'acquired': {
-      const [token, flat] = rest as [string, string[]]
-      if (flat.length === 0) return { state: 'acquired', token: Number(token), steps: NO_STEPS }
-      const steps = new Map<string, string>()
-      for (let i = 0; i < flat.length; i += 2) steps.set(flat[i]!, flat[i + 1]!)
-      return { state: 'acquired', token: Number(token), steps }
-    }
-    case 'completed': {
-      const [fingerprint, outcome] = rest as [string, string]
-      return { state: 'completed', record: { fingerprint, outcome } }
-    }
-    case 'running':
-      return { state: 'running', fingerprint: rest[0] as string }
-    default:
-      throw new Error(`The claim script returned an unexpected reply: ${JSON.stringify(reply)}`)
-  }
 }
 
 function toPeek(reply: Reply): PeekResult {
@@ -287,10 +257,6 @@ function commandTimeoutOf(client: object): number | undefined {
   if (!('options' in client) || client.options === null || typeof client.options !== 'object') return undefined
   const { options } = client
   return 'commandTimeout' in options && typeof options.commandTimeout === 'number' ? options.commandTimeout : undefined
-}
-
-function toBoolean(reply: Reply): boolean {
-  return reply === 1
 }
 
 // Every failure of a Redis call (refused, reset, closed, timed out, READONLY after a

@@ -1,5 +1,5 @@
 import { assertCount, assertDuration, assertKnownOptions, optionNames } from '../../core/validate.js'
-import type { LeaseClaim, LeasedStore } from '../../core/leased/store.js'
+import type { Lease, LeaseClaim, LeasedStore } from '../../core/leased/store.js'
 import { MAX_OUTCOME_BYTES } from '../max-outcome.js'
 import { assertSqliteDatabase, changes, firstRow, setBusyTimeout } from './connection.js'
 import { classifySqliteError } from './errors.js'
@@ -47,9 +47,12 @@ const OPTIONS = optionNames<LeasedSqliteStoreOptions>({ db: true, busyTimeoutMs:
 const PRUNE_OPTIONS = optionNames<LeasedPruneOptions>({ batchSize: true, onBatch: true })
 
 type Statements = Record<
-  'read' | 'steps' | 'hasSteps' | 'dropSteps' | 'claim' | 'renew' | 'saveStep' | 'complete' | 'release' | 'pruneBatch' | 'pruneKey',
+  'read' | 'steps' | 'hasSteps' | 'dropSteps' | 'claim' | 'renew' | 'saveStep' | 'complete' | 'release' | 'holds' | 'pruneBatch' | 'pruneKey',
   SqliteStatement
 >
+
+/** Runs `work` with the prepared statements and the time, in this connection's turn (see `leasedSqliteStore`'s `run`). */
+type Run = <T>(work: (s: Statements, now: number) => T, transaction: boolean) => Promise<T>
 
 /**
  * The leased store on SQLite (better-sqlite3, bun:sqlite or node:sqlite). Each call runs synchronously inside one
@@ -82,6 +85,7 @@ export function leasedSqliteStore(options: LeasedSqliteStoreOptions): LeasedSqli
       saveStep: db.prepare(sql.leaseSaveStep),
       complete: db.prepare(sql.leaseComplete),
       release: db.prepare(sql.leaseRelease),
+      holds: db.prepare(sql.leaseHolds),
       pruneBatch: db.prepare(sql.leasePruneBatch),
       pruneKey: db.prepare(sql.leasePruneKey),
     }
@@ -115,7 +119,7 @@ export function leasedSqliteStore(options: LeasedSqliteStoreOptions): LeasedSqli
       const token = Math.max((row?.token ?? 0) + 1, now * 1000)
       s.claim.run({ scope, key, fingerprint, token, leaseUntil: now + leaseMs, expiresAt: now + leaseMs + ttlMs })
       const steps = resumable ? (s.steps.all({ scope, key }) as Array<{ name: string; result: string }>) : []
-      return { state: 'acquired', token, steps: new Map(steps.map(({ name, result }) => [name, result])) }
+      return { state: 'acquired', lease: new SqliteLease(run, scope, key, token), steps: new Map(steps.map(({ name, result }) => [name, result])) }
     }, true)
   }
 
@@ -149,16 +153,46 @@ export function leasedSqliteStore(options: LeasedSqliteStoreOptions): LeasedSqli
     },
     prune,
     claim,
-    renew: (scope, key, token, leaseMs) =>
-      run((s, now) => changes(s.renew, { scope, key, token, now, leaseUntil: now + leaseMs }) === 1, false),
-    saveStep: (scope, key, token, name, result) =>
-      run((s, now) => changes(s.saveStep, { scope, key, token, name, result, now }) === 1, false),
-    complete: (scope, key, token, outcome, ttlMs) =>
-      run((s, now) => {
-        if (changes(s.complete, { scope, key, token, now, outcome, expiresAt: now + ttlMs }) !== 1) return false
-        s.dropSteps.run({ scope, key })
-        return true
-      }, true),
-    release: (scope, key, token) => run((s, now) => changes(s.release, { scope, key, token, now }) === 1, false),
+  }
+}
+
+/** One claim of a key in `idem_leases`: each write is compare-and-set on (state 'held', this claim's token). */
+class SqliteLease implements Lease {
+  readonly #run: Run
+  // The parameters every statement of this claim is compare-and-set on, made once per claim.
+  readonly #held: { readonly scope: string; readonly key: string; readonly token: number }
+
+  constructor(run: Run, scope: string, key: string, token: number) {
+    this.#run = run
+    this.#held = { scope, key, token }
+  }
+
+  renew(leaseMs: number): Promise<boolean> {
+    const held = this.#held
+    return this.#run((s, now) => changes(s.renew, { ...held, now, leaseUntil: now + leaseMs }) === 1, false)
+  }
+
+  saveStep(name: string, result: string): Promise<boolean> {
+    const held = this.#held
+    return this.#run((s, now) => changes(s.saveStep, { ...held, name, result, now }) === 1, false)
+  }
+
+  complete(outcome: string, ttlMs: number): Promise<boolean> {
+    const held = this.#held
+    return this.#run((s, now) => {
+      if (changes(s.complete, { ...held, now, outcome, expiresAt: now + ttlMs }) !== 1) return false
+      s.dropSteps.run({ scope: held.scope, key: held.key })
+      return true
+    }, true)
+  }
+
+  release(): Promise<boolean> {
+    const held = this.#held
+    return this.#run((s, now) => changes(s.release, { ...held, now }) === 1, false)
+  }
+
+  fencingToken(): Promise<number | undefined> {
+    const held = this.#held
+    return this.#run((s, now) => (firstRow(s.holds, { ...held, now }) === undefined ? undefined : held.token), false)
   }
 }

@@ -93,8 +93,9 @@ export const deadLetterList =
   'WHERE source = ? AND (? IS NULL OR name = ?) ORDER BY dead_at DESC, id DESC LIMIT ?'
 
 // ---- leased mode (migration 4): idem_leases, idem_steps ----
-// Named parameters (@scope, @key, @token, @now, …). The writes after a claim are
-// compare-and-set on (state 'held', token): a stale token matches no row.
+// Named parameters (@scope, @key, @token, @now, …). The writes through a claim's lease
+// are compare-and-set on (state 'held', the claim's token): a replaced claim's token
+// matches no row.
 
 /** A leased key's claim record. */
 export const leaseRead =
@@ -133,6 +134,9 @@ export const leaseComplete =
 
 /** Ends a held lease without an outcome; the steps stay. */
 export const leaseRelease = `UPDATE idem_leases SET state = 'free', lease_until = NULL WHERE ${HELD}`
+
+/** A row while the token holds the key: what a lease's fencing token is checked with. */
+export const leaseHolds = `SELECT 1 AS found FROM idem_leases WHERE ${HELD}`
 
 /** One pruning batch of expired leased keys. */
 export const leasePruneBatch = 'SELECT scope, key FROM idem_leases WHERE expires_at <= @now LIMIT @limit'

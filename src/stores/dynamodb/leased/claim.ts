@@ -6,7 +6,7 @@ import { preparedExpression, type Expressions } from '../expressions.js'
 import { N, leasePk } from '../items.js'
 import type { LeasedContext } from './context.js'
 import { Head, headItem, readHead, type Claimant, type Fencing } from './head.js'
-import { release } from './lease.js'
+import { DynamoLease, release } from './lease.js'
 import { readRecord } from './outcome.js'
 import { readSteps } from './steps.js'
 
@@ -47,7 +47,7 @@ export async function claim(context: LeasedContext, scope: string, key: string, 
 async function claimOnce(attempt: Attempt): Promise<LeaseClaim | undefined> {
   const { clock } = attempt
   const put = await putHead(attempt, { token: clock, gen: clock, ver: 1, steps: false }, NEW_KEY)
-  if (put === WRITTEN) return { state: 'acquired', token: clock, steps: NO_STEPS }
+  if (put === WRITTEN) return { state: 'acquired', lease: new DynamoLease(attempt.context, attempt.pk, clock), steps: NO_STEPS }
   const head = put.found ?? (await readHead(attempt.context, attempt.pk))
   if (head === undefined) return undefined // deleted meanwhile: claim afresh
   return claimOver(attempt, head)
@@ -65,7 +65,7 @@ async function claimOver(attempt: Attempt, head: Head): Promise<LeaseClaim | und
     // An expired key is a new key: a new lifetime starts at this token, and steps
     // and outcome parts of the old one (older tokens) are ignored from now on.
     const put = await putHead(attempt, { token, gen: token, ver: ver + 1, steps: false }, onVersion)
-    return put === WRITTEN ? { state: 'acquired', token, steps: NO_STEPS } : undefined
+    return put === WRITTEN ? { state: 'acquired', lease: new DynamoLease(context, pk, token), steps: NO_STEPS } : undefined
   }
   const holder = head.fingerprint
   if (state === 'completed') return { state: 'completed', record: await readRecord(context, pk, head) }
@@ -76,14 +76,14 @@ async function claimOver(attempt: Attempt, head: Head): Promise<LeaseClaim | und
   const put = await putHead(attempt, { token, gen, ver: ver + 1, steps: resumable }, onVersion)
   if (put !== WRITTEN) return undefined
   // The put bumped the version, so no step of an older holder can land after this read.
-  return { state: 'acquired', token, steps: resumable ? await readSteps(context, pk, gen, attempt.expiresAt) : NO_STEPS }
+  return { state: 'acquired', lease: new DynamoLease(context, pk, token), steps: resumable ? await readSteps(context, pk, gen, attempt.expiresAt) : NO_STEPS }
 }
 
 /** The conditional put of the claim item: WRITTEN, or refused with what was there. */
 async function putHead(attempt: Attempt, fencing: Fencing, condition: Expressions): Promise<typeof WRITTEN | Refused> {
-  const { context, scope, key } = attempt
+  const { context, pk } = attempt
   // The caller gave up on this claim (timeoutMs), so nobody will run under it: hand it back.
-  const late = () => void release(context, scope, key, fencing.token).catch(() => {})
+  const late = () => void release(context, pk, fencing.token).catch(() => {})
   try {
     await context.wire.send(
       'claim',

@@ -100,8 +100,8 @@ export class Head {
   }
 }
 
-/** The key's claim item, read consistently; undefined when there is none. */
-export async function readHead(context: LeasedContext, pk: string): Promise<Head | undefined> {
-  const { Item } = await context.wire.send<{ Item?: Item }>('claim', new GetItemCommand({ TableName: context.TableName, Key: headKey(pk), ConsistentRead: true }))
+/** The key's claim item, read consistently for `operation` (a claim's, by default); undefined when there is none. */
+export async function readHead(context: LeasedContext, pk: string, operation = 'claim'): Promise<Head | undefined> {
+  const { Item } = await context.wire.send<{ Item?: Item }>(operation, new GetItemCommand({ TableName: context.TableName, Key: headKey(pk), ConsistentRead: true }))
   return Item === undefined ? undefined : new Head(Item)
 }

@@ -1,16 +1,56 @@
-import { N, S, leasePk, ttlOf } from '../items.js'
+import type { Lease } from '../../../core/leased/store.js'
+import { N, S, ttlOf } from '../items.js'
 import type { LeasedContext } from './context.js'
 import { fenced, fencedUpdate } from './fence.js'
-import { Head } from './head.js'
-import { readSteps } from './steps.js'
+import { Head, readHead } from './head.js'
+import { complete } from './outcome.js'
+import { readSteps, saveStep } from './steps.js'
 
 const RENEW = fencedUpdate('SET #leaseUntil = :leaseUntil, #ver = #ver + :one', {}, [':leaseUntil'])
 const PUSH_EXPIRY = fencedUpdate('SET #expiresAt = :leaseUntil, #ttl = :ttl, #ver = #ver + :one', {}, [':leaseUntil', ':ttl'])
 const RELEASE = fencedUpdate('SET #state = :free, #ver = #ver + :one REMOVE #leaseUntil', { ':free': S('free') }, [])
 
+/**
+ * One claim of a key: the claim item's partition, computed once per claim, and the
+ * claim's token, which every write through it is fenced on (`fence.ts`).
+ */
+export class DynamoLease implements Lease {
+  readonly #context: LeasedContext
+  readonly #pk: string
+  readonly #token: number
+
+  constructor(context: LeasedContext, pk: string, token: number) {
+    this.#context = context
+    this.#pk = pk
+    this.#token = token
+  }
+
+  renew(leaseMs: number): Promise<boolean> {
+    return renew(this.#context, this.#pk, this.#token, leaseMs)
+  }
+
+  saveStep(name: string, result: string): Promise<boolean> {
+    return saveStep(this.#context, this.#pk, this.#token, name, result)
+  }
+
+  complete(outcome: string, ttlMs: number): Promise<boolean> {
+    return complete(this.#context, this.#pk, this.#token, outcome, ttlMs)
+  }
+
+  release(): Promise<boolean> {
+    return release(this.#context, this.#pk, this.#token)
+  }
+
+  /** The token, while a consistent read finds the key held under it and not expired. */
+  async fencingToken(): Promise<number | undefined> {
+    const head = await readHead(this.#context, this.#pk, 'fencingToken')
+    const holds = head !== undefined && head.state === 'held' && head.token === this.#token && head.expiresAt > this.#context.now()
+    return holds ? this.#token : undefined
+  }
+}
+
 /** Extends the holder's lease to `leaseMs` from now; false when the fence did not hold. */
-export async function renew(context: LeasedContext, scope: string, key: string, token: number, leaseMs: number): Promise<boolean> {
-  const pk = leasePk(scope, key)
+async function renew(context: LeasedContext, pk: string, token: number, leaseMs: number): Promise<boolean> {
   const leaseUntil = context.now() + leaseMs
   const after = await fenced(context, 'renew', pk, token, RENEW, { ':leaseUntil': N(leaseUntil) }, 'ALL_NEW')
   if (after === false) return false
@@ -25,6 +65,6 @@ export async function renew(context: LeasedContext, scope: string, key: string, 
 }
 
 /** Frees the key (its steps stay, for the next holder); false when the fence did not hold. */
-export async function release(context: LeasedContext, scope: string, key: string, token: number): Promise<boolean> {
-  return (await fenced(context, 'release', leasePk(scope, key), token, RELEASE, {})) !== false
+export async function release(context: LeasedContext, pk: string, token: number): Promise<boolean> {
+  return (await fenced(context, 'release', pk, token, RELEASE, {})) !== false
 }

@@ -1,5 +1,5 @@
 import type { KeyRecord } from '../../../core/store.js'
-import { N, OUTCOME_PART_SK, S, leasePk, num, partsOf, str, ttlOf } from '../items.js'
+import { N, OUTCOME_PART_SK, S, num, partsOf, str, ttlOf } from '../items.js'
 import type { LeasedContext } from './context.js'
 import { commitFenced, fenced, fencedAction, fencedUpdate } from './fence.js'
 import { Head } from './head.js'
@@ -17,8 +17,7 @@ const COMPLETE = fencedUpdate(
  * or, for an outcome past one item, a transaction of it with the outcome's other parts
  * (`#outcome#<i>`). False when the fence did not hold. Then drops the key's steps.
  */
-export async function complete(context: LeasedContext, scope: string, key: string, token: number, outcome: string, ttlMs: number): Promise<boolean> {
-  const pk = leasePk(scope, key)
+export async function complete(context: LeasedContext, pk: string, token: number, outcome: string, ttlMs: number): Promise<boolean> {
   const t = context.now()
   const expiresAt = t + ttlMs
   const parts = partsOf(outcome)

@@ -2,7 +2,7 @@ import { BatchWriteItemCommand, UpdateItemCommand } from '@aws-sdk/client-dynamo
 import { MAX_DURATION_MS } from '../../../core/validate.js'
 import { conditionFailed } from '../errors.js'
 import { preparedExpression } from '../expressions.js'
-import { BOOL, N, S, STEP_SK, keyOf, leasePk, num, partsOf, stepSk, str, ttlOf, type Item } from '../items.js'
+import { BOOL, N, S, STEP_SK, keyOf, num, partsOf, stepSk, str, ttlOf, type Item } from '../items.js'
 import type { LeasedContext } from './context.js'
 import { commitFenced, fencedAction, fencedUpdate } from './fence.js'
 import { itemsUnder, partPuts, partSk } from './partition.js'
@@ -21,8 +21,7 @@ const EXTEND_TTL = preparedExpression({ condition: 'attribute_exists(#pk)', upda
  * fenced update of the claim item that marks the key as having steps: a replaced
  * holder's step is refused with it (false).
  */
-export async function saveStep(context: LeasedContext, scope: string, key: string, token: number, name: string, result: string): Promise<boolean> {
-  const pk = leasePk(scope, key)
+export async function saveStep(context: LeasedContext, pk: string, token: number, name: string, result: string): Promise<boolean> {
   const t = context.now()
   const sk = stepSk(name)
   const parts = partsOf(result)

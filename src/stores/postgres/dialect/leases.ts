@@ -2,8 +2,9 @@ import { quoteSchema, type Statement } from './statement.js'
 
 // ---- leased mode (migration 4): idem_leases, idem_steps ----
 // Every statement runs on its own (autocommit), so each is its own transaction. The
-// writes after a claim are compare-and-set on (state 'held', token): a stale token
-// matches no row and changes nothing. Tokens travel as text (bigint).
+// writes through a claim's lease are compare-and-set on (state 'held', the claim's
+// token): a replaced claim's token matches no row and changes nothing. Tokens travel as
+// text (bigint).
 
 /** Claims a key in one round trip (see `idem_lease_claim` in migration 4). */
 export function leaseClaim(schema: string, scope: string, key: string, fingerprint: string, leaseMs: number, ttlMs: number): Statement {
@@ -61,6 +62,14 @@ export function leaseRelease(schema: string, scope: string, key: string, token: 
     text:
       `UPDATE ${quoteSchema(schema)}.idem_leases SET state = 'free', lease_until = NULL ` +
       `WHERE scope = $1 AND key = $2 AND state = 'held' AND token = $3 AND expires_at > clock_timestamp()`,
+    values: [scope, key, token],
+  }
+}
+
+/** One row while the token holds the key: what a lease's fencing token is checked with. */
+export function leaseHolds(schema: string, scope: string, key: string, token: string): Statement {
+  return {
+    text: `SELECT 1 FROM ${quoteSchema(schema)}.idem_leases WHERE scope = $1 AND key = $2 AND state = 'held' AND token = $3 AND expires_at > clock_timestamp()`,
     values: [scope, key, token],
   }
 }
