@@ -10,6 +10,7 @@ import { Readable } from 'node:stream'
 import { NO_BODY_STATUSES } from '../headers/no-body-statuses.js'
 import { EMPTY_BODY, readSource, tooLarge, type BodySource } from './body.js'
 import { byteLength, type HttpAnswer, type HttpBody, type HttpRequest, type RouteReply } from './exchange.js'
+import { wireValue } from './header-field.js'
 
 /** A Node stream as a `BodySource`, and whether reading it was started but not finished. */
 export interface NodeBody {
@@ -163,8 +164,8 @@ export function sendHeld(res: ServerResponse, body: HttpBody, closeConnection: b
 /**
  * Writes an answer of idem's own to a Node response that has not started. Headers that
  * earlier middleware set (CORS, HSTS, a request id) are kept, as they would be without
- * idem; the answer's own replace any of the same name, repeated fields kept apart, and
- * `Content-Length` is the body's own.
+ * idem; the answer's own replace any of the same name, repeated fields kept apart, each
+ * value as its bytes (`wireValue`), and `Content-Length` is the body's own.
  */
 export function sendAnswer(res: ServerResponse, answer: HttpAnswer, closeConnection: boolean): void {
   // A route still captured (it ran past its deadline, and idem answers for it) has
@@ -178,7 +179,7 @@ export function sendAnswer(res: ServerResponse, answer: HttpAnswer, closeConnect
   // Not writeHead(status, list): once any header was set on the response, it sets each
   // field of the list over the last, and a repeated field (Set-Cookie) keeps one value.
   for (let i = 0; i < headers.length; i += 2) res.removeHeader(headers[i]!)
-  for (let i = 0; i + 1 < headers.length; i += 2) res.appendHeader(headers[i]!, headers[i + 1]!)
+  for (let i = 0; i + 1 < headers.length; i += 2) res.appendHeader(headers[i]!, wireValue(headers[i + 1]!))
   res.writeHead(answer.status)
   if (NO_BODY_STATUSES.has(answer.status)) res.end()
   else endWith(res, answer.body)
@@ -199,15 +200,8 @@ export function recordHeaders(headers: Readonly<Record<string, unknown>>, names?
 }
 
 function pushField(list: string[], name: string, value: unknown): void {
-  if (Array.isArray(value)) for (const item of value) list.push(name, fieldValue(String(item)))
-  else if (value !== undefined && value !== null) list.push(name, fieldValue(String(value)))
-}
-
-// Without the spaces and tabs around it, as a field's value is read (RFC 9110 §5.5).
-function fieldValue(value: string): string {
-  const first = value.charCodeAt(0)
-  const last = value.charCodeAt(value.length - 1)
-  return first === 32 || first === 9 || last === 32 || last === 9 ? value.replace(/^[\t ]+|[\t ]+$/g, '') : value
+  if (Array.isArray(value)) for (const item of value) list.push(name, String(item))
+  else if (value !== undefined && value !== null) list.push(name, String(value))
 }
 
 /** True when a Node request says it carries a body (a length above 0, or chunked). */

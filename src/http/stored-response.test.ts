@@ -63,12 +63,12 @@ describe('a body over maxStoredBodyBytes', () => {
 
   it('is stored with its status and allow-listed headers, without the body or the headers describing it, and its size', () => {
     const upTo = (maxBodyBytes: number) => ({ maxBodyBytes, maxOutcomeBytes: Infinity })
-    expect(storeResponse(201, allowed, body, upTo(7))).toEqual({ v: 2, status: 201, headers: ['location', '/orders/1', 'etag', '"v1"'], text: '', omittedBodyBytes: 8 })
-    expect(storeResponse(201, allowed, body, upTo(8)).omittedBodyBytes).toBeUndefined()
+    expect(storeResponse(201, allowed, body, { limits: upTo(7) })).toEqual({ v: 2, status: 201, headers: ['location', '/orders/1', 'etag', '"v1"'], text: '', omittedBodyBytes: 8 })
+    expect(storeResponse(201, allowed, body, { limits: upTo(8) }).omittedBodyBytes).toBeUndefined()
   })
 
   it('replays with an empty body and Idempotent-Body-Omitted', () => {
-    const replay = replayAnswer(storeResponse(201, allowed, body, { maxBodyBytes: 0, maxOutcomeBytes: Infinity }))
+    const replay = replayAnswer(storeResponse(201, allowed, body, { limits: { maxBodyBytes: 0, maxOutcomeBytes: Infinity } }))
     expect(replay.status).toBe(201)
     expect(replay.headers).toEqual(['location', '/orders/1', 'etag', '"v1"', 'idempotent-replayed', 'true', 'idempotent-body-omitted', 'true'])
     expect(bytesOf(replay.body).byteLength).toBe(0)
@@ -89,26 +89,27 @@ describe('what the store holds bounds the stored form (maxOutcomeBytes)', () => 
       expect(Buffer.byteLength(JSON.stringify(headers), 'utf8')).toBeLessThanOrEqual(STORED_HEADERS_ROOM)
       // Bytes that are not UTF-8 (base64), and text that escapes to more than base64 (control characters).
       for (const body of [binary(largest), new Uint8Array(largest).fill(1)]) {
-        const whole = storeResponse(200, headers, body, limits)
+        const whole = storeResponse(200, headers, body, { limits })
         expect(whole.omittedBodyBytes).toBeUndefined()
         expect(size(whole)).toBeLessThanOrEqual(maxOutcomeBytes)
         // Compared as buffers: a deep equality of 12 MiB takes minutes.
         expect(bytesOf(replayAnswer(whole).body).equals(Buffer.from(body))).toBe(true)
       }
-      expect(storeResponse(200, headers, binary(largest + 1), limits).omittedBodyBytes).toBe(largest + 1)
+      expect(storeResponse(200, headers, binary(largest + 1), { limits }).omittedBodyBytes).toBe(largest + 1)
     }
   })
 
   it('a body that would fit maxStoredBodyBytes but not beside large headers is stored without it, and the stored form fits', () => {
     const maxOutcomeBytes = 64 * 1024
     const limits = { maxBodyBytes: largestStoredBody(maxOutcomeBytes), maxOutcomeBytes }
-    const headers = ['content-type', 'text/plain', 'link', '\u0001'.repeat(5_000)]
-    const stored = storeResponse(201, headers, binary(limits.maxBodyBytes), limits)
+    // Three bytes of JSON a character.
+    const headers = ['content-type', 'text/plain', 'link', '报'.repeat(10_000)]
+    const stored = storeResponse(201, headers, binary(limits.maxBodyBytes), { limits })
     expect(stored.omittedBodyBytes).toBe(limits.maxBodyBytes)
     expect(stored.headers.filter((_, i) => i % 2 === 0)).toEqual(['link'])
     expect(size(stored)).toBeLessThanOrEqual(maxOutcomeBytes)
     // With a small body the same headers leave room: stored whole.
-    expect(storeResponse(201, headers, binary(100), limits).omittedBodyBytes).toBeUndefined()
+    expect(storeResponse(201, headers, binary(100), { limits }).omittedBodyBytes).toBeUndefined()
   })
 
   it('leaves nothing for bodies when the store holds less than the frame and the header room', () => {

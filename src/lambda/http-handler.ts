@@ -2,10 +2,10 @@ import type { Context } from 'aws-lambda'
 import { InvalidOptionError } from '../core/errors/invalid-option.js'
 import { assertDuration, assertKnownOptions, optionNames } from '../core/validate.js'
 import { tooLarge } from '../http/body.js'
-import { bytesOf, type HttpAnswer, type HttpRequest, type RouteReply } from '../http/exchange.js'
+import type { HttpAnswer, HttpRequest, RouteReply } from '../http/exchange.js'
 import { protectRequests } from '../http/handler.js'
 import type { IdempotencyContext, IdempotencyOptions } from '../http/options.js'
-import { httpRequestOf, httpResponseOf, httpResultOf, type LambdaHttpEvent, type LambdaHttpFormat, type LambdaHttpRequest, type LambdaHttpResult } from './http-event.js'
+import { bareValueJson, httpRequestOf, httpResponseOf, httpResultOf, type LambdaHttpEvent, type LambdaHttpFormat, type LambdaHttpRequest, type LambdaHttpResponse, type LambdaHttpResult } from './http-event.js'
 import { DEFAULT_MARGIN_MS, remainingMs } from './invocation.js'
 
 /**
@@ -89,6 +89,9 @@ export function makeHttpHandler<Tx, Result, Event extends LambdaHttpEvent = Lamb
     )
     if (outcome.kind === 'passed') return passed!.result
     if (outcome.kind === 'route') return outcome.response
+    // A bare value is answered again as itself, through JSON as Lambda sends it: API
+    // Gateway makes of it what it made of the first.
+    if (outcome.answer.value !== undefined) return outcome.answer.value.json as Result
     return httpResultOf(neutralAnswer(outcome.answer), request)
   }
 }
@@ -108,14 +111,24 @@ function exchangeRequest(request: LambdaHttpRequest): HttpRequest {
   }
 }
 
-/** The function's result as the middleware stores it; the result itself is what a fresh request is answered with. */
+/**
+ * The function's result as the middleware stores it, its body in the form it was
+ * answered in (text, base64, or a bare value); the result itself is what a fresh
+ * request is answered with.
+ */
 function routeReply<Result>(result: Result, format: LambdaHttpFormat): RouteReply<Result> {
-  const response = httpResponseOf(result, format)
+  const json = bareValueJson(result, format)
+  if (json !== undefined) {
+    const headers = ['content-type', 'application/json']
+    return { kind: 'reply', response: result, status: 200, body: json, form: 'value', headers: (names) => (names.has('content-type') ? headers : []) }
+  }
+  const response = httpResponseOf(result)
   return {
     kind: 'reply',
     response: result,
     status: response.status,
     body: response.body,
+    form: typeof response.body === 'string' ? 'text' : 'base64',
     headers(names) {
       const list: string[] = []
       for (const [name, value] of response.headers) {
@@ -127,8 +140,8 @@ function routeReply<Result>(result: Result, format: LambdaHttpFormat): RouteRepl
   }
 }
 
-function neutralAnswer(answer: HttpAnswer): { status: number; headers: Array<[string, string]>; body: Uint8Array } {
+function neutralAnswer(answer: HttpAnswer): LambdaHttpResponse {
   const headers: Array<[string, string]> = []
   for (let i = 0; i + 1 < answer.headers.length; i += 2) headers.push([answer.headers[i]!, answer.headers[i + 1]!])
-  return { status: answer.status, headers, body: bytesOf(answer.body) }
+  return { status: answer.status, headers, body: answer.body }
 }
