@@ -14,6 +14,7 @@ import { NO_BODY_STATUSES } from '../headers/no-body-statuses.js'
 import type { HttpAnswer, HttpBody, Protected, RouteResult } from './exchange.js'
 import { protectRequests } from './handler.js'
 import { nodeBody, nodeRequest, recordHeaders } from './node.js'
+import { wireValue } from './header-field.js'
 import type { IdempotencyContext, IdempotencyOptions } from './options.js'
 import { webhookReceiving, type WebhookReceiverOptions } from './webhook.js'
 import { keptRawBody, nodeDelivery, sendToReply } from './webhook-node.js'
@@ -242,14 +243,11 @@ function writePayload(reply: FastifyReply, response: Payload): unknown {
 function writeAnswer(reply: FastifyReply, answer: HttpAnswer, replace: boolean): Buffer | string | null {
   if (replace) for (const name of Object.keys(reply.getHeaders())) reply.removeHeader(name)
   reply.code(answer.status)
-  // Fastify keeps one value a name: a repeated field is joined, as a list of values, but Set-Cookie stays a list.
+  // Fastify keeps one value a name: a repeated field is joined, as a list of values, but
+  // Set-Cookie stays a list. Each value goes out as its bytes (`wireValue`).
   const fields = new Map<string, string[]>()
   const { headers } = answer
-  for (let i = 0; i + 1 < headers.length; i += 2) {
-    const values = fields.get(headers[i]!)
-    if (values === undefined) fields.set(headers[i]!, [headers[i + 1]!])
-    else values.push(headers[i + 1]!)
-  }
+  for (let i = 0; i + 1 < headers.length; i += 2) fields.set(headers[i]!, [...(fields.get(headers[i]!) ?? []), wireValue(headers[i + 1]!)])
   for (const [name, values] of fields) reply.header(name, name === 'set-cookie' ? values : values.join(', '))
   const { body } = answer
   if (NO_BODY_STATUSES.has(answer.status)) return null

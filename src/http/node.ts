@@ -9,7 +9,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http'
 import { Readable } from 'node:stream'
 import { NO_BODY_STATUSES } from '../headers/no-body-statuses.js'
 import { EMPTY_BODY, readSource, tooLarge, type BodySource } from './body.js'
-import { byteLength, type HttpAnswer, type HttpBody, type HttpRequest, type RouteReply } from './exchange.js'
+import { byteLength, bytesOf, type HttpAnswer, type HttpBody, type HttpRequest, type RouteReply } from './exchange.js'
 import { wireValue } from './header-field.js'
 
 /** A Node stream as a `BodySource`, and whether reading it was started but not finished. */
@@ -132,23 +132,25 @@ export function nodeRequest(req: IncomingMessage, url: string, body: NodeRequest
 }
 
 // A small body goes out as latin1 text (one byte per character, so any bytes survive):
-// Node then sends headers and body in one write instead of a writev of two buffers.
+// Node then sends headers and body in one write instead of a writev of two buffers. Never
+// as UTF-8 text: Node would encode the header block with the body's encoding, and each
+// header byte above 0x7F would go out as two.
 const SMALL_BODY = 16 * 1024
 
 function endWith(res: ServerResponse, body: HttpBody): void {
-  if (typeof body === 'string') {
-    if (body === '') res.end()
-    else res.end(body, 'utf8')
-  } else if (body.byteLength === 0) res.end()
-  else if (body.byteLength <= SMALL_BODY) res.end(Buffer.from(body.buffer, body.byteOffset, body.byteLength).toString('latin1'), 'latin1')
-  else res.end(Buffer.from(body.buffer, body.byteOffset, body.byteLength))
+  const bytes = bytesOf(body)
+  if (bytes.byteLength === 0) res.end()
+  else if (bytes.byteLength <= SMALL_BODY) res.end(Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('latin1'), 'latin1')
+  else res.end(Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength))
 }
 
 /**
  * Sends the route's reply that `captureResponse` held: its status and headers are on the
  * response already; its body goes out with its own `Content-Length` (set, never removed:
  * without it Node does not frame the body at all, and a keep-alive client then cannot
- * tell where the answer ends).
+ * tell where the answer ends). The head is written first, as `sendAnswer` writes a
+ * replay's: made inside `end`, Node would read a `Content-Disposition` value's bytes as
+ * UTF-8, and the first answer would carry other bytes than its replay.
  */
 export function sendHeld(res: ServerResponse, body: HttpBody, closeConnection: boolean): void {
   if (closeConnection) res.setHeader('connection', 'close')
@@ -158,6 +160,7 @@ export function sendHeld(res: ServerResponse, body: HttpBody, closeConnection: b
     return
   }
   res.setHeader('content-length', byteLength(body))
+  res.writeHead(res.statusCode)
   endWith(res, body)
 }
 

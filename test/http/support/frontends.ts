@@ -238,7 +238,7 @@ interface PlatformResponse {
   send(body: string): unknown
 }
 
-const ROUTES = ['orders', 'other', 'slow', 'fail', 'busy', 'gone', 'throw', 'json', 'big']
+const ROUTES = ['orders', 'other', 'slow', 'fail', 'busy', 'gone', 'throw', 'json', 'big', 'spaced']
 
 /** Runs the shared route for a Nest request and puts its status and headers on the platform's response; returns the body. */
 async function nestRoute(app: NestApp, req: NestRequest, res: PlatformResponse, idem: IdempotencyContext<unknown> | undefined): Promise<string> {

@@ -135,16 +135,20 @@ function percentDecoded(value: string): string {
   return new TextDecoder().decode(Uint8Array.from(bytes))
 }
 
-/** What a function's result becomes on the wire, as API Gateway or the ALB sends it. */
+/**
+ * What a function's result becomes on the wire, as API Gateway or the ALB sends it: a
+ * header value as its UTF-8 bytes (a Response holds them one character a byte).
+ */
 function responseOf(result: unknown): Response {
   if (result === null || typeof result !== 'object' || !('statusCode' in result)) {
     return new Response(JSON.stringify(result), { status: 200, headers: { 'content-type': 'application/json' } })
   }
   const structured = result as APIGatewayProxyResult & APIGatewayProxyStructuredResultV2 & ALBResult
   const headers = new Headers()
+  const wire = (value: unknown) => Buffer.from(String(value), 'utf8').toString('latin1')
   const multi = structured.multiValueHeaders ?? {}
-  for (const [name, values] of Object.entries(multi)) for (const value of values) headers.append(name, String(value))
-  for (const [name, value] of Object.entries(structured.headers ?? {})) if (!headers.has(name)) headers.append(name, String(value))
+  for (const [name, values] of Object.entries(multi)) for (const value of values) headers.append(name, wire(value))
+  for (const [name, value] of Object.entries(structured.headers ?? {})) if (!headers.has(name)) headers.append(name, wire(value))
   for (const cookie of structured.cookies ?? []) headers.append('set-cookie', cookie)
   const status = structured.statusCode ?? 200
   const bytes = structured.body === undefined || structured.body === '' ? null : Buffer.from(structured.body, structured.isBase64Encoded ? 'base64' : 'utf8')
