@@ -47,8 +47,10 @@ const OPTIONS = optionNames<HttpHandlerOptions<unknown>>({
  * key is 422; a duplicate of a request still running is 409 with `Retry-After`; a retry
  * gets the stored status, headers and body with `Idempotent-Replayed: true`, without
  * the function running; 5xx and transient 4xx are not stored. Answers go out in the
- * event's own format: bodies that are not text in base64 (`isBase64Encoded`), several
- * `Set-Cookie` in `cookies` (2.0) or `multiValueHeaders` (1.0, ALB). The invocation's
+ * event's own format: a body as the function answered it (text as text, base64 with
+ * `isBase64Encoded`), several `Set-Cookie` in `cookies` (2.0) or `multiValueHeaders`
+ * (1.0, ALB); a bare value a 2.0 function returned (no `statusCode`) is returned again
+ * as that value. The invocation's
  * remaining time less `marginMs` bounds the route: past it the key is let go and the
  * answer is 503 (`overran`).
  *
