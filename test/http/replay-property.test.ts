@@ -9,16 +9,15 @@ import fc from 'fast-check'
 import http from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { randomUUID } from 'node:crypto'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { afterAll, describe, expect, it } from 'vitest'
 import { createEventStream } from '../../src/core/events.js'
 import { idempotency as expressIdempotency } from '../../src/http/express.js'
 import { idempotency as fetchIdempotency } from '../../src/http/fetch/index.js'
-import { postgresStore, type PostgresStore } from '../../src/stores/postgres/index.js'
 import { headerFields, REPLAYED_NAMES, replayedFields, replayedValue, storedStatus, VALUE_UNITS } from '../support/header-fields.js'
-import { testSchema, type TestSchema } from '../support/postgres.js'
+import { postgresBackend } from './support/backends.js'
 import { httpCall } from './support/frontends.js'
 
-const db = await testSchema('idem_http_replay_property', 10)
+const backend = await postgresBackend('idem_http_replay_property')
 const NO_BODY = new Set([204, 205, 304])
 const RUNS = 100
 
@@ -64,17 +63,12 @@ function replayedOfHeaders(headers: Headers): Array<[string, string | string[] |
 
 const bytes = (body: Answer['body']): Buffer => Buffer.from(body)
 
-describe.skipIf(db === undefined)('property: a route is answered again what it answered (Postgres)', () => {
-  const { pool, schema } = db as TestSchema
-  let store: PostgresStore
+describe.skipIf(backend === undefined)('property: a route is answered again what it answered (Postgres)', () => {
+  const { store } = backend!
+  afterAll(() => backend?.close())
   // Fields left out are warned of; the property looks at the replays, not the log.
   const events = createEventStream()
   events.subscribe(() => {})
-  beforeAll(async () => {
-    store = postgresStore({ pool, schema })
-    await store.migrate()
-  })
-  afterAll(() => db?.drop())
 
   it('Express (the Node exchange): the replay never fails, and carries the same status, header values and body bytes', async () => {
     let answer: Answer | undefined

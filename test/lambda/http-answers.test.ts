@@ -4,17 +4,16 @@
 // text), bodies in the form they were answered in (text as text, base64 as base64, a
 // bare 2.0 value as that value), and rows written before still replaying.
 import { randomUUID } from 'node:crypto'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { afterAll, describe, expect, it } from 'vitest'
 import { createIdem } from '../../src/core/engine.js'
 import { createEventStream, type WarningEvent } from '../../src/core/events.js'
 import { DEFAULT_REPLAY_HEADERS } from '../../src/http/options.js'
 import { fingerprintRequest } from '../../src/http/request-fingerprint.js'
 import { makeHttpHandler, type LambdaHttpEvent } from '../../src/lambda/index.js'
-import { postgresStore, type PostgresStore } from '../../src/stores/postgres/index.js'
-import { testSchema, type TestSchema } from '../support/postgres.js'
+import { postgresBackend } from '../http/support/backends.js'
 import { HTTP_FORMATS, httpEvent, lambdaContext, type HttpFormat } from './support.js'
 
-const db = await testSchema('lambda_answers', 10)
+const backend = await postgresBackend('lambda_answers')
 const REQUEST_BODY = '{"amount":5}'
 const DISPOSITION = 'attachment; filename="报告.pdf"'
 
@@ -36,14 +35,9 @@ function headerOf(result: unknown, name: string): string | undefined {
 
 const body = (result: unknown) => result as { statusCode: number; body: string; isBase64Encoded?: boolean }
 
-describe.skipIf(db === undefined)('makeHttpHandler replays what the function answered (Postgres)', () => {
-  const { pool, schema } = db as TestSchema
-  let store: PostgresStore
-  beforeAll(async () => {
-    store = postgresStore({ pool, schema })
-    await store.migrate()
-  })
-  afterAll(() => db?.drop())
+describe.skipIf(backend === undefined)('makeHttpHandler replays what the function answered (Postgres)', () => {
+  const { store } = backend!
+  afterAll(() => backend?.close())
 
   /** A function answering `answer`, counting its runs; warnings go to `warnings`. */
   function fn(answer: () => unknown) {

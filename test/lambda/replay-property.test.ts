@@ -7,15 +7,14 @@
 // of Lambda's HTTP formats.
 import fc from 'fast-check'
 import { randomUUID } from 'node:crypto'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { afterAll, describe, expect, it } from 'vitest'
 import { createEventStream } from '../../src/core/events.js'
 import { makeHttpHandler, type LambdaHttpEvent } from '../../src/lambda/index.js'
-import { postgresStore, type PostgresStore } from '../../src/stores/postgres/index.js'
 import { headerFields, REPLAYED_NAMES, replayedFields, storedStatus, VALUE_UNITS } from '../support/header-fields.js'
-import { testSchema, type TestSchema } from '../support/postgres.js'
+import { postgresBackend } from '../http/support/backends.js'
 import { HTTP_FORMATS, httpEvent, lambdaContext, type HttpFormat } from './support.js'
 
-const db = await testSchema('lambda_replay_property', 10)
+const backend = await postgresBackend('lambda_replay_property')
 const NO_BODY = new Set([204, 205, 304])
 const RUNS = 200
 
@@ -61,14 +60,9 @@ function fieldsOf(result: unknown): Map<string, string[]> {
 /** What a client reads of fields: a repeated field joined with `, `, Set-Cookie as a list. */
 const asRead = (fields: Map<string, string[]>) => [...fields].map(([name, values]) => [name, name === 'set-cookie' ? values : values.join(', ')]).sort()
 
-describe.skipIf(db === undefined)('property: a Lambda function is answered again what it answered (Postgres)', () => {
-  const { pool, schema } = db as TestSchema
-  let store: PostgresStore
-  beforeAll(async () => {
-    store = postgresStore({ pool, schema })
-    await store.migrate()
-  })
-  afterAll(() => db?.drop())
+describe.skipIf(backend === undefined)('property: a Lambda function is answered again what it answered (Postgres)', () => {
+  const { store } = backend!
+  afterAll(() => backend?.close())
   // Fields left out are warned of; the property looks at the replays, not the log.
   const quiet = createEventStream()
   quiet.subscribe(() => {})

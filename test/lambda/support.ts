@@ -3,7 +3,9 @@
 // documents for each source, typed by @types/aws-lambda so a field that drifts fails the
 // type check.
 import { createHash, randomUUID } from 'node:crypto'
-import type { ALBEvent, APIGatewayProxyEvent, APIGatewayProxyEventV2, Context, EventBridgeEvent, SNSEvent, SQSEvent, SQSMessageAttributes, SQSRecord } from 'aws-lambda'
+import type { APIGatewayProxyEventV2, Context, EventBridgeEvent, SNSEvent, SQSEvent, SQSMessageAttributes, SQSRecord } from 'aws-lambda'
+import type { LambdaHttpEvent } from '../../src/lambda/index.js'
+import { eventOf, type Format } from '../http/support/lambda-frontends.js'
 
 export const FUNCTION_NAME = 'ship-orders'
 const REGION = 'us-east-1'
@@ -144,55 +146,11 @@ export function httpApiRequest(options: { key?: string; body: string | Uint8Arra
   }
 }
 
-/** Lambda's HTTP formats: a REST API (payload 1.0), an HTTP API or Function URL (2.0), an ALB target with multi-value headers. */
-export type HttpFormat = 'v1' | 'v2' | 'alb'
-export const HTTP_FORMATS: readonly HttpFormat[] = ['v1', 'v2', 'alb']
+export type { Format as HttpFormat } from '../http/support/lambda-frontends.js'
+export const HTTP_FORMATS: readonly Format[] = ['v1', 'v2', 'alb']
 
-/** A POST of a JSON body to `/orders` as a function behind `format` receives it. */
-export function httpEvent(format: HttpFormat, options: { key: string; body: string; account?: string }): APIGatewayProxyEventV2 | APIGatewayProxyEvent | ALBEvent {
-  if (format === 'v2') return httpApiRequest(options)
-  const headers = { 'content-type': 'application/json', 'idempotency-key': options.key }
-  const multi = { 'content-type': ['application/json'], 'idempotency-key': [options.key] }
-  if (format === 'alb') {
-    return {
-      requestContext: { elb: { targetGroupArn: `arn:aws:elasticloadbalancing:${REGION}:${ACCOUNT}:targetgroup/orders/abc` } },
-      httpMethod: 'POST',
-      path: '/orders',
-      multiValueQueryStringParameters: {},
-      multiValueHeaders: multi,
-      body: options.body,
-      isBase64Encoded: false,
-    }
-  }
-  return {
-    resource: '/orders',
-    path: '/orders',
-    httpMethod: 'POST',
-    headers,
-    multiValueHeaders: multi,
-    queryStringParameters: null,
-    multiValueQueryStringParameters: null,
-    pathParameters: null,
-    stageVariables: null,
-    requestContext: {
-      accountId: options.account ?? 'anonymous',
-      apiId: 'abc123',
-      authorizer: null,
-      protocol: 'HTTP/1.1',
-      httpMethod: 'POST',
-      identity: {
-        accessKey: null, accountId: null, apiKey: null, apiKeyId: null, caller: null, clientCert: null, cognitoAuthenticationProvider: null,
-        cognitoAuthenticationType: null, cognitoIdentityId: null, cognitoIdentityPoolId: null, principalOrgId: null, sourceIp: '192.0.2.1',
-        user: null, userAgent: 'curl/8.5.0', userArn: null,
-      },
-      path: '/prod/orders',
-      stage: 'prod',
-      requestId: randomUUID(),
-      requestTimeEpoch: 1_764_637_200_000,
-      resourceId: 'abc123',
-      resourcePath: '/orders',
-    },
-    body: options.body,
-    isBase64Encoded: false,
-  }
+/** A POST of a JSON body to `/orders` with `key`, as a function behind `format` receives it. */
+export function httpEvent(format: Format, options: { key: string; body: string }): LambdaHttpEvent {
+  const headers: Array<[string, string]> = [['content-type', 'application/json'], ['idempotency-key', options.key]]
+  return eventOf(format, { method: 'POST', path: '/orders', query: '', headers, body: Buffer.from(options.body) })
 }
