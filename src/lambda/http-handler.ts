@@ -50,9 +50,8 @@ const OPTIONS = optionNames<HttpHandlerOptions<unknown>>({
  * event's own format: a body as the function answered it (text as text, base64 with
  * `isBase64Encoded`), several `Set-Cookie` in `cookies` (2.0) or `multiValueHeaders`
  * (1.0, ALB); a bare value a 2.0 function returned (no `statusCode`) is returned again
- * as that value. The invocation's
- * remaining time less `marginMs` bounds the route: past it the key is let go and the
- * answer is 503 (`overran`).
+ * as that value. The invocation's remaining time less `marginMs` bounds the route: past
+ * it the key is let go and the answer is 503 (`overran`).
  *
  * @throws InvalidOptionError naming the option, at creation
  * @example
@@ -92,8 +91,9 @@ export function makeHttpHandler<Tx, Result, Event extends LambdaHttpEvent = Lamb
     if (outcome.kind === 'passed') return passed!.result
     if (outcome.kind === 'route') return outcome.response
     // A bare value is answered again as itself, through JSON as Lambda sends it: API
-    // Gateway makes of it what it made of the first.
-    if (outcome.answer.value !== undefined) return outcome.answer.value.json as Result
+    // Gateway makes of it what it made of the first (only 2.0 takes one).
+    const { value } = outcome.answer
+    if (value !== undefined && request.format === 'api-gateway-v2') return value.json as Result
     return httpResultOf(neutralAnswer(outcome.answer), request)
   }
 }

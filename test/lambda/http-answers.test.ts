@@ -128,4 +128,15 @@ describe.skipIf(backend === undefined)('makeHttpHandler replays what the functio
       expect(runs()).toBe(1)
     }
   })
+
+  it('2.0: a bare value replayed to a REST API or an ALB, which take none, is the 200 JSON API Gateway made of it', async () => {
+    const key = `"${randomUUID()}"`
+    const { handler, runs } = fn(() => 'Hello from Lambda!')
+    expect(await handler(httpEvent('v2', { key, body: REQUEST_BODY }), lambdaContext(30_000))).toBe('Hello from Lambda!')
+    for (const format of ['v1', 'alb'] as const) {
+      const replay = await handler(httpEvent(format, { key, body: REQUEST_BODY }), lambdaContext(30_000))
+      expect([body(replay).statusCode, headerOf(replay, 'content-type'), body(replay).body]).toEqual([200, 'application/json', '"Hello from Lambda!"'])
+    }
+    expect(runs()).toBe(1)
+  })
 })
