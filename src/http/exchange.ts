@@ -32,8 +32,23 @@ export interface HttpAnswer {
   readonly status: number
   /** `[name, value, name, value, …]`; a repeated field is two pairs. */
   readonly headers: readonly string[]
+  /** The body: text (a replay's is the text stored), or bytes (a replay's, stored as base64). */
   readonly body: HttpBody
+  /**
+   * The replay of a route that answered a bare value (`BodyForm` `value`): that value,
+   * read back from its JSON (`body`), for a front end that answers with values to answer
+   * it again. Front ends that send bytes send `body`.
+   */
+  readonly value?: { readonly json: unknown }
 }
+
+/**
+ * How a route answered its body, where its platform tells the ways apart (Lambda): as
+ * `text` (`body` is that text), as `base64` (`isBase64Encoded`; `body` is the bytes), or
+ * as a bare JSON `value` (payload 2.0's result without `statusCode`; `body` is its JSON).
+ * The stored form keeps it, so a replay answers the same way.
+ */
+export type BodyForm = 'text' | 'base64' | 'value'
 
 /**
  * The route's reply as an adapter hands it back: `response` is the framework's own, sent
@@ -44,6 +59,12 @@ export interface RouteReply<R> {
   readonly response: R
   readonly status: number
   readonly body: HttpBody
+  /**
+   * How the route answered `body`, where the platform tells (Lambda): kept in the stored
+   * form. Absent for a platform that sends bytes: a body that is UTF-8 is then stored as
+   * text (an operator can read it), any other as base64.
+   */
+  readonly form?: BodyForm
   /** The reply's header fields whose names are in `names` (lower case), in their order, as a flat list. */
   headers(names: ReadonlySet<string>): string[]
 }

@@ -2,6 +2,7 @@
  * The route's reply on Fastify, as `idem/fastify`'s `onSend` hook hands it to the
  * middleware, and the answers it puts on the reply for Fastify to send.
  */
+import { wireValue } from './header-field.js'
 import type { FastifyReply } from 'fastify'
 import { NO_BODY_STATUSES } from '../headers/no-body-statuses.js'
 import type { HttpAnswer, HttpBody, RouteResult } from './exchange.js'
@@ -71,13 +72,14 @@ export function writePayload(reply: FastifyReply, response: Payload, restore: bo
 export function writeAnswer(reply: FastifyReply, answer: HttpAnswer, replace: boolean): Buffer | string | null {
   if (replace) for (const name of Object.keys(reply.getHeaders())) reply.removeHeader(name)
   reply.code(answer.status)
-  // Fastify keeps one value a name: a repeated field is joined, as a list of values, but Set-Cookie stays a list.
+  // Fastify keeps one value a name: a repeated field is joined, as a list of values, but
+  // Set-Cookie stays a list. Each value goes out as its bytes (`wireValue`).
   const fields = new Map<string, string[]>()
   const { headers } = answer
   for (let i = 0; i + 1 < headers.length; i += 2) {
     const values = fields.get(headers[i]!)
-    if (values === undefined) fields.set(headers[i]!, [headers[i + 1]!])
-    else values.push(headers[i + 1]!)
+    if (values === undefined) fields.set(headers[i]!, [wireValue(headers[i + 1]!)])
+    else values.push(wireValue(headers[i + 1]!))
   }
   for (const [name, values] of fields) reply.header(name, name === 'set-cookie' ? values : values.join(', '))
   const { body } = answer

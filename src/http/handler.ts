@@ -179,6 +179,17 @@ export function protectRequests<Tx, Native = unknown>(options: IdempotencyOption
         'and its replays answer with an empty body and Idempotent-Body-Omitted: true. Raise maxStoredBodyBytes (up to what the store holds) to replay such bodies whole.',
     })
   }
+  const leftOutBefore = new Set<string>()
+  // Once per field name (only allow-listed names get this far): every later reply with it is stored without it.
+  const warnLeftOut = (name: string, reason: string): void => {
+    if (leftOutBefore.has(name)) return
+    leftOutBefore.add(name)
+    warn(o.events, {
+      code: 'header-not-stored',
+      source: 'idempotency',
+      message: `idem: a response's ${JSON.stringify(name)} header was left out of its stored form, as ${reason}: replays of such a response go without it.`,
+    })
+  }
 
   return { covers, protect, answeredThenFailed: (request, status, after) => answeredThenFailed(o, request, status, after) }
 
@@ -224,7 +235,7 @@ export function protectRequests<Tx, Native = unknown>(options: IdempotencyOption
           first = reply
           // A 5xx or a transient 4xx rolls back, so its retry runs again.
           if (reply.kind === 'discard' || !o.storeStatus(reply.status)) return discard(null)
-          const stored = storeResponse(reply.status, reply.headers(o.replayHeaders), reply.body, limits)
+          const stored = storeResponse(reply.status, reply.headers(o.replayHeaders), reply.body, { limits, form: reply.form, leftOut: warnLeftOut })
           if (stored.omittedBodyBytes !== undefined) warnOmitted(stored.omittedBodyBytes)
           return stored
         },

@@ -7,26 +7,30 @@
  */
 import type { ServerResponse } from 'node:http'
 import { NO_BODY_STATUSES } from '../headers/no-body-statuses.js'
-import { byteLength, type HttpAnswer, type HttpBody, type RouteReply } from './exchange.js'
+import { byteLength, bytesOf, type HttpAnswer, type HttpBody, type RouteReply } from './exchange.js'
+import { wireValue } from './header-field.js'
 
 // A small body goes out as latin1 text (one byte per character, so any bytes survive):
-// Node then sends headers and body in one write instead of a writev of two buffers.
+// Node then sends headers and body in one write instead of a writev of two buffers. Never
+// as UTF-8 text: Node would encode the header block with the body's encoding, and each
+// header byte above 0x7F would go out as two.
 const SMALL_BODY = 16 * 1024
 
 function endWith(res: ServerResponse, body: HttpBody): void {
-  if (typeof body === 'string') {
-    if (body === '') res.end()
-    else res.end(body, 'utf8')
-  } else if (body.byteLength === 0) res.end()
-  else if (body.byteLength <= SMALL_BODY) res.end(Buffer.from(body.buffer, body.byteOffset, body.byteLength).toString('latin1'), 'latin1')
-  else res.end(Buffer.from(body.buffer, body.byteOffset, body.byteLength))
+  const bytes = bytesOf(body)
+  if (bytes.byteLength === 0) res.end()
+  else if (bytes.byteLength <= SMALL_BODY) res.end(Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('latin1'), 'latin1')
+  else res.end(Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength))
 }
 
 /**
  * Sends the route's reply that `captureResponse` held: its status and headers as the
  * route answered with them, put back on the response; its body goes out with its own
  * `Content-Length` (set, never removed: without it Node does not frame the body at all,
- * and a keep-alive client then cannot tell where the answer ends).
+ * and a keep-alive client then cannot tell where the answer ends). The head is written
+ * first, as `sendAnswer` writes a replay's: made inside `end`, Node would read a
+ * `Content-Disposition` value's bytes as UTF-8, and the first answer would carry other
+ * bytes than its replay.
  */
 export function sendHeld(res: ServerResponse, body: HttpBody, closeConnection: boolean): void {
   const hold = unhold(res)
@@ -38,14 +42,15 @@ export function sendHeld(res: ServerResponse, body: HttpBody, closeConnection: b
     return
   }
   res.setHeader('content-length', byteLength(body))
+  res.writeHead(res.statusCode)
   endWith(res, body)
 }
 
 /**
  * Writes an answer of idem's own to a Node response that has not started. Headers that
  * earlier middleware set (CORS, HSTS, a request id) are kept, as they would be without
- * idem; the answer's own replace any of the same name, repeated fields kept apart, and
- * `Content-Length` is the body's own.
+ * idem; the answer's own replace any of the same name, repeated fields kept apart, each
+ * value as its bytes (`wireValue`), and `Content-Length` is the body's own.
  */
 export function sendAnswer(res: ServerResponse, answer: HttpAnswer, closeConnection: boolean): void {
   // A route still captured (it ran past its deadline, and idem answers for it) has
@@ -59,7 +64,7 @@ export function sendAnswer(res: ServerResponse, answer: HttpAnswer, closeConnect
   // Not writeHead(status, list): once any header was set on the response, it sets each
   // field of the list over the last, and a repeated field (Set-Cookie) keeps one value.
   for (let i = 0; i < headers.length; i += 2) res.removeHeader(headers[i]!)
-  for (let i = 0; i + 1 < headers.length; i += 2) res.appendHeader(headers[i]!, headers[i + 1]!)
+  for (let i = 0; i + 1 < headers.length; i += 2) res.appendHeader(headers[i]!, wireValue(headers[i + 1]!))
   res.writeHead(answer.status)
   if (NO_BODY_STATUSES.has(answer.status)) res.end()
   else endWith(res, answer.body)
@@ -73,15 +78,8 @@ export function recordHeaders(headers: Readonly<Record<string, unknown>>, names?
 }
 
 function pushField(list: string[], name: string, value: unknown): void {
-  if (Array.isArray(value)) for (const item of value) list.push(name, fieldValue(String(item)))
-  else if (value !== undefined && value !== null) list.push(name, fieldValue(String(value)))
-}
-
-// Without the spaces and tabs around it, as a field's value is read (RFC 9110 §5.5).
-function fieldValue(value: string): string {
-  const first = value.charCodeAt(0)
-  const last = value.charCodeAt(value.length - 1)
-  return first === 32 || first === 9 || last === 32 || last === 9 ? value.replace(/^[\t ]+|[\t ]+$/g, '') : value
+  if (Array.isArray(value)) for (const item of value) list.push(name, String(item))
+  else if (value !== undefined && value !== null) list.push(name, String(value))
 }
 
 type WriteCallback = (error?: Error | null) => void

@@ -1,4 +1,6 @@
+import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
+import { headerFields, replayedValue, VALUE_UNITS } from '../../test/support/header-fields.js'
 import { largestStoredBody, replayAnswer, STORED_HEADERS_ROOM, storeResponse, type StoredResponse } from './stored-response.js'
 
 const bytesOf = (body: Uint8Array | string): Buffer => Buffer.from(body)
@@ -63,12 +65,12 @@ describe('a body over maxStoredBodyBytes', () => {
 
   it('is stored with its status and allow-listed headers, without the body or the headers describing it, and its size', () => {
     const upTo = (maxBodyBytes: number) => ({ maxBodyBytes, maxOutcomeBytes: Infinity })
-    expect(storeResponse(201, allowed, body, upTo(7))).toEqual({ v: 2, status: 201, headers: ['location', '/orders/1', 'etag', '"v1"'], text: '', omittedBodyBytes: 8 })
-    expect(storeResponse(201, allowed, body, upTo(8)).omittedBodyBytes).toBeUndefined()
+    expect(storeResponse(201, allowed, body, { limits: upTo(7) })).toEqual({ v: 2, status: 201, headers: ['location', '/orders/1', 'etag', '"v1"'], text: '', omittedBodyBytes: 8 })
+    expect(storeResponse(201, allowed, body, { limits: upTo(8) }).omittedBodyBytes).toBeUndefined()
   })
 
   it('replays with an empty body and Idempotent-Body-Omitted', () => {
-    const replay = replayAnswer(storeResponse(201, allowed, body, { maxBodyBytes: 0, maxOutcomeBytes: Infinity }))
+    const replay = replayAnswer(storeResponse(201, allowed, body, { limits: { maxBodyBytes: 0, maxOutcomeBytes: Infinity } }))
     expect(replay.status).toBe(201)
     expect(replay.headers).toEqual(['location', '/orders/1', 'etag', '"v1"', 'idempotent-replayed', 'true', 'idempotent-body-omitted', 'true'])
     expect(bytesOf(replay.body).byteLength).toBe(0)
@@ -89,26 +91,27 @@ describe('what the store holds bounds the stored form (maxOutcomeBytes)', () => 
       expect(Buffer.byteLength(JSON.stringify(headers), 'utf8')).toBeLessThanOrEqual(STORED_HEADERS_ROOM)
       // Bytes that are not UTF-8 (base64), and text that escapes to more than base64 (control characters).
       for (const body of [binary(largest), new Uint8Array(largest).fill(1)]) {
-        const whole = storeResponse(200, headers, body, limits)
+        const whole = storeResponse(200, headers, body, { limits })
         expect(whole.omittedBodyBytes).toBeUndefined()
         expect(size(whole)).toBeLessThanOrEqual(maxOutcomeBytes)
         // Compared as buffers: a deep equality of 12 MiB takes minutes.
         expect(bytesOf(replayAnswer(whole).body).equals(Buffer.from(body))).toBe(true)
       }
-      expect(storeResponse(200, headers, binary(largest + 1), limits).omittedBodyBytes).toBe(largest + 1)
+      expect(storeResponse(200, headers, binary(largest + 1), { limits }).omittedBodyBytes).toBe(largest + 1)
     }
   })
 
   it('a body that would fit maxStoredBodyBytes but not beside large headers is stored without it, and the stored form fits', () => {
     const maxOutcomeBytes = 64 * 1024
     const limits = { maxBodyBytes: largestStoredBody(maxOutcomeBytes), maxOutcomeBytes }
-    const headers = ['content-type', 'text/plain', 'link', '\u0001'.repeat(5_000)]
-    const stored = storeResponse(201, headers, binary(limits.maxBodyBytes), limits)
+    // Three bytes of JSON a character.
+    const headers = ['content-type', 'text/plain', 'link', '报'.repeat(10_000)]
+    const stored = storeResponse(201, headers, binary(limits.maxBodyBytes), { limits })
     expect(stored.omittedBodyBytes).toBe(limits.maxBodyBytes)
     expect(stored.headers.filter((_, i) => i % 2 === 0)).toEqual(['link'])
     expect(size(stored)).toBeLessThanOrEqual(maxOutcomeBytes)
     // With a small body the same headers leave room: stored whole.
-    expect(storeResponse(201, headers, binary(100), limits).omittedBodyBytes).toBeUndefined()
+    expect(storeResponse(201, headers, binary(100), { limits }).omittedBodyBytes).toBeUndefined()
   })
 
   it('leaves nothing for bodies when the store holds less than the frame and the header room', () => {
@@ -143,6 +146,83 @@ describe('reading a stored response back', () => {
       { status: 200, headers: [['content-type']], bodyBase64: '' },
     ]) {
       expect(() => replayAnswer(row), JSON.stringify(row)).toThrow(/unreadable|not a valid HTTP field/)
+    }
+  })
+})
+
+describe('header fields: one rule when stored and when read (#44)', () => {
+  it('stores a value without the spaces around it and Unicode text as text; the row reads back', () => {
+    const stored = storeResponse(201, ['cache-control', 'no-store ', 'content-disposition', 'attachment; filename="报告.pdf"'], '{}')
+    expect(stored.headers).toEqual(['cache-control', 'no-store', 'content-disposition', 'attachment; filename="报告.pdf"'])
+    expect(replayAnswer(JSON.parse(JSON.stringify(stored))).headers).toEqual([...stored.headers, 'idempotent-replayed', 'true'])
+  })
+
+  it('leaves out a field it cannot store, and says which and why; the rest is stored', () => {
+    const leftOut: string[] = []
+    const stored = storeResponse(201, ['x-a', 'one\r\ntwo', 'x-b', 'kept', 'X C', 'v', 'x-d', 'a\x00b'], '{}', { leftOut: (name, reason) => leftOut.push(`${name}: ${reason}`) })
+    expect(stored.headers).toEqual(['x-b', 'kept'])
+    expect(leftOut).toEqual([
+      'x-a: its value holds a control character (CR, LF, NUL and the like)',
+      'X C: its name is not a token',
+      'x-d: its value holds a control character (CR, LF, NUL and the like)',
+    ])
+  })
+
+  it('reads rows written before: a value with spaces around it (the Lambda front end stored them as returned), Latin-1 obs-text, names in any case', () => {
+    const lambdaRow = { v: 2, status: 201, headers: ['cache-control', 'no-store ', 'content-disposition', ' attachment; filename="报告.pdf"'], text: '{}' }
+    expect(replayAnswer(lambdaRow).headers).toEqual(['cache-control', 'no-store', 'content-disposition', 'attachment; filename="报告.pdf"', 'idempotent-replayed', 'true'])
+    const nodeRow = { status: 200, headers: [['Content-Disposition', 'attachment; filename="\u00e6\u008a\u00a5.pdf"\t']], bodyBase64: '' }
+    expect(replayAnswer(nodeRow).headers).toEqual(['content-disposition', 'attachment; filename="\u00e6\u008a\u00a5.pdf"', 'idempotent-replayed', 'true'])
+  })
+
+  it('property: whatever fields a reply has, what is stored reads back, each field as the rule makes it, in order', () => {
+    fc.assert(
+      fc.property(headerFields(VALUE_UNITS.lambda), (fields) => {
+        const flat = fields.flatMap(([name, value]) => [name, value])
+        let leftOut = 0
+        const stored = storeResponse(200, flat, 'ok', { leftOut: () => leftOut++ })
+        const expected = fields.flatMap(([name, value]) => {
+          const replayed = replayedValue(value)
+          return replayed === null ? [] : [name.toLowerCase(), replayed]
+        })
+        expect(replayAnswer(JSON.parse(JSON.stringify(stored))).headers).toEqual([...expected, 'idempotent-replayed', 'true'])
+        expect(leftOut).toBe(fields.length - expected.length / 2)
+      }),
+      { numRuns: 1_000 },
+    )
+  })
+})
+
+describe('a body in the form it was answered in (a Lambda function: #44)', () => {
+  const utf8 = new TextEncoder().encode('{"id":7}')
+
+  it('base64 stays base64, even when the bytes are UTF-8; text stays text', () => {
+    expect(storeResponse(201, [], utf8, { form: 'base64' })).toEqual({ v: 2, status: 201, headers: [], base64: Buffer.from(utf8).toString('base64') })
+    expect(Buffer.from(replayAnswer(storeResponse(201, [], utf8, { form: 'base64' })).body).equals(utf8)).toBe(true)
+    expect(typeof replayAnswer(storeResponse(201, [], utf8, { form: 'base64' })).body).toBe('object')
+    expect(replayAnswer(storeResponse(201, [], '{"id":7}', { form: 'text' })).body).toBe('{"id":7}')
+  })
+
+  it('text that does not fit as text is left out, never stored as base64 (its replay would be answered as base64)', () => {
+    // Control characters take 6 bytes of JSON as text, 4/3 as base64.
+    const body = '\u0001'.repeat(1_000)
+    const limits = { maxBodyBytes: 10_000, maxOutcomeBytes: 4_000 }
+    expect(storeResponse(200, [], body, { limits }).base64).toBeDefined()
+    expect(storeResponse(200, [], body, { limits, form: 'text' })).toMatchObject({ text: '', omittedBodyBytes: 1_000 })
+  })
+
+  it('a bare value is stored as its JSON, marked, and its replay carries the value', () => {
+    const stored = storeResponse(200, ['content-type', 'application/json'], '"Hello from Lambda!"', { form: 'value' })
+    expect(stored).toEqual({ v: 2, status: 200, headers: ['content-type', 'application/json'], text: '"Hello from Lambda!"', value: true })
+    expect(replayAnswer(JSON.parse(JSON.stringify(stored)))).toMatchObject({ status: 200, body: '"Hello from Lambda!"', value: { json: 'Hello from Lambda!' } })
+    expect(replayAnswer(storeResponse(200, [], '{"a":[1]}', { form: 'value' })).value).toEqual({ json: { a: [1] } })
+    expect(replayAnswer(storeResponse(200, [], '{"a":[1]}')).value).toBeUndefined()
+  })
+
+  it('refuses a value row that was not written so', () => {
+    const valid = { v: 2, status: 200, headers: [], text: '"x"', value: true }
+    for (const row of [{ ...valid, value: false }, { ...valid, text: 'not json' }, { ...valid, text: undefined, base64: 'AAAA' }, { ...valid, omittedBodyBytes: 3 }]) {
+      expect(() => replayAnswer(row), JSON.stringify(row)).toThrow(/unreadable/)
     }
   })
 })

@@ -1,6 +1,7 @@
 import { OutcomeUnreadableError } from '../core/errors/outcome-unreadable.js'
 import { NO_BODY_STATUSES } from '../headers/no-body-statuses.js'
-import { byteLength, type HttpAnswer, type HttpBody } from './exchange.js'
+import { byteLength, type BodyForm, type HttpAnswer, type HttpBody } from './exchange.js'
+import { storedField } from './header-field.js'
 
 /** The header that marks a response as the stored outcome of an earlier request. */
 export const REPLAYED_HEADER = 'idempotent-replayed'
@@ -28,8 +29,11 @@ export const STORED_HEADERS_ROOM = 16 * 1024
 /**
  * A response as the engine stores it (format 2): plain JSON, so the store needs to know
  * nothing about HTTP. Headers are a flat list of names (lower case) and values, so that
- * repeated fields such as `Set-Cookie` survive. The body is `text` when it is UTF-8
- * (most are: JSON, HTML), else `base64`, so any bytes survive.
+ * repeated fields such as `Set-Cookie` survive, each field as `storedField` makes it (a
+ * field it cannot store is left out). The body is kept as the route answered it where
+ * its platform tells (a Lambda function's text as `text`, its base64 as `base64`);
+ * otherwise it is `text` when it is UTF-8 (most are: JSON, HTML), else `base64`, so any
+ * bytes survive.
  *
  * Rows of format 1 (`{ status, headers: [[name, value], …], bodyBase64 }`) still replay.
  */
@@ -41,8 +45,14 @@ export interface StoredResponse {
   readonly headers: readonly string[]
   /** The body, when it is UTF-8 text. */
   readonly text?: string
-  /** The body as base64, when it is not UTF-8. */
+  /** The body as base64, when it is not UTF-8 or was answered as base64. */
   readonly base64?: string
+  /**
+   * Set when the route answered a bare value rather than a response (a Lambda function
+   * on payload 2.0, returning no `statusCode`): `text` is its JSON, and a replay on Lambda
+   * answers that value again.
+   */
+  readonly value?: true
   /**
    * Set when the body was larger than `maxStoredBodyBytes` (or left no room in what the
    * store holds) and was not kept: its size in bytes. `text` is then empty, and the
@@ -56,8 +66,8 @@ export interface StoredResponse {
 const BODY_HEADERS = new Set(['content-type', 'content-language', 'content-disposition', 'content-encoding', 'content-range'])
 
 // The stored form's JSON around its header list and body, at its longest (a status of
-// three digits, the longer body field, the largest omitted size): what every stored
-// response costs besides them.
+// three digits, the longer body field, the largest omitted size, which is longer than the
+// value flag): what every stored response costs besides them.
 const FRAME_BYTES = JSON.stringify({ status: 599, v: 2, headers: [], base64: '', omittedBodyBytes: Number.MAX_SAFE_INTEGER }).length - '[]'.length
 
 const base64Length = (bytes: number): number => 4 * Math.ceil(bytes / 3)
@@ -87,26 +97,56 @@ const UNLIMITED: StoredLimits = { maxBodyBytes: Infinity, maxOutcomeBytes: Infin
 // Fatal: bytes that are not UTF-8 are stored as base64. A byte order mark is kept.
 const utf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true })
 
+/** How `storeResponse` stores a reply. */
+export interface StoreOptions {
+  /** What bounds the stored form. @default no bound */
+  readonly limits?: StoredLimits
+  /** How the route answered its body, where its platform tells (`RouteReply.form`). */
+  readonly form?: BodyForm | undefined
+  /** Told of each header field the stored form leaves out (`storedField`), and why. */
+  readonly leftOut?: (name: string, reason: string) => void
+}
+
 /**
- * The stored form of a reply: its status, its allow-listed `headers` (a flat list), every
- * body byte. A body larger than `limits.maxBodyBytes`, or one that would take the stored
- * form past `limits.maxOutcomeBytes` (the store's limit), is left out (with the headers
- * that describe it) and its size recorded instead, so the outcome is still stored and the
- * effect never runs again.
+ * The stored form of a reply: its status, its allow-listed `headers` (a flat list) each
+ * as `storedField` makes it, every body byte. A body larger than `limits.maxBodyBytes`,
+ * or one that would take the stored form past `limits.maxOutcomeBytes` (the store's
+ * limit), is left out (with the headers that describe it) and its size recorded instead,
+ * so the outcome is still stored and the effect never runs again. A body answered as
+ * text (`form`) is stored as text or left out, never turned into base64.
  */
-export function storeResponse(status: number, headers: string[], body: HttpBody, limits: StoredLimits = UNLIMITED): StoredResponse {
+export function storeResponse(status: number, headers: readonly string[], body: HttpBody, { limits = UNLIMITED, form, leftOut }: StoreOptions = {}): StoredResponse {
+  const fields = storedHeaders(headers, leftOut)
   const size = byteLength(body)
-  if (size <= limits.maxBodyBytes) {
-    let headerChars = 0
-    for (let i = 0; i < headers.length; i++) headerChars += headers[i]!.length
-    const fit = (bodyJsonBytes: number): boolean => fits(headers, headerChars, bodyJsonBytes, limits.maxOutcomeBytes)
-    const text = textOf(body)
-    // A byte of UTF-8 takes at most 6 bytes of JSON (`\u001f`): that bound settles nearly
-    // every body at once; only one near the limit is measured.
-    if (text !== undefined && (fit(6 * size + 2) || fit(Buffer.byteLength(JSON.stringify(text), 'utf8')))) return { status, v: 2, headers, text }
-    if (fit(base64Length(size) + 2)) return { status, v: 2, headers, base64: base64Of(body) }
+  const whole = size <= limits.maxBodyBytes ? withBody(status, fields, body, size, form, limits.maxOutcomeBytes) : undefined
+  return whole ?? { status, v: 2, headers: withoutBodyHeaders(fields), text: '', omittedBodyBytes: size }
+}
+
+// The reply's fields in their stored form; one that has none is left out, and told.
+function storedHeaders(headers: readonly string[], leftOut: StoreOptions['leftOut']): string[] {
+  const stored: string[] = []
+  for (let i = 0; i + 1 < headers.length; i += 2) {
+    const field = storedField(headers[i]!, headers[i + 1]!)
+    if (field.ok) stored.push(field.name, field.value)
+    else leftOut?.(headers[i]!, field.reason)
   }
-  return { status, v: 2, headers: withoutBodyHeaders(headers), text: '', omittedBodyBytes: size }
+  return stored
+}
+
+// The stored form with the body, in the form it was answered in, or else as text when it
+// is UTF-8 and as base64 otherwise; undefined when it does not fit what the store holds.
+function withBody(status: number, headers: string[], body: HttpBody, size: number, form: BodyForm | undefined, maxOutcomeBytes: number): StoredResponse | undefined {
+  let headerChars = 0
+  for (let i = 0; i < headers.length; i++) headerChars += headers[i]!.length
+  const fit = (bodyJsonBytes: number): boolean => fits(headers, headerChars, bodyJsonBytes, maxOutcomeBytes)
+  const text = form === 'base64' ? undefined : textOf(body)
+  // A byte of UTF-8 takes at most 6 bytes of JSON (`\u001f`): that bound settles nearly
+  // every body at once; only one near the limit is measured.
+  if (text !== undefined && (fit(6 * size + 2) || fit(Buffer.byteLength(JSON.stringify(text), 'utf8')))) {
+    return form === 'value' ? { status, v: 2, headers, text, value: true } : { status, v: 2, headers, text }
+  }
+  if (form === 'text' || form === 'value') return undefined
+  return fit(base64Length(size) + 2) ? { status, v: 2, headers, base64: base64Of(body) } : undefined
 }
 
 // The body as text, when it is UTF-8: a string is (a lone surrogate was sent as U+FFFD).
@@ -143,12 +183,13 @@ function fits(headers: readonly string[], headerChars: number, bodyJsonBytes: nu
  * body bytes, marked replayed (and, for a body that was too large to store, marked
  * omitted, with no body). Only headers in `allowed` are replayed, whatever the row
  * holds: a row written under a wider allow-list, or by hand, never sends a `Set-Cookie`
- * the current one leaves out.
+ * the current one leaves out. Header fields are read by the rule they were stored by
+ * (`storedField`), so a row written before with spaces around a value reads without them.
  * @throws OutcomeUnreadableError when the stored value is not a stored response (a
  *   corrupted row that still parsed as JSON): no guess is ever replayed
  */
 export function replayAnswer(stored: unknown, allowed?: ReadonlySet<string>): HttpAnswer {
-  const { status, headers: pairs, body, omitted } = readStored(stored)
+  const { status, headers: pairs, body, omitted, value } = readStored(stored)
   const headers: string[] = []
   for (let i = 0; i < pairs.length; i += 2) {
     const name = pairs[i]!
@@ -157,7 +198,8 @@ export function replayAnswer(stored: unknown, allowed?: ReadonlySet<string>): Ht
   }
   headers.push(REPLAYED_HEADER, 'true')
   if (omitted) headers.push(BODY_OMITTED_HEADER, 'true')
-  return { status, headers, body: NO_BODY_STATUSES.has(status) ? '' : body }
+  const answer = { status, headers, body: NO_BODY_STATUSES.has(status) ? '' : body }
+  return value === undefined ? answer : { ...answer, value }
 }
 
 interface ReadStored {
@@ -165,19 +207,15 @@ interface ReadStored {
   headers: readonly string[]
   body: HttpBody
   omitted: boolean
+  value?: { json: unknown }
 }
-
-// RFC 9110: a field name is a token (stored in lower case), a value visible characters,
-// spaces and tabs (obs-text included), with no whitespace around it.
-const FIELD_NAME = /^[!#$%&'*+\-.^_`|~0-9a-z]+$/
-const FIELD_VALUE = /^(?:[\x21-\x7e\x80-\xff](?:[\t\x20-\x7e\x80-\xff]*[\x21-\x7e\x80-\xff])?)?$/
 
 // Groups of four, checked as a length: a repeated group, `(?:[…]{4})*`, takes the regex
 // engine's stack once per group and overflows it on a body of some 12 MB.
 const BASE64 = /^[A-Za-z0-9+/]*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/
 
 // Strict, since Buffer.from(text, 'base64') skips what it cannot decode and would
-// replay other bytes than were stored, and a header Node refuses would fail the answer.
+// replay other bytes than were stored, and a header no platform sends would fail the answer.
 function readStored(stored: unknown): ReadStored {
   if (stored === null || typeof stored !== 'object' || Array.isArray(stored)) return unreadable('not an object')
   const row = stored as Record<string, unknown>
@@ -187,6 +225,7 @@ function readStored(stored: unknown): ReadStored {
   const omitted = omittedSize(row.omittedBodyBytes)
   if (row.v === 2) {
     const { text, base64 } = row
+    if (row.value !== undefined) return storedValue(row, status, headers)
     if (typeof text === 'string' && base64 === undefined) return { status, headers, body: text, omitted: checkOmitted(omitted, text) }
     if (typeof base64 === 'string' && text === undefined && omitted === undefined) return { status, headers, body: fromBase64(base64), omitted: false }
     return unreadable('no text or base64 body')
@@ -196,10 +235,22 @@ function readStored(stored: unknown): ReadStored {
   return { status, headers, body: fromBase64(row.bodyBase64), omitted: checkOmitted(omitted, row.bodyBase64) }
 }
 
+// A bare value: stored whole, as its JSON text.
+function storedValue(row: Record<string, unknown>, status: number, headers: readonly string[]): ReadStored {
+  const { text } = row
+  if (row.value !== true || typeof text !== 'string' || row.base64 !== undefined || row.omittedBodyBytes !== undefined) return unreadable('a malformed value')
+  try {
+    return { status, headers, body: text, omitted: false, value: { json: JSON.parse(text) as unknown } }
+  } catch {
+    return unreadable('a value that is not JSON')
+  }
+}
+
 function headerList(headers: unknown): string[] {
   if (!Array.isArray(headers) || headers.length % 2 !== 0) return unreadable('no header list')
-  for (let i = 0; i < headers.length; i += 2) checkField(headers[i], headers[i + 1])
-  return headers as string[]
+  const list: string[] = []
+  for (let i = 0; i < headers.length; i += 2) readField(list, headers[i], headers[i + 1])
+  return list
 }
 
 // Format 1: `[[name, value], …]`.
@@ -208,17 +259,17 @@ function legacyHeaders(headers: unknown): string[] {
   const list: string[] = []
   for (const pair of headers) {
     if (!Array.isArray(pair) || pair.length !== 2) return unreadable('a malformed header')
-    checkField(pair[0], pair[1])
-    list.push(pair[0] as string, pair[1] as string)
+    readField(list, pair[0], pair[1])
   }
   return list
 }
 
-function checkField(name: unknown, value: unknown): void {
-  if (typeof name !== 'string' || typeof value !== 'string') unreadable('a malformed header')
-  else if (!FIELD_NAME.test(name) || !FIELD_VALUE.test(value)) {
-    throw new OutcomeUnreadableError('The stored response holds a header that is not a valid HTTP field: the row is corrupted')
-  }
+// A field read by the rule it was stored by: one that breaks it was never written by idem.
+function readField(list: string[], name: unknown, value: unknown): void {
+  if (typeof name !== 'string' || typeof value !== 'string') return unreadable('a malformed header')
+  const field = storedField(name, value)
+  if (!field.ok) throw new OutcomeUnreadableError(`The stored response holds a header that is not a valid HTTP field (${field.reason}): the row is corrupted`)
+  list.push(field.name, field.value)
 }
 
 function omittedSize(value: unknown): number | undefined {

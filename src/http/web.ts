@@ -5,6 +5,7 @@
 import { readBody } from './body.js'
 import { NO_BODY_STATUSES } from '../headers/no-body-statuses.js'
 import type { HttpAnswer, HttpBody, HttpRequest, RouteReply } from './exchange.js'
+import { wireValue } from './header-field.js'
 import { lightweightBody } from './lightweight-response.js'
 
 /** A Web `Request` as the middleware reads it. */
@@ -38,11 +39,11 @@ function headerList(headers: Headers, names: ReadonlySet<string>): string[] {
   return list
 }
 
-/** An answer of idem's own as a Web `Response`. */
+/** An answer of idem's own as a Web `Response`: each header value as its bytes, ByteStrings (`wireValue`). */
 export function webResponse(answer: HttpAnswer): Response {
   const headers = new Headers()
   const list = answer.headers
-  for (let i = 0; i + 1 < list.length; i += 2) headers.append(list[i]!, list[i + 1]!)
+  for (let i = 0; i + 1 < list.length; i += 2) headers.append(list[i]!, wireValue(list[i + 1]!))
   return new Response(sentBody(answer.status, answer.body), { status: answer.status, headers })
 }
 

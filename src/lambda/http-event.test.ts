@@ -4,7 +4,7 @@
 // cookies and queries.
 import type { ALBEvent, APIGatewayProxyEvent, APIGatewayProxyEventV2 } from 'aws-lambda'
 import { describe, expect, it } from 'vitest'
-import { httpRequestOf, httpResponseOf, httpResultOf, type LambdaHttpResponse } from './http-event.js'
+import { bareValueJson, httpRequestOf, httpResponseOf, httpResultOf, type LambdaHttpResponse } from './http-event.js'
 
 const BINARY = Uint8Array.of(0x89, 0x50, 0x4e, 0x47, 0x00, 0xff, 0xfe)
 const b64 = (bytes: Uint8Array) => Buffer.from(bytes).toString('base64')
@@ -124,16 +124,16 @@ describe('httpResponseOf and httpResultOf', () => {
   const cookies: LambdaHttpResponse = {
     status: 201,
     headers: [['Content-Type', 'application/json'], ['Set-Cookie', 'a=1; Path=/'], ['Set-Cookie', 'b=2; Path=/'], ['Vary', 'Accept'], ['Vary', 'Origin']],
-    body: new TextEncoder().encode('{"id":"o-1"}'),
+    body: '{"id":"o-1"}',
   }
 
   it('2.0: Set-Cookie in cookies, other repeats joined, a text body as text; read back the same', () => {
     const result = httpResultOf(cookies, { format: 'api-gateway-v2', multiValue: false })
     expect(result).toEqual({ statusCode: 201, headers: { 'Content-Type': 'application/json', Vary: 'Accept, Origin' }, cookies: ['a=1; Path=/', 'b=2; Path=/'], body: '{"id":"o-1"}', isBase64Encoded: false })
-    const back = httpResponseOf(result, 'api-gateway-v2')
+    const back = httpResponseOf(result)
     expect(back.status).toBe(201)
     expect(back.headers.filter(([name]) => name === 'set-cookie').map(([, value]) => value)).toEqual(['a=1; Path=/', 'b=2; Path=/'])
-    expect(text(back.body)).toBe('{"id":"o-1"}')
+    expect(back.body).toBe('{"id":"o-1"}')
   })
 
   it('1.0: Set-Cookie in multiValueHeaders; ALB multi-value: every header multi-value, with a status line; ALB single-value: the last cookie', () => {
@@ -154,20 +154,31 @@ describe('httpResponseOf and httpResultOf', () => {
     expect(httpResultOf(cookies, { format: 'alb', multiValue: false })).toMatchObject({ headers: { 'Set-Cookie': 'b=2; Path=/', Vary: 'Accept, Origin' } })
   })
 
-  it('bytes that are not text go out as base64 and come back as the same bytes, in every format', () => {
+  it('a body keeps the form it was answered in, whatever its media type: text as text, base64 as base64, in every format', () => {
     for (const format of ['api-gateway-v1', 'api-gateway-v2', 'alb'] as const) {
-      for (const type of ['image/png', 'text/plain']) {
-        const response: LambdaHttpResponse = { status: 200, headers: [['content-type', type]], body: BINARY }
-        const result = httpResultOf(response, { format, multiValue: false })
-        expect(result).toMatchObject({ isBase64Encoded: true, body: b64(BINARY) })
-        expect(httpResponseOf(result, format).body).toEqual(BINARY)
+      for (const type of ['image/png', 'text/plain', 'application/x-ndjson', undefined]) {
+        const headers: Array<[string, string]> = type === undefined ? [] : [['content-type', type]]
+        const binary = httpResultOf({ status: 200, headers, body: BINARY }, { format, multiValue: false })
+        expect(binary).toMatchObject({ isBase64Encoded: true, body: b64(BINARY) })
+        expect(httpResponseOf(binary).body).toEqual(new Uint8Array(BINARY))
+        // UTF-8 text answered as base64 stays base64; text stays text.
+        const utf8 = new TextEncoder().encode('{"id":1}\n')
+        expect(httpResponseOf(httpResultOf({ status: 200, headers, body: utf8 }, { format, multiValue: false })).body).toEqual(utf8)
+        const textual = httpResultOf({ status: 200, headers, body: '{"id":1}\n' }, { format, multiValue: false })
+        expect(textual).toMatchObject({ isBase64Encoded: false, body: '{"id":1}\n' })
+        expect(httpResponseOf(textual).body).toBe('{"id":1}\n')
       }
     }
   })
 
-  it("a 2.0 function's bare value is API Gateway's 200 JSON; a 1.0 result's multi-value headers replace its single ones", () => {
-    expect(httpResponseOf({ orderId: 'o-1' }, 'api-gateway-v2')).toEqual({ status: 200, headers: [['content-type', 'application/json']], body: new TextEncoder().encode('{"orderId":"o-1"}') })
-    const read = httpResponseOf({ statusCode: 200, headers: { 'X-A': 'single', 'X-B': 1 }, multiValueHeaders: { 'x-a': ['one', 'two'] }, body: 'ok' }, 'api-gateway-v1')
+  it("a 2.0 function's bare value is the JSON Lambda's runtime sends; a structured result is none; a 1.0 result's multi-value headers replace its single ones", () => {
+    expect(bareValueJson({ orderId: 'o-1' }, 'api-gateway-v2')).toBe('{"orderId":"o-1"}')
+    expect(bareValueJson('Hello from Lambda!', 'api-gateway-v2')).toBe('"Hello from Lambda!"')
+    expect(bareValueJson(undefined, 'api-gateway-v2')).toBe('null')
+    expect(bareValueJson({ statusCode: 201 }, 'api-gateway-v2')).toBeUndefined()
+    expect(bareValueJson('text', 'api-gateway-v1')).toBeUndefined()
+    const read = httpResponseOf({ statusCode: 200, headers: { 'X-A': 'single', 'X-B': 1 }, multiValueHeaders: { 'x-a': ['one', 'two'] }, body: 'ok' })
     expect(read.headers).toEqual([['X-B', '1'], ['x-a', 'one'], ['x-a', 'two']])
+    expect(read.body).toBe('ok')
   })
 })

@@ -1,4 +1,5 @@
 import type { ALBEvent, ALBResult, APIGatewayProxyEvent, APIGatewayProxyEventV2, APIGatewayProxyResult, APIGatewayProxyStructuredResultV2 } from 'aws-lambda'
+import type { HttpBody } from '../http/exchange.js'
 
 /**
  * An HTTP request as Lambda delivers it: API Gateway's REST APIs (payload format 1.0),
@@ -32,15 +33,18 @@ export interface LambdaHttpRequest {
   readonly body: Uint8Array
 }
 
-/** An HTTP response in neutral form: status, header pairs (names as written, repeats kept) and the body's bytes. */
+/**
+ * An HTTP response in neutral form: status, header pairs (names as written, repeats kept)
+ * and the body as it is answered: text as text (`isBase64Encoded` false), bytes in base64.
+ */
 export interface LambdaHttpResponse {
   readonly status: number
   readonly headers: ReadonlyArray<readonly [string, string]>
-  readonly body: Uint8Array
+  /** A string is answered as text; bytes as base64 (`isBase64Encoded`). */
+  readonly body: HttpBody
 }
 
 const utf8 = new TextEncoder()
-const strictUtf8 = new TextDecoder('utf-8', { fatal: true })
 
 type HeaderValue = boolean | number | string
 
@@ -97,13 +101,18 @@ function isV2(event: APIGatewayProxyEvent | APIGatewayProxyEventV2): event is AP
 }
 
 /**
- * What a function answered, in neutral form. A 2.0 result without `statusCode` is what
- * API Gateway makes of it: a 200 with the value as its JSON body.
+ * The JSON text of a payload 2.0 result without `statusCode`: a bare value, which API
+ * Gateway and Function URLs answer for the function (a 200, `content-type:
+ * application/json`, the value as its body), serialised as Lambda's runtime sends it
+ * (`undefined` as null). Undefined for a structured result, and in the other formats.
  */
-export function httpResponseOf(result: unknown, format: LambdaHttpFormat): LambdaHttpResponse {
-  if (format === 'api-gateway-v2' && (result === null || typeof result !== 'object' || !('statusCode' in result))) {
-    return { status: 200, headers: [['content-type', 'application/json']], body: utf8.encode(JSON.stringify(result) ?? '') }
-  }
+export function bareValueJson(result: unknown, format: LambdaHttpFormat): string | undefined {
+  if (format !== 'api-gateway-v2' || (result !== null && typeof result === 'object' && 'statusCode' in result)) return undefined
+  return JSON.stringify(result) ?? 'null'
+}
+
+/** What a function answered in a structured result, in neutral form, its body as answered (text, or base64's bytes). */
+export function httpResponseOf(result: unknown): LambdaHttpResponse {
   const structured = (result ?? {}) as Partial<APIGatewayProxyResult & APIGatewayProxyStructuredResultV2>
   const headers: Array<[string, string]> = []
   const multi = structured.multiValueHeaders ?? {}
@@ -114,21 +123,23 @@ export function httpResponseOf(result: unknown, format: LambdaHttpFormat): Lambd
   }
   for (const [name, values] of Object.entries(multi)) for (const value of values) headers.push([name, String(value)])
   for (const cookie of structured.cookies ?? []) headers.push(['set-cookie', cookie])
+  const body = structured.body ?? ''
   return {
     status: typeof structured.statusCode === 'number' ? structured.statusCode : 200,
     headers,
-    body: bodyOf(structured.body ?? null, structured.isBase64Encoded === true),
+    body: structured.isBase64Encoded === true ? bodyOf(body, true) : body,
   }
 }
 
 /**
- * A neutral response in the format of the request: text bodies as text, other bodies as
- * base64 (`isBase64Encoded`); `Set-Cookie` in `cookies` (2.0) or `multiValueHeaders`
- * (1.0, ALB in multi-value mode); other repeated headers joined with `, `, or as a
- * multi-value header where the format has them.
+ * A neutral response in the format of the request: a text body as text, bytes as base64
+ * (`isBase64Encoded`); `Set-Cookie` in `cookies` (2.0) or `multiValueHeaders` (1.0, ALB
+ * in multi-value mode); other repeated headers joined with `, `, or as a multi-value
+ * header where the format has them.
  */
 export function httpResultOf(response: LambdaHttpResponse, request: Pick<LambdaHttpRequest, 'format' | 'multiValue'>): LambdaHttpResult {
-  const { body, isBase64Encoded } = encodedBody(response)
+  const isBase64Encoded = typeof response.body !== 'string'
+  const body = typeof response.body === 'string' ? response.body : Buffer.from(response.body.buffer, response.body.byteOffset, response.body.byteLength).toString('base64')
   const grouped = new Map<string, { name: string; values: string[] }>()
   for (const [name, value] of response.headers) {
     const entry = grouped.get(name.toLowerCase())
@@ -174,27 +185,6 @@ const REASONS: Readonly<Record<number, string>> = {
   422: 'Unprocessable Content', 428: 'Precondition Required', 429: 'Too Many Requests', 500: 'Internal Server Error', 502: 'Bad Gateway',
   503: 'Service Unavailable', 504: 'Gateway Timeout',
 }
-
-/** Text when the content type is textual and the bytes are UTF-8; base64 otherwise, so no byte is lost. */
-function encodedBody(response: LambdaHttpResponse): { body: string; isBase64Encoded: boolean } {
-  if (response.body.length === 0) return { body: '', isBase64Encoded: false }
-  const type = response.headers.find(([name]) => name.toLowerCase() === 'content-type')?.[1]
-  if (type !== undefined && isTextual(type)) {
-    try {
-      return { body: strictUtf8.decode(response.body), isBase64Encoded: false }
-    } catch {
-      // Not UTF-8 after all: sent as bytes.
-    }
-  }
-  return { body: Buffer.from(response.body.buffer, response.body.byteOffset, response.body.byteLength).toString('base64'), isBase64Encoded: true }
-}
-
-function isTextual(contentType: string): boolean {
-  const type = contentType.split(';', 1)[0]!.trim().toLowerCase()
-  return type.startsWith('text/') || type.endsWith('+json') || type.endsWith('+xml') || TEXT_TYPES.has(type)
-}
-
-const TEXT_TYPES = new Set(['application/json', 'application/xml', 'application/javascript', 'application/x-www-form-urlencoded', 'application/graphql'])
 
 function bodyOf(body: string | null, isBase64Encoded: boolean): Uint8Array {
   if (body === null || body.length === 0) return new Uint8Array(0)

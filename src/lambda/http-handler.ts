@@ -2,10 +2,10 @@ import type { Context } from 'aws-lambda'
 import { InvalidOptionError } from '../core/errors/invalid-option.js'
 import { assertDuration, assertKnownOptions, optionNames } from '../core/validate.js'
 import { tooLarge } from '../http/body.js'
-import { bytesOf, type HttpAnswer, type HttpRequest, type RouteReply } from '../http/exchange.js'
+import type { HttpAnswer, HttpRequest, RouteReply } from '../http/exchange.js'
 import { protectRequests } from '../http/handler.js'
 import type { IdempotencyContext, IdempotencyOptions } from '../http/options.js'
-import { httpRequestOf, httpResponseOf, httpResultOf, type LambdaHttpEvent, type LambdaHttpFormat, type LambdaHttpRequest, type LambdaHttpResult } from './http-event.js'
+import { bareValueJson, httpRequestOf, httpResponseOf, httpResultOf, type LambdaHttpEvent, type LambdaHttpFormat, type LambdaHttpRequest, type LambdaHttpResponse, type LambdaHttpResult } from './http-event.js'
 import { DEFAULT_MARGIN_MS, remainingMs } from './invocation.js'
 
 /**
@@ -47,10 +47,11 @@ const OPTIONS = optionNames<HttpHandlerOptions<unknown>>({
  * key is 422; a duplicate of a request still running is 409 with `Retry-After`; a retry
  * gets the stored status, headers and body with `Idempotent-Replayed: true`, without
  * the function running; 5xx and transient 4xx are not stored. Answers go out in the
- * event's own format: bodies that are not text in base64 (`isBase64Encoded`), several
- * `Set-Cookie` in `cookies` (2.0) or `multiValueHeaders` (1.0, ALB). The invocation's
- * remaining time less `marginMs` bounds the route: past it the key is let go and the
- * answer is 503 (`overran`).
+ * event's own format: a body as the function answered it (text as text, base64 with
+ * `isBase64Encoded`), several `Set-Cookie` in `cookies` (2.0) or `multiValueHeaders`
+ * (1.0, ALB); a bare value a 2.0 function returned (no `statusCode`) is returned again
+ * as that value. The invocation's remaining time less `marginMs` bounds the route: past
+ * it the key is let go and the answer is 503 (`overran`).
  *
  * @throws InvalidOptionError naming the option, at creation
  * @example
@@ -89,6 +90,10 @@ export function makeHttpHandler<Tx, Result, Event extends LambdaHttpEvent = Lamb
     )
     if (outcome.kind === 'passed') return passed!.result
     if (outcome.kind === 'route') return outcome.response
+    // A bare value is answered again as itself, through JSON as Lambda sends it: API
+    // Gateway makes of it what it made of the first (only 2.0 takes one).
+    const { value } = outcome.answer
+    if (value !== undefined && request.format === 'api-gateway-v2') return value.json as Result
     return httpResultOf(neutralAnswer(outcome.answer), request)
   }
 }
@@ -108,14 +113,24 @@ function exchangeRequest(request: LambdaHttpRequest): HttpRequest {
   }
 }
 
-/** The function's result as the middleware stores it; the result itself is what a fresh request is answered with. */
+/**
+ * The function's result as the middleware stores it, its body in the form it was
+ * answered in (text, base64, or a bare value); the result itself is what a fresh
+ * request is answered with.
+ */
 function routeReply<Result>(result: Result, format: LambdaHttpFormat): RouteReply<Result> {
-  const response = httpResponseOf(result, format)
+  const json = bareValueJson(result, format)
+  if (json !== undefined) {
+    const headers = ['content-type', 'application/json']
+    return { kind: 'reply', response: result, status: 200, body: json, form: 'value', headers: (names) => (names.has('content-type') ? headers : []) }
+  }
+  const response = httpResponseOf(result)
   return {
     kind: 'reply',
     response: result,
     status: response.status,
     body: response.body,
+    form: typeof response.body === 'string' ? 'text' : 'base64',
     headers(names) {
       const list: string[] = []
       for (const [name, value] of response.headers) {
@@ -127,8 +142,8 @@ function routeReply<Result>(result: Result, format: LambdaHttpFormat): RouteRepl
   }
 }
 
-function neutralAnswer(answer: HttpAnswer): { status: number; headers: Array<[string, string]>; body: Uint8Array } {
+function neutralAnswer(answer: HttpAnswer): LambdaHttpResponse {
   const headers: Array<[string, string]> = []
   for (let i = 0; i + 1 < answer.headers.length; i += 2) headers.push([answer.headers[i]!, answer.headers[i + 1]!])
-  return { status: answer.status, headers, body: bytesOf(answer.body) }
+  return { status: answer.status, headers, body: answer.body }
 }

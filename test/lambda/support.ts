@@ -4,6 +4,8 @@
 // type check.
 import { createHash, randomUUID } from 'node:crypto'
 import type { APIGatewayProxyEventV2, Context, EventBridgeEvent, SNSEvent, SQSEvent, SQSMessageAttributes, SQSRecord } from 'aws-lambda'
+import type { LambdaHttpEvent } from '../../src/lambda/index.js'
+import { eventOf, type Format } from '../http/support/lambda-frontends.js'
 
 export const FUNCTION_NAME = 'ship-orders'
 const REGION = 'us-east-1'
@@ -142,4 +144,13 @@ export function httpApiRequest(options: { key?: string; body: string | Uint8Arra
     body: typeof options.body === 'string' ? options.body : Buffer.from(options.body).toString('base64'),
     isBase64Encoded: binary,
   }
+}
+
+export type { Format as HttpFormat } from '../http/support/lambda-frontends.js'
+export const HTTP_FORMATS: readonly Format[] = ['v1', 'v2', 'alb']
+
+/** A POST of a JSON body to `/orders` with `key`, as a function behind `format` receives it. */
+export function httpEvent(format: Format, options: { key: string; body: string }): LambdaHttpEvent {
+  const headers: Array<[string, string]> = [['content-type', 'application/json'], ['idempotency-key', options.key]]
+  return eventOf(format, { method: 'POST', path: '/orders', query: '', headers, body: Buffer.from(options.body) })
 }

@@ -67,6 +67,8 @@ export interface RouteOutput {
  * - `POST /hijack`: like `/orders`, written on the raw response after `reply.hijack()`.
  * - `POST /slow`: waits for `state.gate`, then behaves like `/orders`.
  * - `POST /json`: 400 for a body that is not JSON, else 200: for the fuzz test.
+ * - `POST /spaced`: writes an effect, then 201 with a `Cache-Control` value that has a
+ *   space after it (`no-store `), as a Lambda function may return one.
  * - `POST /big`: writes an effect, then 201 with Location and a text body of as many
  *   bytes as the request body says (for `maxStoredBodyBytes`).
  * - `GET /orders`: 200, never protected.
@@ -121,6 +123,9 @@ export async function runRoute<Tx>(backend: Backend<Tx>, state: AppState, input:
     case '/big':
       await effect()
       return { status: 201, headers: [['content-type', 'text/plain; charset=utf-8'], ['location', `${path}/${run}`]], body: 'x'.repeat(Number(body)) }
+    case '/spaced':
+      await effect()
+      return json(201, { run }, [['cache-control', 'no-store '], ['location', `${path}/${run}`]])
     case '/json':
       await effect()
       try {

@@ -3,6 +3,7 @@ import { expect } from 'vitest'
 import { createEventStream, type IdemEvent } from '../../../src/core/events.js'
 import { body, expectProblem, fresh, quoted, rejected, type ConformanceCase } from './case-kit.js'
 import { encodingCases } from './encoding-cases.js'
+import { storedAnswerCases } from './stored-answer-cases.js'
 import type { Call } from './frontends.js'
 
 // The maxStoredBodyBytes case's events: the warning goes here instead of the console.
@@ -488,6 +489,7 @@ export const conformanceCases: ConformanceCase[] = [
     },
   },
   ...encodingCases,
+  ...storedAnswerCases,
 ]
 
 /** Polls a condition the test cannot await directly (requests arriving at the server). */

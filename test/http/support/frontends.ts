@@ -262,7 +262,7 @@ interface PlatformResponse {
   raw?: http.ServerResponse
 }
 
-const ROUTES = ['orders', 'other', 'slow', 'fail', 'busy', 'gone', 'throw', 'json', 'big', 'answer-then-throw', 'hijack']
+const ROUTES = ['orders', 'other', 'slow', 'fail', 'busy', 'gone', 'throw', 'json', 'big', 'answer-then-throw', 'hijack', 'spaced']
 
 /**
  * Runs the shared route for a Nest request and puts its status and headers on the

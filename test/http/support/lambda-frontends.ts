@@ -14,10 +14,20 @@ import { runRoute, tenantOf, type RouteOutput } from './app.js'
 import type { AppOptions, Call, FrontEnd } from './frontends.js'
 import { REST_API_ENCODING_CANNOT, restApiBody } from './platform-decoding.js'
 
-type Format = 'v1' | 'v2' | 'alb'
+/** Lambda's HTTP formats: a REST API (payload 1.0), an HTTP API or Function URL (2.0), an ALB target with multi-value headers. */
+export type Format = 'v1' | 'v2' | 'alb'
 
-/** The request a call describes: its header fields (repeats kept), query, and body bytes. */
-async function partsOf(call: Call): Promise<{ method: string; path: string; query: string; headers: Array<[string, string]>; body: Buffer }> {
+/** A request's parts: its header fields (repeats kept), query, and body bytes. */
+export interface RequestParts {
+  method: string
+  path: string
+  query: string
+  headers: Array<[string, string]>
+  body: Buffer
+}
+
+/** The request a call describes. */
+async function partsOf(call: Call): Promise<RequestParts> {
   const headers: Array<[string, string]> = []
   for (const value of [call.key ?? []].flat()) headers.push(['idempotency-key', value])
   if (call.tenant !== undefined) headers.push(['authorization', `Bearer ${call.tenant}`])
@@ -35,7 +45,8 @@ async function partsOf(call: Call): Promise<{ method: string; path: string; quer
   return { method: call.method ?? 'POST', path, query, headers, body }
 }
 
-function eventOf(format: Format, parts: Awaited<ReturnType<typeof partsOf>>): LambdaHttpEvent {
+/** The event a function behind `format` receives for a request, shaped as AWS documents it. */
+export function eventOf(format: Format, parts: RequestParts): LambdaHttpEvent {
   // Text as text, anything else (multipart, compressed bytes) in base64, as API Gateway and the ALB pass bodies on.
   const isText = parts.body.length === 0 || (isUtf8(parts.body) && !parts.headers.some(([name, value]) => name === 'content-type' && value.startsWith('multipart/')))
   const body = parts.body.length === 0 ? null : isText ? parts.body.toString('utf8') : parts.body.toString('base64')
@@ -135,16 +146,20 @@ function percentDecoded(value: string): string {
   return new TextDecoder().decode(Uint8Array.from(bytes))
 }
 
-/** What a function's result becomes on the wire, as API Gateway or the ALB sends it. */
+/**
+ * What a function's result becomes on the wire, as API Gateway or the ALB sends it: a
+ * header value as its UTF-8 bytes (a Response holds them one character a byte).
+ */
 function responseOf(result: unknown): Response {
   if (result === null || typeof result !== 'object' || !('statusCode' in result)) {
     return new Response(JSON.stringify(result), { status: 200, headers: { 'content-type': 'application/json' } })
   }
   const structured = result as APIGatewayProxyResult & APIGatewayProxyStructuredResultV2 & ALBResult
   const headers = new Headers()
+  const wire = (value: unknown) => Buffer.from(String(value), 'utf8').toString('latin1')
   const multi = structured.multiValueHeaders ?? {}
-  for (const [name, values] of Object.entries(multi)) for (const value of values) headers.append(name, String(value))
-  for (const [name, value] of Object.entries(structured.headers ?? {})) if (!headers.has(name)) headers.append(name, String(value))
+  for (const [name, values] of Object.entries(multi)) for (const value of values) headers.append(name, wire(value))
+  for (const [name, value] of Object.entries(structured.headers ?? {})) if (!headers.has(name)) headers.append(name, wire(value))
   for (const cookie of structured.cookies ?? []) headers.append('set-cookie', cookie)
   const status = structured.statusCode ?? 200
   const bytes = structured.body === undefined || structured.body === '' ? null : Buffer.from(structured.body, structured.isBase64Encoded ? 'base64' : 'utf8')
