@@ -123,13 +123,29 @@ class Adapter implements RedisAdapter {
 
   async waited(write: Write, replicas: number, timeoutMs: number): Promise<[unknown, number]> {
     const wait = ['WAIT', String(replicas), String(timeoutMs)]
-    if ('command' in write) return acknowledged(await this.#transport.sendThenWait([...write.command], write.key, wait))
+    if ('command' in write) return await this.#sendThenWait([...write.command], write.key, wait)
     const key = write.keys[0]!
     try {
-      return acknowledged(await this.#transport.sendThenWait(evalsha(write.script, write.keys, write.args), key, wait))
+      return await this.#sendThenWait(evalsha(write.script, write.keys, write.args), key, wait)
     } catch (error) {
       if (!isNoScript(error)) throw error
-      return acknowledged(await this.#transport.sendThenWait(evalScript(write.script, write.keys, write.args), key, wait))
+      return await this.#sendThenWait(evalScript(write.script, write.keys, write.args), key, wait)
+    }
+  }
+
+  /**
+   * A write and its WAIT. A Cluster client follows MOVED and ASK for a command of its
+   * own, not for one of a pipeline whose WAIT succeeded: a read of the key through the
+   * client makes it learn where the slot went, and the write (which did not run) goes
+   * there once.
+   */
+  async #sendThenWait(command: string[], key: string, wait: string[]): Promise<[unknown, number]> {
+    try {
+      return acknowledged(await this.#transport.sendThenWait(command, key, wait))
+    } catch (error) {
+      if (!(error instanceof Error && /^(MOVED|ASK) /.test(error.message))) throw error
+      await this.#transport.send(['PTTL', key], key).catch(() => {})
+      return acknowledged(await this.#transport.sendThenWait(command, key, wait))
     }
   }
 

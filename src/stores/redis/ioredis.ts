@@ -13,11 +13,11 @@ export function ioRedisTransport(client: IoRedisClient): Transport {
   return {
     kind: client.isCluster ? 'ioredis Cluster' : 'ioredis',
     commandTimeoutMs: commandTimeoutOf(client),
-    send: (command) => client.call(command[0]!, ...command.slice(1)),
+    send: (command) => client.call(nameOf(command), ...command.slice(1)),
     async sendThenWait(command, _key, wait) {
       let replies: Array<[Error | null, unknown]> | null
       try {
-        replies = await client.pipeline().call(command[0]!, ...command.slice(1)).call(wait[0]!, ...wait.slice(1)).exec()
+        replies = await client.pipeline().call(nameOf(command), ...command.slice(1)).call(nameOf(wait), ...wait.slice(1)).exec()
       } catch (error) {
         // On Cluster, ioredis refuses a pipelined command whose keys are in different slots
         // before sending it; Redis would have answered CROSSSLOT (a key an inbox handler
@@ -40,6 +40,16 @@ export function ioRedisTransport(client: IoRedisClient): Transport {
       return masters.length === 0 ? [info] : Promise.all(masters.map(async (node) => String(await node.call('INFO', 'server'))))
     },
   }
+}
+
+/**
+ * A command's name in lower case: iovalkey and ioredis 5 find a command's keys (which
+ * route it on a Cluster, and a pipeline with it) only by its lower-case name; without
+ * them the command goes to any node and, in a pipeline with a WAIT, is not sent again
+ * when that node answers MOVED.
+ */
+function nameOf(command: string[]): string {
+  return command[0]!.toLowerCase()
 }
 
 /**

@@ -24,18 +24,7 @@ export function nodeRedisClusterTransport(cluster: NodeRedisCluster): Transport 
     kind: 'node-redis Cluster',
     commandTimeoutMs: undefined,
     send: (command, key) => cluster.sendCommand(key, false, command),
-    async sendThenWait(command, key, wait) {
-      try {
-        return await together(await nodeOf(key), command, wait)
-      } catch (error) {
-        if (!(error instanceof Error && /^(MOVED|ASK) /.test(error.message))) throw error
-        // node-redis follows MOVED for a command sent through the Cluster, not for one sent
-        // to a node's own client: a read of the key through the Cluster makes it learn the
-        // slot's new master, and the write (which did not run) goes there once.
-        await cluster.sendCommand(key, false, ['PTTL', key]).catch(() => {})
-        return await together(await nodeOf(key), command, wait)
-      }
-    },
+    sendThenWait: async (command, key, wait) => await together(await nodeOf(key), command, wait),
     async infos() {
       const masters = cluster.getMasters()
       // Before it connected the Cluster knows no master: its own answer says why.
