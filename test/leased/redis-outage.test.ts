@@ -2,10 +2,13 @@ import { problemStatus } from '../../src/http/problem.js'
 import { Redis } from 'ioredis'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { createLeasedIdem, StoreUnavailableError } from '../../src/index.js'
-import { redisStore } from '../../src/stores/redis/index.js'
+import { redisStore, type RedisClient } from '../../src/stores/redis/index.js'
+import { redisAdapter } from '../../src/stores/redis/adapter.js'
+import { redisClients } from '../support/redis-clients.js'
 import { privateRedis, sleep, type PrivateRedis } from './support.js'
 
 const TIMEOUT_MS = 300
+const clients = redisClients()
 // A hang guard, far above the timeout: the call must settle on its own long before.
 const GUARD_MS = 5_000
 
@@ -27,8 +30,8 @@ function expectUnavailable(error: unknown): void {
 }
 
 describe('redis down: a closed port', () => {
-  const clients: Redis[] = []
-  afterAll(() => clients.forEach((c) => c.disconnect()))
+  const made: Redis[] = []
+  afterAll(() => made.forEach((c) => c.disconnect()))
 
   for (const [label, options] of [
     ['default client options (commands queue while it reconnects)', {}],
@@ -40,7 +43,7 @@ describe('redis down: a closed port', () => {
       // Nothing listens on port 1: every connection attempt is refused.
       const client = new Redis(1, '127.0.0.1', { ...options })
       client.on('error', () => {})
-      clients.push(client)
+      made.push(client)
       const idem = createLeasedIdem({ store: redisStore({ client, timeoutMs: TIMEOUT_MS }) })
       let ran = false
       const error = await within(
@@ -54,20 +57,35 @@ describe('redis down: a closed port', () => {
       expect(ran).toBe(false)
     })
   }
+
+  // Every other client, trying to connect all along (node-redis queues the commands meanwhile).
+  it.each(clients.kinds.filter((kind) => kind.name !== 'ioredis'))('fails with StoreUnavailableError within timeoutMs and never runs the function — $name', async (kind) => {
+    const idem = createLeasedIdem({ store: redisStore({ client: kind.unreachable(), timeoutMs: TIMEOUT_MS }) })
+    let ran = false
+    const error = await within(
+      GUARD_MS,
+      idem.run({ scope: 'acct', key: 'closed-port', input: 1 }, async () => (ran = true)).then(
+        () => undefined,
+        (e: unknown) => e,
+      ),
+    )
+    expectUnavailable(error)
+    expect(ran).toBe(false)
+  })
 })
 
 const server = await privateRedis()
 
-describe.skipIf(server === undefined)('redis slow or restarted (a server of the test’s own)', () => {
+afterAll(async () => {
+  await clients.close()
+  await server?.stop()
+})
+
+describe.skipIf(server === undefined).each(clients.kinds)('redis slow or restarted (a server of the test’s own), through $name', (kind) => {
   const redis = server as PrivateRedis
-  let client: Redis
-  beforeAll(() => {
-    client = new Redis(redis.url)
-    client.on('error', () => {})
-  })
-  afterAll(async () => {
-    client.disconnect()
-    await redis.stop()
+  let client: RedisClient
+  beforeAll(async () => {
+    client = await kind.connect(redis.url)
   })
 
   it('slow (DEBUG SLEEP): StoreUnavailableError at the timeout, nothing runs, and the late claim is handed back', async () => {
@@ -75,7 +93,7 @@ describe.skipIf(server === undefined)('redis slow or restarted (a server of the 
     const idem = createLeasedIdem({ store: redisStore({ client, timeoutMs: TIMEOUT_MS }), leaseMs: 30_000 })
     await idem.run({ scope: 'acct', key: 'warm-up', input: 1 }, async () => 'ok')
     // On the store's own connection, so the claim queues behind the stall for certain.
-    const sleeping = client.call('DEBUG', 'SLEEP', '1.5')
+    const sleeping = redisAdapter(client, 'client').send(['DEBUG', 'SLEEP', '1.5'])
     let ran = false
     const error = await within(
       GUARD_MS,
