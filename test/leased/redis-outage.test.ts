@@ -141,3 +141,30 @@ describe.skipIf(server === undefined).each(clients.kinds)('redis slow or restart
     expect(await idem.run({ scope: 'acct', key: 'after', input: 1 }, async () => 'never')).toEqual({ ...result, replayed: true })
   })
 })
+
+describe.skipIf(server === undefined)('redis down at the client’s first use', () => {
+  it('the server check fails like any call (StoreUnavailableError), and is asked again once the server is up', async () => {
+    const redis = server as PrivateRedis
+    await redis.stop()
+    const client = new Redis(redis.url, { maxRetriesPerRequest: 0 })
+    client.on('error', () => {})
+    try {
+      const store = redisStore({ client, timeoutMs: TIMEOUT_MS })
+      expectUnavailable(await store.claim('acct', 'first-use', 'fp', 10_000, 60_000).then(() => undefined, (e: unknown) => e))
+      expect(redisAdapter(client, 'client').traits).toBe(undefined)
+      await redis.start()
+      let claim: Awaited<ReturnType<typeof store.claim>> | undefined
+      for (let attempt = 0; claim === undefined; attempt++) {
+        claim = await store.claim('acct', 'first-use', 'fp', 10_000, 60_000).catch((e: unknown) => {
+          expectUnavailable(e) // only while the client reconnects
+          if (attempt > 150) throw e
+          return sleep(100).then(() => undefined)
+        })
+      }
+      expect(claim.state).toBe('acquired')
+      expect(redisAdapter(client, 'client').traits?.server).toBe('redis')
+    } finally {
+      client.disconnect()
+    }
+  })
+})
