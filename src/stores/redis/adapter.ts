@@ -3,6 +3,7 @@ import { InvalidOptionError } from '../../core/errors/invalid-option.js'
 import { ioRedisTransport } from './ioredis.js'
 import { nodeRedisClusterTransport, nodeRedisTransport } from './node-redis.js'
 import { serverTraits, type ServerTraits } from './server-traits.js'
+import type { Transport } from './transport.js'
 import type { IoRedisClient, NodeRedisClient, NodeRedisCluster } from './types.js'
 
 /** A Lua script and its SHA1, under which the server caches it. */
@@ -48,17 +49,6 @@ export interface RedisAdapter {
    * @throws InvalidOptionError when a server is older than Redis 7.0
    */
   serverTraits(): Promise<ServerTraits>
-}
-
-/** What each client has to do; the rest (scripts, WAIT, the server's traits) is common. */
-export interface Transport {
-  readonly kind: string
-  readonly commandTimeoutMs: number | undefined
-  send(command: string[], key: string | undefined): Promise<unknown>
-  /** `command` then `wait`, together, on the connection of `key`'s node: both replies, the command's error first. */
-  sendThenWait(command: string[], key: string, wait: string[]): Promise<[unknown, unknown]>
-  /** `INFO server` of every master (of the one server). */
-  infos(): Promise<string[]>
 }
 
 export const SUPPORTED_CLIENTS =

@@ -1,4 +1,4 @@
-import type { Transport } from './adapter.js'
+import type { Transport } from './transport.js'
 import type { IoRedisClient } from './types.js'
 
 /**

@@ -1,4 +1,4 @@
-import type { Transport } from './adapter.js'
+import type { Transport } from './transport.js'
 import { clusterSlot } from './slot.js'
 import type { NodeRedisClient, NodeRedisCluster } from './types.js'
 

@@ -82,13 +82,18 @@ const OPTIONS = optionNames<RedisStoreOptions>({ client: true, prefix: true, tim
  * that matters. Replication is asynchronous, so a failover can lose what the primary
  * alone acknowledged and run a key twice, unless `waitForReplicas` is set.
  *
- * Give the client `enableAutoPipelining: true` in a server: the commands of concurrent
- * calls are then written to the socket together (docs/leased.md has the numbers).
+ * The client is node-redis's, ioredis's or iovalkey's (see `RedisStoreOptions.client`);
+ * node-redis costs the least CPU (docs/leased.md has the numbers). Give an ioredis client
+ * `enableAutoPipelining: true` in a server: the commands of concurrent calls are then
+ * written to the socket together, as node-redis does by itself.
  *
  * @example
- * import { Redis } from 'ioredis'
- * const store = redisStore({ client: new Redis(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379', { enableAutoPipelining: true }), prefix: 'myapp:idem:' })
+ * import { createClient } from 'redis'
+ * const store = redisStore({ client: await createClient({ url: process.env.REDIS_URL }).connect(), prefix: 'myapp:idem:' })
  * const idem = createLeasedIdem({ store })
+ * // ioredis:
+ * import { Redis } from 'ioredis'
+ * const onIoredis = redisStore({ client: new Redis(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379', { enableAutoPipelining: true }), prefix: 'myapp:idem:' })
  * // With a replica: nothing idem acknowledges is on the primary alone.
  * const replicated = redisStore({ client: new Redis(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379'), waitForReplicas: { count: 1, timeoutMs: 100 } })
  */
