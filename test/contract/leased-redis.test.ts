@@ -1,8 +1,9 @@
 import { Redis } from 'ioredis'
 import { afterAll, beforeAll, describe } from 'vitest'
-import { redisInboxKey, redisStore, type RedisStore, type RedisTx } from '../../src/stores/redis/index.js'
-import { inboxTableContract, leasedStoreContract } from '../../src/testing/index.js'
+import { redisStore, type RedisStore } from '../../src/stores/redis/index.js'
+import { leasedStoreContract } from '../../src/testing/index.js'
 import { itFulfils } from '../support/contract.js'
+import { itFulfilsRedisContracts } from '../support/redis-contracts.js'
 import { redisClients } from '../support/redis-clients.js'
 import { REDIS_URL, testRedis, type TestRedis } from '../leased/support.js'
 
@@ -23,16 +24,7 @@ describe.skipIf(redis === undefined).each(clients.kinds)('redis store contracts 
     store = redisStore({ client: await kind.connect(REDIS_URL), prefix })
   })
   const unavailableStore = () => redisStore({ client: kind.unreachable(), prefix, timeoutMs: 300 })
-  describe('leased (LeasedStore)', () => itFulfils(leasedStoreContract(() => ({ store, unavailableStore }))))
-  describe('inbox (InboxTable, commands staged in the message slot)', () =>
-    itFulfils(
-      inboxTableContract(() => ({
-        store,
-        writeEffect: (tx: RedisTx) => tx.call('INCR', tx.key(`${prefix}effect:`)),
-        countEffects: async (id: string) => Number((await checker.get(redisInboxKey(`${prefix}effect:`, id))) ?? 0),
-        unavailableStore,
-      })),
-    ))
+  itFulfilsRedisContracts(() => ({ store, unavailableStore }), prefix, () => checker)
 })
 
 // docs/leased.md recommends ioredis' enableAutoPipelining (the commands of concurrent calls

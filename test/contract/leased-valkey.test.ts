@@ -3,9 +3,8 @@
 import { randomBytes } from 'node:crypto'
 import { Redis } from 'ioredis'
 import { afterAll, beforeAll, describe } from 'vitest'
-import { redisInboxKey, redisStore, type RedisStore, type RedisTx } from '../../src/stores/redis/index.js'
-import { inboxTableContract, leasedStoreContract } from '../../src/testing/index.js'
-import { itFulfils } from '../support/contract.js'
+import { redisStore, type RedisStore } from '../../src/stores/redis/index.js'
+import { itFulfilsRedisContracts } from '../support/redis-contracts.js'
 import { redisClients } from '../support/redis-clients.js'
 import { startValkey, type TestValkey } from '../support/valkey.js'
 
@@ -26,14 +25,5 @@ describe.skipIf(valkey === undefined).each(clients.kinds)('redis store contracts
     store = redisStore({ client: await kind.connect((valkey as TestValkey).url), prefix })
   })
   const unavailableStore = () => redisStore({ client: kind.unreachable(), prefix, timeoutMs: 300 })
-  describe('leased (LeasedStore)', () => itFulfils(leasedStoreContract(() => ({ store, unavailableStore }))))
-  describe('inbox (InboxTable, commands staged in the message slot)', () =>
-    itFulfils(
-      inboxTableContract(() => ({
-        store,
-        writeEffect: (tx: RedisTx) => tx.call('INCR', tx.key(`${prefix}effect:`)),
-        countEffects: async (id: string) => Number((await checker!.get(redisInboxKey(`${prefix}effect:`, id))) ?? 0),
-        unavailableStore,
-      })),
-    ))
+  itFulfilsRedisContracts(() => ({ store, unavailableStore }), prefix, () => checker!)
 })

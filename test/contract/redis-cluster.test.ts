@@ -5,9 +5,8 @@ import { Cluster } from 'ioredis'
 import { randomBytes } from 'node:crypto'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { createLeasedIdem } from '../../src/core/leased/engine.js'
-import { redisInboxKey, redisStore, type RedisStore, type RedisTx } from '../../src/stores/redis/index.js'
-import { inboxTableContract, leasedStoreContract } from '../../src/testing/index.js'
-import { itFulfils } from '../support/contract.js'
+import { redisInboxKey, redisStore, type RedisStore } from '../../src/stores/redis/index.js'
+import { itFulfilsRedisContracts } from '../support/redis-contracts.js'
 import { redisClients } from '../support/redis-clients.js'
 import { startRedisCluster, type TestCluster } from '../support/redis-cluster.js'
 
@@ -39,16 +38,7 @@ describe.skipIf(cluster === undefined).each(clients.kinds)('redis store contract
     return redisStore({ client: closed, prefix, timeoutMs: 300 })
   }
 
-  describe('leased (LeasedStore)', () => itFulfils(leasedStoreContract(() => ({ store, unavailableStore }))))
-  describe('inbox (InboxTable, commands staged in the message slot)', () =>
-    itFulfils(
-      inboxTableContract(() => ({
-        store,
-        writeEffect: (tx: RedisTx) => tx.call('INCR', tx.key(`${prefix}effect:`)),
-        countEffects: async (id: string) => Number((await client.get(redisInboxKey(`${prefix}effect:`, id))) ?? 0),
-        unavailableStore,
-      })),
-    ))
+  itFulfilsRedisContracts(() => ({ store, unavailableStore }), prefix, () => client)
 
   it('spreads keys over every master, and the engine runs, replays and takes over on each', async () => {
     const idem = createLeasedIdem({ store, leaseMs: 200, waitMs: 5_000 })

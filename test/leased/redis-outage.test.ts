@@ -29,6 +29,22 @@ function expectUnavailable(error: unknown): void {
   expect((error as StoreUnavailableError).retryAfterSeconds).toBe(1)
 }
 
+/** A call of `key` fails with StoreUnavailableError within the store's timeout, and its function never runs. */
+async function expectRefused(idem: ReturnType<typeof createLeasedIdem>, key: string): Promise<void> {
+  let ran = false
+  const error = await within(
+    GUARD_MS,
+    idem.run({ scope: 'acct', key, input: 1 }, async () => (ran = true)).then(
+      () => undefined,
+      (e: unknown) => e,
+    ),
+  )
+  expectUnavailable(error)
+  expect(ran).toBe(false)
+}
+
+const expectClosedPortRefused = (client: RedisClient) => expectRefused(createLeasedIdem({ store: redisStore({ client, timeoutMs: TIMEOUT_MS }) }), 'closed-port')
+
 describe('redis down: a closed port', () => {
   const made: Redis[] = []
   afterAll(() => made.forEach((c) => c.disconnect()))
@@ -39,38 +55,18 @@ describe('redis down: a closed port', () => {
     // The client's own timeout is shorter than the store's: the store keeps no clock of its own.
     ['the client’s own commandTimeout', { commandTimeout: TIMEOUT_MS / 2 }],
   ] as const) {
-    it(`fails with StoreUnavailableError within timeoutMs and never runs the function — ${label}`, async () => {
+    it(`fails with StoreUnavailableError within timeoutMs and never runs the function — ioredis, ${label}`, async () => {
       // Nothing listens on port 1: every connection attempt is refused.
       const client = new Redis(1, '127.0.0.1', { ...options })
       client.on('error', () => {})
       made.push(client)
-      const idem = createLeasedIdem({ store: redisStore({ client, timeoutMs: TIMEOUT_MS }) })
-      let ran = false
-      const error = await within(
-        GUARD_MS,
-        idem.run({ scope: 'acct', key: 'closed-port', input: 1 }, async () => (ran = true)).then(
-          () => undefined,
-          (e: unknown) => e,
-        ),
-      )
-      expectUnavailable(error)
-      expect(ran).toBe(false)
+      await expectClosedPortRefused(client)
     })
   }
 
   // Every other client, trying to connect all along (node-redis queues the commands meanwhile).
   it.each(clients.kinds.filter((kind) => kind.name !== 'ioredis'))('fails with StoreUnavailableError within timeoutMs and never runs the function — $name', async (kind) => {
-    const idem = createLeasedIdem({ store: redisStore({ client: kind.unreachable(), timeoutMs: TIMEOUT_MS }) })
-    let ran = false
-    const error = await within(
-      GUARD_MS,
-      idem.run({ scope: 'acct', key: 'closed-port', input: 1 }, async () => (ran = true)).then(
-        () => undefined,
-        (e: unknown) => e,
-      ),
-    )
-    expectUnavailable(error)
-    expect(ran).toBe(false)
+    await expectClosedPortRefused(kind.unreachable())
   })
 })
 
@@ -114,16 +110,7 @@ describe.skipIf(server === undefined).each(clients.kinds)('redis slow or restart
     const idem = createLeasedIdem({ store: redisStore({ client, timeoutMs: TIMEOUT_MS }) })
     expect((await idem.run({ scope: 'acct', key: 'before', input: 1 }, async () => 'before')).replayed).toBe(false)
     await redis.stop()
-    let ran = false
-    const error = await within(
-      GUARD_MS,
-      idem.run({ scope: 'acct', key: 'while-down', input: 1 }, async () => (ran = true)).then(
-        () => undefined,
-        (e: unknown) => e,
-      ),
-    )
-    expectUnavailable(error)
-    expect(ran).toBe(false)
+    await expectRefused(idem, 'while-down')
 
     // A fresh server with no persistence: an empty keyspace and an empty script cache.
     await redis.start()

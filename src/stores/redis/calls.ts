@@ -66,22 +66,15 @@ export function scriptCaller(adapter: RedisAdapter, timeoutMs: number, wait: Rep
   const deadlines = clientTimeoutMs !== undefined && clientTimeoutMs <= timeoutMs ? undefined : new CommandDeadlines(timeoutMs)
   const required = wait?.count ?? 0
   const dispatch = dispatcher(adapter, wait)
-  return <T>(
-    operation: string,
-    name: StoreScriptName,
-    keys: RedisKeys | string[],
-    args: Array<string | number>,
-    decode: (reply: unknown) => T,
-    abandoned?: (value: T) => void,
-  ): Promise<T> =>
-    new Promise<T>((resolve, reject) => {
+  const call: ScriptCall = (operation, name, keys, args, decode, abandoned) =>
+    new Promise((resolve, reject) => {
       const deadline = deadlines?.watch(() => reject(new StoreUnavailableError(`Redis did not answer ${operation} within ${timeoutMs} ms (timeoutMs)`)))
       // False once the deadline passed: the caller has been answered.
       const inTime = (): boolean => deadlines === undefined || deadline === undefined || deadlines.settle(deadline)
       const answer = (raw: unknown, acks: number): void => {
         // Late: the caller was told the store is unavailable, but the script ran.
         const late = !inTime()
-        let value: T
+        let value: ReturnType<typeof decode>
         try {
           value = decode(raw)
         } catch (error) {
@@ -109,6 +102,7 @@ export function scriptCaller(adapter: RedisAdapter, timeoutMs: number, wait: Rep
       if (adapter.traits !== undefined) dispatch(name, all, strings, answer, fail)
       else adapter.serverTraits().then(() => dispatch(name, all, strings, answer, fail), fail)
     })
+  return call
 }
 
 type Dispatch = (name: StoreScriptName, keys: string[], args: string[], answer: (raw: unknown, acks: number) => void, fail: (error: unknown) => void) => void
