@@ -1,4 +1,5 @@
-export { redisStore, DEFAULT_REDIS_HOLD_MS, DEFAULT_REDIS_PREFIX, DEFAULT_REDIS_TIMEOUT_MS, type RedisStore, type RedisStoreOptions } from './store.js'
+export { redisStore } from './store.js'
+export { DEFAULT_REDIS_HOLD_MS, DEFAULT_REDIS_PREFIX, DEFAULT_REDIS_TIMEOUT_MS, type RedisStore, type RedisStoreOptions } from './options.js'
 export { redisInboxKey, redisInboxKeys, redisKeys, type RedisInboxKeys, type RedisKeys } from './keys.js'
 export type { RedisTx } from './inbox-table.js'
 export { redisOperator, type RedisOperator, type RedisOperatorOptions } from './operator.js'

@@ -4,7 +4,7 @@ import type { KeyInspection, StoreOperator } from '../../ports/operator.js'
 import { redisAdapter } from './adapter.js'
 import type { RedisKeys } from './keys.js'
 import { redisInspect } from './operations.js'
-import { DEFAULT_REDIS_PREFIX } from './store.js'
+import { DEFAULT_REDIS_PREFIX } from './options.js'
 import type { RedisClient } from './types.js'
 
 /** What `redisOperator` takes: the client and the store's key prefix. */
