@@ -76,7 +76,7 @@ describe.skipIf(servers === undefined).each(clients.kinds)('waitForReplicas on a
     const seen: string[] = []
     monitor.on('monitor', (_time: string, args: string[]) => {
       const name = String(args[0]).toLowerCase()
-      if (name === 'evalsha' || name === 'eval' || name === 'wait') seen.push(name)
+      if (name === 'evalsha' || name === 'eval' || name === 'wait' || name === 'set') seen.push(name)
     })
     return {
       async stop() {
@@ -201,5 +201,16 @@ describe.skipIf(servers === undefined).each(clients.kinds)('waitForReplicas on a
     const watching = await watch()
     expect((await patient.claim('s', key, 'fp', 10_000, 60_000)).state).toBe('acquired')
     expect((await watching.stop()).join(' ')).toBe('evalsha wait eval wait')
+  })
+
+  it('a plain command and its WAIT go together too (SET … NX GET): its reply and the replicas that have it', async () => {
+    const adapter = redisAdapter(client, 'client')
+    const k = `${prefix}plain:${key}`
+    const set = { command: ['SET', k, 'v', 'NX', 'PX', '60000', 'GET'], key: k }
+    const watching = await watch()
+    expect(await adapter.waited(set, 1, 1_000)).toEqual([null, 1])
+    expect((await watching.stop()).join(' ')).toBe('set wait')
+    await detach()
+    expect(await adapter.waited(set, 1, 100)).toEqual(['v', 0])
   })
 })

@@ -27,8 +27,6 @@ export type Write =
  * arrays of strings, replies as the client decodes them (strings, numbers, arrays, null).
  */
 export interface RedisAdapter {
-  /** Which client it is, for messages: `ioredis`, `ioredis Cluster`, `node-redis`, `node-redis Cluster`. */
-  readonly kind: string
   /** The client's own timeout of every command, when it has one (a standalone ioredis `commandTimeout`). */
   readonly commandTimeoutMs: number | undefined
   /** The server's traits once `serverTraits()` has answered. */
@@ -51,7 +49,8 @@ export interface RedisAdapter {
   serverTraits(): Promise<ServerTraits>
 }
 
-export const SUPPORTED_CLIENTS =
+/** The clients the store takes, as its errors name them. */
+const SUPPORTED_CLIENTS =
   'an ioredis (5 or 6) or iovalkey Redis or Cluster, or a node-redis (redis 4, 5 or 6) createClient() or createCluster() client'
 
 // One adapter per client: its server check runs once, however many stores share it.
@@ -82,7 +81,6 @@ function transportOf(client: object, option: string): Transport {
 }
 
 class Adapter implements RedisAdapter {
-  readonly kind: string
   readonly commandTimeoutMs: number | undefined
   readonly #transport: Transport
   #traits: ServerTraits | undefined
@@ -90,7 +88,6 @@ class Adapter implements RedisAdapter {
 
   constructor(transport: Transport) {
     this.#transport = transport
-    this.kind = transport.kind
     this.commandTimeoutMs = transport.commandTimeoutMs
   }
 

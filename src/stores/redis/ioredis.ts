@@ -11,7 +11,6 @@ import type { IoRedisClient } from './types.js'
  */
 export function ioRedisTransport(client: IoRedisClient): Transport {
   return {
-    kind: client.isCluster ? 'ioredis Cluster' : 'ioredis',
     commandTimeoutMs: commandTimeoutOf(client),
     send: (command) => client.call(nameOf(command), ...command.slice(1)),
     async sendThenWait(command, _key, wait) {

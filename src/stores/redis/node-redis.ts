@@ -5,7 +5,6 @@ import type { NodeRedisClient, NodeRedisCluster } from './types.js'
 /** A node-redis (redis 4, 5 or 6) `createClient()` client. */
 export function nodeRedisTransport(client: NodeRedisClient): Transport {
   return {
-    kind: 'node-redis',
     commandTimeoutMs: undefined,
     send: (command) => client.sendCommand(command),
     sendThenWait: (command, _key, wait) => together(client, command, wait),
@@ -21,7 +20,6 @@ export function nodeRedisTransport(client: NodeRedisClient): Transport {
 export function nodeRedisClusterTransport(cluster: NodeRedisCluster): Transport {
   const nodeOf = async (key: string): Promise<NodeRedisClient> => await cluster.nodeClient(cluster.getSlotMaster(clusterSlot(key)))
   return {
-    kind: 'node-redis Cluster',
     commandTimeoutMs: undefined,
     send: (command, key) => cluster.sendCommand(key, false, command),
     sendThenWait: async (command, key, wait) => await together(await nodeOf(key), command, wait),

@@ -11,7 +11,7 @@ export interface ServerTraits {
 }
 
 /** The oldest server the store runs on: `SET … NX GET` came with Redis 7.0 (and Valkey 7.2, its first release). */
-export const MIN_REDIS_VERSION = '7.0.0'
+const MIN_REDIS_VERSION = '7.0.0'
 
 // SET … IFEQ: Redis 8.4, Valkey 8.1.
 const IFEQ_SINCE = { redis: [8, 4], valkey: [8, 1] } as const

@@ -5,8 +5,6 @@
  * to every client.
  */
 export interface Transport {
-  /** Which client it is, for messages. */
-  readonly kind: string
   /** The client's own timeout of every command, when it has one. */
   readonly commandTimeoutMs: number | undefined
   /** Sends one command; `key`, its first key, routes it on a Cluster. */
