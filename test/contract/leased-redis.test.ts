@@ -1,43 +1,35 @@
 import { Redis } from 'ioredis'
-import { afterAll, describe } from 'vitest'
-import { redisInboxKey, redisStore, type RedisTx } from '../../src/stores/redis/index.js'
-import { inboxTableContract, leasedStoreContract } from '../../src/testing/index.js'
+import { afterAll, beforeAll, describe } from 'vitest'
+import { redisStore, type RedisStore } from '../../src/stores/redis/index.js'
+import { leasedStoreContract } from '../../src/testing/index.js'
 import { itFulfils } from '../support/contract.js'
+import { itFulfilsRedisContracts } from '../support/redis-contracts.js'
+import { redisClients } from '../support/redis-clients.js'
 import { REDIS_URL, testRedis, type TestRedis } from '../leased/support.js'
 
 const redis = await testRedis('contract')
-afterAll(async () => await redis?.drop())
+const clients = redisClients()
+afterAll(async () => {
+  await clients.close()
+  await redis?.drop()
+})
 
-describe.skipIf(redis === undefined)('redis store contracts (one server)', () => {
-  const { client, prefix } = redis as TestRedis
-  const store = redisStore({ client, prefix })
-  const closed: Redis[] = []
-  afterAll(() => {
-    for (const c of closed) c.disconnect()
+// The same contracts through every client the store takes (each with prefix keys of its
+// own); the effects are counted through the file's own ioredis connection.
+describe.skipIf(redis === undefined).each(clients.kinds)('redis store contracts (one server) through $name', (kind) => {
+  const { client: checker, prefix: base } = redis as TestRedis
+  const prefix = `${base}${kind.name.replace(' ', '-')}:`
+  let store: RedisStore
+  beforeAll(async () => {
+    store = redisStore({ client: await kind.connect(REDIS_URL), prefix })
   })
-  const unavailableStore = () => {
-    // Nothing listens on port 1: every connection attempt is refused.
-    const down = new Redis(1, '127.0.0.1', { lazyConnect: true })
-    down.on('error', () => {})
-    closed.push(down)
-    return redisStore({ client: down, prefix, timeoutMs: 300 })
-  }
-
-  describe('leased (LeasedStore)', () => itFulfils(leasedStoreContract(() => ({ store, unavailableStore }))))
-  describe('inbox (InboxTable, commands staged in the message slot)', () =>
-    itFulfils(
-      inboxTableContract(() => ({
-        store,
-        writeEffect: (tx: RedisTx, id: string) => tx.call('INCR', tx.key(`${prefix}effect:`)),
-        countEffects: async (id: string) => Number((await client.get(redisInboxKey(`${prefix}effect:`, id))) ?? 0),
-        unavailableStore,
-      })),
-    ))
+  const unavailableStore = () => redisStore({ client: kind.unreachable(), prefix, timeoutMs: 300 })
+  itFulfilsRedisContracts(() => ({ store, unavailableStore }), prefix, () => checker)
 })
 
 // docs/leased.md recommends ioredis' enableAutoPipelining (the commands of concurrent calls
 // written to the socket together): the same contract on such a client.
-describe.skipIf(redis === undefined)('redis store contracts (a client with enableAutoPipelining)', () => {
+describe.skipIf(redis === undefined)('redis store contracts (an ioredis client with enableAutoPipelining)', () => {
   const { prefix } = redis as TestRedis
   const client = new Redis(REDIS_URL, { enableAutoPipelining: true, maxRetriesPerRequest: 1 })
   const store = redisStore({ client, prefix: `${prefix}auto:` })

@@ -1,25 +1,34 @@
-// The Redis store on a real 3-master Redis Cluster, through ioredis's Cluster client:
-// the leased and inbox contracts pass with keys spread over the masters' slots.
+// The Redis store on a real 3-master Redis Cluster, through every client's Cluster
+// (ioredis, iovalkey, node-redis 4, 5 and 6): the leased and inbox contracts pass with
+// keys spread over the masters' slots.
 import { Cluster } from 'ioredis'
 import { randomBytes } from 'node:crypto'
-import { afterAll, describe, expect, it } from 'vitest'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { createLeasedIdem } from '../../src/core/leased/engine.js'
-import { redisInboxKey, redisStore, type RedisTx } from '../../src/stores/redis/index.js'
-import { inboxTableContract, leasedStoreContract } from '../../src/testing/index.js'
-import { itFulfils } from '../support/contract.js'
+import { redisInboxKey, redisStore, type RedisStore } from '../../src/stores/redis/index.js'
+import { itFulfilsRedisContracts } from '../support/redis-contracts.js'
+import { redisClients } from '../support/redis-clients.js'
 import { startRedisCluster, type TestCluster } from '../support/redis-cluster.js'
 
 const cluster = await startRedisCluster({ masters: 3 })
+const clients = redisClients()
+afterAll(async () => {
+  await clients.close()
+  await cluster?.stop()
+})
 
-describe.skipIf(cluster === undefined)('redis store contracts on a 3-master Redis Cluster', () => {
-  const { client: connect } = cluster as TestCluster
+describe.skipIf(cluster === undefined).each(clients.kinds)('redis store contracts on a 3-master Redis Cluster through $name', (kind) => {
+  const { client: connect, seeds } = cluster as TestCluster
+  // What the tests read and count with: ioredis's Cluster.
   const client = connect({ scaleReads: 'master' })
   const prefix = `idem-test:cluster:${randomBytes(4).toString('hex')}:`
-  const store = redisStore({ client, prefix })
+  let store: RedisStore
+  beforeAll(async () => {
+    store = redisStore({ client: await kind.cluster(seeds), prefix })
+  })
   const down: Cluster[] = []
-  afterAll(async () => {
+  afterAll(() => {
     for (const c of down) c.disconnect()
-    await cluster?.stop()
   })
   const unavailableStore = () => {
     // Nothing listens on port 1: the client never finds a node.
@@ -29,16 +38,7 @@ describe.skipIf(cluster === undefined)('redis store contracts on a 3-master Redi
     return redisStore({ client: closed, prefix, timeoutMs: 300 })
   }
 
-  describe('leased (LeasedStore)', () => itFulfils(leasedStoreContract(() => ({ store, unavailableStore }))))
-  describe('inbox (InboxTable, commands staged in the message slot)', () =>
-    itFulfils(
-      inboxTableContract(() => ({
-        store,
-        writeEffect: (tx: RedisTx) => tx.call('INCR', tx.key(`${prefix}effect:`)),
-        countEffects: async (id: string) => Number((await client.get(redisInboxKey(`${prefix}effect:`, id))) ?? 0),
-        unavailableStore,
-      })),
-    ))
+  itFulfilsRedisContracts(() => ({ store, unavailableStore }), prefix, () => client)
 
   it('spreads keys over every master, and the engine runs, replays and takes over on each', async () => {
     const idem = createLeasedIdem({ store, leaseMs: 200, waitMs: 5_000 })

@@ -9,7 +9,8 @@ import { randomBytes } from 'node:crypto'
 import { afterAll, describe, expect, it } from 'vitest'
 import { InFlightError, StoreUnavailableError } from '../../src/core/errors/index.js'
 import { createLeasedIdem } from '../../src/core/leased/engine.js'
-import { redisKeys, redisStore } from '../../src/stores/redis/index.js'
+import { redisKeys, redisStore, type RedisClient } from '../../src/stores/redis/index.js'
+import { redisClients } from '../support/redis-clients.js'
 import { startRedisCluster, type TestCluster } from '../support/redis-cluster.js'
 import { clusterSlot } from './support.js'
 
@@ -17,19 +18,28 @@ import { clusterSlot } from './support.js'
 // victim called failed, the whole cluster would answer CLUSTERDOWN, keys on live masters too.
 const cluster = await startRedisCluster({ masters: 3, appendonly: true, nodeTimeoutMs: 15_000 })
 
-describe.skipIf(cluster === undefined)('the Redis store while a Cluster master restarts mid-load', () => {
-  const { client: connect, nodes } = cluster as TestCluster
-  afterAll(() => cluster?.stop())
+const clients = redisClients()
 
-  it('answers StoreUnavailableError for the keys on the dead master, and runs no key twice', async () => {
-    const client = connect({
+describe.skipIf(cluster === undefined)('the Redis store while a Cluster master restarts mid-load', () => {
+  const { client: connect, nodes, seeds } = cluster as TestCluster
+  afterAll(async () => {
+    await clients.close()
+    await cluster?.stop()
+  })
+  const ioredis = async (): Promise<RedisClient> =>
+    connect({
       scaleReads: 'master',
       clusterRetryStrategy: (times: number) => Math.min(50 * times, 500),
       retryDelayOnClusterDown: 100,
       redisOptions: { connectTimeout: 500, maxRetriesPerRequest: 1 },
     })
+  // ioredis with the options a server under load would give it; node-redis as it comes.
+  const cases = [{ name: 'ioredis', connect: ioredis }, ...clients.only('node-redis 4', 'node-redis 5', 'node-redis 6').map((kind) => ({ name: kind.name, connect: () => kind.cluster(seeds) }))]
+
+  it.each(cases)('answers StoreUnavailableError for the keys on the dead master, and runs no key twice — $name', async ({ connect: connectClient }) => {
+    const client = connect({ scaleReads: 'master' })
     const prefix = `idem-test:restart:${randomBytes(4).toString('hex')}:`
-    const store = redisStore({ client, prefix, timeoutMs: 500 })
+    const store = redisStore({ client: await connectClient(), prefix, timeoutMs: 500 })
     const idem = createLeasedIdem({ store, leaseMs: 1_000, waitMs: 0 })
     // Fresh keys all along, each called by four callers at about the same time: fresh
     // runs, in-flight duplicates and replays all meet the outage.

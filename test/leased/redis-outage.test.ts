@@ -2,10 +2,13 @@ import { problemStatus } from '../../src/http/problem.js'
 import { Redis } from 'ioredis'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { createLeasedIdem, StoreUnavailableError } from '../../src/index.js'
-import { redisStore } from '../../src/stores/redis/index.js'
+import { redisStore, type RedisClient } from '../../src/stores/redis/index.js'
+import { redisAdapter } from '../../src/stores/redis/adapter.js'
+import { redisClients } from '../support/redis-clients.js'
 import { privateRedis, sleep, type PrivateRedis } from './support.js'
 
 const TIMEOUT_MS = 300
+const clients = redisClients()
 // A hang guard, far above the timeout: the call must settle on its own long before.
 const GUARD_MS = 5_000
 
@@ -26,9 +29,25 @@ function expectUnavailable(error: unknown): void {
   expect((error as StoreUnavailableError).retryAfterSeconds).toBe(1)
 }
 
+/** A call of `key` fails with StoreUnavailableError within the store's timeout, and its function never runs. */
+async function expectRefused(idem: ReturnType<typeof createLeasedIdem>, key: string): Promise<void> {
+  let ran = false
+  const error = await within(
+    GUARD_MS,
+    idem.run({ scope: 'acct', key, input: 1 }, async () => (ran = true)).then(
+      () => undefined,
+      (e: unknown) => e,
+    ),
+  )
+  expectUnavailable(error)
+  expect(ran).toBe(false)
+}
+
+const expectClosedPortRefused = (client: RedisClient) => expectRefused(createLeasedIdem({ store: redisStore({ client, timeoutMs: TIMEOUT_MS }) }), 'closed-port')
+
 describe('redis down: a closed port', () => {
-  const clients: Redis[] = []
-  afterAll(() => clients.forEach((c) => c.disconnect()))
+  const made: Redis[] = []
+  afterAll(() => made.forEach((c) => c.disconnect()))
 
   for (const [label, options] of [
     ['default client options (commands queue while it reconnects)', {}],
@@ -36,38 +55,33 @@ describe('redis down: a closed port', () => {
     // The client's own timeout is shorter than the store's: the store keeps no clock of its own.
     ['the client’s own commandTimeout', { commandTimeout: TIMEOUT_MS / 2 }],
   ] as const) {
-    it(`fails with StoreUnavailableError within timeoutMs and never runs the function — ${label}`, async () => {
+    it(`fails with StoreUnavailableError within timeoutMs and never runs the function — ioredis, ${label}`, async () => {
       // Nothing listens on port 1: every connection attempt is refused.
       const client = new Redis(1, '127.0.0.1', { ...options })
       client.on('error', () => {})
-      clients.push(client)
-      const idem = createLeasedIdem({ store: redisStore({ client, timeoutMs: TIMEOUT_MS }) })
-      let ran = false
-      const error = await within(
-        GUARD_MS,
-        idem.run({ scope: 'acct', key: 'closed-port', input: 1 }, async () => (ran = true)).then(
-          () => undefined,
-          (e: unknown) => e,
-        ),
-      )
-      expectUnavailable(error)
-      expect(ran).toBe(false)
+      made.push(client)
+      await expectClosedPortRefused(client)
     })
   }
+
+  // Every other client, trying to connect all along (node-redis queues the commands meanwhile).
+  it.each(clients.kinds.filter((kind) => kind.name !== 'ioredis'))('fails with StoreUnavailableError within timeoutMs and never runs the function — $name', async (kind) => {
+    await expectClosedPortRefused(kind.unreachable())
+  })
 })
 
 const server = await privateRedis()
 
-describe.skipIf(server === undefined)('redis slow or restarted (a server of the test’s own)', () => {
+afterAll(async () => {
+  await clients.close()
+  await server?.stop()
+})
+
+describe.skipIf(server === undefined).each(clients.kinds)('redis slow or restarted (a server of the test’s own), through $name', (kind) => {
   const redis = server as PrivateRedis
-  let client: Redis
-  beforeAll(() => {
-    client = new Redis(redis.url)
-    client.on('error', () => {})
-  })
-  afterAll(async () => {
-    client.disconnect()
-    await redis.stop()
+  let client: RedisClient
+  beforeAll(async () => {
+    client = await kind.connect(redis.url)
   })
 
   it('slow (DEBUG SLEEP): StoreUnavailableError at the timeout, nothing runs, and the late claim is handed back', async () => {
@@ -75,7 +89,7 @@ describe.skipIf(server === undefined)('redis slow or restarted (a server of the 
     const idem = createLeasedIdem({ store: redisStore({ client, timeoutMs: TIMEOUT_MS }), leaseMs: 30_000 })
     await idem.run({ scope: 'acct', key: 'warm-up', input: 1 }, async () => 'ok')
     // On the store's own connection, so the claim queues behind the stall for certain.
-    const sleeping = client.call('DEBUG', 'SLEEP', '1.5')
+    const sleeping = redisAdapter(client, 'client').send(['DEBUG', 'SLEEP', '1.5'])
     let ran = false
     const error = await within(
       GUARD_MS,
@@ -96,16 +110,7 @@ describe.skipIf(server === undefined)('redis slow or restarted (a server of the 
     const idem = createLeasedIdem({ store: redisStore({ client, timeoutMs: TIMEOUT_MS }) })
     expect((await idem.run({ scope: 'acct', key: 'before', input: 1 }, async () => 'before')).replayed).toBe(false)
     await redis.stop()
-    let ran = false
-    const error = await within(
-      GUARD_MS,
-      idem.run({ scope: 'acct', key: 'while-down', input: 1 }, async () => (ran = true)).then(
-        () => undefined,
-        (e: unknown) => e,
-      ),
-    )
-    expectUnavailable(error)
-    expect(ran).toBe(false)
+    await expectRefused(idem, 'while-down')
 
     // A fresh server with no persistence: an empty keyspace and an empty script cache.
     await redis.start()
@@ -121,5 +126,32 @@ describe.skipIf(server === undefined)('redis slow or restarted (a server of the 
     }
     expect(result).toEqual({ value: 'served again', replayed: false, stored: true })
     expect(await idem.run({ scope: 'acct', key: 'after', input: 1 }, async () => 'never')).toEqual({ ...result, replayed: true })
+  })
+})
+
+describe.skipIf(server === undefined)('redis down at the client’s first use', () => {
+  it('the server check fails like any call (StoreUnavailableError), and is asked again once the server is up', async () => {
+    const redis = server as PrivateRedis
+    await redis.stop()
+    const client = new Redis(redis.url, { maxRetriesPerRequest: 0 })
+    client.on('error', () => {})
+    try {
+      const store = redisStore({ client, timeoutMs: TIMEOUT_MS })
+      expectUnavailable(await store.claim('acct', 'first-use', 'fp', 10_000, 60_000).then(() => undefined, (e: unknown) => e))
+      expect(redisAdapter(client, 'client').traits).toBe(undefined)
+      await redis.start()
+      let claim: Awaited<ReturnType<typeof store.claim>> | undefined
+      for (let attempt = 0; claim === undefined; attempt++) {
+        claim = await store.claim('acct', 'first-use', 'fp', 10_000, 60_000).catch((e: unknown) => {
+          expectUnavailable(e) // only while the client reconnects
+          if (attempt > 150) throw e
+          return sleep(100).then(() => undefined)
+        })
+      }
+      expect(claim.state).toBe('acquired')
+      expect(redisAdapter(client, 'client').traits?.server).toBe('redis')
+    } finally {
+      client.disconnect()
+    }
   })
 })

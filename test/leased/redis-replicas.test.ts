@@ -5,14 +5,17 @@
 // reported unavailable, and a replay (or an inbox duplicate) needs the replica too.
 import { randomBytes } from 'node:crypto'
 import { Redis } from 'ioredis'
-import { afterAll, beforeEach, describe, expect, it } from 'vitest'
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest'
 import { createLeasedIdem } from '../../src/core/leased/engine.js'
 import { InvalidOptionError, StoreUnavailableError } from '../../src/core/errors/index.js'
-import { redisStore } from '../../src/stores/redis/index.js'
+import { redisStore, type RedisClient, type RedisStore } from '../../src/stores/redis/index.js'
+import { redisAdapter } from '../../src/stores/redis/adapter.js'
+import { redisClients } from '../support/redis-clients.js'
 import { redisReplication, type RedisNode, type RedisReplication } from '../support/redis-replication.js'
 
 describe('waitForReplicas is checked at creation', () => {
-  const client = { defineCommand() {}, pipeline() {} } as never
+  const client = new Redis({ lazyConnect: true })
+  afterAll(() => client.disconnect())
   it.each([
     [1, /option "waitForReplicas" must be \{ count, timeoutMs\? \}/],
     [{ count: 0 }, /option "waitForReplicas.count" must be a whole number from 1 to 100, got 0/],
@@ -23,9 +26,6 @@ describe('waitForReplicas is checked at creation', () => {
   ])('%j', (waitForReplicas, message) => {
     expect(() => redisStore({ client, waitForReplicas: waitForReplicas as never })).toThrow(InvalidOptionError)
     expect(() => redisStore({ client, waitForReplicas: waitForReplicas as never })).toThrow(message)
-  })
-  it('needs a client that can pipeline', () => {
-    expect(() => redisStore({ client: { defineCommand() {} }, waitForReplicas: { count: 1 } })).toThrow(/option "waitForReplicas" needs a client with pipeline\(\)/)
   })
   it('defaults its timeout to half the store\'s', () => {
     expect(() => redisStore({ client, timeoutMs: 2, waitForReplicas: { count: 1 } })).not.toThrow()
@@ -40,20 +40,31 @@ if (servers !== undefined) {
   replica = await servers.start({ replicaOf: primary })
 }
 
-describe.skipIf(servers === undefined)('waitForReplicas on a primary and its replica', () => {
+const clients = redisClients()
+afterAll(async () => {
+  await clients.close()
+  await servers?.stop()
+})
+
+describe.skipIf(servers === undefined).each(clients.kinds)('waitForReplicas on a primary and its replica, through $name', (kind) => {
   const replication = servers as RedisReplication
-  const client = new Redis(primary!.port, '127.0.0.1')
   const prefix = `idem-test:replicas:${randomBytes(4).toString('hex')}:`
+  // MONITOR's own connection.
+  const monitoring = new Redis(primary!.port, '127.0.0.1')
+  let client: RedisClient
   // Refusals wait out WAIT's timeout, so expected ones use a short one; a loaded machine
   // can take longer to hear from an attached replica, so expected successes use `patient`.
-  const store = redisStore({ client, prefix, waitForReplicas: { count: 1, timeoutMs: 100 } })
-  const patient = redisStore({ client, prefix, timeoutMs: 3_000, waitForReplicas: { count: 1, timeoutMs: 1_000 } })
+  let store: RedisStore
+  let patient: RedisStore
   // The same keys through the same connection, on the primary's word alone.
-  const plain = redisStore({ client, prefix })
-  afterAll(async () => {
-    client.disconnect()
-    await replication.stop()
+  let plain: RedisStore
+  beforeAll(async () => {
+    client = await kind.connect(primary!.url)
+    store = redisStore({ client, prefix, waitForReplicas: { count: 1, timeoutMs: 100 } })
+    patient = redisStore({ client, prefix, timeoutMs: 3_000, waitForReplicas: { count: 1, timeoutMs: 1_000 } })
+    plain = redisStore({ client, prefix })
   })
+  afterAll(() => monitoring.disconnect())
   const detach = () => replication.promote(replica!)
   const attach = async () => {
     await replica!.ask('REPLICAOF', '127.0.0.1', primary!.port)
@@ -61,16 +72,16 @@ describe.skipIf(servers === undefined)('waitForReplicas on a primary and its rep
   }
   // The commands the primary ran, as MONITOR reports them, from the moment this is called.
   const watch = async () => {
-    const monitor = await client.monitor()
+    const monitor = await monitoring.monitor()
     const seen: string[] = []
     monitor.on('monitor', (_time: string, args: string[]) => {
       const name = String(args[0]).toLowerCase()
-      if (name === 'evalsha' || name === 'eval' || name === 'wait') seen.push(name)
+      if (name === 'evalsha' || name === 'eval' || name === 'wait' || name === 'set') seen.push(name)
     })
     return {
       async stop() {
         // A PING through the store's own connection marks the end: MONITOR reports in order.
-        await client.ping()
+        await redisAdapter(client, 'client').send(['PING'])
         await new Promise((resolve) => setTimeout(resolve, 50))
         monitor.disconnect()
         return seen
@@ -132,7 +143,7 @@ describe.skipIf(servers === undefined)('waitForReplicas on a primary and its rep
     // anything is written: a DEBUG SLEEP sent on a connection of its own could begin after
     // the WAIT below, and did once in CI), and the primary alone completes the key.
     await replica!.pause()
-    const fresh = new Redis(primary!.port, '127.0.0.1')
+    const fresh = await kind.connect(primary!.url)
     try {
       const claim = await plain.claim('s', key, 'fp', 10_000, 60_000)
       if (claim.state !== 'acquired') throw new Error(claim.state)
@@ -146,7 +157,6 @@ describe.skipIf(servers === undefined)('waitForReplicas on a primary and its rep
       await replication.caughtUp(primary!, replica!)
       expect(await other.claim('s', key, 'fp', 10_000, 60_000)).toEqual({ state: 'completed', record: { fingerprint: 'fp', outcome: '"done"' } })
     } finally {
-      fresh.disconnect()
       await replica!.resume()
     }
   })
@@ -192,5 +202,16 @@ describe.skipIf(servers === undefined)('waitForReplicas on a primary and its rep
     const watching = await watch()
     expect((await patient.claim('s', key, 'fp', 10_000, 60_000)).state).toBe('acquired')
     expect((await watching.stop()).join(' ')).toBe('evalsha wait eval wait')
+  })
+
+  it('a plain command and its WAIT go together too (SET … NX GET): its reply and the replicas that have it', async () => {
+    const adapter = redisAdapter(client, 'client')
+    const k = `${prefix}plain:${key}`
+    const set = { command: ['SET', k, 'v', 'NX', 'PX', '60000', 'GET'], key: k }
+    const watching = await watch()
+    expect(await adapter.waited(set, 1, 1_000)).toEqual([null, 1])
+    expect((await watching.stop()).join(' ')).toBe('set wait')
+    await detach()
+    expect(await adapter.waited(set, 1, 100)).toEqual(['v', 0])
   })
 })

@@ -159,22 +159,5 @@ export function latch(): { wait: Promise<void>; open: () => void } {
   return { wait, open }
 }
 
-/**
- * The Redis Cluster slot of a key: CRC16 (XMODEM) of its hash tag (the text between
- * the first `{` and the next `}`, when not empty) or of the whole key, modulo 16384.
- */
-export function clusterSlot(key: string): number {
-  const bytes = Buffer.from(key, 'utf8')
-  const open = bytes.indexOf('{')
-  let part = bytes
-  if (open !== -1) {
-    const close = bytes.indexOf('}', open + 1)
-    if (close > open + 1) part = bytes.subarray(open + 1, close)
-  }
-  let crc = 0
-  for (const byte of part) {
-    crc ^= byte << 8
-    for (let bit = 0; bit < 8; bit++) crc = crc & 0x8000 ? ((crc << 1) ^ 0x1021) & 0xffff : (crc << 1) & 0xffff
-  }
-  return crc % 16384
-}
+/** The Redis Cluster slot of a key (CLUSTER KEYSLOT), as the store computes it. */
+export { clusterSlot } from '../../src/stores/redis/slot.js'

@@ -83,7 +83,7 @@ export const INBOX_FAILURE_READ = `
 return redis.call('HMGET', KEYS[1], 'attempts', 'lastError', 'firstFailedAt')
 `
 
-/** The scripts by the command name they are defined under (with the number of keys as their first argument). */
+/** The scripts by name. */
 export const INBOX_SCRIPTS = {
   idemInboxBeginV1: INBOX_BEGIN,
   idemInboxRenewV1: INBOX_RENEW,

@@ -1,27 +1,26 @@
 import type { KeyInspection } from '../../ports/operator.js'
 import { statusOf } from '../inspection.js'
+import type { RedisAdapter } from './adapter.js'
 import { redisKeys, type RedisKeys } from './keys.js'
-
-/** The commands an operator reads with: an ioredis client fits. */
-export interface RedisReadingClient {
-  /** The hash at `key` (HGETALL). */
-  hgetall(key: string): Promise<Record<string, string>>
-  /** The fields of the hash at `key` (HKEYS). */
-  hkeys(key: string): Promise<string[]>
-  /** The time `key` has left, in ms (PTTL). */
-  pttl(key: string): Promise<number>
-  /** The server's clock (TIME). */
-  time(): Promise<[string, string] | (string | number)[]>
-}
 
 /**
  * One leased key as the Redis store keeps it, read without changing anything, by the
  * server's clock.
  */
-export async function redisInspect(client: RedisReadingClient, prefix: string, scope: string, key: string): Promise<KeyInspection & { keys: RedisKeys }> {
+export async function redisInspect(redis: RedisAdapter, prefix: string, scope: string, key: string): Promise<KeyInspection & { keys: RedisKeys }> {
   const keys = redisKeys(prefix, scope, key)
-  const [claim, stepNames, ttl, time] = await Promise.all([client.hgetall(keys.claim), client.hkeys(keys.steps), client.pttl(keys.claim), client.time()])
-  const now = Number(time[0]) * 1000 + Math.floor(Number(time[1]) / 1000)
+  const [hash, names, pttl, time] = await Promise.all([
+    redis.send(['HGETALL', keys.claim], keys.claim),
+    redis.send(['HKEYS', keys.steps], keys.steps),
+    redis.send(['PTTL', keys.claim], keys.claim),
+    // The server's clock, from the node holding the key.
+    redis.send(['TIME'], keys.claim),
+  ])
+  const claim = fieldsOf(hash)
+  const stepNames = listOf(names).map(String)
+  const ttl = Number(pttl)
+  const [seconds, micros] = listOf(time)
+  const now = Number(seconds) * 1000 + Math.floor(Number(micros) / 1000)
   const report: KeyInspection & { keys: RedisKeys } = { scope, key, now: new Date(now).toISOString(), keys }
   if (claim.state !== undefined) {
     // A completed key keeps its last lease_until, which means nothing once it is completed.
@@ -41,4 +40,19 @@ export async function redisInspect(client: RedisReadingClient, prefix: string, s
     }
   }
   return report
+}
+
+function listOf(reply: unknown): unknown[] {
+  return Array.isArray(reply) ? reply : []
+}
+
+/** A hash as HGETALL's reply has it: a flat list of fields and values (RESP2), or a map (RESP3: an object, or a Map). */
+function fieldsOf(reply: unknown): Record<string, string | undefined> {
+  if (Array.isArray(reply)) {
+    const fields: Record<string, string> = {}
+    for (let i = 0; i + 1 < reply.length; i += 2) fields[String(reply[i])] = String(reply[i + 1])
+    return fields
+  }
+  const entries = reply instanceof Map ? [...reply.entries()] : typeof reply === 'object' && reply !== null ? Object.entries(reply) : []
+  return Object.fromEntries(entries.map(([field, value]) => [String(field), String(value)]))
 }

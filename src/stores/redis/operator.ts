@@ -1,14 +1,16 @@
 import { InvalidOptionError } from '../../core/errors/invalid-option.js'
 import { assertKnownOptions, optionNames } from '../../core/validate.js'
 import type { KeyInspection, StoreOperator } from '../../ports/operator.js'
+import { redisAdapter } from './adapter.js'
 import type { RedisKeys } from './keys.js'
-import { redisInspect, type RedisReadingClient } from './operations.js'
-import { DEFAULT_REDIS_PREFIX } from './store.js'
+import { redisInspect } from './operations.js'
+import { DEFAULT_REDIS_PREFIX } from './options.js'
+import type { RedisClient } from './types.js'
 
 /** What `redisOperator` takes: the client and the store's key prefix. */
 export interface RedisOperatorOptions {
-  /** An ioredis client (or one with the same `hgetall`, `hkeys`, `pttl` and `time`). */
-  client: RedisReadingClient
+  /** Any client `redisStore` takes (ioredis, iovalkey, node-redis; standalone or Cluster). */
+  client: RedisClient
   /** The store's key prefix (`redisStore`'s `prefix`). @default 'idem:' */
   prefix?: string
 }
@@ -34,12 +36,10 @@ export function redisOperator(options: RedisOperatorOptions): RedisOperator {
   if (options === null || typeof options !== 'object') throw new InvalidOptionError('redisOperator: pass { client, prefix? }')
   assertKnownOptions('redisOperator', options, OPTIONS)
   const { client, prefix = DEFAULT_REDIS_PREFIX } = options
-  if (client === null || typeof client !== 'object' || typeof client.hgetall !== 'function') {
-    throw new InvalidOptionError('redisOperator: option "client" must be an ioredis client (with hgetall, hkeys, pttl and time)')
-  }
+  const redis = redisAdapter(client, 'redisOperator: option "client"')
   if (typeof prefix !== 'string') throw new InvalidOptionError('redisOperator: option "prefix" must be a string')
   return {
     backend: 'Redis',
-    inspect: (scope, key) => redisInspect(client, prefix, scope, key),
+    inspect: (scope, key) => redisInspect(redis, prefix, scope, key),
   }
 }

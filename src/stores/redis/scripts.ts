@@ -117,7 +117,7 @@ if c[1] and redis.call('EXISTS', KEYS[2]) == 1 then return {'held'} end
 return {'absent'}
 `
 
-/** The scripts by the command name they are defined under on the client (versioned, so two idem versions can share a client). */
+/** The scripts by name (versioned: a name always means the same script). */
 export const SCRIPTS = {
   idemLeaseClaimV1: CLAIM,
   idemLeaseRenewV1: RENEW,
@@ -128,5 +128,5 @@ export const SCRIPTS = {
   idemLeasePeekV1: PEEK,
 } as const
 
-/** The command name one of the scripts is defined under. */
+/** The name of one of the scripts. */
 export type ScriptName = keyof typeof SCRIPTS

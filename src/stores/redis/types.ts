@@ -1,25 +1,45 @@
 /**
- * The part of an ioredis client the store uses, typed by shape so that idem does not
- * depend on ioredis' types: an ioredis `Redis` or `Cluster` (v5 or v6) fits.
- * `defineCommand` registers a Lua script as a method that sends `EVALSHA` and falls
- * back to `EVAL` when the server has lost its script cache (a restart without
- * persistence, `SCRIPT FLUSH`, a failover).
+ * The Redis clients the store takes, typed by shape so that idem depends on none of
+ * their types: an ioredis (v5, v6) or iovalkey `Redis` or `Cluster`, or a node-redis
+ * (`redis` 4, 5 or 6) `createClient()` or `createCluster()` client. The store tells
+ * them apart by shape when it is made (see `adapter.ts`).
  */
-export interface RedisClient {
-  /** Registers `lua` as a command method named `name` on the client. */
-  defineCommand(name: string, definition: { lua: string; numberOfKeys?: number }): void
-  /** Starts a pipeline: needed only with `waitForReplicas`, which sends each write and its `WAIT` in one. */
-  pipeline?(): RedisPipeline
+export type RedisClient = IoRedisClient | NodeRedisClient | NodeRedisCluster
+
+/** The part of an ioredis or iovalkey `Redis` or `Cluster` the store uses. */
+export interface IoRedisClient {
+  /** Sends any command (ioredis routes it by its keys on a Cluster). */
+  call(command: string, ...args: string[]): Promise<unknown>
+  /** Starts a pipeline: a write and its `WAIT` go in one (`waitForReplicas`). */
+  pipeline(): IoRedisPipeline
+  /** True for a `Cluster`. */
+  readonly isCluster: boolean
+  /** A `Cluster`'s masters, each asked for its version. */
+  nodes?(role: 'master'): Array<{ call(command: string, ...args: string[]): Promise<unknown> }>
 }
 
-/** The part of an ioredis pipeline `waitForReplicas` uses: a script and `WAIT`, sent together. */
-export interface RedisPipeline {
-  /** Queues `EVALSHA sha numKeys ...keysAndArgs`. */
-  evalsha(sha: string, numKeys: number, ...keysAndArgs: Array<string | number>): RedisPipeline
-  /** Queues `EVAL script numKeys ...keysAndArgs`. */
-  eval(script: string, numKeys: number, ...keysAndArgs: Array<string | number>): RedisPipeline
-  /** Queues `WAIT numReplicas timeoutMs`. */
-  wait(numReplicas: number, timeoutMs: number): RedisPipeline
+/** The part of an ioredis pipeline the store uses. */
+export interface IoRedisPipeline {
+  /** Queues any command. */
+  call(command: string, ...args: string[]): IoRedisPipeline
   /** Sends the queued commands: one `[error, reply]` per command. */
   exec(): Promise<Array<[Error | null, unknown]> | null>
+}
+
+/** The part of a node-redis `createClient()` client (redis 4, 5 or 6) the store uses. */
+export interface NodeRedisClient {
+  /** Sends any command. Commands sent in one tick are written to the socket together. */
+  sendCommand(args: string[]): Promise<unknown>
+}
+
+/** The part of a node-redis `createCluster()` client (redis 4, 5 or 6) the store uses. */
+export interface NodeRedisCluster {
+  /** Sends any command to the master of `firstKey`'s slot (any node when undefined). */
+  sendCommand(firstKey: string | undefined, isReadonly: boolean | undefined, args: string[]): Promise<unknown>
+  /** The master serving a slot. */
+  getSlotMaster(slot: number): object
+  /** The masters it knows. */
+  getMasters(): object[]
+  /** The client of one node, connected. */
+  nodeClient(node: object): NodeRedisClient | Promise<NodeRedisClient>
 }

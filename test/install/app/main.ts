@@ -24,9 +24,11 @@ import express = require('express')
 import { fastify as Fastify } from 'fastify'
 import { Hono } from 'hono'
 import Redis from 'ioredis' // the default: ioredis exports the class by name only from 5.2.5
+import { Redis as Valkey } from 'iovalkey'
 import { Kafka, logLevel, Partitioners } from 'kafkajs'
 import { Pool } from 'pg'
 import { Registry } from 'prom-client'
+import { createClient } from 'redis'
 import { createIdem, createLeasedIdem } from 'idem'
 import { dynamodbStore } from 'idem/dynamodb'
 import { idempotency as expressIdempotency } from 'idem/express'
@@ -156,14 +158,22 @@ async function stores(): Promise<void> {
   say('better-sqlite3', await runTwice((effect) => onSqlite.run({ scope: 'a', key: 'k-1', input: { amount: 5 } }, effect)))
   db.close()
 
+  // The same Redis through each client the store takes: ioredis, iovalkey, node-redis.
   const redis = new Redis(env('IDEM_TEST_REDIS_URL'))
+  const valkey = new Valkey(env('IDEM_TEST_REDIS_URL'))
+  const nodeRedis = createClient({ url: env('IDEM_TEST_REDIS_URL') })
   try {
-    const onRedis = createLeasedIdem({ store: redisStore({ client: redis, prefix: `idem-install-${suffix}:` }) })
-    say('ioredis', await runTwice((effect) => onRedis.run({ scope: 'a', key: 'k-1', input: { amount: 5 } }, effect)))
+    await nodeRedis.connect()
+    for (const [peer, client] of [['ioredis', redis], ['iovalkey', valkey], ['redis', nodeRedis]] as const) {
+      const onRedis = createLeasedIdem({ store: redisStore({ client, prefix: `idem-install-${suffix}:${peer}:` }) })
+      say(peer, await runTwice((effect) => onRedis.run({ scope: 'a', key: 'k-1', input: { amount: 5 } }, effect)))
+    }
   } finally {
     const keys = await redis.keys(`idem-install-${suffix}:*`)
     if (keys.length > 0) await redis.del(...keys)
     redis.disconnect()
+    valkey.disconnect()
+    await nodeRedis.disconnect()
   }
 
   const dynamo = new DynamoDBClient({ endpoint: env('IDEM_TEST_DYNAMODB_URL'), region: 'us-east-1', credentials: { accessKeyId: 'local', secretAccessKey: 'local' } })

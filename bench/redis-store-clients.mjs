@@ -1,0 +1,83 @@
+// bench:redis-clients (bench/redis-store-clients.mjs): the Redis store through each client
+// it takes, side by side, no HTTP: a fresh key's claim and complete (two scripts, two
+// round trips), 16 at a time, on ioredis and iovalkey (with and without
+// enableAutoPipelining) and node-redis 4, 5 and 6 (which write the commands of one tick
+// together by themselves; 6 speaks RESP3). Prints operations per second and machine CPU
+// per operation, by process (the bench's share is the client's), then RATIO lines per
+// client against ioredis with autopipelining (what docs/leased.md recommended until
+// node-redis was measured beside it): by throughput, and by the client's CPU.
+// Build first (`npm run build`): this runs over dist/.
+import { Redis as IoRedis } from 'ioredis'
+import { Redis as ValkeyRedis } from 'iovalkey'
+import * as redis4 from 'redis4'
+import * as redis5 from 'redis5'
+import * as redis6 from 'redis'
+import { cpuLedger, dropRedisKeys, interleaved, ratio, throughput } from './support.mjs'
+
+const REDIS_URL = process.env.IDEM_BENCH_REDIS_URL ?? 'redis://127.0.0.1:6379'
+const SECONDS = Number(process.env.BENCH_SECONDS ?? 2)
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 5)
+const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 16)
+
+const loopback = (url) => /^redis:\/\/(127\.0\.0\.1|localhost|\[::1\])(:\d+)?(\/\d*)?$/.test(url)
+if (!loopback(REDIS_URL)) throw new Error(`bench:redis-clients runs against a loopback Redis only, got ${REDIS_URL}`)
+
+const { redisStore } = await import('../dist/stores/redis/index.js')
+
+const node = async (lib) => {
+  const client = lib.createClient({ url: REDIS_URL })
+  await client.connect()
+  return { client, close: () => (typeof client.destroy === 'function' ? client.destroy() : client.disconnect()) }
+}
+const io = async (Redis, options) => {
+  const client = new Redis(REDIS_URL, options)
+  return { client, close: () => client.disconnect() }
+}
+const clients = {
+  ioredis: await io(IoRedis, {}),
+  ioredis_auto: await io(IoRedis, { enableAutoPipelining: true }),
+  iovalkey: await io(ValkeyRedis, {}),
+  iovalkey_auto: await io(ValkeyRedis, { enableAutoPipelining: true }),
+  node_redis4: await node(redis4),
+  node_redis5: await node(redis5),
+  node_redis6: await node(redis6),
+}
+
+const prefix = `idem-bench:clients:${process.pid}:`
+const outcome = JSON.stringify({ status: 201, body: '{"chargeId":"ch_1","amount":1000}' })
+const fingerprint = 'f'.repeat(64)
+const variants = Object.fromEntries(
+  Object.entries(clients).map(([name, { client }]) => {
+    const store = redisStore({ client, prefix: `${prefix}${name}:` })
+    return [
+      name,
+      async (i) => {
+        const key = `k-${i}`
+        const claim = await store.claim('bench', key, fingerprint, 5_000, 60_000)
+        if (claim.state !== 'acquired') throw new Error(`${name}: ${key} ${claim.state}`)
+        if (!(await store.complete('bench', key, claim.token, outcome, 60_000))) throw new Error(`${name}: ${key} not completed`)
+      },
+    ]
+  }),
+)
+
+try {
+  console.log(`bench:redis-clients: a fresh key's claim and complete through redisStore, ${CONCURRENCY} at a time, ${ROUNDS} × ${SECONDS} s per client`)
+  let offset = 0
+  // Warm-up: the server check, the scripts cached, the connections' buffers grown.
+  for (const op of Object.values(variants)) await throughput((i) => op(i + (offset += 1_000_000)), { concurrency: CONCURRENCY, ms: 300 })
+  const machine = cpuLedger({ [process.pid]: 'bench' })
+  const rates = await interleaved(variants, ROUNDS, (op, name) =>
+    machine.record(name, () => throughput((i) => op(i + (offset += 1_000_000)), { concurrency: CONCURRENCY, ms: SECONDS * 1000 })),
+  )
+  for (const [name, rate] of Object.entries(rates)) console.log(`  ${name.padEnd(14)} ${rate.toFixed(0).padStart(6)} claim+complete/s`)
+  machine.print('claim+complete')
+  for (const name of Object.keys(rates)) {
+    if (name === 'ioredis_auto') continue
+    ratio(`redis_clients.${name}_vs_ioredis_auto`, rates[name] / rates.ioredis_auto)
+    ratio(`redis_clients.cpu.${name}_vs_ioredis_auto`, machine.micros(name, 'bench') / machine.micros('ioredis_auto', 'bench'))
+  }
+} finally {
+  await dropRedisKeys(clients.ioredis.client, prefix)
+  for (const { close } of Object.values(clients)) await close()
+}

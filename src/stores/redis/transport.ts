@@ -1,0 +1,16 @@
+/**
+ * What each client does for the store's adapter (`adapter.ts`), in its own way: send a
+ * command, send a write and its `WAIT` together, read every master's `INFO server`. The
+ * rest (scripts by SHA1, `MOVED` after a `WAIT`, the server check) is the adapter's, common
+ * to every client.
+ */
+export interface Transport {
+  /** The client's own timeout of every command, when it has one. */
+  readonly commandTimeoutMs: number | undefined
+  /** Sends one command; `key`, its first key, routes it on a Cluster. */
+  send(command: string[], key: string | undefined): Promise<unknown>
+  /** `command` then `wait`, together, on the connection of `key`'s node: both replies, the command's error first. */
+  sendThenWait(command: string[], key: string, wait: string[]): Promise<[unknown, unknown]>
+  /** `INFO server` of every master (of the one server). */
+  infos(): Promise<string[]>
+}
