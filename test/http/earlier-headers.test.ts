@@ -1,18 +1,21 @@
 // Headers set by middleware that runs before idem (CORS, HSTS) reach the client on
 // every answer idem gives: replays and its own 400/409/422/503 problems, as they do
-// on the route's first answer. Before, Express dropped them from replays and problems,
-// so a browser could not read a cross-origin replay.
+// on the route's first answer (on Koa, also those set once idem has returned). Before,
+// Express dropped them from replays and problems, so a browser could not read a
+// cross-origin replay.
 import express from 'express'
 import Fastify from 'fastify'
 import { Hono } from 'hono'
 import { cors } from 'hono/cors'
 import { secureHeaders } from 'hono/secure-headers'
+import Koa from 'koa'
 import http from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { afterAll, describe, expect, it } from 'vitest'
 import { idempotency as expressIdempotency } from '../../src/http/express.js'
 import { idempotency as fastifyIdempotency } from '../../src/http/fastify.js'
 import { idempotency as honoIdempotency, type IdemVariables } from '../../src/http/hono.js'
+import { idempotency as koaIdempotency } from '../../src/http/koa.js'
 import type { IdempotencyOptions } from '../../src/http/options.js'
 import { latch } from './support/app.js'
 import { postgresBackend } from './support/backends.js'
@@ -117,8 +120,42 @@ const startHono: Start = async (options) => {
   }
 }
 
+// Koa's middleware around idem sets its headers before the route, or once it has
+// returned (as x-response-time does): idem's answers go out through Koa, after both.
+const startKoa: Start = async (options) => {
+  const gate = latch()
+  const inside = latch()
+  const app = new Koa()
+  app.use(async (ctx, next) => {
+    ctx.set('access-control-allow-origin', ORIGIN)
+    await next()
+    ctx.set('strict-transport-security', HSTS)
+  })
+  app.use(koaIdempotency({ store: backend!.store, scope: () => 't', ...options }))
+  app.use(async (ctx) => {
+    if (ctx.path === '/slow') {
+      inside.open()
+      await gate.promise
+    }
+    const { status, body } = routeBody(ctx.path)
+    ctx.status = status
+    ctx.type = 'application/json'
+    ctx.body = body
+  })
+  const server = http.createServer(app.callback())
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+  const { port } = server.address() as AddressInfo
+  return {
+    send: (call) => httpCall(port, call),
+    release: gate.open,
+    entered: inside.promise,
+    close: () => new Promise<void>((resolve) => (server.closeAllConnections(), server.close(() => resolve()))),
+  }
+}
+
 const frameworks: Array<[string, Start]> = [
   ['express', startExpress],
+  ['koa', startKoa],
   ['fastify', startFastify],
   ['hono', startHono],
 ]
