@@ -6,9 +6,9 @@ import { idempotency } from 'idem/koa'
 import { sqliteStore } from 'idem/sqlite'
 
 const db = new Database(':memory:')
-const store = sqliteStore({ db })
-store.migrate()
 db.exec('CREATE TABLE orders (id INTEGER PRIMARY KEY, account TEXT, amount INTEGER)')
+const store = sqliteStore({ db })
+store.migrate() // idem's table, beside the app's
 
 const app = new Koa()
 app.use(
@@ -38,17 +38,13 @@ app.use(async (ctx) => {
 
 const server = app.listen(0, '127.0.0.1')
 await new Promise((ready) => server.once('listening', ready))
-const post = (key, amount) =>
-  fetch(`http://127.0.0.1:${server.address().port}/orders`, {
-    method: 'POST',
-    headers: { authorization: 'Bearer acct_42', 'idempotency-key': `"${key}"`, 'content-type': 'application/json' },
-    body: JSON.stringify({ amount }),
-  })
+const url = `http://127.0.0.1:${server.address().port}/orders`
+const headers = { authorization: 'Bearer acct_42', 'content-type': 'application/json' }
 
+// The same key twice (the retry is replayed), then with another amount (422), then a new key.
 for (const [key, amount] of [['k-1', 1500], ['k-1', 1500], ['k-1', 9999], ['k-2', 700]]) {
-  const response = await post(key, amount)
-  const replayed = response.headers.get('idempotent-replayed') === 'true' ? ' (replayed)' : ''
-  console.log(`${response.status}${replayed} ${await response.text()}`)
+  const response = await fetch(url, { method: 'POST', headers: { ...headers, 'idempotency-key': `"${key}"` }, body: JSON.stringify({ amount }) })
+  console.log(response.status, response.headers.get('idempotent-replayed') ?? '-', await response.text())
 }
-console.log('orders in the table:', db.prepare('SELECT count(*) AS n FROM orders').get().n)
+console.log('orders in the table:', db.prepare('SELECT count(*) AS n FROM orders').pluck().get())
 server.close()

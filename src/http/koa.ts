@@ -6,10 +6,10 @@
  * response). The middleware (`handler.ts`) holds all the behaviour.
  */
 import type { OutgoingHttpHeaders } from 'node:http'
-import type { Context, Middleware } from 'koa'
+import type { Context, Middleware, Next, ParameterizedContext } from 'koa'
 import { InvalidOptionError } from '../core/errors/invalid-option.js'
-import type { HttpRequest, RouteResult } from './exchange.js'
-import { protectRequests } from './handler.js'
+import type { HttpAnswer, HttpRequest } from './exchange.js'
+import { protectRequests, type RouteCalls } from './handler.js'
 import { answerWith, koaReply, refuseTakeover, restoreHeaders, type Takeover } from './koa-reply.js'
 import { clientGone, declaresBody, isParsedObject, nodeBody, nodeRequest, parsedBody, refillRequest, type NodeBody } from './node-request.js'
 import { sendAnswer } from './node.js'
@@ -57,59 +57,75 @@ export function idempotency<Tx>(options: IdempotencyOptions<Tx, Context>): Middl
     if (!covers(ctx.method)) return next()
     const read = readRequest(ctx)
     if (read === undefined) return answerWith(ctx, problemAnswer(new InvalidOptionError(UNREADABLE_BODY), undefined), false)
-    const { request, body } = read
-    // Once the route starts: the headers before it (earlier middleware's), its ctx.respond watched, and whether it still runs.
-    let earlier: OutgoingHttpHeaders | undefined
-    let takeover: Takeover | undefined
-    let running = false
-    // The client left before its route started: the claim is rolled back, nothing is sent.
-    let clientLeft = false
-
-    const outcome = await protect(request, ctx, {
-      pass: async () => {
-        await next()
-      },
-      run: async (bytes, idem): Promise<RouteResult<null>> => {
-        // A body parser after idem may skip a request whose client has gone (@koa/bodyparser
-        // answers it 499), so a route started now could store what it made of no body: roll
-        // back instead, and the retry runs the route with its body (as on Express).
-        if (body !== undefined && bytes.byteLength > 0 && clientGone(ctx.req)) {
-          clientLeft = true
-          return { kind: 'discard', response: null, status: 499 }
-        }
-        if (body !== undefined) refillRequest(ctx.req, bytes)
-        ctx.state.idem = idem
-        earlier = ctx.response.headers
-        takeover = refuseTakeover(ctx, request)
-        running = true
-        const failed = await next().then(
-          () => undefined,
-          (error: unknown) => ({ error }),
-        )
-        running = false
-        const refused = takeover.end()
-        if (refused !== undefined) throw refused
-        if (failed !== undefined) throw failed.error
-        return koaReply(ctx)
-      },
-    })
-
-    // Nobody is left to answer.
-    if (clientLeft) {
+    const route: RouteState = { running: false, clientLeft: false }
+    const outcome = await protect(read.request, ctx, routeCalls(ctx, next, read, route))
+    if (route.clientLeft) {
+      // Nobody is left to answer.
       ctx.respond = false
       ctx.res.destroy()
-      return
-    }
-    if (outcome.kind !== 'answer') return
-    const close = body?.unfinished() ?? false
-    // idem answers for a route that ran (a store that failed after it, its deadline): what it set goes.
-    if (earlier !== undefined) restoreHeaders(ctx.res, earlier)
-    if (!running) return answerWith(ctx, outcome.answer, close)
-    // Past its deadline the route still runs and may still change ctx: the answer goes out now, around Koa.
-    takeover!.end()
-    ctx.respond = false
-    sendAnswer(ctx.res, outcome.answer, close)
+    } else if (outcome.kind === 'answer') answerOwn(ctx, outcome.answer, route, read.body?.unfinished() ?? false)
   }
+}
+
+/** A protected request's route, as far as idem's own answer depends on it. */
+interface RouteState {
+  /** The response's headers before the route (earlier middleware's); set once it starts. */
+  earlier?: OutgoingHttpHeaders
+  /** The route's `ctx.respond`, watched while it runs. */
+  takeover?: Takeover
+  /** The route has not returned yet (idem answers for it past its deadline). */
+  running: boolean
+  /** The client left before its route started: the claim is rolled back, nothing is sent. */
+  clientLeft: boolean
+}
+
+/** Hands the request on: unprotected, or to the route while idem holds its key, whose answer is then read from `ctx`. */
+function routeCalls<Tx>(ctx: ParameterizedContext<IdemState<Tx>>, next: Next, { request, body }: KoaRequest, route: RouteState): RouteCalls<Tx, null> {
+  return {
+    pass: async () => {
+      await next()
+    },
+    async run(bytes, idem) {
+      // A body parser after idem may skip a request whose client has gone (@koa/bodyparser
+      // answers it 499), so a route started now could store what it made of no body: roll
+      // back instead, and the retry runs the route with its body (as on Express).
+      if (body !== undefined && bytes.byteLength > 0 && clientGone(ctx.req)) {
+        route.clientLeft = true
+        return { kind: 'discard', response: null, status: 499 }
+      }
+      if (body !== undefined) refillRequest(ctx.req, bytes)
+      ctx.state.idem = idem
+      route.earlier = ctx.response.headers
+      const takeover = (route.takeover = refuseTakeover(ctx, request))
+      route.running = true
+      const failed = await next().then(
+        () => undefined,
+        (error: unknown) => ({ error }),
+      )
+      route.running = false
+      const refused = takeover.end()
+      if (refused !== undefined) throw refused
+      if (failed !== undefined) throw failed.error
+      return koaReply(ctx)
+    },
+  }
+}
+
+/** Puts idem's own answer (a replay, a problem) on the response, instead of what a route that ran set there. */
+function answerOwn(ctx: Context, answer: HttpAnswer, route: RouteState, closeConnection: boolean): void {
+  // After a route that ran (a store that failed after it, its deadline), what it set goes.
+  if (route.earlier !== undefined) restoreHeaders(ctx.res, route.earlier)
+  if (!route.running) return answerWith(ctx, answer, closeConnection)
+  // Past its deadline the route still runs and may still change ctx: the answer goes out now, around Koa.
+  route.takeover?.end()
+  ctx.respond = false
+  sendAnswer(ctx.res, answer, closeConnection)
+}
+
+/** A request as the middleware reads it, and its stream when idem reads it (refilled for the parsers after it). */
+interface KoaRequest {
+  readonly request: HttpRequest
+  readonly body?: NodeBody
 }
 
 /**
@@ -117,7 +133,7 @@ export function idempotency<Tx>(options: IdempotencyOptions<Tx, Context>): Middl
  * parsers after idem), or what a body parser mounted earlier kept of it; undefined when
  * one read it and kept nothing.
  */
-function readRequest(ctx: Context): { request: HttpRequest; body?: NodeBody } | undefined {
+function readRequest(ctx: Context): KoaRequest | undefined {
   const { req, originalUrl } = ctx
   if (!req.readableEnded) {
     const body = nodeBody(req)

@@ -20,10 +20,10 @@ describe(`${EXAMPLE}, shown in ${PAGE}`, () => {
       expectPageShows(PAGE, EXAMPLE)
       const stdout = await runExample(EXAMPLE, loader)
       expect(stdout.trim().split('\n')).toEqual([
-        '201 {"orderId":1,"amount":1500}',
-        '201 (replayed) {"orderId":1,"amount":1500}',
-        expect.stringMatching(/^422 \{"type":"urn:idem:problem#fingerprint-mismatch".*"code":"fingerprint-mismatch"\}$/),
-        '201 {"orderId":2,"amount":700}',
+        '201 - {"orderId":1,"amount":1500}',
+        '201 true {"orderId":1,"amount":1500}',
+        expect.stringMatching(/^422 - \{"type":"urn:idem:problem#fingerprint-mismatch".*"code":"fingerprint-mismatch"\}$/),
+        '201 - {"orderId":2,"amount":700}',
         'orders in the table: 2',
       ])
       expectPageShowsOutput(PAGE, stdout)

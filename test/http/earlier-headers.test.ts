@@ -17,7 +17,7 @@ import { idempotency as fastifyIdempotency } from '../../src/http/fastify.js'
 import { idempotency as honoIdempotency, type IdemVariables } from '../../src/http/hono.js'
 import { idempotency as koaIdempotency } from '../../src/http/koa.js'
 import type { IdempotencyOptions } from '../../src/http/options.js'
-import { latch } from './support/app.js'
+import { latch, type Latch } from './support/app.js'
 import { postgresBackend } from './support/backends.js'
 import { httpCall, type Call } from './support/frontends.js'
 
@@ -58,7 +58,11 @@ const startExpress: Start = async (options) => {
     const { status, body } = routeBody(req.path)
     res.status(status).type('application/json').send(body)
   })
-  const server = http.createServer(app)
+  return onNode(http.createServer(app), gate, inside)
+}
+
+/** A Node server listening on loopback, as the test drives it. */
+async function onNode(server: http.Server, gate: Latch, inside: Latch): Promise<App> {
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
   const { port } = server.address() as AddressInfo
   return {
@@ -142,15 +146,7 @@ const startKoa: Start = async (options) => {
     ctx.type = 'application/json'
     ctx.body = body
   })
-  const server = http.createServer(app.callback())
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
-  const { port } = server.address() as AddressInfo
-  return {
-    send: (call) => httpCall(port, call),
-    release: gate.open,
-    entered: inside.promise,
-    close: () => new Promise<void>((resolve) => (server.closeAllConnections(), server.close(() => resolve()))),
-  }
+  return onNode(http.createServer(app.callback()), gate, inside)
 }
 
 const frameworks: Array<[string, Start]> = [
