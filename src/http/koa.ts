@@ -86,9 +86,9 @@ function routeCalls<Tx>(ctx: ParameterizedContext<IdemState<Tx>>, next: Next, { 
       await next()
     },
     async run(bytes, idem) {
-      // A body parser after idem may skip a request whose client has gone (@koa/bodyparser
-      // answers it 499), so a route started now could store what it made of no body: roll
-      // back instead, and the retry runs the route with its body (as on Express).
+      // A body parser after idem may skip a request whose client has gone, so a route
+      // started now could store what it made of no body: roll back instead, and the retry
+      // runs the route with its body (as on Express).
       if (body !== undefined && bytes.byteLength > 0 && clientGone(ctx.req)) {
         route.clientLeft = true
         return { kind: 'discard', response: null, status: 499 }

@@ -493,8 +493,8 @@ describe('express: a client that hangs up while its key is being claimed', () =>
 })
 
 describe('koa: a client that hangs up while its key is being claimed', () => {
-  // A body parser after idem may skip a request whose client has gone (@koa/bodyparser
-  // answers it 499, and a 499 is stored): the route must not run without its body.
+  // A body parser after idem may skip a request whose client has gone: the route must
+  // not run, and store what it made of no body, as on Express.
   for (const [name, Framework] of [['Koa 3', Koa], ['Koa 2', koa2]] as const) {
     it(`${name}: the route does not run and nothing is stored; the retry runs the route with the body`, async () => {
       const seen: string[] = []
