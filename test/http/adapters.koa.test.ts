@@ -4,9 +4,12 @@ import { randomUUID } from 'node:crypto'
 import http from 'node:http'
 import { Readable } from 'node:stream'
 import { afterAll, describe, expect, it } from 'vitest'
+import { createEventStream } from '../../src/core/events.js'
 import { idempotency, type IdemState } from '../../src/http/koa.js'
 import type { IdempotencyOptions } from '../../src/http/options.js'
+import { memoryStore } from '../../src/stores/memory/index.js'
 import type { SqliteDatabase } from '../../src/stores/sqlite/index.js'
+import { latch } from './support/app.js'
 import { sqliteBackend } from './support/backends.js'
 import { httpCall } from './support/frontends.js'
 
@@ -201,3 +204,39 @@ for (const [name, Framework] of KOAS) {
     })
   })
 }
+
+describe('Koa: a route still running at its deadline', () => {
+  it('is answered 503 overran at once, with the headers set before it (not its own), while the middleware around idem still waits', async () => {
+    const gate = latch()
+    const routeDone = latch()
+    const app = new Koa<IdemState<unknown>>()
+    app.silent = true
+    const errors: unknown[] = []
+    app.on('error', (error) => errors.push(error))
+    app.use(async (ctx, next) => {
+      ctx.set('x-early', 'yes')
+      await next()
+      // Work after the route (a log write, say) that takes as long as the late route: Koa
+      // sends ctx only after it, by when the route has changed ctx again.
+      await routeDone.promise
+    })
+    app.use(idempotency({ store: memoryStore(), scope, deadlineMs: 300, events: createEventStream() }))
+    app.use(async (ctx) => {
+      ctx.set('x-route', 'yes')
+      await gate.promise
+      ctx.status = 201
+      ctx.body = { late: true }
+      routeDone.open()
+    })
+    const server = await serve(app)
+    const response = await httpCall(server.port, { path: '/orders', key: key(), contentType: json, body: '{}' })
+    expect(response.status).toBe(503)
+    expect(response.headers.get('x-early')).toBe('yes')
+    expect(response.headers.get('x-route')).toBeNull()
+    expect(await response.json()).toMatchObject({ code: 'overran' })
+    gate.open()
+    await routeDone.promise
+    expect(errors).toEqual([])
+    await server.close()
+  })
+})
