@@ -24,6 +24,7 @@ export { RouteHijackedError } from './route-hijacked.js'
 
 /** The state the middleware adds to Koa's `ctx.state`: the held key and its transaction, unset when the request is not protected. */
 export interface IdemState<Tx> {
+  /** The held key and its transaction while idem protects the request; unset otherwise. */
   idem?: IdempotencyContext<Tx>
 }
 
