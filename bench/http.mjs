@@ -1,5 +1,5 @@
 // bench:http: what the Idempotency-Key middleware costs an HTTP route that does one
-// INSERT on Postgres, for Hono (on @hono/node-server) and Express, measured with
+// INSERT on Postgres, for Hono (on @hono/node-server), Express and Koa, measured with
 // autocannon over loopback in one run:
 //   unprotected  the route without idem (its INSERT autocommits)
 //   unprotected_tx  the same route without idem, its INSERT in a transaction of its own
@@ -38,12 +38,13 @@ const SECONDS = Number(process.env.BENCH_SECONDS ?? 2.5)
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 2)
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 16)
 const POOL_SIZE = 16
+const ADAPTERS = ['hono', 'express', 'koa']
 const BODY = JSON.stringify({ customer: 'c_42', amount: 1250, currency: 'EUR', items: [{ sku: 'A-1', qty: 2 }] })
 
 if (process.argv[2] === '--serve') await serve()
 else await drive()
 
-/** The child: one app (BENCH_APP, `hono` or `express`) over a pool on the schema the parent set up. */
+/** The child: one app (BENCH_APP, `hono`, `express` or `koa`) over a pool on the schema the parent set up. */
 async function serve() {
   const { default: pg } = await import('pg')
   const { postgresStore } = await import('../dist/stores/postgres/index.js')
@@ -73,7 +74,7 @@ async function serve() {
     })
   // The account: from a header, as authentication would put it; `scope` reads it from each framework's own request.
   const app = { pool, store, insert, inTransaction, handWritten, account: (header) => header ?? 'acct_bench' }
-  const start = process.env.BENCH_APP === 'express' ? serveExpress : serveHono
+  const start = { express: serveExpress, koa: serveKoa }[process.env.BENCH_APP] ?? serveHono
   // The second instance: same pool and schema, a store object of its own.
   const port = await start(app)
   const elsewhere = await start({ ...app, store: postgresStore({ pool, schema }) })
@@ -147,6 +148,48 @@ async function serveExpress({ pool, store, insert, inTransaction, handWritten, a
   return server.address().port
 }
 
+async function serveKoa({ pool, store, insert, inTransaction, handWritten, account }) {
+  const [{ default: Koa }, { idempotency }] = await Promise.all([import('koa'), import('../dist/http/koa.js')])
+  const app = new Koa()
+  // When autocannon stops, it drops connections mid-request; Koa would log each failure.
+  app.silent = true
+  // The body as a body parser reads it (`ctx.get` answers '' for a header that is absent).
+  const text = async (ctx) => {
+    const chunks = []
+    for await (const chunk of ctx.req) chunks.push(chunk)
+    return Buffer.concat(chunks).toString('utf8')
+  }
+  const created = (ctx, id) => {
+    ctx.status = 201
+    ctx.body = { id }
+  }
+  const routes = {
+    '/plain': async (ctx) => created(ctx, (await insert(pool, await text(ctx))).rows[0].id),
+    '/plain-tx': async (ctx) => created(ctx, (await inTransaction(await text(ctx))).rows[0].id),
+    '/hand': async (ctx) => {
+      const key = ctx.get('idempotency-key')
+      if (key === '') {
+        ctx.status = 400
+        ctx.body = { error: 'Idempotency-Key is required' }
+        return
+      }
+      const answer = await handWritten(account(ctx.get('x-account') || undefined), key, ctx.path, await text(ctx))
+      ctx.status = answer.status
+      ctx.type = 'application/json'
+      ctx.body = answer.body
+    },
+    '/idem': async (ctx) => created(ctx, (await insert(ctx.state.idem.tx, await text(ctx))).rows[0].id),
+  }
+  const protect = idempotency({ store, scope: (ctx) => account(ctx.get('x-account') || undefined) })
+  app.use((ctx, next) => (ctx.path === '/idem' ? protect(ctx, next) : next()))
+  app.use(async (ctx) => {
+    if (ctx.method === 'POST' && routes[ctx.path] !== undefined) await routes[ctx.path](ctx)
+  })
+  const server = app.listen(0, '127.0.0.1')
+  await new Promise((resolve) => server.once('listening', resolve))
+  return server.address().port
+}
+
 /** The parent: starts the child, runs autocannon against each variant, prints ratios. */
 async function drive() {
   if (!existsSync(new URL('../dist/http/hono.js', import.meta.url))) {
@@ -164,7 +207,7 @@ async function drive() {
     await admin.query(`CREATE TABLE "${schema}".orders (id bigserial PRIMARY KEY, body jsonb NOT NULL, created_at timestamptz NOT NULL DEFAULT now())`)
     console.log(`bench:http: ${CONNECTIONS} connections, ${ROUNDS} × ${SECONDS} s per variant, one INSERT per request (pool of ${POOL_SIZE})`)
     const results = {}
-    for (const adapter of ['hono', 'express']) {
+    for (const adapter of ADAPTERS) {
       const server = await startServer(fileURLToPath(import.meta.url), { BENCH_SCHEMA: schema, BENCH_APP: adapter })
       try {
         results[adapter] = await benchAdapter(adapter, `http://127.0.0.1:${server.ports.app}`, `http://127.0.0.1:${server.ports.elsewhere}`, server)
@@ -172,7 +215,7 @@ async function drive() {
         await server.stop()
       }
     }
-    for (const adapter of ['hono', 'express']) {
+    for (const adapter of ADAPTERS) {
       const { unprotected, unprotected_tx, fresh, replay_elsewhere } = results[adapter]
       ratio(`http.${adapter}.replay_elsewhere_vs_unprotected`, replay_elsewhere / unprotected)
       ratio(`http.${adapter}.fresh_vs_unprotected_tx`, fresh / unprotected_tx)
@@ -195,7 +238,7 @@ async function drive() {
       }
     }
     // The issue's measures last.
-    for (const adapter of ['hono', 'express']) {
+    for (const adapter of ADAPTERS) {
       const { unprotected, fresh, replay, hand_written } = results[adapter]
       // The floor of the transactional mode: the same transaction with a hand-written key row.
       ratio(`http.${adapter}.fresh_vs_hand_written`, fresh / hand_written)

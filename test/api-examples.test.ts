@@ -24,6 +24,7 @@ const run = promisify(execFile)
 const THIRD_PARTY: Readonly<Record<string, string>> = {
   Hono: "import { Hono } from 'hono'",
   express: "import express from 'express'",
+  Koa: "import Koa from 'koa'",
   Fastify: "import Fastify from 'fastify'",
   fastify: "import fastify from 'fastify'",
   pg: "import pg from 'pg'",

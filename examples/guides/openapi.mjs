@@ -6,7 +6,7 @@ import { idempotencyOpenApi } from 'idem/openapi'
 
 // What the middleware is given (a store too, in the server: the description needs none).
 const options = {
-  // scope gets the framework's own request: Express's, Fastify's or Nest's here.
+  // scope gets the framework's own request: Express's, Koa's, Fastify's or Nest's here.
   scope: (req) => req.headers.authorization ?? 'anonymous',
   routes: ['/orders/*'],
   ttlMs: 48 * 60 * 60 * 1000,

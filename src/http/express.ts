@@ -3,12 +3,11 @@
  * request and response to the middleware's exchange (`node.ts`); the middleware
  * (`handler.ts`) holds all the behaviour.
  */
-import type { IncomingMessage } from 'node:http'
 import type { NextFunction, Request as ExpressRequest, RequestHandler, Response as ExpressResponse } from 'express'
 import { InvalidOptionError } from '../core/errors/invalid-option.js'
 import type { HttpBody, HttpRequest, RouteResult } from './exchange.js'
 import { protectRequests, type RouteCalls } from './handler.js'
-import { declaresBody, isParsedObject, nodeBody, nodeRequest, parsedBody, refillRequest } from './node-request.js'
+import { clientGone, declaresBody, isParsedObject, nodeBody, nodeRequest, parsedBody, refillRequest } from './node-request.js'
 import { captureResponse, release, sendAnswer, sendHeld } from './node.js'
 import type { IdempotencyContext, IdempotencyOptions } from './options.js'
 import { problemAnswer } from './problem.js'
@@ -120,11 +119,6 @@ export function idempotency<Tx>(options: IdempotencyOptions<Tx, ExpressRequest>)
       },
     ).catch((error: unknown) => res.destroy(error as Error))
   }
-}
-
-// What Express's body parsers (on-finished) take for "the request is over".
-function clientGone(req: IncomingMessage): boolean {
-  return req.socket === null || req.socket.destroyed || !req.socket.readable
 }
 
 const UNREADABLE_BODY =

@@ -134,6 +134,15 @@ export function declaresBody(req: IncomingMessage): boolean {
   return (length !== undefined && length !== '0') || req.headers['transfer-encoding'] !== undefined
 }
 
+/**
+ * True when the client has gone (its socket closed or closed for reading): what body
+ * parsers take for "the request is over" (Express's, through on-finished), so one that
+ * runs now skips the body.
+ */
+export function clientGone(req: IncomingMessage): boolean {
+  return req.socket === null || req.socket.destroyed || !req.socket.readable
+}
+
 /** True for a body a parser turned into an object (JSON, a form), not text or bytes. */
 export function isParsedObject(body: unknown): boolean {
   return body !== null && typeof body === 'object' && !(body instanceof Uint8Array)

@@ -4,11 +4,13 @@ import { serve } from '@hono/node-server'
 import express from 'express'
 import Fastify from 'fastify'
 import { Hono } from 'hono'
+import Koa from 'koa'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { createClient, ProblemError, type RetryEvent } from '../../src/client/index.js'
 import { idempotency as expressIdempotency } from '../../src/http/express.js'
 import { idempotency as fastifyIdempotency } from '../../src/http/fastify.js'
 import { idempotency as honoIdempotency, type IdemVariables } from '../../src/http/hono.js'
+import { idempotency as koaIdempotency, type IdemState } from '../../src/http/koa.js'
 import type { IdempotencyContext } from '../../src/http/fetch/index.js'
 import type { PgClient } from '../../src/stores/postgres/index.js'
 import { seededRandom, startFaultProxy } from '../../src/testing/index.js'
@@ -74,6 +76,31 @@ const adapters: Adapter[] = [
       app.post('/orders', async (req, res) => {
         const order = await orders.writeOrder(req.idem as IdempotencyContext<PgClient>, req.body as OrderBody)
         res.status(201).location(`/orders/${order.orderId}`).json(order)
+      })
+      return new Promise((resolve) => {
+        const server = app.listen(0, '127.0.0.1', () =>
+          resolve({ url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, close: () => closeServer(server) }),
+        )
+      })
+    },
+  },
+  {
+    name: 'koa',
+    async start(orders, seen) {
+      const app = new Koa<IdemState<PgClient>>()
+      app.use(async (ctx, next) => {
+        record(seen, (name) => ctx.get(name) || undefined)
+        await next()
+      })
+      app.use(koaIdempotency<PgClient>({ store: orders.store, scope: (ctx) => account(ctx.get('x-account') || undefined) }))
+      app.use(async (ctx) => {
+        // The body as a parser after the middleware reads it: from the refilled stream.
+        const chunks: Buffer[] = []
+        for await (const chunk of ctx.req) chunks.push(chunk as Buffer)
+        const order = await orders.writeOrder(ctx.state.idem!, JSON.parse(Buffer.concat(chunks).toString('utf8')) as OrderBody)
+        ctx.status = 201
+        ctx.set('location', `/orders/${order.orderId}`)
+        ctx.body = order
       })
       return new Promise((resolve) => {
         const server = app.listen(0, '127.0.0.1', () =>

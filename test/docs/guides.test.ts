@@ -43,7 +43,7 @@ describe.skipIf(!haveDb)('guide: the Express example on Express 4', () => {
   it('the same lines: the route passes its error to next(err), which Express 4 needs (it does not catch a rejected promise)', async () => {
     const file = 'examples/guides/payments-express.mjs'
     expectPageShows(PAYMENTS, file)
-    const stdout = await runExample(file, ['--import', join(root, 'test/support/express4-loader.mjs')])
+    const stdout = await runExample(file, ['--import', join(root, 'test/support/older-majors-loader.mjs')])
     expect(stdout.trim().split('\n')).toEqual([
       '500 {"error":"the ledger went away"}',
       '201 {"paymentId":"2","amount":1500}',
@@ -56,7 +56,7 @@ describe.skipIf(!haveDb)('guide: the Express example on Express 4', () => {
 
   it('the loader resolves `express` to Express 4', async () => {
     const program = "console.log(import.meta.resolve('express'))"
-    const loader = ['--import', join(root, 'test/support/express4-loader.mjs')]
+    const loader = ['--import', join(root, 'test/support/older-majors-loader.mjs')]
     const { stdout } = await promisify(execFile)(process.execPath, [...loader, '--input-type=module', '-e', program], { cwd: root })
     expect(stdout.trim()).toMatch(/\/node_modules\/express4\/index\.js$/)
   })

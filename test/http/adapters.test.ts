@@ -1,5 +1,7 @@
 import express from 'express'
 import Fastify from 'fastify'
+import Koa from 'koa'
+import koa2 from 'koa2'
 import { serve } from '@hono/node-server'
 import { Hono } from 'hono'
 import { cloneRawRequest } from 'hono/request'
@@ -11,9 +13,11 @@ import { afterAll, describe, expect, it } from 'vitest'
 import { idempotency as expressIdempotency } from '../../src/http/express.js'
 import { idempotency as fastifyIdempotency } from '../../src/http/fastify.js'
 import { idempotency as honoIdempotency, type IdemVariables } from '../../src/http/hono.js'
+import { idempotency as koaIdempotency, type IdemState } from '../../src/http/koa.js'
+import type { IdempotencyContext } from '../../src/http/options.js'
 import type { SqliteDatabase } from '../../src/stores/sqlite/index.js'
 import { createEventStream, type EventStream, type WarningEvent } from '../../src/core/events.js'
-import { latch } from './support/app.js'
+import { latch, type Latch } from './support/app.js'
 import { sqliteBackend } from './support/backends.js'
 import { httpCall } from './support/frontends.js'
 
@@ -33,7 +37,12 @@ const scope = (): string => 'acct'
 const key = (): string => `"k-${randomUUID()}"`
 const json = 'application/json'
 
-async function listen(server: http.Server): Promise<{ port: number; close(): Promise<void> }> {
+interface Listening {
+  port: number
+  close(): Promise<void>
+}
+
+async function listen(server: http.Server): Promise<Listening> {
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
   return {
     port: (server.address() as AddressInfo).port,
@@ -95,37 +104,58 @@ describe('express', () => {
     await server.close()
   })
 
-  it('a client that leaves while the route runs: the route finishes, effect and key commit together, a retry replays', async () => {
-    const gate = latch()
-    const entered = latch()
-    const app = express()
-    app.use(expressIdempotency({ store: backend.store, scope }))
-    let runs = 0
-    app.post('/slow', async (req, res) => {
-      runs++
-      entered.open()
-      await gate.promise
-      await backend.writeEffect(req.idem!.tx as SqliteDatabase, req.idem!.key)
-      res.status(201).json({ ok: true })
-    })
-    const server = await listen(http.createServer(app))
-    const k = `k-${randomUUID()}`
-    const request = http.request({ host: '127.0.0.1', port: server.port, method: 'POST', path: '/slow', headers: { 'idempotency-key': k } })
-    request.on('error', () => {})
-    request.end('x')
-    await entered.promise
-    request.destroy()
-    // Let the server see the connection close before the route goes on.
-    await sleep(50)
-    gate.open()
-    await eventually(async () => (await backend.countKeys(k)) === 1)
-    expect(await backend.countEffects(k)).toBe(1)
-    const retry = await httpCall(server.port, { path: '/slow', key: k, body: 'x' })
-    expect(retry.headers.get('idempotent-replayed')).toBe('true')
-    expect(runs).toBe(1)
-    await server.close()
-  })
+  it('a client that leaves while the route runs: the route finishes, effect and key commit together, a retry replays', () =>
+    expectLeftMidRoute(async (slow) => {
+      const app = express()
+      app.use(expressIdempotency({ store: backend.store, scope }))
+      app.post('/slow', async (req, res) => {
+        await slow(req.idem!)
+        res.status(201).json({ ok: true })
+      })
+      return listen(http.createServer(app))
+    }))
 })
+
+/**
+ * Sends `POST /slow` with `headers` and leaves once its route has started (`entered`):
+ * the connection is destroyed, and then the route is let go on (`gate`).
+ */
+async function leaveWhileRouteRuns(port: number, headers: Record<string, string>, entered: Latch, gate: Latch): Promise<void> {
+  const request = http.request({ host: '127.0.0.1', port, method: 'POST', path: '/slow', headers })
+  request.on('error', () => {})
+  request.end('x')
+  await entered.promise
+  request.destroy()
+  // Let the server see the connection close before the route goes on.
+  await sleep(50)
+  gate.open()
+}
+
+/**
+ * A client leaves while its route runs: the route finishes, its effect and its key commit
+ * together, and a retry replays. `start` serves `POST /slow` behind the middleware,
+ * calling `slow` with the route's key (it writes the effect once the client has gone)
+ * before answering 201.
+ */
+async function expectLeftMidRoute(start: (slow: (idem: IdempotencyContext<unknown>) => Promise<void>) => Promise<Listening>): Promise<void> {
+  const gate = latch()
+  const entered = latch()
+  let runs = 0
+  const server = await start(async (idem) => {
+    runs++
+    entered.open()
+    await gate.promise
+    await backend.writeEffect(idem.tx as SqliteDatabase, idem.key)
+  })
+  const k = `k-${randomUUID()}`
+  await leaveWhileRouteRuns(server.port, { 'idempotency-key': k }, entered, gate)
+  await eventually(async () => (await backend.countKeys(k)) === 1)
+  expect(await backend.countEffects(k)).toBe(1)
+  const retry = await httpCall(server.port, { path: '/slow', key: k, body: 'x' })
+  expect(retry.headers.get('idempotent-replayed')).toBe('true')
+  expect(runs).toBe(1)
+  await server.close()
+}
 
 /** An event stream of its own, and the warnings it heard. */
 function warnings(): { events: EventStream; told: WarningEvent[] } {
@@ -174,21 +204,54 @@ describe('fastify: a route that answers twice, or takes its reply over', () => {
       reply.raw.end('created')
     })
     await app.listen({ host: '127.0.0.1', port: 0 })
-    const port = (app.server.address() as AddressInfo).port
-    const k = `k-${randomUUID()}`
-    for (const attempt of [1, 2]) {
-      const response = await httpCall(port, { path: '/orders', key: k, contentType: json, body: '{}' })
-      expect(response.status).toBe(500)
-      expect(response.headers.get('x-raw')).toBeNull()
-      expect(await response.json()).toMatchObject({ code: 'route-hijacked' })
-      expect(await backend.countEffects(k)).toBe(0)
-      expect(runs).toBe(attempt)
-    }
-    expect(await backend.countKeys(k)).toBe(0)
-    expect(told.map((event) => event.code)).toEqual(['route-hijacked', 'route-hijacked'])
+    await expectRefusedTwice((app.server.address() as AddressInfo).port, () => runs, told)
     await app.close()
   })
 })
+
+describe('koa: a route that takes the response over', () => {
+  for (const [name, Framework] of [['Koa 3', Koa], ['Koa 2', koa2]] as const) {
+    it(`${name}: a route that catches the refused ctx.respond = false and writes 201 on ctx.res: nothing of it is sent, the client gets 500 route-hijacked`, async () => {
+      const { events, told } = warnings()
+      const app = new Framework<IdemState<SqliteDatabase>>()
+      app.use(koaIdempotency({ store: backend.store, scope, events }))
+      let runs = 0
+      app.use(async (ctx) => {
+        runs++
+        await backend.writeEffect(ctx.state.idem!.tx, ctx.state.idem!.key)
+        try {
+          ctx.respond = false
+        } catch {
+          // Written as if the response had been taken over.
+        }
+        ctx.res.writeHead(201, { 'content-type': 'text/plain', 'x-raw': 'yes' })
+        ctx.res.end('created')
+      })
+      const server = await listen(http.createServer(app.callback()))
+      await expectRefusedTwice(server.port, () => runs, told)
+      await server.close()
+    })
+  }
+})
+
+/**
+ * Twice, a route whose take-over of its response was refused (it then wrote 201 on the
+ * raw response anyway): the client gets 500 route-hijacked, never the raw answer, the
+ * effect is rolled back and nothing is stored; each refusal is warned of.
+ */
+async function expectRefusedTwice(port: number, runs: () => number, told: WarningEvent[]): Promise<void> {
+  const k = `k-${randomUUID()}`
+  for (const attempt of [1, 2]) {
+    const response = await httpCall(port, { path: '/orders', key: k, contentType: json, body: '{}' })
+    expect(response.status).toBe(500)
+    expect(response.headers.get('x-raw')).toBeNull()
+    expect(await response.json()).toMatchObject({ code: 'route-hijacked' })
+    expect(await backend.countEffects(k)).toBe(0)
+    expect(runs()).toBe(attempt)
+  }
+  expect(await backend.countKeys(k)).toBe(0)
+  expect(told.map((event) => event.code)).toEqual(['route-hijacked', 'route-hijacked'])
+}
 
 describe('fastify', () => {
   it("Fastify's own JSON parser reads the body after the plugin; a failed schema validation is rolled back", async () => {
@@ -242,13 +305,7 @@ describe('fastify', () => {
       await app.listen({ host: '127.0.0.1', port: 0 })
       const port = (app.server.address() as AddressInfo).port
       const k = `k-${randomUUID()}`
-      const request = http.request({ host: '127.0.0.1', port, method: 'POST', path: '/slow', headers: { 'idempotency-key': k, 'content-type': 'text/plain' } })
-      request.on('error', () => {})
-      request.end('x')
-      await entered.promise
-      request.destroy()
-      await sleep(50)
-      gate.open()
+      await leaveWhileRouteRuns(port, { 'idempotency-key': k, 'content-type': 'text/plain' }, entered, gate)
       await finished.promise
       const expected = answers ? 1 : 0
       await eventually(async () => (await backend.countKeys(k)) === expected && (await backend.countEffects(k)) === expected)
@@ -384,43 +441,95 @@ async function hangUpDuringClaim(port: number, serverSocket: () => net.Socket, g
   await sleep(100) // the first attempt settles
 }
 
+/**
+ * A client hangs up while its key is being claimed (`serve` makes the app over the gated
+ * store; its route pushes what it got on `seen` and answers `{ got }`): the route does
+ * not run and nothing is stored; the retry runs it with the body, which it got as `got`.
+ */
+async function expectHangUpRollsBack(serve: (store: typeof backend.store) => http.RequestListener, seen: unknown[], got: unknown): Promise<void> {
+  const gated = claimGatedStore()
+  let serverSocket: net.Socket | undefined
+  const server = http.createServer(serve(gated.store))
+  server.once('connection', (socket) => (serverSocket = socket))
+  const listening = await listen(server)
+  try {
+    const k = key()
+    const body = '{"amount":5}'
+    await hangUpDuringClaim(listening.port, () => serverSocket!, gated, k, body)
+    expect(seen).toEqual([])
+    expect(await backend.countKeys(k.slice(1, -1))).toBe(0)
+
+    const retry = await fetch(`http://127.0.0.1:${listening.port}/orders`, { method: 'POST', headers: { 'idempotency-key': k, 'content-type': json }, body })
+    expect(retry.status).toBe(201)
+    expect(retry.headers.get('idempotent-replayed')).toBe(null)
+    expect(await retry.json()).toEqual({ got })
+    expect(seen).toEqual([got])
+  } finally {
+    await listening.close()
+  }
+}
+
 describe('express: a client that hangs up while its key is being claimed', () => {
   // Express's body parsers skip a request whose client has gone ("already finished"), so
   // a route started then would run without its body, under a key whose fingerprint covers
   // that body, and its retry would replay what it made of nothing.
   it('the route does not run and nothing is stored; the retry runs the route with the body', async () => {
-    const gated = claimGatedStore()
     const seen: unknown[] = []
-    const app = express()
-    app.use(expressIdempotency({ store: gated.store, scope }))
-    app.use(express.json())
-    app.post('/orders', (req, res) => {
-      seen.push(req.body)
-      res.status(201).json({ got: req.body ?? null })
-    })
-    let serverSocket: net.Socket | undefined
-    const server = http.createServer(app)
-    server.once('connection', (socket) => (serverSocket = socket))
-    const listening = await listen(server)
-    try {
-      const k = key()
-      const body = '{"amount":5}'
-      await hangUpDuringClaim(listening.port, () => serverSocket!, gated, k, body)
-      expect(seen).toEqual([])
-
-      const retry = await fetch(`http://127.0.0.1:${listening.port}/orders`, {
-        method: 'POST',
-        headers: { 'idempotency-key': k, 'content-type': json },
-        body,
-      })
-      expect(retry.status).toBe(201)
-      expect(retry.headers.get('idempotent-replayed')).toBe(null)
-      expect(await retry.json()).toEqual({ got: { amount: 5 } })
-      expect(seen).toEqual([{ amount: 5 }])
-    } finally {
-      await listening.close()
-    }
+    await expectHangUpRollsBack(
+      (store) => {
+        const app = express()
+        app.use(expressIdempotency({ store, scope }))
+        app.use(express.json())
+        app.post('/orders', (req, res) => {
+          seen.push(req.body)
+          res.status(201).json({ got: req.body ?? null })
+        })
+        return app
+      },
+      seen,
+      { amount: 5 },
+    )
   })
+})
+
+describe('koa: a client that hangs up while its key is being claimed', () => {
+  // A body parser after idem may skip a request whose client has gone: the route must
+  // not run, and store what it made of no body, as on Express.
+  for (const [name, Framework] of [['Koa 3', Koa], ['Koa 2', koa2]] as const) {
+    it(`${name}: the route does not run and nothing is stored; the retry runs the route with the body`, async () => {
+      const seen: string[] = []
+      await expectHangUpRollsBack(
+        (store) => {
+          const app = new Framework<IdemState<unknown>>()
+          app.use(koaIdempotency({ store, scope }))
+          app.use(async (ctx) => {
+            const chunks: Buffer[] = []
+            for await (const chunk of ctx.req) chunks.push(chunk as Buffer)
+            seen.push(Buffer.concat(chunks).toString('utf8'))
+            ctx.status = 201
+            ctx.body = { got: seen.at(-1) }
+          })
+          return app.callback()
+        },
+        seen,
+        '{"amount":5}',
+      )
+    })
+  }
+})
+
+describe('koa: a client that leaves while the route runs', () => {
+  it('the route finishes, effect and key commit together, a retry replays', () =>
+    expectLeftMidRoute(async (slow) => {
+      const app = new Koa<IdemState<unknown>>()
+      app.use(koaIdempotency({ store: backend.store, scope }))
+      app.use(async (ctx) => {
+        await slow(ctx.state.idem!)
+        ctx.status = 201
+        ctx.body = { ok: true }
+      })
+      return listen(http.createServer(app.callback()))
+    }))
 })
 
 describe('fastify: a client that hangs up while its key is being claimed', () => {
@@ -461,6 +570,15 @@ describe('an upload over maxBodyBytes on a real socket', () => {
         app.use(expressIdempotency({ store: backend.store, scope, maxBodyBytes: 1024 }))
         app.use((_req, res) => void res.status(201).end())
         return listen(http.createServer(app))
+      },
+    ],
+    [
+      'koa',
+      async () => {
+        const app = new Koa()
+        app.use(koaIdempotency({ store: backend.store, scope, maxBodyBytes: 1024 }))
+        app.use((ctx) => void (ctx.status = 201))
+        return listen(http.createServer(app.callback()))
       },
     ],
     [

@@ -1,20 +1,23 @@
 // Headers set by middleware that runs before idem (CORS, HSTS) reach the client on
 // every answer idem gives: replays and its own 400/409/422/503 problems, as they do
-// on the route's first answer. Before, Express dropped them from replays and problems,
-// so a browser could not read a cross-origin replay.
+// on the route's first answer (on Koa, also those set once idem has returned). Before,
+// Express dropped them from replays and problems, so a browser could not read a
+// cross-origin replay.
 import express from 'express'
 import Fastify from 'fastify'
 import { Hono } from 'hono'
 import { cors } from 'hono/cors'
 import { secureHeaders } from 'hono/secure-headers'
+import Koa from 'koa'
 import http from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { afterAll, describe, expect, it } from 'vitest'
 import { idempotency as expressIdempotency } from '../../src/http/express.js'
 import { idempotency as fastifyIdempotency } from '../../src/http/fastify.js'
 import { idempotency as honoIdempotency, type IdemVariables } from '../../src/http/hono.js'
+import { idempotency as koaIdempotency } from '../../src/http/koa.js'
 import type { IdempotencyOptions } from '../../src/http/options.js'
-import { latch } from './support/app.js'
+import { latch, type Latch } from './support/app.js'
 import { postgresBackend } from './support/backends.js'
 import { httpCall, type Call } from './support/frontends.js'
 
@@ -55,7 +58,11 @@ const startExpress: Start = async (options) => {
     const { status, body } = routeBody(req.path)
     res.status(status).type('application/json').send(body)
   })
-  const server = http.createServer(app)
+  return onNode(http.createServer(app), gate, inside)
+}
+
+/** A Node server listening on loopback, as the test drives it. */
+async function onNode(server: http.Server, gate: Latch, inside: Latch): Promise<App> {
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
   const { port } = server.address() as AddressInfo
   return {
@@ -117,8 +124,34 @@ const startHono: Start = async (options) => {
   }
 }
 
+// Koa's middleware around idem sets its headers before the route, or once it has
+// returned (as x-response-time does): idem's answers go out through Koa, after both.
+const startKoa: Start = async (options) => {
+  const gate = latch()
+  const inside = latch()
+  const app = new Koa()
+  app.use(async (ctx, next) => {
+    ctx.set('access-control-allow-origin', ORIGIN)
+    await next()
+    ctx.set('strict-transport-security', HSTS)
+  })
+  app.use(koaIdempotency({ store: backend!.store, scope: () => 't', ...options }))
+  app.use(async (ctx) => {
+    if (ctx.path === '/slow') {
+      inside.open()
+      await gate.promise
+    }
+    const { status, body } = routeBody(ctx.path)
+    ctx.status = status
+    ctx.type = 'application/json'
+    ctx.body = body
+  })
+  return onNode(http.createServer(app.callback()), gate, inside)
+}
+
 const frameworks: Array<[string, Start]> = [
   ['express', startExpress],
+  ['koa', startKoa],
   ['fastify', startFastify],
   ['hono', startHono],
 ]

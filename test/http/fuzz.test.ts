@@ -3,7 +3,7 @@ import net from 'node:net'
 import { afterAll, describe, expect, it } from 'vitest'
 import { appState } from './support/app.js'
 import { postgresBackend } from './support/backends.js'
-import { expressFrontEnd, fastifyFrontEnd, fetchFrontEnd, frontEnds, honoFrontEnd, type Call } from './support/frontends.js'
+import { expressFrontEnd, fastifyFrontEnd, fetchFrontEnd, frontEnds, honoFrontEnd, koaFrontEnd, type Call } from './support/frontends.js'
 
 // Bad input on the header and body paths: never a 500, and a request idem rejects
 // (400 / 413, or the server's own 400 / 431 before idem sees it) neither runs the
@@ -77,7 +77,7 @@ describe.skipIf(backend === undefined)('fuzzing the header and body paths (Postg
     })
   }
 
-  for (const frontEnd of [expressFrontEnd, fastifyFrontEnd]) {
+  for (const frontEnd of [expressFrontEnd, koaFrontEnd, fastifyFrontEnd]) {
     it(`${frontEnd.name}: random header bytes over a real socket never give a 500 or a stray key`, async () => {
       const state = appState()
       const client = await frontEnd.start(backend!, { maxBodyBytes: MAX_BODY }, state)

@@ -4,6 +4,8 @@
 // @readme/openapi-parser; exactly the protected operations gained the Idempotency-Key
 // parameter, idem's problems and the replay header, and the running app agrees
 // (a protected route refuses a request without a key, an unprotected one serves it).
+// Koa has no generator of its own: the app's own document, described by
+// idempotencyOpenApi from the options its middleware is given, the same way.
 import 'reflect-metadata'
 import swagger from '@fastify/swagger'
 import { createRoute, OpenAPIHono, z } from '@hono/zod-openapi'
@@ -11,10 +13,15 @@ import { Controller, Get, Module, Param, Patch, Post, UseInterceptors, type INes
 import { NestFactory } from '@nestjs/core'
 import { DocumentBuilder, SwaggerModule } from '@nestjs/swagger'
 import Fastify from 'fastify'
+import Koa, { type Context } from 'koa'
+import http from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { afterEach, describe, expect, it } from 'vitest'
 import { InvalidOptionError } from '../../src/core/errors/invalid-option.js'
+import { idempotencyPolicy, type IdempotencyOptions, type IdempotencyPolicyDocument } from '../../src/http/fetch/index.js'
+import { idempotency as koaIdempotency } from '../../src/http/koa.js'
 import { IdempotencyInterceptor, IdempotencyModule } from '../../src/http/nestjs.js'
+import { idempotencyOpenApi } from '../../src/http/openapi/index.js'
 import { idempotencyWithOpenApi as fastifyWithOpenApi } from '../../src/http/openapi/fastify.js'
 import { idempotencyWithOpenApi as honoWithOpenApi } from '../../src/http/openapi/hono.js'
 import { idempotencyOpenApiDocument } from '../../src/http/openapi/nestjs.js'
@@ -245,5 +252,50 @@ describe('@hono/zod-openapi: idempotencyWithOpenApi', () => {
     // route() keeps the route's type (for app.openapi's inference); its parameters are idem's now.
     const notes = listed.route(createRoute({ method: 'post', path: '/orders/{id}/notes', responses: { 204: { description: 'Added' } } })) as unknown as { parameters: unknown[] }
     expect(notes.parameters).toHaveLength(1)
+  })
+})
+
+describe('Koa: idempotencyOpenApi and idempotencyPolicy from the options the middleware is given', () => {
+  // The app's own document, as a Koa team writes it (Koa generates none).
+  const document = {
+    openapi: '3.1.0',
+    info: { title: 'Orders', version: '1' },
+    paths: {
+      '/orders': { post: { operationId: 'createOrder', responses: { '201': { description: 'Created' } } } },
+      '/orders/{id}': {
+        get: { parameters: [{ name: 'id', in: 'path', required: true, schema: { type: 'string' } }], responses: { '200': { description: 'The order' } } },
+        patch: { parameters: [{ name: 'id', in: 'path', required: true, schema: { type: 'string' } }], responses: { '200': { description: 'Updated' } } },
+      },
+      '/webhooks': { post: { responses: { '204': { description: 'Received' } } } },
+    },
+  }
+  const options: IdempotencyOptions<unknown, Context> = { store: memoryStore(), scope: (ctx) => ctx.get('authorization') || 'anonymous', routes: ['/orders/*'] }
+
+  it('describes exactly the operations the middleware protects; the document is valid and the running app agrees', async () => {
+    const described = idempotencyOpenApi(document, options) as Record<string, any>
+    await expectValidOpenApi(described)
+    expectDescribed(described, ['POST /orders', 'PATCH /orders/{id}'])
+    const app = new Koa()
+    app.use(koaIdempotency(options))
+    app.use((ctx) => void (ctx.status = ctx.method === 'POST' ? (ctx.path === '/webhooks' ? 204 : 201) : 200))
+    const server = http.createServer(app.callback())
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+    try {
+      const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`
+      const send = (method: string, path: string) => fetch(`${url}${path}`, { method, headers: { 'content-type': 'application/json' }, body: method === 'GET' ? null : '{}' })
+      expect((await send('POST', '/orders')).status).toBe(400)
+      expect((await send('PATCH', '/orders/7')).status).toBe(400)
+      expect((await send('GET', '/orders/7')).status).toBe(200)
+      expect((await send('POST', '/webhooks')).status).toBe(204)
+    } finally {
+      server.closeAllConnections()
+      server.close()
+    }
+  })
+
+  it('the policy page states the same: the protected paths and methods', () => {
+    const policy = JSON.parse(idempotencyPolicy(options, { format: 'json' })) as IdempotencyPolicyDocument
+    expect(policy.paths).toEqual(['/orders/*'])
+    expect(policy.methods).toEqual(['POST', 'PATCH'])
   })
 })

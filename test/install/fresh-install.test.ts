@@ -200,7 +200,7 @@ function expectEveryPeer(lines: Map<string, { version: string; saw: string }>, v
   }
   expect(saw('@nestjs/platform-express')).toBe(REPLAY)
   expect(saw('@nestjs/platform-fastify')).toBe(REPLAY)
-  for (const front of ['express', 'fastify', 'hono']) expect(saw(front), front).toBe(REPLAY)
+  for (const front of ['express', 'koa', 'fastify', 'hono']) expect(saw(front), front).toBe(REPLAY)
   for (const store of ['pg', 'better-sqlite3', 'ioredis', 'iovalkey', 'redis', '@aws-sdk/client-dynamodb']) expect(saw(store), store).toBe(RAN_ONCE)
   expect(saw('amqplib')).toBe('2 delivered, handled 1')
   expect(saw('@nats-io/jetstream')).toBe('1 delivered, handled 1')
@@ -235,7 +235,7 @@ describe('fresh install from the packed tarball', () => {
   }, 120_000)
 
   it('the app covers every peer range', () => {
-    const covered = ['@nestjs/common', '@nestjs/core', '@nestjs/platform-express', '@nestjs/platform-fastify', 'reflect-metadata', 'rxjs', 'express', 'fastify', 'hono', 'pg', 'better-sqlite3', 'ioredis', 'iovalkey', 'redis', '@aws-sdk/client-dynamodb', 'amqplib', '@nats-io/jetstream', '@aws-sdk/client-sqs', 'kafkajs', 'prom-client', '@opentelemetry/api']
+    const covered = ['@nestjs/common', '@nestjs/core', '@nestjs/platform-express', '@nestjs/platform-fastify', 'reflect-metadata', 'rxjs', 'express', 'koa', 'fastify', 'hono', 'pg', 'better-sqlite3', 'ioredis', 'iovalkey', 'redis', '@aws-sdk/client-dynamodb', 'amqplib', '@nats-io/jetstream', '@aws-sdk/client-sqs', 'kafkajs', 'prom-client', '@opentelemetry/api']
     expect(peers.filter((peer) => !covered.includes(peer))).toEqual([])
     expect(lowest('^4.17.0 || ^5.0.0')).toBe('4.17.0')
     expect(lowest('>=11 <13')).toBe('11.0.0')

@@ -3,6 +3,7 @@
 // was accepted and then broke every request on Postgres ("integer out of range", then a
 // false "migration-required").
 import Database from 'better-sqlite3'
+import { Redis } from 'ioredis'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { createIdem, createLeasedIdem, InvalidOptionError } from '../../src/index.js'
 import { memoryLeasedStore, memoryStore } from '../../src/stores/memory/index.js'
@@ -22,6 +23,9 @@ import { testSchema, type TestSchema } from '../support/postgres.js'
 
 const TOO_LONG = 3e9
 const fakeRedis = { defineCommand() {}, call: async () => null, duplicate() {} } as never
+// A real client that never connects (lazyConnect, and nothing is sent): the store checks the client's shape at creation.
+const idleRedis = new Redis({ lazyConnect: true })
+afterAll(() => idleRedis.disconnect())
 const fakeChannel = { consume: async () => ({ consumerTag: 't' }), cancel: async () => {}, ack() {}, nack() {}, prefetch: async () => {} }
 const fakeSource = { name: 'fake', subscribe: async () => ({ close: async () => {} }) }
 const fakeConsumer = { consume: async () => ({ [Symbol.asyncIterator]: () => ({ next: async () => ({ done: true, value: undefined }) }) }) }
@@ -50,7 +54,7 @@ const entries: Array<[string, string, (value: number) => unknown]> = [
   ['createClient', 'deadlineMs', (deadlineMs) => createClient({ deadlineMs })],
   ['sqliteStore', 'busyTimeoutMs', (busyTimeoutMs) => sqliteStore({ db: new Database(':memory:'), busyTimeoutMs })],
   ['leasedSqliteStore', 'busyTimeoutMs', (busyTimeoutMs) => leasedSqliteStore({ db: new Database(':memory:'), busyTimeoutMs })],
-  ['redisStore', 'timeoutMs', (timeoutMs) => redisStore({ client: fakeRedis, timeoutMs })],
+  ['redisStore', 'timeoutMs', (timeoutMs) => redisStore({ client: idleRedis, timeoutMs })],
   ['rabbitmqSource', 'maxNackDelayMs', (maxNackDelayMs) => rabbitmqSource({ channel: fakeChannel, queue: 'q', maxNackDelayMs })],
   ['natsSource', 'ackTimeoutMs', (ackTimeoutMs) => natsSource({ consumer: fakeConsumer as never, ackTimeoutMs })],
   ['natsSource', 'redeliveryHorizonMs', (redeliveryHorizonMs) => natsSource({ consumer: fakeConsumer as never, redeliveryHorizonMs })],

@@ -25,7 +25,7 @@ const ALLOWED_BUILTINS: Record<string, readonly string[] | undefined> = {
   'node:zlib': ['dist/http/content-coding.js'],
 }
 /** Node-only packages, and the fault proxies' modules (`idem/testing`'s Node servers). */
-const REFUSED_PACKAGES = /^(express|express4|fastify|@nestjs\/.*|@hono\/node-server|better-sqlite3|light-my-request)(\/.*)?$/
+const REFUSED_PACKAGES = /^(express|express4|koa|koa2|fastify|@nestjs\/.*|@hono\/node-server|better-sqlite3|light-my-request)(\/.*)?$/
 const REFUSED_MODULES = ['dist/testing/faults.js', 'dist/testing/tcp-proxy.js']
 
 interface Import {
@@ -120,5 +120,6 @@ describe(`the subpaths ${PAGE} says run on Node, Bun and Deno import nothing Nod
     expect(why('idem/testing')).toEqual(expect.arrayContaining(['dist/testing/faults.js imports node:http, a Node built-in not in the allowed list', 'dist/testing/faults.js']))
     expect(why('idem/express').some((reason) => reason.includes('node:stream'))).toBe(true)
     expect(why('idem/nestjs').some((reason) => reason.includes('node:stream'))).toBe(true)
+    expect(why('idem/koa').some((reason) => reason.includes('node:stream'))).toBe(true)
   })
 })

@@ -280,7 +280,7 @@ export const TARGETS: OptionTarget[] = [
   },
 
   // idem/fetch and the framework adapters: one options checker, resolveOptions
-  ...['idem/fetch', 'idem/hono', 'idem/express', 'idem/fastify'].map((entry): OptionTarget => ({
+  ...['idem/fetch', 'idem/hono', 'idem/express', 'idem/koa', 'idem/fastify'].map((entry): OptionTarget => ({
     entry, export: 'idempotency', caller: 'idempotency',
     minimal: (r) => ({ store: r.memory, scope: () => 'a' }),
     call: (f, o) => f(o),
@@ -312,6 +312,12 @@ export const TARGETS: OptionTarget[] = [
   },
   {
     entry: 'idem/express', export: 'webhookReceiver', caller: 'webhookReceiver',
+    minimal: (r) => ({ inbox: r.inbox(), eventId: 'stripe', handler: () => {} }),
+    call: (f, o) => f(o),
+    typos: [['maxBodyByte', 'maxBodyBytes'], ['verfy', 'verify'], ['event', 'events']],
+  },
+  {
+    entry: 'idem/koa', export: 'webhookReceiver', caller: 'webhookReceiver',
     minimal: (r) => ({ inbox: r.inbox(), eventId: 'stripe', handler: () => {} }),
     call: (f, o) => f(o),
     typos: [['maxBodyByte', 'maxBodyBytes'], ['verfy', 'verify'], ['event', 'events']],
@@ -519,8 +525,10 @@ export const NOT_FACTORIES: Record<string, string> = {
   'idem#isDiscarded': 'tests a value',
   'idem#fingerprintValue': 'hashes JSON data: its fields are the input, not options',
   ...Object.fromEntries(
-    ['BodyTooLargeError', 'CorruptBodyError', 'FingerprintMismatchError', 'IdemError', 'InFlightError', 'InvalidKeyError', 'InvalidOptionError', 'LeaseLostError', 'MigrationRequiredError', 'MissingKeyError', 'OutcomeNotSerializableError', 'OutcomeTooLargeError', 'OutcomeUnreadableError', 'OverranError', 'StoreUnavailableError', 'UnsupportedEncodingError'].map((name) => [`idem#${name}`, ERROR_CLASS]),
+    ['BodyTooLargeError', 'CorruptBodyError', 'FingerprintMismatchError', 'IdemError', 'InFlightError', 'InvalidKeyError', 'InvalidOptionError', 'LeaseLostError', 'MigrationRequiredError', 'MissingKeyError', 'OutcomeNotSerializableError', 'OutcomeTooLargeError', 'OutcomeUnreadableError', 'OverranError', 'StoreUnavailableError', 'UnsupportedEncodingError', 'RouteHijackedError'].map((name) => [`idem#${name}`, ERROR_CLASS]),
   ),
+  'idem/fastify#RouteHijackedError': ERROR_CLASS,
+  'idem/koa#RouteHijackedError': ERROR_CLASS,
   'idem/fetch#largestStoredBody': 'a number of bytes',
   'idem/sqlite#openSqlite': 'a file name',
   'idem/queue#idFromBytes': 'the bytes of an id',

@@ -1,5 +1,6 @@
 // The webhook receiver with the built-in verifiers (issue 35), on every adapter (Fetch,
-// Hono, Express 5 and 4, Fastify, NestJS on Express and on Fastify, support/adapters.ts),
+// Hono, Express 5 and 4, Koa 3 and 2, Fastify, NestJS on Express and on Fastify,
+// support/adapters.ts),
 // the inbox on Postgres, each provider's deliveries signed by its own code
 // (support/providers.ts). For each: a valid delivery is handled once and its repeat
 // answered as a duplicate; a tampered body, a wrong secret and a stale timestamp (with an

@@ -7,7 +7,7 @@ import { nodeCases } from './node-cases.js'
 
 /**
  * Runs the shared conformance table against each front end (by default `frontEnds`:
- * fetch, hono, express 5 and 4, fastify, NestJS 11 on Express and Fastify with routes
+ * fetch, hono, express 5 and 4, koa 3 and 2, fastify, NestJS 11 on Express and Fastify with routes
  * that return their value and routes that answer through `@Res()`) over one
  * backend, and the rows only some of them can run (`nodeCases`) on those. Each case gets
  * a fresh app with its own options.

@@ -6,12 +6,15 @@ import express from 'express'
 import express4 from 'express4'
 import Fastify, { type FastifyRequest } from 'fastify'
 import { Hono, type Context } from 'hono'
+import Koa, { type Context as KoaContext } from 'koa'
+import koa2 from 'koa2'
 import http, { type IncomingHttpHeaders } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { idempotency as expressIdempotency } from '../../../src/http/express.js'
 import { idempotency as fastifyIdempotency } from '../../../src/http/fastify.js'
 import { idempotency as fetchIdempotency } from '../../../src/http/fetch/index.js'
 import { idempotency as honoIdempotency, type IdemVariables } from '../../../src/http/hono.js'
+import { idempotency as koaIdempotency, type IdemState } from '../../../src/http/koa.js'
 import { Idem, IdempotencyInterceptor, IdempotencyModule, type NestRequest } from '../../../src/http/nestjs.js'
 import type { IdempotencyContext, IdempotencyOptions } from '../../../src/http/options.js'
 import { runRoute, tenantOf, type AppState, type RouteOutput } from './app.js'
@@ -50,7 +53,7 @@ export interface Client {
 export type AppOptions = Omit<IdempotencyOptions<unknown>, 'store' | 'idem'> & { storeDown?: boolean }
 
 export interface FrontEnd {
-  name: 'fetch' | 'hono' | 'express' | 'express4' | 'fastify' | `nest${NestMajor}-${NestPlatform}` | `nest${NestMajor}-${NestPlatform}-res` | `lambda-${'v1' | 'v2' | 'alb'}`
+  name: 'fetch' | 'hono' | 'express' | 'express4' | 'koa' | 'koa2' | 'fastify' | `nest${NestMajor}-${NestPlatform}` | `nest${NestMajor}-${NestPlatform}-res` | `lambda-${'v1' | 'v2' | 'alb'}`
   start(backend: Backend, options: AppOptions, state: AppState): Promise<Client>
   /** Cases this front end cannot pass, by name, each with why (what its platform does not carry). */
   cannot?: Readonly<Record<string, string>>
@@ -190,6 +193,49 @@ async function startExpress(framework: typeof express, catchesRejections: boolea
     return listen(server)
   }
 }
+
+/**
+ * Koa on a real listening server; the route reads the body from the request's stream
+ * after the middleware, as a body parser there does, and answers with `ctx.status`,
+ * `ctx.body` and headers. The same app on Koa 3 and on Koa 2 (installed as `koa2`).
+ */
+function koaOn(name: 'koa' | 'koa2', Framework: typeof Koa): FrontEnd {
+  return {
+    name,
+    async start(backend, options, state) {
+      const app = new Framework<IdemState<unknown>>()
+      // Koa's default error handler logs every thrown error; the tests throw on purpose.
+      app.silent = true
+      app.use(koaIdempotency(middlewareOptions<KoaContext>(backend, options, state, (ctx) => tenantOf(ctx.get('authorization')))))
+      app.use(async (ctx) => {
+        const out = await runRoute(backend, state, { method: ctx.method, path: ctx.path, body: await textOf(ctx.req), idem: ctx.state.idem })
+        if (out.hijack) {
+          // Koa's way to take the response over: refused while idem holds the key.
+          ctx.respond = false
+          ctx.res.writeHead(out.status, headerRecord(out.headers))
+          ctx.res.end(out.body)
+          return
+        }
+        ctx.status = out.status
+        for (const [name, value] of out.headers) ctx.append(name, value)
+        ctx.body = out.body
+        if (out.thenThrow !== undefined) throw out.thenThrow
+      })
+      return listen(http.createServer(app.callback()))
+    },
+  }
+}
+
+async function textOf(stream: AsyncIterable<Buffer>): Promise<string> {
+  const chunks: Buffer[] = []
+  for await (const chunk of stream) chunks.push(chunk)
+  return Buffer.concat(chunks).toString('utf8')
+}
+
+/** Koa 3. */
+export const koaFrontEnd: FrontEnd = koaOn('koa', Koa)
+/** Koa 2.16, which most Koa apps still run. */
+export const koa2FrontEnd: FrontEnd = koaOn('koa2', koa2)
 
 /** Fastify 5 on a real listening server; its content-type parser reads the body. */
 export const fastifyFrontEnd: FrontEnd = {
@@ -389,6 +435,8 @@ export const frontEnds: readonly FrontEnd[] = [
   honoFrontEnd,
   expressFrontEnd,
   express4FrontEnd,
+  koaFrontEnd,
+  koa2FrontEnd,
   fastifyFrontEnd,
   nestFrontEnd(11, 'express'),
   nestFrontEnd(11, 'fastify'),

@@ -1,7 +1,9 @@
 // Rows only the front ends on Node's response run (Express 4 and 5, Fastify, NestJS on
 // both platforms): there a route answers by ending its response and runs on, so it can
 // answer and then fail, or take its reply over. A Fetch, Hono or Lambda route answers
-// by returning its Response: it can do neither.
+// by returning its Response: it can do neither. A Koa route answers through ctx, which
+// Koa sends once every middleware has returned: it can take the response over
+// (`ctx.respond = false`), but a throw after setting its answer is a throw before it.
 import { expect } from 'vitest'
 import { createEventStream, type WarningEvent } from '../../../src/core/events.js'
 import { expectProblem, fresh, quoted, type CaseContext, type ConformanceCase } from './case-kit.js'
@@ -35,6 +37,7 @@ async function expectCommittedOnce(t: CaseContext, call: Call, key: string, text
 
 const onNode = (name: FrontEnd['name']): boolean => name === 'express' || name === 'express4' || name === 'fastify' || name.startsWith('nest')
 const nestOnFastify = (name: FrontEnd['name']): boolean => name.startsWith('nest') && name.includes('-fastify')
+const onKoa = (name: FrontEnd['name']): boolean => name === 'koa' || name === 'koa2'
 
 export const nodeCases: NodeCase[] = [
   {
@@ -60,13 +63,14 @@ export const nodeCases: NodeCase[] = [
     },
   },
   {
-    name: "a route that hijacks Fastify's reply is refused: 500 route-hijacked, never a 2xx, its effect rolled back and nothing stored; each refusal is a route-hijacked warning naming the route",
+    name: "a route that takes its reply over (Fastify's reply.hijack(), Koa's ctx.respond = false) is refused: 500 route-hijacked, never a 2xx, its effect rolled back and nothing stored; each refusal is a route-hijacked warning naming the route",
     options: { events },
-    runsOn: (name) => name === 'fastify',
+    runsOn: (name) => name === 'fastify' || onKoa(name),
     async run(t) {
       const told = warnings(t, 'route-hijacked')
       const key = fresh()
       const call: Call = { path: '/hijack', key: quoted(key), body: 'h' }
+      const how = t.frontEnd === 'fastify' ? 'called reply.hijack()' : 'set ctx.respond = false'
       for (const attempt of [1, 2]) {
         const problem = await expectProblem(await t.client.send(call), 500, 'route-hijacked')
         expect(problem.title).toBe('Route hijacked its reply')
@@ -74,8 +78,27 @@ export const nodeCases: NodeCase[] = [
         expect(await t.backend.countKeys(key)).toBe(0)
         expect(t.state.runs['/hijack']).toBe(attempt)
         expect(told).toHaveLength(attempt)
-        expect(told[attempt - 1]!.message).toContain('POST /hijack called reply.hijack()')
+        expect(told[attempt - 1]!.message).toContain(`POST /hijack ${how}`)
       }
+    },
+  },
+  {
+    name: 'a Koa route that sets its 201 and then throws has not answered yet: Koa answers 500, its effect rolls back (leased: kept once), nothing is stored, and the retry runs again',
+    runsOn: onKoa,
+    async run(t) {
+      const key = fresh()
+      const call: Call = { path: '/answer-then-throw', key: quoted(key), tenant: 'a', body: 'x' }
+      for (const attempt of [1, 2]) {
+        const response = await t.client.send(call)
+        expect(response.status).toBe(500)
+        // Koa's error handling drops what the route set.
+        expect(response.headers.get('location')).toBeNull()
+        expect(response.headers.getSetCookie()).toEqual([])
+        expect(await response.text()).toBe('Internal Server Error')
+        expect(t.state.runs['/answer-then-throw']).toBe(attempt)
+      }
+      expect(await t.backend.countEffects(key)).toBe(t.backend.rollsBack ? 0 : 1)
+      expect(await t.backend.countKeys(key)).toBe(0)
     },
   },
   {

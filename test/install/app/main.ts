@@ -25,6 +25,7 @@ import { fastify as Fastify } from 'fastify'
 import { Hono } from 'hono'
 import Redis from 'ioredis' // the default: ioredis exports the class by name only from 5.2.5
 import { Redis as Valkey } from 'iovalkey'
+import Koa = require('koa')
 import { Kafka, logLevel, Partitioners } from 'kafkajs'
 import { Pool } from 'pg'
 import { Registry } from 'prom-client'
@@ -34,6 +35,7 @@ import { dynamodbStore } from 'idem/dynamodb'
 import { idempotency as expressIdempotency } from 'idem/express'
 import { idempotency as fastifyIdempotency } from 'idem/fastify'
 import { idempotency as honoIdempotency } from 'idem/hono'
+import { idempotency as koaIdempotency } from 'idem/koa'
 import { memoryStore } from 'idem/memory'
 import { IdempotencyInterceptor, IdempotencyModule } from 'idem/nestjs'
 import { openTelemetryMetrics } from 'idem/opentelemetry'
@@ -120,6 +122,21 @@ async function http(): Promise<void> {
   fastify.post('/orders', async (request, reply) => reply.code(201).send(handler((request.body as { amount: number }).amount)))
   say('fastify', await twice('fastify', post(`${await fastify.listen({ port: 0, host: '127.0.0.1' })}/orders`)))
   await fastify.close()
+
+  orders = 0
+  const koa = new Koa()
+  koa.use(koaIdempotency({ store: memoryStore(), scope }))
+  koa.use(async (ctx) => {
+    // What a body parser after the middleware reads: the bytes it hands on.
+    const chunks: Buffer[] = []
+    for await (const chunk of ctx.req) chunks.push(chunk as Buffer)
+    ctx.status = 201
+    ctx.body = handler((JSON.parse(Buffer.concat(chunks).toString('utf8')) as { amount: number }).amount)
+  })
+  const koaServer = koa.listen(0, '127.0.0.1')
+  await new Promise((listening) => koaServer.once('listening', listening))
+  say('koa', await twice('koa', post(`http://127.0.0.1:${(koaServer.address() as { port: number }).port}/orders`)))
+  koaServer.close()
 
   orders = 0
   const hono = new Hono()

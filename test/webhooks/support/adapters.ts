@@ -1,6 +1,6 @@
 // Every adapter the webhook receiver has, each a real server on loopback: Fetch (on
-// @hono/node-server), Hono, Express 5 and 4, Fastify, NestJS on Express and on Fastify,
-// mounted alone or after a body parser that keeps the raw bytes or drops them.
+// @hono/node-server), Hono, Express 5 and 4, Koa 3 and 2, Fastify, NestJS on Express and
+// on Fastify, mounted alone or after a body parser that keeps the raw bytes or drops them.
 import type { Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { serve } from '@hono/node-server'
@@ -12,10 +12,13 @@ import express from 'express'
 import express4 from 'express4'
 import fastify from 'fastify'
 import { Hono } from 'hono'
+import Koa, { type Middleware } from 'koa'
+import koa2 from 'koa2'
 import * as onExpress from '../../../src/http/express.js'
 import * as onFastify from '../../../src/http/fastify.js'
 import { webhookReceiver as onFetch } from '../../../src/http/fetch/index.js'
 import * as onHono from '../../../src/http/hono.js'
+import * as onKoa from '../../../src/http/koa.js'
 import * as onNest from '../../../src/http/nestjs.js'
 import type { WebhookReceiverOptions } from '../../../src/http/webhook.js'
 import type { PgClient } from '../../../src/stores/postgres/driver/types.js'
@@ -64,6 +67,48 @@ function expressAdapter(name: string, framework: typeof express): Adapter {
       for (const { path, options } of receivers) app.post(path, onExpress.webhookReceiver(options()))
       // Express's error handling: the InvalidOptionError of a body whose bytes are gone.
       app.use((error: Error, _req: express.Request, res: express.Response, _next: express.NextFunction) => void res.status(500).json({ error: error.message }))
+      const server = await new Promise<Server>((resolve) => {
+        const started: Server = app.listen(0, '127.0.0.1', () => resolve(started))
+      })
+      return { base: listening(server), close: closing(server) }
+    },
+  }
+}
+
+/**
+ * A body parser as Koa apps mount them: `@koa/bodyparser` keeps the text it parsed on
+ * `ctx.request.rawBody` (`keepsText`); koa-body keeps only what it parsed.
+ */
+function koaBodyParser(keepsText: boolean): Middleware {
+  return async (ctx, next) => {
+    const chunks: Buffer[] = []
+    for await (const chunk of ctx.req) chunks.push(chunk as Buffer)
+    const text = Buffer.concat(chunks).toString('utf8')
+    let body: unknown = text
+    if (ctx.is('json')) body = JSON.parse(text)
+    Object.assign(ctx.request, { body }, keepsText ? { rawBody: text } : {})
+    await next()
+  }
+}
+
+function koaAdapter(name: string, Framework: typeof Koa): Adapter {
+  return {
+    name,
+    mounts: ['parser-keeps-bytes', 'parser-drops-bytes'],
+    async start(receivers, mount) {
+      const app = new Framework()
+      // Koa's error handling: the InvalidOptionError of a body whose bytes are gone.
+      app.use(async (ctx, next) => {
+        try {
+          await next()
+        } catch (error) {
+          ctx.status = 500
+          ctx.body = { error: (error as Error).message }
+        }
+      })
+      if (mount !== 'alone') app.use(koaBodyParser(mount === 'parser-keeps-bytes'))
+      const routes = new Map(receivers.map(({ path, options }) => [path, onKoa.webhookReceiver(options())]))
+      app.use((ctx, next) => (routes.get(ctx.path) ?? ((_, pass) => pass()))(ctx, next))
       const server = await new Promise<Server>((resolve) => {
         const started: Server = app.listen(0, '127.0.0.1', () => resolve(started))
       })
@@ -136,6 +181,8 @@ export const adapters: readonly Adapter[] = [
   },
   expressAdapter('Express 5', express),
   expressAdapter('Express 4', express4 as unknown as typeof express),
+  koaAdapter('Koa 3', Koa),
+  koaAdapter('Koa 2', koa2),
   {
     name: 'Fastify',
     mounts: ['parser-keeps-bytes', 'parser-drops-bytes'],

@@ -1,0 +1,1 @@
+declare module 'koa2' { import Koa from 'koa'; export default Koa }
