@@ -105,6 +105,7 @@ $fn$`
 const NEW: Claim = { state: 'new' }
 const LOCKED: Claim = { state: 'locked' }
 const STALE: Claim = { state: 'stale' }
+const DIGITS = /^[0-9]{1,9}$/
 
 /**
  * The claim a claim function's value says (see `claimFunction`).
@@ -116,8 +117,8 @@ export function readClaim(value: unknown): Claim {
   if (value === 's') return STALE
   if (typeof value === 'string' && value.startsWith('f')) {
     const colon = value.indexOf(':')
-    const length = Number(value.slice(1, colon))
-    const end = colon > 1 && Number.isSafeInteger(length) ? afterCharacters(value, colon + 1, length) : -1
+    const length = value.slice(1, colon)
+    const end = colon > 1 && DIGITS.test(length) ? afterCharacters(value, colon + 1, Number(length)) : -1
     if (end !== -1) return { state: 'found', record: { fingerprint: value.slice(colon + 1, end), outcome: value.slice(end) } }
   }
   throw new Error(`a key claim returned an unexpected value: ${JSON.stringify(typeof value === 'string' ? value.slice(0, 80) : value)}`)
