@@ -1,4 +1,3 @@
-import type { Claim } from '../../../core/store.js'
 import { quoteSchema } from './statement.js'
 
 // ---- the claim of a key table (migration 7): written once, for idem_keys and idem_keys_by_day ----
@@ -37,9 +36,9 @@ export function claimFunctionName(shape: KeyTableShape): string {
 /**
  * `CREATE FUNCTION <table>_claim(scope, key, wait_ms) RETURNS text`: takes the key's
  * transaction-scoped advisory lock (waiting up to `wait_ms`), then reads the record,
- * removing an expired one, in one statement. What it returns (see `readClaim`):
+ * removing an expired one, in one statement. What it returns:
  * `n` new, `l` locked, `s` stale, or `f` followed by the fingerprint's length in
- * characters, `:`, the fingerprint and the outcome (found).
+ * characters, `:`, the fingerprint and the outcome (found); `readClaim` in keys.ts reads it.
  *
  * One value, called in the select list, because that is what a call costs least as:
  * measured on Postgres 15 (instructions of a backend, callgrind), the same function
@@ -99,41 +98,4 @@ BEGIN
   RETURN 'n';
 END
 $fn$`
-}
-
-// Claims that carry nothing are made once.
-const NEW: Claim = { state: 'new' }
-const LOCKED: Claim = { state: 'locked' }
-const STALE: Claim = { state: 'stale' }
-const DIGITS = /^[0-9]{1,9}$/
-
-/**
- * The claim a claim function's value says (see `claimFunction`).
- * @throws Error when the value is none of its forms
- */
-export function readClaim(value: unknown): Claim {
-  if (value === 'n') return NEW
-  if (value === 'l') return LOCKED
-  if (value === 's') return STALE
-  if (typeof value === 'string' && value.startsWith('f')) {
-    const colon = value.indexOf(':')
-    const length = value.slice(1, colon)
-    const end = colon > 1 && DIGITS.test(length) ? afterCharacters(value, colon + 1, Number(length)) : -1
-    if (end !== -1) return { state: 'found', record: { fingerprint: value.slice(colon + 1, end), outcome: value.slice(end) } }
-  }
-  throw new Error(`a key claim returned an unexpected value: ${JSON.stringify(typeof value === 'string' ? value.slice(0, 80) : value)}`)
-}
-
-/**
- * Where `count` characters (code points, as Postgres counts them) starting at `from`
- * end in `text`, or -1 when the text is shorter.
- */
-function afterCharacters(text: string, from: number, count: number): number {
-  let at = from
-  for (let i = 0; i < count; i++) {
-    if (at >= text.length) return -1
-    const code = text.charCodeAt(at)
-    at += code >= 0xd800 && code <= 0xdbff ? 2 : 1
-  }
-  return at <= text.length ? at : -1
 }

@@ -1,3 +1,4 @@
+import type { Claim } from '../../../core/store.js'
 import { claimFunctionName, keyLockId, KEYS, KEYS_BY_DAY, type KeyTableShape } from './key-claim.js'
 import { named, quoteSchema, type NamedStatement, type Statement } from './statement.js'
 
@@ -55,4 +56,41 @@ export function keyTable(schema: string, layout: 'table' | 'daily-partitions'): 
     save: (scope, key, fingerprint, outcome, ttlMs) => ({ text: texts.save, values: [scope, key, fingerprint, outcome, ttlMs] }),
     prepared: { claim: named('claim', texts.claim), lookup: named('lookup', texts.lookup), save: named('save', texts.save) },
   }
+}
+
+// Claims that carry nothing are made once.
+const NEW: Claim = { state: 'new' }
+const LOCKED: Claim = { state: 'locked' }
+const STALE: Claim = { state: 'stale' }
+const DIGITS = /^[0-9]{1,9}$/
+
+/**
+ * The claim a claim function's value says (see `claimFunction` in key-claim.ts).
+ * @throws Error when the value is none of its forms
+ */
+export function readClaim(value: unknown): Claim {
+  if (value === 'n') return NEW
+  if (value === 'l') return LOCKED
+  if (value === 's') return STALE
+  if (typeof value === 'string' && value.startsWith('f')) {
+    const colon = value.indexOf(':')
+    const length = value.slice(1, colon)
+    const end = colon > 1 && DIGITS.test(length) ? afterCharacters(value, colon + 1, Number(length)) : -1
+    if (end !== -1) return { state: 'found', record: { fingerprint: value.slice(colon + 1, end), outcome: value.slice(end) } }
+  }
+  throw new Error(`a key claim returned an unexpected value: ${JSON.stringify(typeof value === 'string' ? value.slice(0, 80) : value)}`)
+}
+
+/**
+ * Where `count` characters (code points, as Postgres counts them) starting at `from`
+ * end in `text`, or -1 when the text is shorter.
+ */
+function afterCharacters(text: string, from: number, count: number): number {
+  let at = from
+  for (let i = 0; i < count; i++) {
+    if (at >= text.length) return -1
+    const code = text.charCodeAt(at)
+    at += code >= 0xd800 && code <= 0xdbff ? 2 : 1
+  }
+  return at <= text.length ? at : -1
 }

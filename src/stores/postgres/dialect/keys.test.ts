@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { readClaim } from './key-claim.js'
+import { readClaim } from './keys.js'
 
 describe('readClaim', () => {
   it('reads the three claims that carry nothing', () => {
