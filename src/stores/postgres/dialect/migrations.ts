@@ -1,15 +1,10 @@
 import { keyClaims, keysByDayTable, keysTable } from './migrations/keys.js'
 import { leaseTables } from './migrations/leases.js'
 import { inboxTable, onceTable, queueTables } from './migrations/queue.js'
+import type { Migration } from './migrations/migration.js'
 import { quoteSchema } from './statement.js'
 
-/** One schema change, as data: applied in order, each once, in one transaction. */
-export interface Migration {
-  version: number
-  description: string
-  /** The statements that apply it, for the schema given. */
-  up: (schema: string) => string[]
-}
+export type { Migration } from './migrations/migration.js'
 
 /** The schema version this build of idem expects. */
 export const SCHEMA_VERSION = 7

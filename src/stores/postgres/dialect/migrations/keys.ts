@@ -1,6 +1,6 @@
 import { claimFunction, KEYS, KEYS_BY_DAY } from '../key-claim.js'
 import { quoteSchema } from '../statement.js'
-import type { Migration } from '../migrations.js'
+import type { Migration } from './migration.js'
 
 // The migrations of the transactional engine's key tables: idem_keys (version 1),
 // idem_keys_by_day (version 6), and their claim functions (version 7).

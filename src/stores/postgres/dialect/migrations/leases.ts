@@ -1,5 +1,5 @@
 import { quoteSchema } from '../statement.js'
-import type { Migration } from '../migrations.js'
+import type { Migration } from './migration.js'
 
 // The migration of leased mode's tables (version 4).
 

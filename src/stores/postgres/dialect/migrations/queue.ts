@@ -1,6 +1,6 @@
 import { inboxLockId } from '../inbox.js'
 import { quoteSchema } from '../statement.js'
-import type { Migration } from '../migrations.js'
+import type { Migration } from './migration.js'
 
 // The migrations of the tables beside the keys: once (version 2), the outbox, dead
 // letters and inbox attempts (version 3), and the inbox (version 5).
