@@ -19,10 +19,18 @@ interface MigrateReport {
   target: string
   from: number
   to: number
+  /** The versions this run found to apply, each with what it does, read before applying any. */
+  pending: PendingVersion[]
   applied: number[]
   dryRun: boolean
   /** The SQL a dry run would apply. */
   statements?: string[]
+}
+
+/** A version not yet applied, as the migration script names it. */
+interface PendingVersion {
+  version: number
+  description: string
 }
 
 export function registerMigrate(program: Command, { io }: CommandContext): void {
@@ -31,6 +39,7 @@ export function registerMigrate(program: Command, { io }: CommandContext): void 
     .summary("create or upgrade idem's tables")
     .description(
       "Creates or upgrades idem's tables to this version's schema, in one transaction under a lock (safe to run from many instances at once). " +
+        'It prints the versions it will apply, and what each does, before applying them; --dry-run prints their SQL instead. ' +
         'Each version applied is recorded in idem_migrations.',
     )
   withKeyLayoutOption(withTargetOptions(command, KINDS))
@@ -47,7 +56,9 @@ Examples:
     )
     .action(async (flags: Flags) => {
       const target = targetOf(flags, KINDS)
-      const report = await migrate(target, flags).catch((error: unknown) => {
+      // What it will do, printed before it does it (with --json, in the report instead).
+      const announce = flags.json ? undefined : (from: number, pending: PendingVersion[]) => io.out(planText(from, pending))
+      const report = await migrate(target, flags, announce).catch((error: unknown) => {
         throw storeError(error, target)
       })
       if (flags.json) return printJson(io, report)
@@ -56,17 +67,41 @@ Examples:
         else {
           io.out(`-- from version ${report.from} to ${report.to}; nothing was applied`)
           for (const statement of report.statements!) io.out(statement.startsWith('--') ? statement : `${statement};\n`)
+          if (flags.keyLayout === 'daily-partitions') io.out(DAY_PARTITIONS_NOTE)
         }
       } else if (report.applied.length === 0) io.out(`idem: schema already at version ${report.to}`)
       else io.out(`idem: migrated from version ${report.from} to ${report.to} (applied ${report.applied.join(', ')})`)
     })
 }
 
-async function migrate(target: Target, flags: Flags): Promise<MigrateReport> {
+// What a real migrate does beyond the versioned script with daily partitions (see maintainDayPartitions).
+const DAY_PARTITIONS_NOTE =
+  '-- then, each in a short transaction of its own: CREATE TABLE IF NOT EXISTS for the partitions of idem_keys_by_day ' +
+  "of today (UTC, on the server's clock) and the days ahead, as idem prune makes them"
+
+/** The plan, as printed before it is carried out. */
+function planText(from: number, pending: PendingVersion[]): string {
+  return [`idem: schema at version ${from}; applying, in one transaction:`, ...pending.map(({ version, description }) => `  version ${version}: ${description}`)].join('\n')
+}
+
+async function migrate(target: Target, flags: Flags, announce?: Announce): Promise<MigrateReport> {
   const where = targetFlags(target)
   // Only a real migrate may create a new SQLite file; a dry run reads a missing one as empty.
   const access = { ...keyLayoutOf(flags, target), create: !flags.dryRun, dryRun: flags.dryRun === true }
-  return withOperator(target, access, (operator) => migrateWith(operator, flags, where))
+  return withOperator(target, access, (operator) => migrateWith(operator, flags, where, announce))
+}
+
+/** Told the version found and what will be applied, before anything is (not called when nothing is to be). */
+type Announce = (from: number, pending: PendingVersion[]) => void
+
+/** The versions a migration script applies, from its `-- version N: description` lines. */
+function pendingIn(script: string[]): PendingVersion[] {
+  const pending: PendingVersion[] = []
+  for (const line of script) {
+    const match = /^-- version (\d+): (.*)$/.exec(line)
+    if (match !== null) pending.push({ version: Number(match[1]), description: match[2]! })
+  }
+  return pending
 }
 
 /**
@@ -74,20 +109,28 @@ async function migrate(target: Target, flags: Flags): Promise<MigrateReport> {
  * fixes it suggests.
  * @example await withOperator(target, access, (operator) => migrateWith(operator, flags, targetFlags(target)))
  */
-export async function migrateWith({ backend, migrations }: StoreOperator, flags: Pick<Flags, 'dryRun' | 'baseline'>, where: string): Promise<MigrateReport> {
+export async function migrateWith(
+  { backend, migrations }: StoreOperator,
+  flags: Pick<Flags, 'dryRun' | 'baseline'>,
+  where: string,
+  announce?: Announce,
+): Promise<MigrateReport> {
   if (migrations === undefined) throw new CliError(`${backend} has no schema to migrate`, 'drop migrate: the store needs no tables made for it')
-  const from = await migrations.current()
-  if (flags.dryRun) return dryRun(where, from, migrations.latest, from >= migrations.latest ? [] : migrations.script(from))
+  let from = await migrations.current()
+  if (flags.dryRun) {
+    const statements = from >= migrations.latest ? [] : migrations.script(from)
+    return { target: where, from, to: migrations.latest, pending: pendingIn(statements), applied: [], dryRun: true, statements }
+  }
   if (flags.baseline !== undefined) {
     checkBaseline(flags.baseline, migrations.latest)
     await migrations.baseline(flags.baseline)
   } else if (from === 0) await unrecorded(migrations, where)
+  // Read again where the version may have moved: a baseline, or another instance migrating meanwhile.
+  if (flags.baseline !== undefined || from === 0) from = await migrations.current()
+  const pending = from >= migrations.latest ? [] : pendingIn(migrations.script(from))
+  if (pending.length > 0) announce?.(from, pending)
   const result = await migrations.migrate()
-  return { target: where, from: result.from, to: result.to, applied: result.applied, dryRun: false }
-}
-
-function dryRun(target: string, from: number, to: number, statements: string[]): MigrateReport {
-  return { target, from, to, applied: [], dryRun: true, statements }
+  return { target: where, from: result.from, to: result.to, pending, applied: result.applied, dryRun: false }
 }
 
 function checkBaseline(version: number, latest: number): void {

@@ -93,13 +93,17 @@ describe('idem: every mistake names its cause and fix, exits 2, and leaves nothi
   })
 })
 
+// What `idem migrate` prints before it applies the versions after `from`.
+const sqlitePlan = (from: number): string =>
+  [`idem: schema at version ${from}; applying, in one transaction:`, ...sqliteMigrations.filter((m) => m.version > from).map((m) => `  version ${m.version}: ${m.description}`), ''].join('\n')
+
 describe('idem migrate and idem sql (SQLite)', () => {
   const dir = mkdtempSync(join(tmpdir(), 'idem-cli-sqlite-'))
   afterAll(() => rmSync(dir, { recursive: true, force: true }))
 
   it('migrates a file once, then reports it is current', async () => {
     const file = join(dir, 'app.db')
-    expect((await idem(['migrate', '--sqlite', file])).stdout).toBe('idem: migrated from version 0 to 4 (applied 1, 2, 3, 4)\n')
+    expect((await idem(['migrate', '--sqlite', file])).stdout).toBe(`${sqlitePlan(0)}idem: migrated from version 0 to 4 (applied 1, 2, 3, 4)\n`)
     expect((await idem(['migrate', '--sqlite', file])).stdout).toBe('idem: schema already at version 4\n')
     expect(JSON.parse((await idem(['migrate', '--sqlite', file, '--json'])).stdout)).toMatchObject({ from: 4, to: 4, applied: [], dryRun: false })
   })
@@ -137,7 +141,7 @@ describe('idem migrate and idem sql (SQLite)', () => {
     expect(refused.code).toBe(2)
     expect(refused.stderr).toContain("idem migrate: idem's tables exist (idem_keys, idem_once) but no schema version is recorded")
     expect(refused.stderr).toContain(`fix: find the version they are at (compare them with \`idem sql\`), then run: idem migrate --sqlite ${file} --baseline <version>`)
-    expect((await idem(['migrate', '--sqlite', file, '--baseline', '2'])).stdout).toBe('idem: migrated from version 2 to 4 (applied 3, 4)\n')
+    expect((await idem(['migrate', '--sqlite', file, '--baseline', '2'])).stdout).toBe(`${sqlitePlan(2)}idem: migrated from version 2 to 4 (applied 3, 4)\n`)
   })
 
   it('names missing tables in a file that is not migrated', async () => {

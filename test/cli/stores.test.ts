@@ -6,18 +6,22 @@ import type { LeasedStore } from '../../src/core/leased/store.js'
 import { migrateWith } from '../../src/cli/migrate.js'
 import { leasePk } from '../../src/stores/dynamodb/items.js'
 import { migrations } from '../../src/stores/postgres/dialect/migrations.js'
-import { postgresOperator } from '../../src/stores/postgres/index.js'
+import { postgresMigrationScript, postgresOperator } from '../../src/stores/postgres/index.js'
 import { postgresStore } from '../../src/stores/postgres/store.js'
 import { redisStore } from '../../src/stores/redis/store.js'
 import { REDIS_URL, testRedis } from '../leased/support.js'
 import { redisClients } from '../support/redis-clients.js'
 import { LOCAL_CREDENTIALS, testDynamo } from '../support/dynamodb.js'
 import { PG_URL, testSchema, type TestSchema } from '../support/postgres.js'
+import { migrateToPrevious, PREVIOUS_VERSION } from '../postgres/previous-version.js'
 import { idem, inProcess, noStack } from './support.js'
 
 // The schema version this build migrates Postgres to, and every version up to it.
 const PG_LATEST = migrations.at(-1)!.version
 const pgVersions = (from: number): string => migrations.filter((m) => m.version >= from).map((m) => m.version).join(', ')
+// What `idem migrate` prints before it applies the versions after `from`.
+const pgPlan = (from: number): string =>
+  [`idem: schema at version ${from}; applying, in one transaction:`, ...migrations.filter((m) => m.version > from).map((m) => `  version ${m.version}: ${m.description}`), ''].join('\n')
 
 const pgDb = await testSchema('idem_cli', 4)
 
@@ -39,8 +43,43 @@ describe.skipIf(pgDb === undefined)('idem on Postgres', () => {
     expect(dry.stdout).toContain(`-- from version 0 to ${PG_LATEST}; nothing was applied`)
     expect(dry.stdout).toContain(`CREATE TABLE ${s}.idem_keys`)
     expect((await pool.query(`SELECT to_regclass('${s}.idem_keys') AS t`)).rows[0].t).toBeNull()
-    expect((await idem(['migrate', '--postgres', PG_URL, '--schema', schema])).stdout).toBe(`idem: migrated from version 0 to ${PG_LATEST} (applied ${pgVersions(1)})\n`)
+    expect((await idem(['migrate', '--postgres', PG_URL, '--schema', schema])).stdout).toBe(`${pgPlan(0)}idem: migrated from version 0 to ${PG_LATEST} (applied ${pgVersions(1)})\n`)
     expect((await idem(['migrate', '--postgres', PG_URL, '--schema', schema, '--dry-run'])).stdout).toBe(`-- already at version ${PG_LATEST}: nothing to apply\n`)
+  })
+
+  it('an upgrade from version 6: --dry-run prints the SQL of what follows and applies nothing; migrate says what it applies, and what each version does, before applying it', async () => {
+    const [cli, told] = [`${schema}_v6`, `${schema}_v6_told`]
+    const version = async (at: string): Promise<number> => (await pool.query(`SELECT max(version) AS v FROM "${at}".idem_migrations`)).rows[0].v
+    const after = migrations.filter((m) => m.version > PREVIOUS_VERSION).map((m) => m.version)
+    try {
+      for (const at of [cli, told]) {
+        await pool.query(`CREATE SCHEMA "${at}"`)
+        await migrateToPrevious(pool, at, 'table')
+      }
+      const dry = await idem(['migrate', '--postgres', PG_URL, '--schema', cli, '--dry-run'])
+      const script = postgresMigrationScript(cli, PREVIOUS_VERSION).map((statement) => (statement.startsWith('--') ? statement : `${statement};\n`))
+      expect(dry.stdout).toBe([`-- from version ${PREVIOUS_VERSION} to ${PG_LATEST}; nothing was applied`, ...script, ''].join('\n'))
+      expect(dry.stdout).toContain(`DROP INDEX IF EXISTS "${cli}".idem_keys_expires_at;`)
+      expect(await version(cli)).toBe(PREVIOUS_VERSION)
+      // With daily partitions a migrate also makes the days ahead, outside the script's transaction: said, not hidden.
+      const days = await idem(['migrate', '--postgres', PG_URL, '--schema', cli, '--dry-run', '--key-layout', 'daily-partitions'])
+      expect(days.stdout).toMatch(/\n-- then, each in a short transaction of its own: CREATE TABLE IF NOT EXISTS for the partitions of idem_keys_by_day .+\n$/)
+
+      const ran = await idem(['migrate', '--postgres', PG_URL, '--schema', cli])
+      expect(ran.stdout).toBe(`${pgPlan(PREVIOUS_VERSION)}idem: migrated from version ${PREVIOUS_VERSION} to ${PG_LATEST} (applied ${after.join(', ')})\n`)
+      expect(await version(cli)).toBe(PG_LATEST)
+
+      // The plan is told before anything is applied.
+      const operator = postgresOperator({ pool, schema: told })
+      const order: string[] = []
+      const schemaMigrations = { ...operator.migrations, migrate: () => (order.push('migrate'), operator.migrations.migrate()) }
+      const announce = (from: number, pending: { version: number }[]): void => void order.push(`announce ${from}: ${pending.map((p) => p.version).join(', ')}`)
+      const report = await migrateWith({ ...operator, migrations: schemaMigrations }, {}, `--postgres ${PG_URL} --schema ${told}`, announce)
+      expect(order).toEqual([`announce ${PREVIOUS_VERSION}: ${after.join(', ')}`, 'migrate'])
+      expect(report).toMatchObject({ from: PREVIOUS_VERSION, to: PG_LATEST, applied: after })
+    } finally {
+      await pool.query(`DROP SCHEMA IF EXISTS "${cli}" CASCADE; DROP SCHEMA IF EXISTS "${told}" CASCADE`)
+    }
   })
 
   it('another instance migrating between its version read and its check for tables made by hand: migrate goes on, finding the schema current', async () => {
@@ -76,7 +115,7 @@ describe.skipIf(pgDb === undefined)('idem on Postgres', () => {
       const refused = await idem(['migrate', '--postgres', PG_URL, '--schema', old])
       expect(refused.code).toBe(2)
       expect(refused.stderr).toContain("idem's tables exist (idem_keys) but no schema version is recorded")
-      expect((await idem(['migrate', '--postgres', PG_URL, '--schema', old, '--baseline', '1'])).stdout).toBe(`idem: migrated from version 1 to ${PG_LATEST} (applied ${pgVersions(2)})\n`)
+      expect((await idem(['migrate', '--postgres', PG_URL, '--schema', old, '--baseline', '1'])).stdout).toBe(`${pgPlan(1)}idem: migrated from version 1 to ${PG_LATEST} (applied ${pgVersions(2)})\n`)
     } finally {
       await pool.query(`DROP SCHEMA IF EXISTS "${other}" CASCADE; DROP SCHEMA IF EXISTS "${schema}_old" CASCADE`)
     }

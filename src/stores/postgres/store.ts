@@ -137,7 +137,7 @@ export function postgresStore(options: PostgresStoreOptions): PostgresStore {
   warnWithoutErrorListener(pool, 'postgresStore')
   const settings: Settings = { pool, schema, isolation, preparedStatements }
   const partitioned = keyLayout === 'daily-partitions'
-  const keyTable = partitioned ? sql.keysByDayTable(schema) : sql.keysTable(schema)
+  const keyTable = sql.keyTable(schema, keyLayout)
   return {
     name: 'postgres',
     maxOutcomeBytes: MAX_OUTCOME_BYTES,

@@ -1,13 +1,15 @@
 /**
  * Every SQL statement the Postgres stores run, as pure functions of the schema name,
- * one file per table family: keys (`idem_keys`), the inbox (`idem_inbox`,
- * `idem_inbox_attempts`), the outbox, dead letters, `once`, leases and steps, pruning.
+ * one file per table family: keys (`idem_keys`, `idem_keys_by_day`, and the claim
+ * function of both), the inbox (`idem_inbox`, `idem_inbox_attempts`), the outbox, dead
+ * letters, `once`, leases and steps, pruning.
  * The tables themselves are created by migrations.ts; data-dialect.ts is the dialect
  * `idem/data`'s helpers write in. The store's files one folder up send the statements
  * through the driver (../driver/).
  */
 export * from './statement.js'
 export * from './keys.js'
+export * from './key-claim.js'
 export * from './inbox.js'
 export * from './outbox.js'
 export * from './dead-letters.js'

@@ -1,6 +1,6 @@
 import type { Claim } from '../../../core/store.js'
 import type { RecentKeys } from '../recent-keys.js'
-import type * as sql from '../dialect/index.js'
+import * as sql from '../dialect/index.js'
 import type { PgPool } from '../driver/types.js'
 import type { Step, Wire } from '../driver/wire.js'
 
@@ -16,24 +16,8 @@ export interface KeyContext {
   readonly recorded: RecentKeys
 }
 
-// Claims that carry nothing are made once.
-const NEW: Claim = { state: 'new' }
-const LOCKED: Claim = { state: 'locked' }
-const STALE: Claim = { state: 'stale' }
-
-/** Reads a claim's row (`idem_claim`'s `state`, and the record it found). */
+/** Reads a claim's row: the value of the key table's claim function (see `sql.readClaim`). */
 export function toClaim(result: { rows: unknown[] }): Claim {
-  const row = result.rows[0] as { state: string; fingerprint: string | null; outcome: string | null } | undefined
-  switch (row?.state) {
-    case 'new':
-      return NEW
-    case 'found':
-      return { state: 'found', record: { fingerprint: row.fingerprint!, outcome: row.outcome! } }
-    case 'locked':
-      return LOCKED
-    case 'stale':
-      return STALE
-    default:
-      throw new Error(`idem_claim returned an unexpected row: ${JSON.stringify(row)}`)
-  }
+  const row = result.rows[0] as { claim?: unknown } | undefined
+  return sql.readClaim(row?.claim)
 }
