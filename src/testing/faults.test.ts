@@ -1,5 +1,5 @@
 import http from 'node:http'
-import type { AddressInfo } from 'node:net'
+import net, { type AddressInfo } from 'node:net'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { InvalidOptionError } from '../core/errors/index.js'
 import { seededRandom, startFaultProxy, type FaultProxy } from './index.js'
@@ -22,6 +22,11 @@ beforeAll(async () => {
 })
 afterAll(() => new Promise<void>((resolve) => server.close(() => resolve())))
 
+/** Waits for a condition the proxy reaches on its own, checking every few milliseconds. */
+async function until(check: () => boolean): Promise<void> {
+  while (!check()) await new Promise((resolve) => setTimeout(resolve, 5))
+}
+
 async function withProxy<T>(options: Omit<Parameters<typeof startFaultProxy>[0], 'target'>, run: (proxy: FaultProxy) => Promise<T>): Promise<T> {
   const proxy = await startFaultProxy({ target, ...options })
   try {
@@ -39,7 +44,7 @@ describe('startFaultProxy', () => {
       expect(response.status).toBe(201)
       expect(response.headers.getSetCookie()).toEqual(['a=1', 'b=2'])
       expect(await response.json()).toEqual({ method: 'POST', url: '/orders?x=1', body: 'hello', key: '"k1"' })
-      expect(proxy.stats).toEqual({ received: 1, forwarded: 1, dropped: 0, delivered: 1, failed: 0 })
+      expect(proxy.stats).toEqual({ received: 1, forwarded: 1, dropped: 0, delivered: 1, abandoned: 0, failed: 0 })
     })
   })
 
@@ -51,6 +56,40 @@ describe('startFaultProxy', () => {
       expect(handled).toBe(before + 1) // ...yet the server did the work
       expect(proxy.stats).toMatchObject({ received: 1, forwarded: 1, dropped: 1, delivered: 0 })
     })
+  })
+
+  it('relays a request whose client gave up, and counts its answer abandoned, not delivered', async () => {
+    // A target that holds the request until the test lets it answer.
+    let arrived = (): void => {}
+    const held = new Promise<void>((resolve) => (arrived = resolve))
+    let release = (): void => {}
+    const gate = new Promise<void>((resolve) => (release = resolve))
+    let ran = 0
+    const slow = http.createServer((req, res) => {
+      req.resume()
+      ran++
+      arrived()
+      void gate.then(() => res.end('too late'))
+    })
+    await new Promise<void>((resolve) => slow.listen(0, '127.0.0.1', resolve))
+    const proxy = await startFaultProxy({ target: `http://127.0.0.1:${(slow.address() as AddressInfo).port}` })
+    try {
+      // A client on a socket of its own, so the proxy's open count is this one connection.
+      const client = net.connect(Number(new URL(proxy.url).port), '127.0.0.1')
+      client.on('error', () => {})
+      client.write('POST /orders HTTP/1.1\r\nHost: proxy\r\nContent-Length: 1\r\n\r\nx')
+      await held
+      client.destroy() // it gives up: a timeout, a cancel
+      await until(() => proxy.open === 0) // the proxy saw it go
+      release()
+      await until(() => proxy.stats.forwarded === 1)
+      expect(ran).toBe(1)
+      expect(proxy.stats).toEqual({ received: 1, forwarded: 1, dropped: 0, delivered: 0, abandoned: 1, failed: 0 })
+    } finally {
+      await proxy.close()
+      slow.closeAllConnections()
+      await new Promise((resolve) => slow.close(resolve))
+    }
   })
 
   it('drops the share its seed decides, the same for the same seed', async () => {

@@ -2,7 +2,7 @@ import { Redis } from 'ioredis'
 import { afterAll, describe } from 'vitest'
 import { redisInboxKey, redisStore, type RedisTx } from '../../src/stores/redis/index.js'
 import { inboxTableContract, leasedStoreContract } from '../../src/testing/index.js'
-import { itFulfils } from '../support/contract.js'
+import { HEALTHY_STORE_TIMEOUT_MS, itFulfils } from '../support/contract.js'
 import { REDIS_URL, testRedis, type TestRedis } from '../leased/support.js'
 
 const redis = await testRedis('contract')
@@ -10,7 +10,7 @@ afterAll(async () => await redis?.drop())
 
 describe.skipIf(redis === undefined)('redis store contracts (one server)', () => {
   const { client, prefix } = redis as TestRedis
-  const store = redisStore({ client, prefix })
+  const store = redisStore({ client, prefix, timeoutMs: HEALTHY_STORE_TIMEOUT_MS })
   const closed: Redis[] = []
   afterAll(() => {
     for (const c of closed) c.disconnect()
@@ -40,7 +40,7 @@ describe.skipIf(redis === undefined)('redis store contracts (one server)', () =>
 describe.skipIf(redis === undefined)('redis store contracts (a client with enableAutoPipelining)', () => {
   const { prefix } = redis as TestRedis
   const client = new Redis(REDIS_URL, { enableAutoPipelining: true, maxRetriesPerRequest: 1 })
-  const store = redisStore({ client, prefix: `${prefix}auto:` })
+  const store = redisStore({ client, prefix: `${prefix}auto:`, timeoutMs: HEALTHY_STORE_TIMEOUT_MS })
   const closed: Redis[] = [client]
   afterAll(() => {
     for (const c of closed) c.disconnect()

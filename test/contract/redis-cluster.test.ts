@@ -6,7 +6,7 @@ import { afterAll, describe, expect, it } from 'vitest'
 import { createLeasedIdem } from '../../src/core/leased/engine.js'
 import { redisInboxKey, redisStore, type RedisTx } from '../../src/stores/redis/index.js'
 import { inboxTableContract, leasedStoreContract } from '../../src/testing/index.js'
-import { itFulfils } from '../support/contract.js'
+import { HEALTHY_STORE_TIMEOUT_MS, itFulfils } from '../support/contract.js'
 import { startRedisCluster, type TestCluster } from '../support/redis-cluster.js'
 
 const cluster = await startRedisCluster({ masters: 3 })
@@ -15,7 +15,7 @@ describe.skipIf(cluster === undefined)('redis store contracts on a 3-master Redi
   const { client: connect } = cluster as TestCluster
   const client = connect({ scaleReads: 'master' })
   const prefix = `idem-test:cluster:${randomBytes(4).toString('hex')}:`
-  const store = redisStore({ client, prefix })
+  const store = redisStore({ client, prefix, timeoutMs: HEALTHY_STORE_TIMEOUT_MS })
   const down: Cluster[] = []
   afterAll(async () => {
     for (const c of down) c.disconnect()
