@@ -92,6 +92,58 @@ describe('startFaultProxy', () => {
     }
   })
 
+  it("lets an idle connection to the target go before the target's keep-alive closes it", async () => {
+    // A target that announces Keep-Alive: timeout=2 (and closes an idle connection 1 s
+    // after that): a request the proxy sent on a connection the target was closing would
+    // fail with ECONNRESET, a 502 for a request the target never saw.
+    const target = http.createServer((req, res) => {
+      req.resume()
+      req.on('end', () => res.end('ok'))
+    })
+    target.keepAliveTimeout = 2_000
+    const closedBy = new Promise<string>((resolve) => {
+      target.once('connection', (socket) => {
+        socket.once('end', () => resolve('proxy'))
+        socket.once('timeout', () => resolve('target'))
+      })
+    })
+    await new Promise<void>((resolve) => target.listen(0, '127.0.0.1', resolve))
+    const proxy = await startFaultProxy({ target: `http://127.0.0.1:${(target.address() as AddressInfo).port}` })
+    try {
+      expect(await (await fetch(`${proxy.url}/`)).text()).toBe('ok')
+      expect(await closedBy).toBe('proxy')
+    } finally {
+      await proxy.close()
+      target.closeAllConnections()
+      await new Promise((resolve) => target.close(resolve))
+    }
+  })
+
+  it('gives a request on a kept-alive connection the whole upstreamTimeoutMs, not the idle timeout the connection had', async () => {
+    // Keep-Alive: timeout=3: the proxy lets an idle connection go after 2 s. The second
+    // request, sent on that connection at once, is answered after 2.5 s.
+    let requests = 0
+    let connections = 0
+    const target = http.createServer((req, res) => {
+      req.resume()
+      const hold = requests++ === 0 ? 0 : 2_500
+      req.on('end', () => setTimeout(() => res.end('ok'), hold))
+    })
+    target.keepAliveTimeout = 3_000
+    target.on('connection', () => connections++)
+    await new Promise<void>((resolve) => target.listen(0, '127.0.0.1', resolve))
+    const proxy = await startFaultProxy({ target: `http://127.0.0.1:${(target.address() as AddressInfo).port}` })
+    try {
+      expect((await fetch(`${proxy.url}/`)).status).toBe(200)
+      expect((await fetch(`${proxy.url}/`)).status).toBe(200)
+      expect({ connections, failed: proxy.stats.failed }).toEqual({ connections: 1, failed: 0 })
+    } finally {
+      await proxy.close()
+      target.closeAllConnections()
+      await new Promise((resolve) => target.close(resolve))
+    }
+  })
+
   it('drops the share its seed decides, the same for the same seed', async () => {
     const run = (seed: number): Promise<boolean[]> =>
       withProxy({ dropResponseProbability: 0.3, seed }, async (proxy) => {

@@ -89,7 +89,12 @@ const OPTIONS = optionNames<FaultProxyOptions>({
 export async function startFaultProxy(options: FaultProxyOptions): Promise<FaultProxy> {
   const settings = resolveProxyOptions(options)
   const stats: FaultProxyStats = { received: 0, forwarded: 0, dropped: 0, delivered: 0, abandoned: 0, failed: 0 }
-  const agent = new http.Agent({ keepAlive: true, maxSockets: settings.maxUpstreamSockets })
+  // With a timeout of its own, the agent honours the target's `Keep-Alive: timeout=N` and
+  // lets an idle connection go a second before the target would close it. Without one it
+  // keeps idle connections until the target closes them, and a request sent on one as
+  // the target closes it fails (ECONNRESET): a 502 nobody asked for, for a request the
+  // target never saw.
+  const agent = new http.Agent({ keepAlive: true, maxSockets: settings.maxUpstreamSockets, timeout: settings.upstreamTimeoutMs })
   const server = http.createServer(relay(settings, stats, agent))
   // Bounded: a stuck client cannot hold the proxy open forever.
   server.requestTimeout = settings.upstreamTimeoutMs * 2
@@ -184,9 +189,11 @@ function relay(o: ProxySettings, stats: FaultProxyStats, agent: http.Agent): htt
         path: req.url,
         headers: { ...relayable(req.headers), host: o.upstream.host, 'content-length': String(body.length) },
         agent,
-        timeout: o.upstreamTimeoutMs,
       })
-      forward.on('timeout', () => forward.destroy(new Error('upstream timeout')))
+      // Set on the request, not as its `timeout` option: with that option equal to the
+      // agent's, a kept-alive connection would keep its idle timeout (a second short of
+      // the target's Keep-Alive) for this request too, and a slow answer would be a 504.
+      forward.setTimeout(o.upstreamTimeoutMs, () => forward.destroy(new Error('upstream timeout')))
       forward.on('error', (error) => fail(error.message === 'upstream timeout' ? 504 : 502))
       forward.on('response', (answer) => {
         readBounded(answer, o.maxBodyBytes).then((payload) => (payload === undefined ? fail(502) : answered(answer, payload)), () => fail(502))

@@ -18,6 +18,8 @@ export interface SentAttempt {
   call: string
   /** The status of the answer the client got, or `failed`: no answer (a network error, a timeout). */
   outcome: number | 'failed' | 'pending'
+  /** Why it failed, cause included (`fetch failed: read ECONNRESET`), when it did. */
+  error?: string
 }
 
 /**
@@ -41,6 +43,7 @@ export function recordingFetch(): { fetch: FetchFunction; sent: SentAttempt[] } 
       return response
     } catch (error) {
       attempt.outcome = 'failed'
+      attempt.error = error instanceof Error ? `${error.message}${error.cause instanceof Error ? `: ${error.cause.message}` : ''}` : String(error)
       throw error
     }
   }

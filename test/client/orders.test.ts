@@ -95,6 +95,7 @@ describe.skipIf(db === undefined)('1,000 orders through a proxy that drops 30% o
       `CLIENT orders=${ORDERS} rows=${orders} charges=${charges} attempts=${attempts} reached=${arrived.size} never-reached=${lost.length} ` +
         `drops=${dropped} retries=${retries} replays=${replays}`,
     )
+    for (const attempt of lost) console.log(`NEVER-REACHED ${attempt.id}: ${attempt.error ?? attempt.outcome}`)
 
     expect({ orders, charges, distinctKeys }).toEqual({ orders: ORDERS, charges: ORDERS, distinctKeys: ORDERS })
     // The faults really happened, at about the configured rate.
@@ -109,10 +110,11 @@ describe.skipIf(db === undefined)('1,000 orders through a proxy that drops 30% o
     expect(forwarded).toBe(seen.length)
     expect({ abandoned, sum: dropped + delivered }).toEqual({ abandoned: 0, sum: forwarded })
     expect(delivered).toBe(ORDERS)
-    // An attempt can also fail before the server sees it: its connection refused or reset as it
-    // was sent (a kept-alive connection closing under it, on a busy machine), or the proxy unable
-    // to reach the server (its 502, counted as failed). The client got no answer from the server
-    // for it, and retried it with the same key as it does a dropped answer.
+    // An attempt can also fail before the server sees it: a connection reset as the request is
+    // sent on it (a kept-alive connection the far side is closing: the client's to the proxy, or
+    // the proxy's to the server, which made the proxy answer 502 before it let idle connections
+    // go first), or refused. The client got no answer from the server for it, and retried it
+    // with the same key as it does a dropped answer.
     for (const attempt of lost) expect(LOST.has(attempt.outcome), `${attempt.id}: ${attempt.outcome}`).toBe(true)
     expect(sent.filter((attempt) => attempt.outcome === 502 || attempt.outcome === 504)).toHaveLength(failed)
     // So each retry answers exactly one lost attempt: a dropped answer, or one that never arrived.
