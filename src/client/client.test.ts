@@ -277,10 +277,12 @@ describe('timeouts, deadline and cancel', () => {
     const retries: RetryEvent[] = []
     const { fetch, sent } = scriptedFetch(['hang', 201])
     const result = await createClient({ fetch, ...fast, attemptTimeoutMs: 20, onRetry: (e) => retries.push(e) }).fetch('http://api.test/x', post())
-    expect(result.attempts).toBe(2)
-    expect(sent[1]?.key).toBe(sent[0]?.key)
-    expect(retries).toMatchObject([{ reason: 'timeout' }])
-    expect((retries[0]?.error as DOMException).name).toBe('TimeoutError')
+    // The first attempt hangs; the next answers at once, unless a busy machine holds it past 20 ms too.
+    expect(result.attempts).toBeGreaterThanOrEqual(2)
+    expect(new Set(sent.map((s) => s.key))).toEqual(new Set([sent[0]?.key]))
+    expect(retries).toHaveLength(result.attempts - 1)
+    for (const retry of retries) expect((retry.error as DOMException).name).toBe('TimeoutError')
+    expect(retries.map((r) => r.reason)).toEqual(retries.map(() => 'timeout'))
   })
 
   it('ends a call that outlives its deadline with DeadlineExceededError', async () => {
