@@ -8,9 +8,10 @@ import { RetriesExhaustedError } from './errors/retries-exhausted.js'
 import { IDEMPOTENCY_KEY_HEADER, parseIdempotencyKey, serializeKeyHeader } from '../headers/idempotency-key.js'
 import { NO_BODY_STATUSES } from '../headers/no-body-statuses.js'
 import { isReplayed, mintKey } from './key.js'
-import { RETRYABLE_STATUSES, resolveClientOptions, type ClientOptions, type FetchFunction, type RetryReason } from './options.js'
+import { resolveClientOptions, type ClientOptions, type FetchFunction, type RetryReason } from './options.js'
 import { readProblem } from './problem.js'
 import { parseRetryAfter } from './retry-after.js'
+import { isRetryable } from './retryable.js'
 import { attemptRequest, prepareRequest, type PreparedRequest } from './request.js'
 import type { IdemClientError } from './errors/client-error.js'
 
@@ -57,9 +58,11 @@ const CALL_OPTIONS = optionNames<FetchCallOptions>({ key: true })
 /**
  * Creates a client that cannot make the most common idempotency bug, a new key per
  * attempt: the key is minted once per call (or taken from the caller) and sent as
- * `Idempotency-Key: "<key>"` on every attempt. Network errors, per-attempt timeouts and
- * 409/429/502/503/504 are retried with exponential backoff and full jitter, or after
- * the server's `Retry-After`; every other 4xx is returned at once as a `ProblemError`.
+ * `Idempotency-Key: "<key>"` on every attempt. Network errors, per-attempt timeouts,
+ * 408/425/429/502/503/504 and idem's in-flight 409 are retried with exponential backoff
+ * and full jitter, or after the server's `Retry-After`. A replay (`Idempotent-Replayed:
+ * true`) is final whatever its status, and so is every other answer: a 4xx or 5xx one
+ * is thrown at once as a `ProblemError`.
  *
  * Options are checked here, once; see `ClientOptions` for defaults.
  *
@@ -77,7 +80,7 @@ const CALL_OPTIONS = optionNames<FetchCallOptions>({ key: true })
  * const order = await response.json() // the original 201 body, even if an earlier response was lost
  */
 export function createClient(options: ClientOptions = {}): IdemClient {
-  const { maxAttempts, delayAfter, attemptTimeoutMs, deadlineMs, fetch: send, onRetry } = resolveClientOptions(options)
+  const { maxAttempts, delayAfter, attemptTimeoutMs, deadlineMs, fetch: send, onRetry, inFlightTypes } = resolveClientOptions(options)
 
   async function idempotentFetch(input: string | URL | Request, init?: RequestInit, call: FetchCallOptions = {}): Promise<FetchResult> {
     assertKnownOptions('fetch', call, CALL_OPTIONS)
@@ -96,7 +99,7 @@ export function createClient(options: ClientOptions = {}): IdemClient {
 
       let retryAfterMs: number | undefined
       if (outcome.kind === 'response') {
-        if (!RETRYABLE_STATUSES.has(outcome.response.status)) return settle(outcome, key, attempt, false)
+        if (!isRetryable(outcome.response, outcome.body, inFlightTypes)) return settle(outcome, key, attempt, false)
         retryAfterMs = parseRetryAfter(outcome.response.headers.get('retry-after'), Date.now())
       }
       if (attempt >= maxAttempts) throw giveUp(outcome, key, attempt, 'attempts', `all ${maxAttempts} attempts failed`)

@@ -1,11 +1,6 @@
 export { createClient, type FetchCallOptions, type FetchResult, type IdemClient } from './client.js'
-export {
-  RETRYABLE_STATUSES,
-  type ClientOptions,
-  type FetchFunction,
-  type RetryEvent,
-  type RetryReason,
-} from './options.js'
+export { IN_FLIGHT_PROBLEM_TYPES, RETRYABLE_STATUSES } from './retryable.js'
+export type { ClientOptions, FetchFunction, RetryEvent, RetryReason } from './options.js'
 export { keyFromIntent, type IntentPart } from './intent-key.js'
 export { IDEMPOTENT_REPLAYED_HEADER, mintKey, isReplayed } from './key.js'
 export { IDEMPOTENCY_KEY_HEADER, serializeKeyHeader } from '../headers/idempotency-key.js'

@@ -1,14 +1,7 @@
 import { backoffDelay, type Backoff } from '../core/backoff.js'
 import { InvalidOptionError } from '../core/errors/invalid-option.js'
 import { assertCount, assertDuration, assertKnownOptions, optionNames, shown } from '../core/validate.js'
-
-/**
- * The statuses worth another attempt with the same key: 409 (the first request with
- * this key is still running), 429 (slow down), 502/503/504 (a gateway or the server
- * could not answer this time). Every other 4xx is the server's considered answer and
- * would be the same again; 500 is usually a bug that a retry will not fix.
- */
-export const RETRYABLE_STATUSES: ReadonlySet<number> = new Set([409, 429, 502, 503, 504])
+import { IN_FLIGHT_PROBLEM_TYPES } from './retryable.js'
 
 /** Why an attempt is being retried. */
 export type RetryReason = 'network' | 'timeout' | 'status'
@@ -52,10 +45,18 @@ export interface ClientOptions {
   fetch?: FetchFunction
   /** Called before each backoff sleep, for logs and metrics. A throwing hook is ignored. */
   onRetry?: (event: RetryEvent) => void
+  /**
+   * Problem `type` URIs that mark a 409 as "the first request with this key is still
+   * running", so the client waits and asks again. idem's own in-flight 409s are known by
+   * their `code` member whatever the server's `problemTypes`; list a type here for a
+   * server that is not idem. Every other 409 is final. @default IN_FLIGHT_PROBLEM_TYPES
+   */
+  inFlightTypes?: readonly string[]
 }
 
 /** `ClientOptions` with every default filled in and checked; the backoff made into the wait after each attempt. */
-export type ResolvedClientOptions = Required<Omit<ClientOptions, 'onRetry' | 'backoff'>> & Pick<ClientOptions, 'onRetry'> & { delayAfter: (attempt: number) => number }
+export type ResolvedClientOptions = Required<Omit<ClientOptions, 'onRetry' | 'backoff' | 'inFlightTypes'>> &
+  Pick<ClientOptions, 'onRetry'> & { delayAfter: (attempt: number) => number; inFlightTypes: ReadonlySet<string> }
 
 /** The client's backoff unless `backoff` says otherwise: 100 ms, doubling up to 10 s. */
 export const CLIENT_BACKOFF = { baseMs: 100, maxMs: 10_000 } as const
@@ -72,7 +73,7 @@ export function resolveClientOptions(options: ClientOptions = {}): ResolvedClien
 }
 
 const KNOWN_OPTIONS = optionNames<ClientOptions>({
-  maxAttempts: true, backoff: true, attemptTimeoutMs: true, deadlineMs: true, random: true, fetch: true, onRetry: true,
+  maxAttempts: true, backoff: true, attemptTimeoutMs: true, deadlineMs: true, random: true, fetch: true, onRetry: true, inFlightTypes: true,
 })
 
 function resolved({
@@ -83,6 +84,7 @@ function resolved({
   random = Math.random,
   fetch = globalThis.fetch,
   onRetry,
+  inFlightTypes = IN_FLIGHT_PROBLEM_TYPES,
 }: ClientOptions): ResolvedClientOptions {
   assertCount('createClient: option "maxAttempts"', maxAttempts, 1, 1_000)
   assertDuration('createClient: option "attemptTimeoutMs"', attemptTimeoutMs, 1)
@@ -90,8 +92,11 @@ function resolved({
   if (typeof random !== 'function') fail('random', 'a function returning a number in [0, 1)', random)
   if (typeof fetch !== 'function') fail('fetch', 'a fetch function (no global fetch was found)', fetch)
   if (onRetry !== undefined && typeof onRetry !== 'function') fail('onRetry', 'a function', onRetry)
+  if (!Array.isArray(inFlightTypes) || !inFlightTypes.every((type) => typeof type === 'string' && type.length > 0)) {
+    fail('inFlightTypes', 'an array of problem type URIs (non-empty strings)', inFlightTypes)
+  }
   const delayAfter = backoffDelay(backoff, 'createClient', { defaults: CLIENT_BACKOFF, random })
-  return { maxAttempts, attemptTimeoutMs, deadlineMs, random, fetch, onRetry, delayAfter }
+  return { maxAttempts, attemptTimeoutMs, deadlineMs, random, fetch, onRetry, delayAfter, inFlightTypes: new Set(inFlightTypes) }
 }
 
 function fail(option: string, expected: string, got: unknown): never {

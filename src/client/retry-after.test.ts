@@ -27,7 +27,8 @@ describe('parseRetryAfter', () => {
 
 describe('the client honours Retry-After', () => {
   it.each([409, 429, 503])('waits what a %i asks for instead of its own backoff', async (status) => {
-    const { fetch, sent } = scriptedFetch([{ status, headers: { 'retry-after': '0' } }, 201])
+    // The 409 is idem's in-flight answer: the only 409 the client retries.
+    const { fetch, sent } = scriptedFetch([{ status, headers: { 'retry-after': '0' }, body: JSON.stringify({ status, code: 'in-flight' }) }, 201])
     const retries: RetryEvent[] = []
     // random → 1 with a large base: without Retry-After the wait would be 5 s.
     const client = createClient({ fetch, backoff: { baseMs: 5_000, maxMs: 5_000 }, random: () => 1, onRetry: (e) => retries.push(e) })

@@ -1,5 +1,6 @@
 import type { IdemError, IdemErrorCode } from '../core/errors/idem-error.js'
 import { assertKnownOptions, optionNames } from '../core/validate.js'
+import { DEFAULT_PROBLEM_TYPE_BASE } from '../headers/problem-type.js'
 import type { BodyTooLargeError } from './body-too-large.js'
 import type { CorruptBodyError } from './corrupt-body.js'
 import type { HttpAnswer } from './exchange.js'
@@ -10,14 +11,7 @@ import { webResponse } from './web.js'
 /** The media type of every error idem answers with (RFC 9457). */
 export const PROBLEM_CONTENT_TYPE = 'application/problem+json'
 
-/**
- * The base of idem's own problem types: a `type` is this plus `#<code>`
- * (`urn:idem:problem#in-flight`). An identifier to compare, not a page to fetch (RFC 9457
- * allows a type URI that does not resolve); each is documented in docs/problems.md, which
- * ships in the package. Set `problemTypes` to where you publish those docs to make them
- * links.
- */
-export const DEFAULT_PROBLEM_TYPE_BASE = 'urn:idem:problem'
+export { DEFAULT_PROBLEM_TYPE_BASE } from '../headers/problem-type.js'
 
 /** Every problem idem answers with over HTTP: its errors' codes (the HTTP front end's own among them), and the webhook receiver's own. */
 export type ProblemCode =

@@ -33,8 +33,14 @@ export interface FaultProxyStats {
   forwarded: number
   /** Of those, answers thrown away by destroying the client's connection. */
   dropped: number
-  /** Answers passed back to the client. */
+  /** Answers passed back to a client still connected. */
   delivered: number
+  /**
+   * Answers whose client had closed its connection before they came (it gave up on the
+   * attempt: a timeout, a cancel): the target ran the request, nobody got its answer.
+   * `forwarded` is `dropped + delivered + abandoned`.
+   */
+  abandoned: number
   /** Requests the target did not answer (refused, reset, timed out, too large). */
   failed: number
 }
@@ -45,6 +51,8 @@ export interface FaultProxy {
   url: string
   /** A snapshot of the counters. */
   readonly stats: FaultProxyStats
+  /** Client connections open now. */
+  readonly open: number
   /** Stops listening, cuts every open connection and waits until the port is free. */
   close(): Promise<void>
 }
@@ -75,10 +83,53 @@ const OPTIONS = optionNames<FaultProxyOptions>({
  * import { startFaultProxy } from 'idem/testing'
  * const proxy = await startFaultProxy({ target: 'http://127.0.0.1:3000', dropResponseProbability: 0.3, seed: 7 })
  * await client.fetch(`${proxy.url}/orders`, { method: 'POST', body })
- * console.log(proxy.stats) // { received, forwarded, dropped, delivered, failed }
+ * console.log(proxy.stats) // { received, forwarded, dropped, delivered, abandoned, failed }
  * await proxy.close()
  */
 export async function startFaultProxy(options: FaultProxyOptions): Promise<FaultProxy> {
+  const settings = resolveProxyOptions(options)
+  const stats: FaultProxyStats = { received: 0, forwarded: 0, dropped: 0, delivered: 0, abandoned: 0, failed: 0 }
+  // With a timeout of its own, the agent honours the target's `Keep-Alive: timeout=N` and
+  // lets an idle connection go a second before the target would close it. Without one it
+  // keeps idle connections until the target closes them, and a request sent on one as
+  // the target closes it fails (ECONNRESET): a 502 nobody asked for, for a request the
+  // target never saw.
+  const agent = new http.Agent({ keepAlive: true, maxSockets: settings.maxUpstreamSockets, timeout: settings.upstreamTimeoutMs })
+  const server = http.createServer(relay(settings, stats, agent))
+  // Bounded: a stuck client cannot hold the proxy open forever.
+  server.requestTimeout = settings.upstreamTimeoutMs * 2
+  let open = 0
+  server.on('connection', (socket) => {
+    open++
+    socket.once('close', () => open--)
+  })
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject)
+    server.listen(0, '127.0.0.1', () => resolve())
+  })
+  const { port } = server.address() as AddressInfo
+
+  return {
+    url: `http://127.0.0.1:${port}`,
+    get stats() {
+      return { ...stats }
+    },
+    get open() {
+      return open
+    },
+    close() {
+      return new Promise<void>((resolve) => {
+        server.close(() => resolve())
+        server.closeAllConnections()
+        agent.destroy()
+      })
+    },
+  }
+}
+
+type ProxySettings = Required<Omit<FaultProxyOptions, 'target' | 'seed'>> & { upstream: URL; random: () => number }
+
+function resolveProxyOptions(options: FaultProxyOptions): ProxySettings {
   assertKnownOptions('startFaultProxy', options, OPTIONS)
   const {
     target,
@@ -98,71 +149,57 @@ export async function startFaultProxy(options: FaultProxyOptions): Promise<Fault
   assertCount('startFaultProxy: option "maxBodyBytes"', maxBodyBytes, 1, Number.MAX_SAFE_INTEGER)
   assertDuration('startFaultProxy: option "upstreamTimeoutMs"', upstreamTimeoutMs, 1)
   assertCount('startFaultProxy: option "maxUpstreamSockets"', maxUpstreamSockets, 1, 10_000)
+  return { upstream, dropResponseProbability, droppable, maxBodyBytes, upstreamTimeoutMs, maxUpstreamSockets, random: seededRandom(seed) }
+}
 
-  const random = seededRandom(seed)
-  const stats: FaultProxyStats = { received: 0, forwarded: 0, dropped: 0, delivered: 0, failed: 0 }
-  const agent = new http.Agent({ keepAlive: true, maxSockets: maxUpstreamSockets })
-
-  const server = http.createServer((req, res) => {
+/** The proxy's request handler: relay to the target, read its whole answer, then drop it or pass it on. */
+function relay(o: ProxySettings, stats: FaultProxyStats, agent: http.Agent): http.RequestListener {
+  return (req, res) => {
     stats.received++
+    // The client may give up before the answer comes; the request is relayed all the same.
+    let clientGone = false
+    res.once('close', () => void (clientGone = !res.writableFinished))
     const fail = (status: number): void => {
       stats.failed++
       if (res.headersSent) res.destroy()
       else res.writeHead(status, { 'content-type': 'text/plain', connection: 'close' }).end(`fault proxy: ${status}`)
     }
-    readBounded(req, maxBodyBytes).then((body) => {
+    const answered = (answer: http.IncomingMessage, payload: Buffer): void => {
+      stats.forwarded++
+      // One draw per answered request, in arrival order, so a seed gives the same
+      // number of drops for the same number of requests.
+      const draw = o.random()
+      if (clientGone) {
+        stats.abandoned++
+      } else if (o.droppable({ method: req.method ?? 'GET', url: req.url ?? '/' }) && draw < o.dropResponseProbability) {
+        stats.dropped++
+        req.socket.destroy()
+      } else {
+        stats.delivered++
+        res.writeHead(answer.statusCode ?? 502, answer.statusMessage, { ...relayable(answer.headers), 'content-length': String(payload.length) })
+        res.end(payload)
+      }
+    }
+    readBounded(req, o.maxBodyBytes).then((body) => {
       if (body === undefined) return fail(413)
       const forward = http.request({
-        host: upstream.hostname.replace(/^\[|\]$/g, ''),
-        port: upstream.port,
+        host: o.upstream.hostname.replace(/^\[|\]$/g, ''),
+        port: o.upstream.port,
         method: req.method,
         path: req.url,
-        headers: { ...relayable(req.headers), host: upstream.host, 'content-length': String(body.length) },
+        headers: { ...relayable(req.headers), host: o.upstream.host, 'content-length': String(body.length) },
         agent,
-        timeout: upstreamTimeoutMs,
       })
-      forward.on('timeout', () => forward.destroy(new Error('upstream timeout')))
+      // Set on the request, not as its `timeout` option: with that option equal to the
+      // agent's, a kept-alive connection would keep its idle timeout (a second short of
+      // the target's Keep-Alive) for this request too, and a slow answer would be a 504.
+      forward.setTimeout(o.upstreamTimeoutMs, () => forward.destroy(new Error('upstream timeout')))
       forward.on('error', (error) => fail(error.message === 'upstream timeout' ? 504 : 502))
       forward.on('response', (answer) => {
-        readBounded(answer, maxBodyBytes).then((payload) => {
-          if (payload === undefined) return fail(502)
-          stats.forwarded++
-          // One draw per answered request, in arrival order, so a seed gives the same
-          // number of drops for the same number of requests.
-          const draw = random()
-          if (droppable({ method: req.method ?? 'GET', url: req.url ?? '/' }) && draw < dropResponseProbability) {
-            stats.dropped++
-            req.socket.destroy()
-            return
-          }
-          stats.delivered++
-          res.writeHead(answer.statusCode ?? 502, answer.statusMessage, { ...relayable(answer.headers), 'content-length': String(payload.length) })
-          res.end(payload)
-        }, () => fail(502))
+        readBounded(answer, o.maxBodyBytes).then((payload) => (payload === undefined ? fail(502) : answered(answer, payload)), () => fail(502))
       })
       forward.end(body)
     }, () => fail(400))
-  })
-  // Bounded: a stuck client cannot hold the proxy open forever.
-  server.requestTimeout = upstreamTimeoutMs * 2
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject)
-    server.listen(0, '127.0.0.1', () => resolve())
-  })
-  const { port } = server.address() as AddressInfo
-
-  return {
-    url: `http://127.0.0.1:${port}`,
-    get stats() {
-      return { ...stats }
-    },
-    close() {
-      return new Promise<void>((resolve) => {
-        server.close(() => resolve())
-        server.closeAllConnections()
-        agent.destroy()
-      })
-    },
   }
 }
 

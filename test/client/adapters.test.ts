@@ -15,7 +15,7 @@ import type { IdempotencyContext } from '../../src/http/fetch/index.js'
 import type { PgClient } from '../../src/stores/postgres/index.js'
 import { seededRandom, startFaultProxy } from '../../src/testing/index.js'
 import { testSchema, type TestSchema } from '../support/postgres.js'
-import { ordersApp, pooled, type OrderBody, type OrdersApp, type SeenRequest } from './orders-app.js'
+import { ordersApp, pooled, recordingFetch, type OrderBody, type OrdersApp, type SeenRequest } from './orders-app.js'
 
 const db = await testSchema('idem_client_adapters')
 afterAll(() => db?.drop())
@@ -38,7 +38,7 @@ interface Adapter {
 // Each framework hands `scope` its own request.
 const account = (header: string | string[] | undefined): string => (typeof header === 'string' ? header : 'anonymous')
 const record = (seen: SeenRequest[], header: (name: string) => string | undefined | null): void => {
-  seen.push({ call: header('x-call') ?? null, key: header('idempotency-key') ?? null })
+  seen.push({ call: header('x-call') ?? null, key: header('idempotency-key') ?? null, attempt: header('x-attempt') ?? null })
 }
 
 const adapters: Adapter[] = [
@@ -160,7 +160,9 @@ describe.skipIf(db === undefined)('the client against every server adapter', () 
       const proxy = await startFaultProxy({ target: server.url, dropResponseProbability: 0.5, seed: 99 })
       try {
         const before = await orders.counts()
-        const client = createClient({ backoff: { baseMs: 2, maxMs: 20 }, maxAttempts: 20, random: seededRandom(3) })
+        const { fetch, sent } = recordingFetch()
+        // No time limits: an attempt is lost only to a dropped answer or a connection that fails.
+        const client = createClient({ fetch, backoff: { baseMs: 2, maxMs: 20 }, maxAttempts: 20, attemptTimeoutMs: 240_000, deadlineMs: 240_000, random: seededRandom(3) })
         const results = await pooled(N, 10, async (i) => {
           const order = { customer: `${adapter.name}-${i}`, amount: i + 1 }
           const result = await client.fetch(`${proxy.url}/orders`, json(order, `${adapter.name}-${i}`))
@@ -171,14 +173,18 @@ describe.skipIf(db === undefined)('the client against every server adapter', () 
         expect(after.charges - before.charges).toBe(N)
         expect(proxy.stats.dropped).toBeGreaterThan(0)
         expect(results.filter(({ result }) => result.replayed).length).toBeGreaterThan(0)
+        const arrived = new Set(seen.map((s) => s.attempt))
         for (const [i, { result, order, body }] of results.entries()) {
           expect(result.response.status).toBe(201)
-          expect(result.replayed).toBe(result.attempts > 1)
           expect(await orders.orderFor(result.key)).toEqual([{ id: body.orderId, ...order }])
           expect(result.response.headers.get('location')).toBe(`/orders/${body.orderId}`)
-          // Server side: this call's attempts all carried its key, and only its key.
+          // This call's attempts as sent; those that reached the server all carried its key, and only its key.
+          const attempts = sent.filter((attempt) => attempt.call === `${adapter.name}-${i}`)
+          expect(attempts).toHaveLength(result.attempts)
           const keys = seen.filter((s) => s.call === `${adapter.name}-${i}`).map((s) => s.key)
-          expect(keys).toEqual(Array.from({ length: result.attempts }, () => `"${result.key}"`))
+          expect(keys).toEqual(attempts.filter((attempt) => arrived.has(attempt.id)).map(() => `"${result.key}"`))
+          // A replay exactly when an earlier attempt reached the server and ran the order.
+          expect(result.replayed).toBe(attempts.slice(0, -1).some((attempt) => arrived.has(attempt.id)))
         }
         expect(new Set(results.map(({ result }) => result.key)).size).toBe(N)
       } finally {

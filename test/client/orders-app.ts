@@ -1,11 +1,53 @@
 import type pg from 'pg'
+import type { FetchFunction } from '../../src/client/index.js'
 import type { IdempotencyContext } from '../../src/http/fetch/index.js'
 import { postgresStore, type PgClient, type PostgresStore } from '../../src/stores/postgres/index.js'
 
-/** One request as the server saw it, before the middleware: which call it belonged to, and its key header. */
+/** One request as the server saw it, before the middleware: which call and attempt it belonged to, and its key header. */
 export interface SeenRequest {
   call: string | null
   key: string | null
+  /** The `x-attempt` tag `recordingFetch` put on it, when the client used one. */
+  attempt?: string | null
+}
+
+/** One attempt as the client sent it, and how it ended at the client. */
+export interface SentAttempt {
+  /** `<x-call>#<n>`: the call's tag and the attempt's number within the call. */
+  id: string
+  call: string
+  /** The status of the answer the client got, or `failed`: no answer (a network error, a timeout). */
+  outcome: number | 'failed' | 'pending'
+  /** Why it failed, cause included (`fetch failed: read ECONNRESET`), when it did. */
+  error?: string
+}
+
+/**
+ * A `fetch` for the client's `fetch` option that tags every attempt with `x-attempt:
+ * <x-call>#<n>` and records how it ended, so a test can follow each attempt from the
+ * client to the server and back.
+ */
+export function recordingFetch(): { fetch: FetchFunction; sent: SentAttempt[] } {
+  const sent: SentAttempt[] = []
+  const perCall = new Map<string, number>()
+  const fetch: FetchFunction = async (request) => {
+    const call = request.headers.get('x-call') ?? '?'
+    const n = (perCall.get(call) ?? 0) + 1
+    perCall.set(call, n)
+    const attempt: SentAttempt = { id: `${call}#${n}`, call, outcome: 'pending' }
+    sent.push(attempt)
+    request.headers.set('x-attempt', attempt.id)
+    try {
+      const response = await globalThis.fetch(request)
+      attempt.outcome = response.status
+      return response
+    } catch (error) {
+      attempt.outcome = 'failed'
+      attempt.error = error instanceof Error ? `${error.message}${error.cause instanceof Error ? `: ${error.cause.message}` : ''}` : String(error)
+      throw error
+    }
+  }
+  return { fetch, sent }
 }
 
 export interface OrderBody {

@@ -6,11 +6,18 @@ import { idempotency } from '../../src/http/fetch/index.js'
 import type { PgClient } from '../../src/stores/postgres/index.js'
 import { seededRandom, startFaultProxy, type FaultProxy } from '../../src/testing/index.js'
 import { testSchema, type TestSchema } from '../support/postgres.js'
-import { ordersApp, pooled, type OrderBody, type OrdersApp, type SeenRequest } from './orders-app.js'
+import { ordersApp, pooled, recordingFetch, type OrderBody, type OrdersApp, type SeenRequest, type SentAttempt } from './orders-app.js'
 
 const ORDERS = 1_000
 const CONCURRENCY = 20
 const DROP = 0.3
+// Hang guards, not budgets: this test follows every attempt, so none may be given up on
+// for being slow (a client timeout, the proxy's upstream timeout). A busy machine only
+// makes the run longer.
+const HANG_GUARD_MS = 240_000
+// What the client sees of an attempt whose answer it never got from the server: no
+// answer at all, or the proxy's own 502/504 when it could not reach the server.
+const LOST = new Set<SentAttempt['outcome']>(['failed', 502, 504])
 
 const db = await testSchema('idem_client_orders', CONCURRENCY)
 afterAll(() => db?.drop())
@@ -22,6 +29,8 @@ describe.skipIf(db === undefined)('1,000 orders through a proxy that drops 30% o
   let proxy: FaultProxy
   // Every request as it reached the server, recorded before the middleware sees it.
   const seen: SeenRequest[] = []
+  // Every attempt as the client sent it, and how it ended there.
+  const { fetch, sent } = recordingFetch()
 
   beforeAll(async () => {
     app = await ordersApp(pool, schema)
@@ -36,14 +45,14 @@ describe.skipIf(db === undefined)('1,000 orders through a proxy that drops 30% o
           hostname: '127.0.0.1',
           port: 0,
           fetch: (request: Request) => {
-            seen.push({ call: request.headers.get('x-call'), key: request.headers.get('idempotency-key') })
+            seen.push({ call: request.headers.get('x-call'), key: request.headers.get('idempotency-key'), attempt: request.headers.get('x-attempt') })
             return protect(request, app.placeOrder)
           },
         },
         (info: AddressInfo) => resolve(info.port),
       )
     })
-    proxy = await startFaultProxy({ target: `http://127.0.0.1:${port}`, dropResponseProbability: DROP, seed: 2026 })
+    proxy = await startFaultProxy({ target: `http://127.0.0.1:${port}`, dropResponseProbability: DROP, seed: 2026, upstreamTimeoutMs: HANG_GUARD_MS })
   })
   afterAll(async () => {
     await proxy?.close()
@@ -51,14 +60,18 @@ describe.skipIf(db === undefined)('1,000 orders through a proxy that drops 30% o
   })
 
   let results: Array<{ result: FetchResult; order: OrderBody; body: { orderId: number } & OrderBody }> = []
+  // The ids of the attempts the server saw: each once, or the test fails below.
+  const reached = (): Set<string | null | undefined> => new Set(seen.map((s) => s.attempt))
 
-  it('applies every order exactly once, and every call gets the original 201', async () => {
+  it('applies every order exactly once, and every call gets the original 201', { timeout: HANG_GUARD_MS + 60_000 }, async () => {
     let retries = 0
     const client = createClient({
+      fetch,
       backoff: { baseMs: 5, maxMs: 50 },
       // 0.3^12 ≈ 5e-7 per call: running out of attempts is not a plausible outcome.
       maxAttempts: 12,
-      deadlineMs: 30_000,
+      attemptTimeoutMs: HANG_GUARD_MS,
+      deadlineMs: HANG_GUARD_MS,
       random: seededRandom(7),
       onRetry: () => retries++,
     })
@@ -73,28 +86,43 @@ describe.skipIf(db === undefined)('1,000 orders through a proxy that drops 30% o
     })
 
     const { orders, charges, distinctKeys } = await app.counts()
-    const { dropped, forwarded, delivered } = proxy.stats
+    const { dropped, forwarded, delivered, abandoned, failed } = proxy.stats
     const attempts = results.reduce((n, { result }) => n + result.attempts, 0)
+    const arrived = reached()
+    const lost = sent.filter((attempt) => !arrived.has(attempt.id))
     const replays = results.filter(({ result }) => result.replayed).length
     console.log(
-      `CLIENT orders=${ORDERS} rows=${orders} charges=${charges} attempts=${attempts} drops=${dropped} retries=${retries} replays=${replays}`,
+      `CLIENT orders=${ORDERS} rows=${orders} charges=${charges} attempts=${attempts} reached=${arrived.size} never-reached=${lost.length} ` +
+        `drops=${dropped} retries=${retries} replays=${replays}`,
     )
+    for (const attempt of lost) console.log(`NEVER-REACHED ${attempt.id}: ${attempt.error ?? attempt.outcome}`)
 
     expect({ orders, charges, distinctKeys }).toEqual({ orders: ORDERS, charges: ORDERS, distinctKeys: ORDERS })
-    // The faults really happened, at about the configured rate...
+    // The faults really happened, at about the configured rate.
     expect(dropped).toBeGreaterThan(ORDERS * DROP * 0.8)
-    // ...every attempt reached the server and was either dropped or delivered...
-    expect(forwarded).toBe(attempts)
+    // The client counted exactly the attempts it sent; each reached the server at most once.
+    expect(sent).toHaveLength(attempts)
+    expect(arrived.size).toBe(seen.length)
+    const ids = new Set(sent.map((attempt) => attempt.id))
+    expect([...arrived].filter((id) => !ids.has(id ?? ''))).toEqual([])
+    // The server answered every attempt it saw, and the proxy dropped that answer or passed it on:
+    // no client gave up on one first (abandoned), and exactly one answer per call reached the client.
+    expect(forwarded).toBe(seen.length)
+    expect({ abandoned, sum: dropped + delivered }).toEqual({ abandoned: 0, sum: forwarded })
     expect(delivered).toBe(ORDERS)
-    expect(seen).toHaveLength(attempts)
-    // ...and each drop cost exactly one retry, which the server answered from the stored outcome.
-    expect(retries).toBe(dropped)
-    expect(replays).toBe(results.filter(({ result }) => result.attempts > 1).length)
+    // An attempt can also fail before the server sees it: a connection reset as the request is
+    // sent on it (a kept-alive connection the far side is closing: the client's to the proxy, or
+    // the proxy's to the server, which made the proxy answer 502 before it let idle connections
+    // go first), or refused. The client got no answer from the server for it, and retried it
+    // with the same key as it does a dropped answer.
+    for (const attempt of lost) expect(LOST.has(attempt.outcome), `${attempt.id}: ${attempt.outcome}`).toBe(true)
+    expect(sent.filter((attempt) => attempt.outcome === 502 || attempt.outcome === 504)).toHaveLength(failed)
+    // So each retry answers exactly one lost attempt: a dropped answer, or one that never arrived.
+    expect(retries).toBe(dropped + lost.length)
     expect(replays).toBeGreaterThan(0)
 
     for (const { result, order, body } of results) {
       expect(result.response.status).toBe(201)
-      expect(result.replayed).toBe(result.attempts > 1)
       // The original 201: the body names the one order row this key created.
       const rows = await app.orderFor(result.key)
       expect(rows).toEqual([{ id: body.orderId, ...order }])
@@ -105,13 +133,22 @@ describe.skipIf(db === undefined)('1,000 orders through a proxy that drops 30% o
 
   it('sent the same key on every attempt of a call, and never the same key for two calls', () => {
     expect(results).toHaveLength(ORDERS)
-    const byCall = new Map<string, string[]>()
-    for (const { call, key } of seen) byCall.set(call ?? '?', [...(byCall.get(call ?? '?') ?? []), key ?? '(none)'])
-    expect(byCall.size).toBe(ORDERS)
+    const arrived = reached()
+    const keysByCall = new Map<string, string[]>()
+    for (const { call, key } of seen) keysByCall.set(call ?? '?', [...(keysByCall.get(call ?? '?') ?? []), key ?? '(none)'])
+    expect(keysByCall.size).toBe(ORDERS)
     results.forEach(({ result }, i) => {
-      const keys = byCall.get(String(i)) ?? []
-      expect(keys).toHaveLength(result.attempts)
+      const attempts = sent.filter((attempt) => attempt.call === String(i))
+      expect(attempts.map((attempt) => attempt.id)).toEqual(Array.from({ length: result.attempts }, (_, n) => `${i}#${n + 1}`))
+      // Every attempt but the last was lost (its answer dropped, or it never arrived); the last got the 201.
+      expect(attempts.at(-1)?.outcome).toBe(201)
+      for (const attempt of attempts.slice(0, -1)) expect(LOST.has(attempt.outcome), `${attempt.id}: ${attempt.outcome}`).toBe(true)
+      // The server saw the attempts that reached it, each with the call's key and no other.
+      const keys = keysByCall.get(String(i)) ?? []
+      expect(keys).toHaveLength(attempts.filter((attempt) => arrived.has(attempt.id)).length)
       expect(new Set(keys)).toEqual(new Set([`"${result.key}"`]))
+      // The answer is a replay exactly when an earlier attempt reached the server and ran the order.
+      expect(result.replayed).toBe(attempts.slice(0, -1).some((attempt) => arrived.has(attempt.id)))
     })
     expect(new Set(results.map(({ result }) => result.key)).size).toBe(ORDERS)
     // Calls that were retried are the interesting ones: several attempts, one key.

@@ -17,7 +17,7 @@ import { encryptedStore } from '../../src/stores/encrypted.js'
 import { postgresStore, type PgClient } from '../../src/stores/postgres/index.js'
 import { redisStore } from '../../src/stores/redis/index.js'
 import { keyStoreContract, leasedStoreContract } from '../../src/testing/index.js'
-import { itFulfils } from '../support/contract.js'
+import { HEALTHY_STORE_TIMEOUT_MS, itFulfils } from '../support/contract.js'
 import { PG_URL, testSchema } from '../support/postgres.js'
 import { testRedis } from '../leased/support.js'
 
@@ -92,8 +92,8 @@ describe.skipIf(redis === undefined)('dualReadStore (two Redis prefixes)', () =>
 
   // Each order under a prefix of its own, as each Postgres order has its own schema.
   describe.each(orders.map((order, i) => [order, `${prefix}${i}:`] as const))('%s', (order, under) => {
-    const current = redisStore({ client, prefix: `${under}current:` })
-    const previous = redisStore({ client, prefix: `${under}previous:` })
+    const current = redisStore({ client, prefix: `${under}current:`, timeoutMs: HEALTHY_STORE_TIMEOUT_MS })
+    const previous = redisStore({ client, prefix: `${under}previous:`, timeoutMs: HEALTHY_STORE_TIMEOUT_MS })
     itFulfils(
       leasedStoreContract(() => ({
         store: leasedWindow(order, current, previous),

@@ -19,7 +19,7 @@ import { leasedPostgresStore, postgresStore, type PgClient } from '../../src/sto
 import { redisStore } from '../../src/stores/redis/index.js'
 import { leasedSqliteStore, sqliteStore, type SqliteDatabase } from '../../src/stores/sqlite/index.js'
 import { keyStoreContract, leasedStoreContract } from '../../src/testing/index.js'
-import { itFulfils } from '../support/contract.js'
+import { HEALTHY_STORE_TIMEOUT_MS, itFulfils } from '../support/contract.js'
 import { localClient, testDynamo, type TestDynamo } from '../support/dynamodb.js'
 import { testSchema } from '../support/postgres.js'
 import { testRedis } from '../leased/support.js'
@@ -132,7 +132,7 @@ describe.skipIf(redis === undefined)('encrypted Redis leased store (LeasedStore,
   })
   itFulfils(
     leasedStoreContract(() => ({
-      store: encrypt(redisStore({ client: redis!.client, prefix: redis!.prefix })),
+      store: encrypt(redisStore({ client: redis!.client, prefix: redis!.prefix, timeoutMs: HEALTHY_STORE_TIMEOUT_MS })),
       unavailableStore: () => {
         // Nothing listens on port 1: every connection attempt is refused.
         const down = new Redis(1, '127.0.0.1', { lazyConnect: true })

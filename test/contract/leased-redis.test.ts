@@ -2,7 +2,7 @@ import { Redis } from 'ioredis'
 import { afterAll, beforeAll, describe } from 'vitest'
 import { redisStore, type RedisStore } from '../../src/stores/redis/index.js'
 import { leasedStoreContract } from '../../src/testing/index.js'
-import { itFulfils } from '../support/contract.js'
+import { HEALTHY_STORE_TIMEOUT_MS, itFulfils } from '../support/contract.js'
 import { itFulfilsRedisContracts } from '../support/redis-contracts.js'
 import { redisClients } from '../support/redis-clients.js'
 import { REDIS_URL, testRedis, type TestRedis } from '../leased/support.js'
@@ -21,7 +21,7 @@ describe.skipIf(redis === undefined).each(clients.kinds)('redis store contracts 
   const prefix = `${base}${kind.name.replace(' ', '-')}:`
   let store: RedisStore
   beforeAll(async () => {
-    store = redisStore({ client: await kind.connect(REDIS_URL), prefix })
+    store = redisStore({ client: await kind.connect(REDIS_URL), prefix, timeoutMs: HEALTHY_STORE_TIMEOUT_MS })
   })
   const unavailableStore = () => redisStore({ client: kind.unreachable(), prefix, timeoutMs: 300 })
   itFulfilsRedisContracts(() => ({ store, unavailableStore }), prefix, () => checker)
@@ -32,7 +32,7 @@ describe.skipIf(redis === undefined).each(clients.kinds)('redis store contracts 
 describe.skipIf(redis === undefined)('redis store contracts (an ioredis client with enableAutoPipelining)', () => {
   const { prefix } = redis as TestRedis
   const client = new Redis(REDIS_URL, { enableAutoPipelining: true, maxRetriesPerRequest: 1 })
-  const store = redisStore({ client, prefix: `${prefix}auto:` })
+  const store = redisStore({ client, prefix: `${prefix}auto:`, timeoutMs: HEALTHY_STORE_TIMEOUT_MS })
   const closed: Redis[] = [client]
   afterAll(() => {
     for (const c of closed) c.disconnect()

@@ -8,6 +8,7 @@ import { createLeasedIdem } from '../../src/core/leased/engine.js'
 import { redisInboxKey, redisStore, type RedisStore } from '../../src/stores/redis/index.js'
 import { itFulfilsRedisContracts } from '../support/redis-contracts.js'
 import { redisClients } from '../support/redis-clients.js'
+import { HEALTHY_STORE_TIMEOUT_MS } from '../support/contract.js'
 import { startRedisCluster, type TestCluster } from '../support/redis-cluster.js'
 
 const cluster = await startRedisCluster({ masters: 3 })
@@ -24,7 +25,7 @@ describe.skipIf(cluster === undefined).each(clients.kinds)('redis store contract
   const prefix = `idem-test:cluster:${randomBytes(4).toString('hex')}:`
   let store: RedisStore
   beforeAll(async () => {
-    store = redisStore({ client: await kind.cluster(seeds), prefix })
+    store = redisStore({ client: await kind.cluster(seeds), prefix, timeoutMs: HEALTHY_STORE_TIMEOUT_MS })
   })
   const down: Cluster[] = []
   afterAll(() => {

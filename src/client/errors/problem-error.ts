@@ -20,16 +20,21 @@ export interface ProblemErrorDetails extends ClientErrorDetails {
   problem: ProblemDetails
   /** The raw body text, for bodies that were not JSON. */
   body: string
-  /** True when the status is one the client retries and it stopped only for lack of attempts or time. */
+  /**
+   * True when the answer is one the client retries (a transient status, or idem's
+   * in-flight 409) and it stopped only for lack of attempts or time. False for every
+   * other answer, and always for a replay: a stored answer is the same on every retry.
+   */
   retryable: boolean
   replayed: boolean
 }
 
 /**
- * The server's final answer was not a success: a 4xx the client never retries (400 bad
- * key, 422 key reused with another body, …), or a retryable status (409, 429, 502, 503,
- * 504) that was still the answer when the attempts or the deadline ran out
- * (`retryable: true`). The RFC 9457 fields are lifted onto the error.
+ * The server's final answer was not a success: one the client never retries (400 bad
+ * key, 422 key reused with another body, a route's own 409, any replayed answer, …:
+ * `retryable: false`), or a retryable one (429, 503, idem's in-flight 409, …) that was
+ * still the answer when the attempts or the deadline ran out (`retryable: true`). The
+ * RFC 9457 fields are lifted onto the error.
  *
  * @example
  * try { await client.fetch(url, init) } catch (error) {
