@@ -33,4 +33,6 @@ for (const file of walk('src')) {
   }
   visit(ast.body)
 }
-for (const line of out.sort()) console.log(line)\nconsole.log(`${out.length} over the limits`)\nprocess.exitCode = out.length === 0 ? 0 : 1
+for (const line of out.sort()) console.log(line)
+console.log(`${out.length} over the limits`)
+process.exitCode = out.length === 0 ? 0 : 1
