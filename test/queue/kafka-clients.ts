@@ -56,6 +56,8 @@ export interface KafkaUnderTest {
   client(brokers: string[]): KafkaClient
   /** The tests' consumer settings, in the library's shape. */
   readonly consumerConfig: KafkaConsumerConfig
+  /** The same, with each batch holding every record fetched for its partition. */
+  readonly wholeBatches: KafkaConsumerConfig
   /** The tests' producer settings, in the library's shape. */
   readonly producerConfig: KafkaProducerConfig
   /** Whether the library's idempotent producer runs against the mock cluster (kafkajs's cannot start: docs/queue.md). */
@@ -71,6 +73,8 @@ export const kafkajsUnderTest: KafkaUnderTest = {
   library: 'kafkajs',
   client: (brokers) => new kafkajs.Kafka({ clientId: 'idem-test', brokers, logLevel: kafkajs.logLevel.NOTHING, retry: RETRY }),
   consumerConfig: CONSUMER_SETTINGS,
+  // kafkajs hands over what a fetch returned (up to maxBytesPerPartition).
+  wholeBatches: CONSUMER_SETTINGS,
   producerConfig: { createPartitioner: kafkajs.Partitioners.DefaultPartitioner },
   idempotent: false,
   watch(topic) {
@@ -153,6 +157,8 @@ export async function loadConfluent(): Promise<KafkaUnderTest> {
     library: 'confluent',
     client: (brokers) => new Kafka({ kafkaJS: { clientId: 'idem-test', brokers, logLevel: logLevel.NOTHING } }),
     consumerConfig,
+    // Its batches start at one record and grow with the measured rate, to 32; -1 lifts the bound.
+    wholeBatches: { ...consumerConfig, 'js.consumer.max.batch.size': -1 },
     producerConfig: {},
     // librdkafka's idempotent producer runs against librdkafka's own mock cluster.
     idempotent: true,

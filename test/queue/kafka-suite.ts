@@ -299,8 +299,10 @@ export async function kafkaSuite(kut: KafkaUnderTest | undefined, schemaName: st
       const groupId = unique('held')
       const inbox = createInbox<PgClient, { n: number }>({ store, consumer: unique('held'), maxAttempts: 1_000 })
       await tools.producer().send({ topic, messages: Array.from({ length: 10 }, (_, n) => ({ value: JSON.stringify({ n }), partition: 0 })) })
-      // Out of order (four at a time) and a commit after every record: only the run before the failing one may be committed.
-      const choice: SourceChoice = { groupId, topics: [topic], idempotent: under.idempotent, concurrency: 4, commitIntervalMs: 0, consumerConfig: under.consumerConfig }
+      // Out of order (four at a time) and a commit after every record: only the run before the
+      // failing one may be committed. Batches of all ten, so the records after it are handed over
+      // while it fails (Confluent's client starts with batches of one record).
+      const choice: SourceChoice = { groupId, topics: [topic], idempotent: under.idempotent, concurrency: 4, commitIntervalMs: 0, consumerConfig: under.wholeBatches }
       const start = async (name: string, source: MessageSource) => {
         const statuses = new Map<number, Status[]>()
         const consumer = await startConsumer<PgClient, { n: number }>({
