@@ -60,6 +60,15 @@ export async function kafkaSuite(kut: KafkaUnderTest | undefined, schemaName: st
     const sourceOf = (choice: SourceChoice, kafka = client()) =>
       kafkaSource({ idempotent: under.idempotent, consumerConfig: under.consumerConfig, producerConfig: under.producerConfig, ...choice, kafka, library: under.library })
     const uncommittedIn = (topic: string, groupId: string) => uncommitted(tools.admin(), topic, groupId)
+    /** The store, migrated, and a ledger table (no unique constraint) of the messages applied and by whom. */
+    const ledgerOf = async (table: string) => {
+      const { pool, schema } = schemaDb
+      const store = postgresStore({ pool, schema })
+      await store.migrate()
+      const ledger = `"${schema}".${table}`
+      await pool.query(`CREATE TABLE ${ledger} (message_id text NOT NULL, by text NOT NULL)`)
+      return { pool, store, ledger }
+    }
 
     function harness(): BrokerHarness {
       const topic = unique('idem-test')
@@ -241,11 +250,7 @@ export async function kafkaSuite(kut: KafkaUnderTest | undefined, schemaName: st
     }, 300_000)
 
     it('a rebalance mid-batch: a member joins while the first is half way through its batches; each record is applied once, none is lost', async () => {
-      const { pool, schema } = schemaDb
-      const store = postgresStore({ pool, schema })
-      await store.migrate()
-      const ledger = `"${schema}".rebalance_ledger`
-      await pool.query(`CREATE TABLE ${ledger} (message_id text NOT NULL, by text NOT NULL)`)
+      const { pool, store, ledger } = await ledgerOf('rebalance_ledger')
       const topic = unique('rebalance')
       const groupId = unique('ledger')
       const inbox = createInbox<PgClient, { n: number }>({ store, consumer: unique('ledger') })
@@ -290,11 +295,7 @@ export async function kafkaSuite(kut: KafkaUnderTest | undefined, schemaName: st
     }, 120_000)
 
     it('a record that keeps failing holds back its partition\'s commit, though the records after it are done; after a crash the next member gets it again', async () => {
-      const { pool, schema } = schemaDb
-      const store = postgresStore({ pool, schema })
-      await store.migrate()
-      const ledger = `"${schema}".held_ledger`
-      await pool.query(`CREATE TABLE ${ledger} (message_id text NOT NULL, by text NOT NULL)`)
+      const { pool, store, ledger } = await ledgerOf('held_ledger')
       const topic = unique('held')
       const groupId = unique('held')
       const inbox = createInbox<PgClient, { n: number }>({ store, consumer: unique('held'), maxAttempts: 1_000 })
