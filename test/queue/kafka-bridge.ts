@@ -28,8 +28,9 @@ export function bridgedSource(worker: string, args: object): BridgedSource {
   let gone = false
   let stderr = ''
   const pending = new Map<number, { resolve(): void; reject(error: Error): void }>()
+  // A message to a worker that was just killed is lost, as it would be to a dead process.
   const tell = (message: ToWorker) => {
-    if (!gone) child!.send(message)
+    if (!gone && child!.connected) child!.send(message, () => {})
   }
   const settle = (n: number, message: ToWorker) =>
     new Promise<void>((resolve, reject) => {
