@@ -45,6 +45,7 @@ export interface KafkaRunConfig {
   autoCommit?: boolean
   eachBatchAutoResolve: boolean
   partitionsConsumedConcurrently: number
+  /** Handles one fetched batch of one partition. */
   eachBatch(payload: KafkaBatchPayload): Promise<void>
 }
 
