@@ -1,12 +1,13 @@
-// The Kafka adapter's offset bookkeeping and wiring, against a fake kafkajs client that
-// hands batches over by hand: which offset is committed when, what a rebalance heard
-// mid-batch does, and how records and rows are converted. (Against a broker, with the
-// inbox and Postgres: test/queue/kafka.test.ts.)
-import { describe, expect, it } from 'vitest'
+// The Kafka adapter's offset bookkeeping and wiring, against a fake client that hands
+// batches over by hand: which offset is committed when, what a rebalance heard mid-batch
+// does, how records and rows are converted, and where each library takes the adapter's
+// settings (the fake refuses, as Confluent's client does, what that library does not
+// take). (Against a broker, with the inbox and Postgres: test/queue/kafka.test.ts.)
+import { describe, expect, it, vi } from 'vitest'
 import { InvalidOptionError } from '../../core/errors/invalid-option.js'
 import type { OutboxRow } from '../dispatcher.js'
 import type { Delivery } from '../source.js'
-import { kafkaDeliverer, kafkaSource, type KafkaBatchPayload, type KafkaClient, type KafkaOutgoing, type KafkaRecord } from './index.js'
+import { kafkaDeliverer, kafkaSource, type KafkaBatchPayload, type KafkaClient, type KafkaLibrary, type KafkaOutgoing, type KafkaRecord } from './index.js'
 
 interface Sent {
   topic: string
@@ -14,32 +15,50 @@ interface Sent {
   acks?: number
 }
 
-function fakeKafka() {
+/**
+ * A fake client of `library`. As Confluent's client (1.10.1) does, the 'confluent' one
+ * throws on a KafkaJS setting outside the `kafkaJS` block, on `fromBeginning` at
+ * `subscribe`, `autoCommit` at `run` and `acks` at `send`, and on `stop()`.
+ */
+function fakeKafka(library: KafkaLibrary = 'kafkajs') {
   const calls: string[] = []
   const sent: Sent[] = []
   const producerConfigs: unknown[] = []
   const consumerConfigs: unknown[] = []
   let eachBatch: ((payload: KafkaBatchPayload) => Promise<void>) | undefined
+  const confluent = library === 'confluent'
+  const refuse = (what: string) => {
+    throw new Error(`Confluent's client does not take ${what}`)
+  }
   const kafka: KafkaClient = {
     consumer(config) {
+      if (confluent && 'groupId' in config) refuse('groupId outside the kafkaJS block')
       consumerConfigs.push(config)
       return {
         connect: async () => void calls.push('consumer.connect'),
         disconnect: async () => void calls.push('consumer.disconnect'),
-        stop: async () => void calls.push('consumer.stop'),
-        subscribe: async (s) => void calls.push(`subscribe ${s.topics.join(',')} fromBeginning=${s.fromBeginning}`),
+        stop: async () => (confluent ? refuse('stop()') : void calls.push('consumer.stop')),
+        subscribe: async (s) => {
+          if (confluent && 'fromBeginning' in s) refuse('fromBeginning at subscribe')
+          calls.push(`subscribe ${s.topics.join(',')} fromBeginning=${s.fromBeginning}`)
+        },
         run: async (config) => {
+          if (confluent && 'autoCommit' in config) refuse('autoCommit at run')
           calls.push(`run autoCommit=${config.autoCommit} eachBatchAutoResolve=${config.eachBatchAutoResolve}`)
           eachBatch = config.eachBatch
         },
       }
     },
     producer(config) {
+      if (confluent && config !== undefined && 'idempotent' in config) refuse('idempotent outside the kafkaJS block')
       producerConfigs.push(config)
       return {
         connect: async () => void calls.push('producer.connect'),
         disconnect: async () => void calls.push('producer.disconnect'),
-        send: async (record) => void sent.push(record),
+        send: async (record) => {
+          if (confluent && 'acks' in record) refuse('acks at send')
+          sent.push(record)
+        },
       }
     },
   }
@@ -180,6 +199,7 @@ describe('kafkaSource', () => {
     expect(fake.sent).toEqual([
       {
         topic: 'claims.dead',
+        acks: -1,
         messages: [{ key: Buffer.from('key-9'), value: Buffer.from('{"n":9}'), headers: { trace: 'x', 'idem-error': 'cannot parse claim form', 'idem-source': 'claims-1-9', 'idem-id': 'claims-1-9@1700000000000' } }],
       },
     ])
@@ -189,7 +209,8 @@ describe('kafkaSource', () => {
   it('refuses bad options at creation, naming them', () => {
     const { kafka } = fakeKafka()
     const bad: [object, RegExp][] = [
-      [{ groupId: 'g', topics: ['t'] }, /option "kafka" must be a kafkajs client/],
+      [{ groupId: 'g', topics: ['t'] }, /option "kafka" must be a Kafka client/],
+      [{ kafka, library: 'rdkafka', groupId: 'g', topics: ['t'] }, /option "library" must be 'kafkajs' or 'confluent', got "rdkafka"/],
       [{ kafka, topics: ['t'] }, /option "groupId"/],
       [{ kafka, groupId: 'g', topics: [] }, /option "topics" must be a non-empty array/],
       [{ kafka, groupId: 'g', topics: ['no spaces'] }, /option "topics"\[0\] must be a Kafka topic name/],
@@ -230,5 +251,98 @@ describe('kafkaDeliverer', () => {
     expect(fake.sent[0]).toMatchObject({ topic: 'out.emails', messages: [{ key: 'claim-42' }] })
     expect(() => kafkaDeliverer({ kafka: fake.kafka, idempotnt: false } as never)).toThrow(/"idempotnt" is not an option; did you mean "idempotent"\?/)
     expect(() => kafkaDeliverer({ kafka: fake.kafka, key: 'claimId' } as never)).toThrow(/option "key" must be a function/)
+  })
+})
+
+describe("on Confluent's client (library: 'confluent')", () => {
+  const row: OutboxRow = { id: '1', topic: 'emails', payload: { to: 'a@example.com' }, dedupeKey: 'claim-received:42', attempt: 1, lastError: null, createdAt: new Date() }
+
+  it('the group, its start and manual commits go in the consumer\'s kafkaJS block, beside the librdkafka settings; close disconnects, which waits for the batch, and never calls stop()', async () => {
+    const fake = fakeKafka('confluent')
+    const consumerConfig = { 'js.consumer.max.batch.size': 8, kafkaJS: { sessionTimeout: 6_000 } }
+    const source = kafkaSource({ kafka: fake.kafka, library: 'confluent', groupId: 'g', topics: ['claims'], fromBeginning: false, deadLetterTopic: null, consumerConfig })
+    expect(fake.consumerConfigs).toEqual([{ 'js.consumer.max.batch.size': 8, kafkaJS: { sessionTimeout: 6_000, groupId: 'g', fromBeginning: false, autoCommit: false } }])
+    let handed = 0
+    const subscription = await source.subscribe(async (delivery) => {
+      if (++handed === 1) await delivery.ack()
+    })
+    expect(fake.calls).toEqual(['consumer.connect', 'subscribe claims fromBeginning=undefined', 'run autoCommit=undefined eachBatchAutoResolve=false'])
+    const { run, commits, resolved } = payload('claims', 0, [record(0), record(1)])
+    const batch = fake.batch()(run)
+    await until(() => handed === 2, 'the second handed over')
+    await subscription.close()
+    await batch
+    expect(resolved).toEqual(['0'])
+    expect(commits).toEqual(['claims/0@1'])
+    expect(fake.calls.slice(-1)).toEqual(['consumer.disconnect'])
+  })
+
+  it('a batch does not heartbeat: librdkafka does, from its own thread', async () => {
+    // Intervals are faked, so ten seconds of a handler's run pass at once: kafkajs's beat
+    // (every 1.5 s by its default interval) would have called heartbeat() six times.
+    vi.useFakeTimers({ toFake: ['setInterval', 'clearInterval'] })
+    try {
+      const fake = fakeKafka('confluent')
+      const source = kafkaSource({ kafka: fake.kafka, library: 'confluent', groupId: 'g', topics: ['claims'], deadLetterTopic: null })
+      let heartbeats = 0
+      let release!: () => void
+      const released = new Promise<void>((resolve) => (release = resolve))
+      let handed = false
+      await source.subscribe(async (delivery) => {
+        handed = true
+        await released
+        await delivery.ack()
+      })
+      const { run, commits } = payload('claims', 0, [record(0)], async () => void heartbeats++)
+      const batch = fake.batch()(run)
+      await until(() => handed, 'the record handed over')
+      vi.advanceTimersByTime(10_000)
+      release()
+      await batch
+      expect(commits).toEqual(['claims/0@1'])
+      expect(heartbeats).toBe(0)
+    } finally {
+      vi.useRealTimers()
+    }
+  })
+
+  it('the producers (dead letters, deliverer) are idempotent with acks -1 in their kafkaJS block, and send takes no acks', async () => {
+    const fake = fakeKafka('confluent')
+    const source = kafkaSource({ kafka: fake.kafka, library: 'confluent', groupId: 'g', topics: ['claims'], producerConfig: { 'linger.ms': 0 } })
+    await source.subscribe((delivery) => delivery.deadLetter('cannot parse claim form'))
+    const { run, commits } = payload('claims', 1, [record(9)])
+    await fake.batch()(run)
+    expect(commits).toEqual(['claims/1@10'])
+    const deliver = kafkaDeliverer({ kafka: fake.kafka, library: 'confluent' })
+    await deliver(row)
+    const plain = kafkaDeliverer({ kafka: fake.kafka, library: 'confluent', idempotent: false })
+    expect(fake.producerConfigs).toEqual([
+      { 'linger.ms': 0, kafkaJS: { idempotent: true, acks: -1 } },
+      { kafkaJS: { idempotent: true, acks: -1 } },
+      { kafkaJS: { idempotent: false, acks: -1 } },
+    ])
+    expect(fake.sent.map((sent) => sent.topic)).toEqual(['claims.dead', 'emails'])
+    expect(fake.sent[1]).toEqual({ topic: 'emails', messages: [{ key: 'claim-received:42', value: '{"to":"a@example.com"}', headers: { 'idem-id': 'claim-received:42' } }] })
+    await deliver.close()
+    await plain.close()
+  })
+
+  it('refuses client settings that would undo the adapter\'s group, start, commits or acks', () => {
+    const { kafka } = fakeKafka('confluent')
+    const base = { kafka, library: 'confluent' as const, groupId: 'g', topics: ['t'] }
+    const bad: [object, RegExp][] = [
+      [{ ...base, consumerConfig: { kafkaJS: { groupId: 'other' } } }, /option "consumerConfig" must not set groupId/],
+      [{ ...base, consumerConfig: { 'group.id': 'other' } }, /must not set group\.id/],
+      [{ ...base, consumerConfig: { kafkaJS: { autoCommit: true } } }, /must not set autoCommit/],
+      [{ ...base, consumerConfig: { 'enable.auto.commit': true } }, /must not set enable\.auto\.commit/],
+      [{ ...base, consumerConfig: { kafkaJS: { fromBeginning: false } } }, /must not set fromBeginning; the adapter sets it/],
+      [{ ...base, consumerConfig: { kafkaJS: 'yes' } }, /option "consumerConfig"\.kafkaJS must be an object/],
+      [{ ...base, producerConfig: { kafkaJS: { acks: 1 } } }, /option "producerConfig" must not set acks/],
+    ]
+    for (const [options, message] of bad) {
+      expect(() => kafkaSource(options as never)).toThrow(InvalidOptionError)
+      expect(() => kafkaSource(options as never)).toThrow(message)
+    }
+    expect(() => kafkaDeliverer({ kafka, library: 'confluent', producerConfig: { acks: 0 } })).toThrow(/option "producerConfig" must not set acks/)
   })
 })

@@ -1,5 +1,6 @@
 /**
- * `idem/queue/kafka`: Kafka consumer groups through kafkajs 2.x, typed by shape.
+ * `idem/queue/kafka`: Kafka consumer groups through kafkajs 2.x or Confluent's
+ * `@confluentinc/kafka-javascript` (its KafkaJS API), typed by shape (`./client.ts`).
  * - id: the `idem-id` header when present (the outbox deliverer sets it to the dedupe key; bytes
  *   that are not UTF-8 become `hex:` and their hex digits, see `idFromBytes`), else
  *   `<topic>-<partition>-<offset>@<timestamp>`, which is the same on every re-read after a
@@ -20,6 +21,32 @@ import { idFromBytes } from '../byte-id.js'
 import type { DeliveryContext, OutboxRow } from '../dispatcher.js'
 import { Limiter } from '../limiter.js'
 import type { Delivery, MessageSource, Subscription } from '../source.js'
+import {
+  assertOwnSettings,
+  dialectOf,
+  type KafkaBatchPayload,
+  type KafkaClient,
+  type KafkaConsumer,
+  type KafkaConsumerConfig,
+  type KafkaHeaders,
+  type KafkaLibrary,
+  type KafkaProducerConfig,
+  type KafkaRecord,
+} from './client.js'
+
+export type {
+  KafkaBatchPayload,
+  KafkaClient,
+  KafkaConsumer,
+  KafkaConsumerConfig,
+  KafkaHeaders,
+  KafkaLibrary,
+  KafkaOutgoing,
+  KafkaProducer,
+  KafkaProducerConfig,
+  KafkaRecord,
+  KafkaRunConfig,
+} from './client.js'
 
 /** The header carrying idem's message id (the outbox deliverer writes the dedupe key there). */
 export const KAFKA_ID_HEADER = 'idem-id'
@@ -28,100 +55,16 @@ export const KAFKA_ERROR_HEADER = 'idem-error'
 /** The header a dead-lettered copy names its origin in: `<topic>-<partition>-<offset>`. */
 export const KAFKA_SOURCE_HEADER = 'idem-source'
 
-/** Record headers as kafkajs gives and takes them. */
-export interface KafkaHeaders {
-  [name: string]: Buffer | string | (Buffer | string)[] | undefined
-}
-
-/** The parts of a kafkajs record the adapter reads. */
-export interface KafkaRecord {
-  readonly offset: string
-  readonly key: Buffer | null
-  readonly value: Buffer | null
-  readonly timestamp: string
-  readonly headers?: KafkaHeaders | undefined
-}
-
-/** The parts of kafkajs's `eachBatch` payload the adapter uses. */
-export interface KafkaBatchPayload {
-  batch: { readonly topic: string; readonly partition: number; readonly messages: readonly KafkaRecord[] }
-  /** Marks the records up to `offset` processed, so a commit may include them. */
-  resolveOffset(offset: string): void
-  /** Tells the group this member is alive (and learns of a rebalance). */
-  heartbeat(): Promise<void>
-  /** Commits the given offsets (or the resolved ones) if the commit settings call for it. */
-  commitOffsetsIfNecessary(offsets?: { topics: { topic: string; partitions: { partition: number; offset: string }[] }[] }): Promise<void>
-  /** False once the consumer is stopping. */
-  isRunning(): boolean
-  /** True when the batch is stale: a seek or a rebalance has moved the partition on. */
-  isStale(): boolean
-}
-
-/** The parts of a kafkajs `Consumer` the adapter uses. */
-export interface KafkaConsumer {
-  /** Connects to the cluster. */
-  connect(): Promise<void>
-  /** Leaves the group and closes the connections. */
-  disconnect(): Promise<void>
-  /** Stops consuming. */
-  stop(): Promise<void>
-  /** Subscribes to the topics, before `run`. */
-  subscribe(subscription: { topics: string[]; fromBeginning?: boolean }): Promise<void>
-  /** Starts consuming: `eachBatch` is called with each fetched batch. */
-  run(config: {
-    autoCommit: boolean
-    eachBatchAutoResolve: boolean
-    partitionsConsumedConcurrently: number
-    eachBatch(payload: KafkaBatchPayload): Promise<void>
-  }): Promise<void>
-}
-
-/** One record to produce, as kafkajs takes it. */
-export interface KafkaOutgoing {
-  key?: Buffer | string | null
-  value: Buffer | string | null
-  headers?: KafkaHeaders
-}
-
-/** The parts of a kafkajs `Producer` the adapter uses. */
-export interface KafkaProducer {
-  /** Connects to the cluster. */
-  connect(): Promise<void>
-  /** Closes the connections. */
-  disconnect(): Promise<void>
-  /** Produces the records and resolves once the cluster acknowledges them (`acks`). */
-  send(record: { topic: string; messages: KafkaOutgoing[]; acks?: number }): Promise<unknown>
-}
-
-/** Consumer settings passed through to `kafka.consumer(...)` (kafkajs's `ConsumerConfig` less `groupId`). */
-export interface KafkaConsumerConfig {
-  sessionTimeout?: number
-  rebalanceTimeout?: number
-  heartbeatInterval?: number
-  maxBytesPerPartition?: number
-  maxWaitTimeInMs?: number
-  [setting: string]: unknown
-}
-
-/** Producer settings passed through to `kafka.producer(...)`. */
-export interface KafkaProducerConfig {
-  idempotent?: boolean
-  maxInFlightRequests?: number
-  [setting: string]: unknown
-}
-
-/** A kafkajs `Kafka` client (`new Kafka({ clientId, brokers })`), typed by the two factories the adapter calls. */
-export interface KafkaClient {
-  /** A consumer in group `groupId`. */
-  consumer(config: KafkaConsumerConfig & { groupId: string }): KafkaConsumer
-  /** A producer. */
-  producer(config?: KafkaProducerConfig): KafkaProducer
-}
-
-/** What `kafkaSource` takes: the kafkajs client, the group and topics, concurrency, commit interval, redelivery and the dead-letter topic. */
+/** What `kafkaSource` takes: the client and its library, the group and topics, concurrency, commit interval, redelivery and the dead-letter topic. */
 export interface KafkaSourceOptions<K extends KafkaClient = KafkaClient> {
-  /** The client: `new Kafka({ clientId, brokers })`. The source makes its own consumer (and dead-letter producer) from it. */
+  /**
+   * The client: kafkajs's `new Kafka({ clientId, brokers })`, or Confluent's
+   * `new KafkaJS.Kafka({ kafkaJS: { clientId, brokers } })` with `library: 'confluent'`.
+   * The source makes its own consumer (and dead-letter producer) from it.
+   */
   kafka: K
+  /** The library that made `kafka`, which decides where the adapter's settings go. @default 'kafkajs' */
+  library?: KafkaLibrary
   /** The consumer group; every instance of one logical consumer shares it. */
   groupId: string
   /** Topics to read (names, not patterns). */
@@ -130,7 +73,7 @@ export interface KafkaSourceOptions<K extends KafkaClient = KafkaClient> {
   fromBeginning?: boolean
   /** Records of one partition handled at once. Above 1, records of a partition may finish out of order. @default 1 */
   concurrency?: number
-  /** Partitions handled at once (kafkajs's `partitionsConsumedConcurrently`). @default 1 */
+  /** Partitions handled at once (the client's `partitionsConsumedConcurrently`). @default 1 */
   partitionsConsumedConcurrently?: number
   /** Longest a nack holds a record before handing it over again; longer delays are cut to this. @default 30000 */
   maxNackDelayMs?: number
@@ -147,25 +90,30 @@ export interface KafkaSourceOptions<K extends KafkaClient = KafkaClient> {
   /** The header holding a producer-set message id. @default 'idem-id' */
   idHeader?: string
   /**
-   * The dead-letter producer is idempotent (`idempotent: true`, one request in flight).
-   * Turn it off only for a broker that cannot serve it (librdkafka's mock cluster). @default true
+   * The dead-letter producer is idempotent (`idempotent: true`; kafkajs: one request in flight).
+   * Turn it off only for a broker that cannot serve it (kafkajs on librdkafka's mock cluster). @default true
    */
   idempotent?: boolean
-  /** Passed to `kafka.consumer(...)`: session timeout, heartbeat interval, fetch sizes. */
+  /**
+   * Passed to `kafka.consumer(...)`: session timeout, heartbeat interval, fetch sizes
+   * (Confluent's: librdkafka properties, the KafkaJS-style ones in `kafkaJS`). The group,
+   * where it starts and the commits are the adapter's.
+   */
   consumerConfig?: KafkaConsumerConfig
-  /** Passed to `kafka.producer(...)` for the dead-letter producer. */
+  /** Passed to `kafka.producer(...)` for the dead-letter producer (Confluent's: KafkaJS-style ones in `kafkaJS`). */
   producerConfig?: KafkaProducerConfig
   /** How long the topics keep records (`retention.ms`), so the inbox can warn if it forgets ids sooner. */
   redeliveryHorizonMs?: number
 }
 
-/** A Kafka source; `consumer` is the kafkajs consumer it made, for its instrumentation events. */
+/** A Kafka source; `consumer` is the consumer it made (kafkajs's, for its instrumentation events). */
 export interface KafkaSource<C extends KafkaConsumer = KafkaConsumer> extends MessageSource {
   readonly consumer: C
 }
 
 const SOURCE_OPTIONS = optionNames<KafkaSourceOptions>({
   kafka: true,
+  library: true,
   groupId: true,
   topics: true,
   fromBeginning: true,
@@ -208,6 +156,7 @@ export function kafkaSource<K extends KafkaClient>(options: KafkaSourceOptions<K
   assertKnownOptions(caller, options, SOURCE_OPTIONS)
   const {
     kafka,
+    library = 'kafkajs',
     groupId,
     topics,
     fromBeginning = true,
@@ -223,6 +172,7 @@ export function kafkaSource<K extends KafkaClient>(options: KafkaSourceOptions<K
     redeliveryHorizonMs,
   } = options
   assertClient(caller, kafka)
+  const dialect = dialectOf(caller, library)
   assertName(`${caller}: option "groupId"`, groupId, 255)
   if (!Array.isArray(topics) || topics.length === 0) throw new InvalidOptionError(`${caller}: option "topics" must be a non-empty array of topic names, got ${shown(topics)}`)
   topics.forEach((topic, i) => assertTopic(`${caller}: option "topics"[${i}]`, topic))
@@ -236,14 +186,15 @@ export function kafkaSource<K extends KafkaClient>(options: KafkaSourceOptions<K
   if (typeof idempotent !== 'boolean') throw new InvalidOptionError(`${caller}: option "idempotent" must be true or false, got ${shown(idempotent)}`)
   assertConfig(`${caller}: option "consumerConfig"`, consumerConfig)
   assertConfig(`${caller}: option "producerConfig"`, producerConfig)
-  if ('groupId' in consumerConfig) throw new InvalidOptionError(`${caller}: option "consumerConfig" must not set groupId; pass "groupId" itself`)
+  assertOwnSettings(caller, 'consumerConfig', dialect, consumerConfig)
+  assertOwnSettings(caller, 'producerConfig', dialect, producerConfig)
   const heartbeatMs = consumerConfig.heartbeatInterval ?? KAFKAJS_HEARTBEAT_INTERVAL_MS
   assertDuration(`${caller}: option "consumerConfig".heartbeatInterval`, heartbeatMs, 1)
   if (redeliveryHorizonMs !== undefined) assertDuration(`${caller}: option "redeliveryHorizonMs"`, redeliveryHorizonMs, 0)
   const deadLetterTopicOf = deadLetterTopic === null ? null : typeof deadLetterTopic === 'function' ? deadLetterTopic : () => deadLetterTopic
 
-  const consumer: KafkaConsumer = kafka.consumer({ ...consumerConfig, groupId })
-  const producer = deadLetterTopicOf === null ? undefined : kafka.producer(producerSettings(producerConfig, idempotent))
+  const consumer: KafkaConsumer = kafka.consumer(dialect.consumerConfig({ groupId, fromBeginning, config: consumerConfig }))
+  const producer = deadLetterTopicOf === null ? undefined : kafka.producer(dialect.producerConfig(producerConfig, idempotent))
   let subscribed = false
   let closing = false
   // Every batch in progress, so close() can stop their retry waits at once.
@@ -262,15 +213,19 @@ export function kafkaSource<K extends KafkaClient>(options: KafkaSourceOptions<K
     }
     // kafkajs heartbeats only between batches; a batch that runs longer than the session
     // (slow handlers, retry waits) must keep the membership alive itself, and this is also
-    // where it hears that the group is rebalancing.
-    const beat = setInterval(() => {
-      heartbeat().catch((error: unknown) => {
-        if (MEMBERSHIP_LOST.has((error as { type?: string })?.type ?? '')) {
-          lost ??= error
-          halt()
-        }
-      })
-    }, Math.max(50, Math.floor(heartbeatMs / 2)))
+    // where it hears that the group is rebalancing. (librdkafka heartbeats from its own
+    // thread and rebalances between batches, which are at most 32 records there.)
+    const beatMs = Math.max(50, Math.floor(heartbeatMs / 2))
+    const beat = !dialect.heartbeatsInBatch
+      ? undefined
+      : setInterval(() => {
+          heartbeat().catch((error: unknown) => {
+            if (MEMBERSHIP_LOST.has((error as { type?: string })?.type ?? '')) {
+              lost ??= error
+              halt()
+            }
+          })
+        }, beatMs)
 
     // Commits go out one after another, so an older offset never lands after a newer one.
     let commits = Promise.resolve()
@@ -379,7 +334,7 @@ export function kafkaSource<K extends KafkaClient>(options: KafkaSourceOptions<K
           // A copy republished later keeps the inbox's id, so the inbox knows it.
           if (id === undefined) copy[idHeader] = fallbackId
           try {
-            await producer!.send({ topic: deadLetterTopicOf(topic), messages: [{ key: record.key, value: record.value, headers: copy }] })
+            await dialect.send(producer!, deadLetterTopicOf(topic), [{ key: record.key, value: record.value, headers: copy }])
           } catch (error) {
             // Fetched again later, the record is a duplicate for the inbox (its dead letter is in idem's table).
             settle('left')
@@ -419,15 +374,13 @@ export function kafkaSource<K extends KafkaClient>(options: KafkaSourceOptions<K
       onDeliveryOf = onDelivery
       if (producer !== undefined) await producer.connect()
       await consumer.connect()
-      await consumer.subscribe({ topics: [...topics], fromBeginning })
-      await consumer.run({ autoCommit: false, eachBatchAutoResolve: false, partitionsConsumedConcurrently, eachBatch })
+      await dialect.subscribe(consumer, topics, fromBeginning)
+      await dialect.run(consumer, { partitionsConsumedConcurrently, eachBatch })
       return {
         async close() {
           closing = true
           for (const batch of batches) batch.abort()
-          // stop() waits for the batches in progress (they commit what is done) and leaves the group.
-          await consumer.stop()
-          await consumer.disconnect()
+          await dialect.close(consumer)
           await producer?.disconnect()
         },
       }
@@ -435,21 +388,23 @@ export function kafkaSource<K extends KafkaClient>(options: KafkaSourceOptions<K
   }
 }
 
-/** What `kafkaDeliverer` takes: the kafkajs client, the topic and record key of each row, and the producer settings. */
+/** What `kafkaDeliverer` takes: the client and its library, the topic and record key of each row, and the producer settings. */
 export interface KafkaDelivererOptions {
-  /** The client: `new Kafka({ clientId, brokers })`. The deliverer makes its own producer from it. */
+  /** The client (kafkajs's or Confluent's, as for `kafkaSource`). The deliverer makes its own producer from it. */
   kafka: KafkaClient
+  /** The library that made `kafka`. @default 'kafkajs' */
+  library?: KafkaLibrary
   /** The topic for a row. @default the row's topic */
   topic?: (row: OutboxRow) => string
   /** The record key for a row, which picks its partition (rows with one key stay in order). @default the row's dedupe key */
   key?: (row: OutboxRow) => string
   /**
-   * The producer is idempotent (`idempotent: true`, one request in flight), so a retry of
-   * a send the broker already took is not written twice. Turn it off only for a broker
-   * that cannot serve it (librdkafka's mock cluster). @default true
+   * The producer is idempotent (`idempotent: true`; kafkajs: one request in flight), so a
+   * retry of a send the broker already took is not written twice. Turn it off only for a
+   * broker that cannot serve it (kafkajs on librdkafka's mock cluster). @default true
    */
   idempotent?: boolean
-  /** Passed to `kafka.producer(...)`: retries, partitioner. */
+  /** Passed to `kafka.producer(...)`: retries, partitioner (Confluent's: KafkaJS-style ones in `kafkaJS`). */
   producerConfig?: KafkaProducerConfig
 }
 
@@ -460,17 +415,17 @@ export interface KafkaDeliverer {
   close(): Promise<void>
 }
 
-const DELIVERER_OPTIONS = optionNames<KafkaDelivererOptions>({ kafka: true, topic: true, key: true, idempotent: true, producerConfig: true })
+const DELIVERER_OPTIONS = optionNames<KafkaDelivererOptions>({ kafka: true, library: true, topic: true, key: true, idempotent: true, producerConfig: true })
 
 /**
  * An outbox deliverer that produces each row as JSON, keyed (by default by its dedupe
  * key), with the dedupe key in the `idem-id` header, which `kafkaSource` takes as the
  * message id, so a consumer's inbox drops a repeat. The producer is idempotent and
- * acknowledged by all in-sync replicas. It connects on the first delivery. kafkajs takes
- * no abort signal, so the dispatcher's signal only stops a send that has not started;
- * one that has settles when the producer's retries do (an idempotent kafkajs producer
- * retries until the broker takes the record, and the dispatcher keeps the row leased
- * meanwhile).
+ * acknowledged by all in-sync replicas. It connects on the first delivery. Neither client
+ * takes an abort signal, so the dispatcher's signal only stops a send that has not
+ * started; one that has settles when the producer's retries do (an idempotent kafkajs
+ * producer retries until the broker takes the record, librdkafka's until
+ * `message.timeout.ms`, and the dispatcher keeps the row leased meanwhile).
  * @example
  * const deliver = kafkaDeliverer({ kafka, key: (row) => (row.payload as { claimId: string }).claimId })
  * createDispatcher({ store, deliver }).start()
@@ -480,13 +435,15 @@ export function kafkaDeliverer(options: KafkaDelivererOptions): KafkaDeliverer {
   const caller = 'kafkaDeliverer'
   if (options === null || typeof options !== 'object') throw new InvalidOptionError(`${caller}: pass options { kafka }`)
   assertKnownOptions(caller, options, DELIVERER_OPTIONS)
-  const { kafka, topic = (row: OutboxRow) => row.topic, key = (row: OutboxRow) => row.dedupeKey, idempotent = true, producerConfig = {} } = options
+  const { kafka, library = 'kafkajs', topic = (row: OutboxRow) => row.topic, key = (row: OutboxRow) => row.dedupeKey, idempotent = true, producerConfig = {} } = options
   assertClient(caller, kafka)
+  const dialect = dialectOf(caller, library)
   if (typeof topic !== 'function') throw new InvalidOptionError(`${caller}: option "topic" must be a function of the row, got ${shown(topic)}`)
   if (typeof key !== 'function') throw new InvalidOptionError(`${caller}: option "key" must be a function of the row, got ${shown(key)}`)
   if (typeof idempotent !== 'boolean') throw new InvalidOptionError(`${caller}: option "idempotent" must be true or false, got ${shown(idempotent)}`)
   assertConfig(`${caller}: option "producerConfig"`, producerConfig)
-  const producer = kafka.producer(producerSettings(producerConfig, idempotent))
+  assertOwnSettings(caller, 'producerConfig', dialect, producerConfig)
+  const producer = kafka.producer(dialect.producerConfig(producerConfig, idempotent))
   let connected: Promise<void> | undefined
   const connect = () => {
     connected ??= producer.connect().catch((error: unknown) => {
@@ -500,12 +457,7 @@ export function kafkaDeliverer(options: KafkaDelivererOptions): KafkaDeliverer {
     context?.signal.throwIfAborted()
     await connect()
     context?.signal.throwIfAborted()
-    await producer.send({
-      topic: topic(row),
-      // acks -1: all in-sync replicas, which the idempotent producer requires.
-      acks: -1,
-      messages: [{ key: key(row), value: JSON.stringify(row.payload), headers: { [KAFKA_ID_HEADER]: row.dedupeKey } }],
-    })
+    await dialect.send(producer, topic(row), [{ key: key(row), value: JSON.stringify(row.payload), headers: { [KAFKA_ID_HEADER]: row.dedupeKey } }])
   }
   return Object.assign(deliver, {
     async close() {
@@ -514,11 +466,6 @@ export function kafkaDeliverer(options: KafkaDelivererOptions): KafkaDeliverer {
       await producer.disconnect()
     },
   })
-}
-
-function producerSettings(config: KafkaProducerConfig, idempotent: boolean): KafkaProducerConfig {
-  // One request in flight keeps an idempotent producer's sequence numbers, and so its order, intact.
-  return idempotent ? { ...config, idempotent: true, maxInFlightRequests: 1 } : { ...config, idempotent: false }
 }
 
 function headerValue(value: KafkaHeaders[string]): Buffer | string | undefined {
@@ -543,7 +490,7 @@ function pause(ms: number, signal: AbortSignal): Promise<void> {
 function assertClient(caller: string, kafka: unknown): asserts kafka is KafkaClient {
   const client = kafka as Partial<KafkaClient> | null
   if (client === null || typeof client !== 'object' || typeof client.consumer !== 'function' || typeof client.producer !== 'function') {
-    throw new InvalidOptionError(`${caller}: option "kafka" must be a kafkajs client (new Kafka({ clientId, brokers })), got ${shown(kafka)}`)
+    throw new InvalidOptionError(`${caller}: option "kafka" must be a Kafka client (kafkajs's or Confluent's KafkaJS.Kafka), got ${shown(kafka)}`)
   }
 }
 
