@@ -72,8 +72,14 @@ const dedupeFloor = recording((id) => `INSERT INTO ${schema}.seen (id) VALUES ($
 const inboxMark = inboxMarkByHand(schema)
 const handWritten = recording((id) => inboxMark.execute(`'claims-intake'`, id, DEFAULT_INBOX_RETENTION_MS), inboxMark.prepare)
 
-/** The same processor through idem's inbox. */
-const withInbox = () => bullmqProcessor({ inbox: createInbox({ store, consumer: 'claims-intake' }), handler: (tx, job) => insert(tx, job.data, job.id) })
+/** The same processor through idem's inbox. Its handler returns nothing, as the others do: BullMQ stores what it returns. */
+const withInbox = () =>
+  bullmqProcessor({
+    inbox: createInbox({ store, consumer: 'claims-intake' }),
+    handler: async (tx, job) => {
+      await insert(tx, job.data, job.id)
+    },
+  })
 
 const count = async () => Number((await pool.query(`SELECT count(*) AS n FROM ${schema}.claims`)).rows[0].n)
 let runs = 0

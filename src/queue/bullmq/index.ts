@@ -41,8 +41,8 @@ const OPTIONS = optionNames<BullmqProcessorOptions<unknown, unknown, unknown>>({
  * again) completes without running the handler.
  * @throws InvalidOptionError naming the option
  * @example
- * const inbox = createInbox({ store: postgresStore({ pool }), consumer: 'claims-intake' })
- * new Worker('claims', bullmqProcessor({
+ * // inbox: createInbox({ store: postgresStore({ pool }), consumer: 'claims-intake' })
+ * const worker = new Worker('claims', bullmqProcessor({
  *   inbox,
  *   handler: (tx, job) => tx.query('INSERT INTO claims (id, body) VALUES ($1, $2)', [job.data.claimId, job.data]),
  * }), { connection })
