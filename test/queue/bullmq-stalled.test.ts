@@ -6,13 +6,11 @@
 import { spawn, type ChildProcess } from 'node:child_process'
 import { fileURLToPath } from 'node:url'
 import { Queue } from 'bullmq'
-import { Redis } from 'ioredis'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { postgresStore } from '../../src/stores/postgres/index.js'
 import { PG_URL, testSchema, type TestSchema } from '../support/postgres.js'
-import { eventually, reach, unique } from './support.js'
+import { eventually, reachRedis, REDIS_URL, unique } from './support.js'
 
-const REDIS_URL = process.env.IDEM_TEST_REDIS_URL ?? 'redis://127.0.0.1:6379'
 const FIXTURE = fileURLToPath(new URL('../fixtures/bullmq-worker.mjs', import.meta.url))
 const JOBS = 240
 const WORKERS = 3
@@ -20,12 +18,7 @@ const WORKERS = 3
 const HOLD_MID = Array.from({ length: JOBS }, (_, n) => n).filter((n) => n % 20 === 3)
 const HOLD_COMMITTED = Array.from({ length: JOBS }, (_, n) => n).filter((n) => n % 20 === 13)
 
-const admin = await reach('Redis', REDIS_URL, async () => {
-  const redis = new Redis(REDIS_URL, { lazyConnect: true, maxRetriesPerRequest: 1, connectTimeout: 3_000, retryStrategy: () => null })
-  await redis.connect()
-  await redis.ping()
-  return redis
-})
+const admin = await reachRedis()
 const db = admin ? await testSchema('idem_q_bullmq_stalled') : undefined
 
 interface Said {

@@ -4,7 +4,6 @@
 // flight or the store down (delayed, no attempt counted), dead letters past the inbox's
 // maxAttempts, and the retention check. Workers killed mid-job: bullmq-stalled.test.ts.
 import { Queue, Worker, type Job, type WorkerOptions } from 'bullmq'
-import { Redis } from 'ioredis'
 import pg from 'pg'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { createEventStream } from '../../src/core/events.js'
@@ -14,17 +13,11 @@ import type { PgClient } from '../../src/stores/postgres/driver/types.js'
 import { postgresStore } from '../../src/stores/postgres/index.js'
 import { freePort } from '../support/free-port.js'
 import { testSchema, type TestSchema } from '../support/postgres.js'
-import { eventually, reach, unique } from './support.js'
+import { eventually, reachRedis, REDIS_URL, unique } from './support.js'
 
-const URL = process.env.IDEM_TEST_REDIS_URL ?? 'redis://127.0.0.1:6379'
-const admin = await reach('Redis', URL, async () => {
-  const redis = new Redis(URL, { lazyConnect: true, maxRetriesPerRequest: 1, connectTimeout: 3_000, retryStrategy: () => null })
-  await redis.connect()
-  await redis.ping()
-  return redis
-})
+const admin = await reachRedis()
 const db = admin ? await testSchema('idem_q_bullmq') : undefined
-const connection = { url: URL }
+const connection = { url: REDIS_URL }
 const queues: Queue[] = []
 const workers: Worker[] = []
 
