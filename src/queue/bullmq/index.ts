@@ -61,6 +61,7 @@ export function bullmqProcessor<Tx, Data, R, J extends BullmqJob<Data> = BullmqJ
 
   return async function bullmqInboxProcessor(job, token) {
     const horizon = retryHorizonMs(job.opts)
+    // The inbox decides whether to warn; the comparison here only spares most jobs the source's text.
     if (horizon !== undefined && horizon > inbox.retentionMs) inbox.expectRedeliveryWithin(horizon, `BullMQ (${job.queueQualifiedName}: attempts × backoff)`)
     const started = job.attemptsStarted
     const message: InboxMessage<Data> = {

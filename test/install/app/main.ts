@@ -287,11 +287,11 @@ async function queues(): Promise<void> {
   }
 
   // BullMQ: a job added again under its jobId once the first completed (and was removed).
-  const connection = { url: env('IDEM_TEST_REDIS_URL') }
-  const jobs = new Queue(`idem-install-${suffix}`, { connection })
+  const bullmqConnection = { url: env('IDEM_TEST_REDIS_URL') }
+  const jobs = new Queue(`idem-install-${suffix}`, { connection: bullmqConnection })
   let runs = 0
   let completed = 0
-  const worker = new Worker(jobs.name, bullmqProcessor({ inbox: createInbox({ store: memoryStore(), consumer: 'install' }), handler: () => void runs++ }), { connection })
+  const worker = new Worker(jobs.name, bullmqProcessor({ inbox: createInbox({ store: memoryStore(), consumer: 'install' }), handler: () => void runs++ }), { connection: bullmqConnection })
   try {
     for (let copy = 0; copy < 2; copy++) {
       const done = new Promise((resolve) => worker.once('completed', resolve))
