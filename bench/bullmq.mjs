@@ -21,7 +21,7 @@ const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 6)
 const CONCURRENCY = 16
 const BACKLOG = Number(process.env.BENCH_BACKLOG ?? 20_000)
 const SETTLE_MS = Number(process.env.BENCH_SETTLE_MS ?? 1_000)
-const connection = { url: REDIS_URL }
+const connection = { host: new URL(REDIS_URL).hostname, port: Number(new URL(REDIS_URL).port || 6379) }
 
 const database = await queueBenchDatabase('idem_bench_bullmq', CONCURRENCY + 2)
 const { pool, schema, store, insert } = database

@@ -12,7 +12,8 @@ db.exec('CREATE TABLE orders (order_id TEXT, amount INTEGER)')
 const store = sqliteStore({ db })
 store.migrate() // idem's tables, beside the app's
 
-const connection = { url: process.env.REDIS_URL ?? 'redis://127.0.0.1:6379' }
+const redis = new URL(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379')
+const connection = { host: redis.hostname, port: Number(redis.port || 6379) }
 const queue = new Queue(`orders-${randomUUID()}`, { connection })
 
 let ledgerUp = false // the first run fails, and BullMQ retries it after its backoff

@@ -9,7 +9,7 @@ import { Queue } from 'bullmq'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { postgresStore } from '../../src/stores/postgres/index.js'
 import { PG_URL, testSchema, type TestSchema } from '../support/postgres.js'
-import { eventually, reachRedis, REDIS_URL, unique } from './support.js'
+import { BULLMQ_CONNECTION, eventually, reachRedis, unique } from './support.js'
 
 const FIXTURE = fileURLToPath(new URL('../fixtures/bullmq-worker.mjs', import.meta.url))
 const JOBS = 240
@@ -29,7 +29,7 @@ interface Said {
 
 describe.skipIf(db === undefined)('BullMQ workers SIGKILLed mid-job (real Redis and Postgres)', () => {
   const { pool, schema } = db as TestSchema
-  const queue = new Queue(unique('idem_bullmq_stalled'), { connection: { url: REDIS_URL } })
+  const queue = new Queue(unique('idem_bullmq_stalled'), { connection: BULLMQ_CONNECTION })
   const children = new Set<ChildProcess>()
   beforeAll(async () => {
     await postgresStore({ pool, schema }).migrate()
@@ -46,7 +46,7 @@ describe.skipIf(db === undefined)('BullMQ workers SIGKILLed mid-job (real Redis 
 
   it(`${JOBS} jobs, workers killed while holding them: each job's effect exactly once, none lost, none failed`, async () => {
     const config = {
-      redisUrl: REDIS_URL,
+      connection: BULLMQ_CONNECTION,
       pgUrl: PG_URL,
       schema,
       queue: queue.name,

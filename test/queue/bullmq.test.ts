@@ -13,11 +13,11 @@ import type { PgClient } from '../../src/stores/postgres/driver/types.js'
 import { postgresStore } from '../../src/stores/postgres/index.js'
 import { freePort } from '../support/free-port.js'
 import { testSchema, type TestSchema } from '../support/postgres.js'
-import { eventually, reachRedis, REDIS_URL, unique } from './support.js'
+import { BULLMQ_CONNECTION, eventually, reachRedis, unique } from './support.js'
 
 const admin = await reachRedis()
 const db = admin ? await testSchema('idem_q_bullmq') : undefined
-const connection = { url: REDIS_URL }
+const connection = BULLMQ_CONNECTION
 const queues: Queue[] = []
 const workers: Worker[] = []
 

@@ -39,6 +39,9 @@ export async function reach<T>(name: string, url: string, connect: () => Promise
 /** The Redis the queue tests use (override with IDEM_TEST_REDIS_URL). */
 export const REDIS_URL = process.env.IDEM_TEST_REDIS_URL ?? 'redis://127.0.0.1:6379'
 
+/** The test Redis as BullMQ's connection options: host and port (BullMQ 5 takes no `url`). */
+export const BULLMQ_CONNECTION = { host: new URL(REDIS_URL).hostname, port: Number(new URL(REDIS_URL).port || 6379) }
+
 /** An ioredis connection to the test Redis, as `reach` gives it: undefined (and skipped) outside CI when it does not answer. */
 export function reachRedis(): Promise<Redis | undefined> {
   return reach('Redis', REDIS_URL, async () => {

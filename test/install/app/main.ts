@@ -287,7 +287,8 @@ async function queues(): Promise<void> {
   }
 
   // BullMQ: a job added again under its jobId once the first completed (and was removed).
-  const bullmqConnection = { url: env('IDEM_TEST_REDIS_URL') }
+  const redisUrl = new URL(env('IDEM_TEST_REDIS_URL'))
+  const bullmqConnection = { host: redisUrl.hostname, port: Number(redisUrl.port || 6379) } // BullMQ 5 takes no `url`
   const jobs = new Queue(`idem-install-${suffix}`, { connection: bullmqConnection })
   let runs = 0
   let completed = 0
