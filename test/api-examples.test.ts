@@ -35,6 +35,7 @@ const THIRD_PARTY: Readonly<Record<string, string>> = {
   SQSClient: "import { SQSClient } from '@aws-sdk/client-sqs'",
   jetstream: "import { jetstream } from '@nats-io/jetstream'",
   Kafka: "import { Kafka } from 'kafkajs'",
+  Worker: "import { Worker } from 'bullmq'",
   amqp: "import amqp from 'amqplib'",
   metrics: "import { metrics } from '@opentelemetry/api'",
   Module: "import { Module } from '@nestjs/common'",

@@ -4,7 +4,8 @@
  * outbox queues effects in the caller's transaction and a dispatcher delivers them with
  * a stable dedupe key; failures are retried with backoff and, after N attempts, kept
  * as dead letters. Broker adapters live in `idem/queue/rabbitmq`, `idem/queue/redis-streams`,
- * `idem/queue/nats`, `idem/queue/sqs` and `idem/queue/kafka`. The webhook receiver is HTTP's (`idem/fetch`).
+ * `idem/queue/nats`, `idem/queue/sqs` and `idem/queue/kafka`; a BullMQ worker's processor in
+ * `idem/queue/bullmq`. The webhook receiver is HTTP's (`idem/fetch`).
  * @see docs/queue.md
  */
 export {

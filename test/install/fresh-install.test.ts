@@ -206,6 +206,7 @@ function expectEveryPeer(lines: Map<string, { version: string; saw: string }>, v
   expect(saw('@nats-io/jetstream')).toBe('1 delivered, handled 1')
   expect(saw('@aws-sdk/client-sqs')).toBe('2 delivered, handled 1')
   expect(saw('kafkajs')).toBe('2 delivered, handled 1')
+  expect(saw('bullmq')).toBe('2 completed, handled 1')
   expect(saw('prom-client')).toBe('exports the fresh outcome')
   expect(saw('@opentelemetry/api')).toBe('instruments made, the run recorded')
 }
@@ -235,7 +236,7 @@ describe('fresh install from the packed tarball', () => {
   }, 120_000)
 
   it('the app covers every peer range', () => {
-    const covered = ['@nestjs/common', '@nestjs/core', '@nestjs/platform-express', '@nestjs/platform-fastify', 'reflect-metadata', 'rxjs', 'express', 'koa', 'fastify', 'hono', 'pg', 'better-sqlite3', 'ioredis', 'iovalkey', 'redis', '@aws-sdk/client-dynamodb', 'amqplib', '@nats-io/jetstream', '@aws-sdk/client-sqs', 'kafkajs', 'prom-client', '@opentelemetry/api']
+    const covered = ['@nestjs/common', '@nestjs/core', '@nestjs/platform-express', '@nestjs/platform-fastify', 'reflect-metadata', 'rxjs', 'express', 'koa', 'fastify', 'hono', 'pg', 'better-sqlite3', 'ioredis', 'iovalkey', 'redis', '@aws-sdk/client-dynamodb', 'amqplib', '@nats-io/jetstream', '@aws-sdk/client-sqs', 'kafkajs', 'bullmq', 'prom-client', '@opentelemetry/api']
     expect(peers.filter((peer) => !covered.includes(peer))).toEqual([])
     expect(lowest('^4.17.0 || ^5.0.0')).toBe('4.17.0')
     expect(lowest('>=11 <13')).toBe('11.0.0')

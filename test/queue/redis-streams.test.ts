@@ -3,15 +3,9 @@ import { afterAll, describe, expect, it } from 'vitest'
 import { redisStreamDeliverer, redisStreamSource } from '../../src/queue/redis-streams/index.js'
 import { postgresStore } from '../../src/stores/postgres/index.js'
 import { testSchema, type TestSchema } from '../support/postgres.js'
-import { chaosScenario, delivererScenario, eventually, poisonScenario, reach, seedScenario, unique, type BrokerHarness } from './support.js'
+import { chaosScenario, delivererScenario, eventually, poisonScenario, reachRedis, REDIS_URL, seedScenario, unique, type BrokerHarness } from './support.js'
 
-const URL = process.env.IDEM_TEST_REDIS_URL ?? 'redis://127.0.0.1:6379'
-const admin = await reach('Redis', URL, async () => {
-  const redis = new Redis(URL, { lazyConnect: true, maxRetriesPerRequest: 1, connectTimeout: 3_000, retryStrategy: () => null })
-  await redis.connect()
-  await redis.ping()
-  return redis
-})
+const admin = await reachRedis()
 const db = admin ? await testSchema('idem_q_redis') : undefined
 const streams: string[] = []
 
@@ -34,7 +28,7 @@ function harness(): BrokerHarness {
       await admin!.xadd(stream, '*', 'id', id, 'body', JSON.stringify(body))
     },
     async open() {
-      const redis = new Redis(URL, { maxRetriesPerRequest: 1 })
+      const redis = new Redis(REDIS_URL, { maxRetriesPerRequest: 1 })
       // Each worker is a new consumer in the group, as a restarted process would be; a
       // short claimIdleMs lets it take over what a dead one held.
       const source = redisStreamSource({ redis, stream, group, consumer: `worker-${++consumers}`, blockMs: 100, claimIdleMs: 300, claimEveryMs: 100 })
@@ -90,7 +84,7 @@ describe.skipIf(db === undefined)('Redis Streams adapter (ioredis, real server)'
     const withId = await add('id', 'evt_1', 'body', '{"n":1}', 'trace', 't-1')
     const withoutId = await add('body', '{"n":2}')
     const custom = await add('msg', 'evt_3', 'payload', '{"n":3}', 'body', 'not the body')
-    const redis = new Redis(URL, { maxRetriesPerRequest: 1 })
+    const redis = new Redis(REDIS_URL, { maxRetriesPerRequest: 1 })
     const seen: Array<{ id: string | undefined; data: string; headers: Record<string, string> }> = []
     const collect = async (source: ReturnType<typeof redisStreamSource>, expected: number) => {
       const subscription = await source.subscribe(async (delivery) => {

@@ -1,4 +1,5 @@
 import { randomBytes, randomUUID } from 'node:crypto'
+import { Redis } from 'ioredis'
 import { expect } from 'vitest'
 import { contentId } from '../../src/data/index.js'
 import { upsert } from '../../src/data/index.js'
@@ -33,6 +34,22 @@ export async function reach<T>(name: string, url: string, connect: () => Promise
   } finally {
     clearTimeout(timer)
   }
+}
+
+/** The Redis the queue tests use (override with IDEM_TEST_REDIS_URL). */
+export const REDIS_URL = process.env.IDEM_TEST_REDIS_URL ?? 'redis://127.0.0.1:6379'
+
+/** The test Redis as BullMQ's connection options: host and port (BullMQ 5 takes no `url`). */
+export const BULLMQ_CONNECTION = { host: new URL(REDIS_URL).hostname, port: Number(new URL(REDIS_URL).port || 6379) }
+
+/** An ioredis connection to the test Redis, as `reach` gives it: undefined (and skipped) outside CI when it does not answer. */
+export function reachRedis(): Promise<Redis | undefined> {
+  return reach('Redis', REDIS_URL, async () => {
+    const redis = new Redis(REDIS_URL, { lazyConnect: true, maxRetriesPerRequest: 1, connectTimeout: 3_000, retryStrategy: () => null })
+    await redis.connect()
+    await redis.ping()
+    return redis
+  })
 }
 
 /** Polls `check` until it returns true, for at most `timeoutMs` (bounded waits, no sleeps in assertions). */

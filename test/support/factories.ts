@@ -465,6 +465,7 @@ export const TARGETS: OptionTarget[] = [
   { entry: 'idem/queue/sqs', export: 'sqsDeliverer', caller: 'sqsDeliverer', minimal: (r) => ({ client: r.sqs, queueUrl: 'http://127.0.0.1/q' }), call: (f, o) => f(o), typos: [['queueurl', 'queueUrl']] },
   { entry: 'idem/queue/kafka', export: 'kafkaSource', caller: 'kafkaSource', minimal: (r) => ({ kafka: r.kafka, groupId: 'g', topics: ['t'] }), call: (f, o) => f(o), typos: [['groupID', 'groupId']] },
   { entry: 'idem/queue/kafka', export: 'kafkaDeliverer', caller: 'kafkaDeliverer', minimal: (r) => ({ kafka: r.kafka }), call: (f, o) => f(o), dispose: close, typos: [['idempotnt', 'idempotent']] },
+  { entry: 'idem/queue/bullmq', export: 'bullmqProcessor', caller: 'bullmqProcessor', minimal: (r) => ({ inbox: r.inbox(), handler: () => {} }), call: (f, o) => f(o), typos: [['storeRetryMS', 'storeRetryMs'], ['handle', 'handler']] },
 
   // the other stores
   { entry: 'idem/redis', export: 'redisStore', caller: 'redisStore', minimal: (r) => ({ client: r.redis }), call: (f, o) => f(o), typos: [['prefx', 'prefix'], ['timeoutMS', 'timeoutMs']] },
@@ -532,6 +533,7 @@ export const NOT_FACTORIES: Record<string, string> = {
   'idem/fetch#largestStoredBody': 'a number of bytes',
   'idem/sqlite#openSqlite': 'a file name',
   'idem/queue#idFromBytes': 'the bytes of an id',
+  'idem/queue/bullmq#bullmqMessageId': 'a BullMQ job',
   'idem/postgres#fromPg': 'wraps a client',
   'idem/postgres#postgresMigrationScript': 'a schema and a version',
   'idem/sqlite#sqliteMigrationScript': 'a version',

@@ -15,7 +15,10 @@ export interface IoRedisClient {
   /** True for a `Cluster`. */
   readonly isCluster: boolean
   /** A `Cluster`'s masters, each asked for its version. */
-  nodes?(role: 'master'): Array<{ call(command: string, ...args: string[]): Promise<unknown> }>
+  nodes?(role: 'master'): Array<{
+    /** Sends one command to that master. */
+    call(command: string, ...args: string[]): Promise<unknown>
+  }>
 }
 
 /** The part of an ioredis pipeline the store uses. */

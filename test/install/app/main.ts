@@ -20,6 +20,7 @@ import { AckPolicy, jetstream, jetstreamManager } from '@nats-io/jetstream'
 import { metrics } from '@opentelemetry/api'
 import * as amqp from 'amqplib'
 import Database = require('better-sqlite3')
+import { Queue, Worker } from 'bullmq'
 import express = require('express')
 import { fastify as Fastify } from 'fastify'
 import { Hono } from 'hono'
@@ -42,6 +43,7 @@ import { openTelemetryMetrics } from 'idem/opentelemetry'
 import { postgresStore } from 'idem/postgres'
 import { prometheusMetrics } from 'idem/prometheus'
 import { createInbox, startConsumer, type Deliverer, type MessageSource, type OutboxRow } from 'idem/queue'
+import { bullmqProcessor } from 'idem/queue/bullmq'
 import { kafkaDeliverer, kafkaSource } from 'idem/queue/kafka'
 import { natsDeliverer, natsSource } from 'idem/queue/nats'
 import { rabbitmqDeliverer, rabbitmqSource } from 'idem/queue/rabbitmq'
@@ -282,6 +284,27 @@ async function queues(): Promise<void> {
     say('kafkajs', await roundTrip(deliver, source, topic, 2))
   } finally {
     await deliver.close()
+  }
+
+  // BullMQ: a job added again under its jobId once the first completed (and was removed).
+  const redisUrl = new URL(env('IDEM_TEST_REDIS_URL'))
+  const bullmqConnection = { host: redisUrl.hostname, port: Number(redisUrl.port || 6379) } // BullMQ 5 takes no `url`
+  const jobs = new Queue(`idem-install-${suffix}`, { connection: bullmqConnection })
+  let runs = 0
+  let completed = 0
+  const worker = new Worker(jobs.name, bullmqProcessor({ inbox: createInbox({ store: memoryStore(), consumer: 'install' }), handler: () => void runs++ }), { connection: bullmqConnection })
+  try {
+    for (let copy = 0; copy < 2; copy++) {
+      const done = new Promise((resolve) => worker.once('completed', resolve))
+      await jobs.add('order', { amount: 5 }, { jobId: `order-${suffix}`, removeOnComplete: true })
+      await done
+      completed++
+    }
+    say('bullmq', `${completed} completed, handled ${runs}`)
+  } finally {
+    await worker.close()
+    await jobs.obliterate({ force: true })
+    await jobs.close()
   }
 }
 
