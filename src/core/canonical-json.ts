@@ -15,23 +15,30 @@ export function isCanonicalJson(bytes: Uint8Array): boolean {
   return isUtf8(bytes) && scan(bytes)
 }
 
-// Deeper JSON is left to the long way, which refuses what it cannot recurse into: the
-// answer for such a body stays what it was.
-const MAX_DEPTH = 64
+/**
+ * Nesting the canonical readers follow: deeper JSON is left to the long way, which refuses
+ * what it cannot recurse into, so the answer for such a body stays what it was.
+ */
+export const MAX_DEPTH = 64
 
 const NO = -1
-const QUOTE = 0x22
-const BACKSLASH = 0x5c
-const COMMA = 0x2c
-const COLON = 0x3a
-const MINUS = 0x2d
-const DOT = 0x2e
-const ZERO = 0x30
-const NINE = 0x39
-const OPEN_OBJECT = 0x7b
-const CLOSE_OBJECT = 0x7d
-const OPEN_ARRAY = 0x5b
-const CLOSE_ARRAY = 0x5d
+
+/** The bytes (and UTF-16 units) of JSON's structure that both canonical readers look for. */
+export const JSON_CODES = {
+  QUOTE: 0x22,
+  BACKSLASH: 0x5c,
+  COMMA: 0x2c,
+  COLON: 0x3a,
+  MINUS: 0x2d,
+  DOT: 0x2e,
+  ZERO: 0x30,
+  NINE: 0x39,
+  OPEN_OBJECT: 0x7b,
+  CLOSE_OBJECT: 0x7d,
+  OPEN_ARRAY: 0x5b,
+  CLOSE_ARRAY: 0x5d,
+} as const
+const { QUOTE, BACKSLASH, COMMA, COLON, MINUS, DOT, ZERO, NINE, OPEN_OBJECT, CLOSE_OBJECT, OPEN_ARRAY, CLOSE_ARRAY } = JSON_CODES
 
 // Bytes a string holds as they are: not a control character, quote or backslash. A name
 // holds no character from U+E000 on either (no lead byte from 0xEE), so that its UTF-8
@@ -213,7 +220,7 @@ function number(bytes: Uint8Array, start: number): number {
  * notation, is written as ECMAScript prints it, told by its digits alone: the digits
  * start at `integer` (after any minus), the integer part ends at `integerEnd`.
  */
-function fixedIsCanonical(source: Uint8Array | string, start: number, integer: number, integerEnd: number, fractionEnd: number): boolean {
+export function fixedIsCanonical(source: Uint8Array | string, start: number, integer: number, integerEnd: number, fractionEnd: number): boolean {
   const fraction = fractionEnd > integerEnd
   // A redundant zero: a fraction ending in 0 (1.50, 0.0), or a zero with a sign (-0).
   if (fraction && codeAt(source, fractionEnd - 1) === ZERO) return false
@@ -235,226 +242,4 @@ function codeAt(source: Uint8Array | string, i: number): number | undefined {
 
 function isDigit(byte: number | undefined): boolean {
   return byte !== undefined && byte >= ZERO && byte <= NINE
-}
-
-/**
- * The RFC 8785 form of the JSON `text`, exactly as `canonicalize(JSON.parse(text))`
- * writes it, without building the parsed value: one pass that keeps the text of strings
- * and numbers already canonical, sorts the members of objects whose names are out of
- * order, and drops whitespace. Undefined when the long way has to decide: text that is
- * not JSON, a repeated name, a lone surrogate, a number beyond doubles, nesting deeper
- * than `MAX_DEPTH` (the long way refuses some of these, and its answer stays the answer).
- */
-export function canonicalJsonText(text: string): string | undefined {
-  const cursor: Cursor = { text, at: 0, value: '' }
-  skipSpace(cursor)
-  const canonical = readValue(cursor, 0)
-  if (canonical === undefined) return undefined
-  skipSpace(cursor)
-  return cursor.at === text.length ? canonical : undefined
-}
-
-interface Cursor {
-  readonly text: string
-  /** The next character to read. */
-  at: number
-  /** The value of the string read last (its canonical text is what readString returns). */
-  value: string
-}
-
-function skipSpace(cursor: Cursor): void {
-  const { text } = cursor
-  let at = cursor.at
-  for (;;) {
-    const code = text.charCodeAt(at)
-    if (code !== 0x20 && code !== 0x0a && code !== 0x0d && code !== 0x09) break
-    at++
-  }
-  cursor.at = at
-}
-
-function readValue(cursor: Cursor, depth: number): string | undefined {
-  const { text } = cursor
-  const at = cursor.at
-  switch (text.charCodeAt(at)) {
-    case OPEN_OBJECT:
-      return depth < MAX_DEPTH ? readObject(cursor, depth + 1) : undefined
-    case OPEN_ARRAY:
-      return depth < MAX_DEPTH ? readArray(cursor, depth + 1) : undefined
-    case QUOTE:
-      return readString(cursor)
-    case 0x74: // t
-      return readLiteral(cursor, 'true')
-    case 0x66: // f
-      return readLiteral(cursor, 'false')
-    case 0x6e: // n
-      return readLiteral(cursor, 'null')
-    default:
-      return readNumber(cursor)
-  }
-}
-
-function readLiteral(cursor: Cursor, literal: string): string | undefined {
-  if (!cursor.text.startsWith(literal, cursor.at)) return undefined
-  cursor.at += literal.length
-  return literal
-}
-
-function readObject(cursor: Cursor, depth: number): string | undefined {
-  const { text } = cursor
-  cursor.at++
-  skipSpace(cursor)
-  if (text.charCodeAt(cursor.at) === CLOSE_OBJECT) {
-    cursor.at++
-    return '{}'
-  }
-  // Each member's name, and its canonical text (name, colon, value), in the order read.
-  const names: string[] = []
-  const members: string[] = []
-  let sorted = true
-  for (;;) {
-    if (text.charCodeAt(cursor.at) !== QUOTE) return undefined
-    const name = readString(cursor)
-    if (name === undefined) return undefined
-    const value = cursor.value
-    skipSpace(cursor)
-    if (text.charCodeAt(cursor.at) !== COLON) return undefined
-    cursor.at++
-    skipSpace(cursor)
-    const member = readValue(cursor, depth)
-    if (member === undefined) return undefined
-    if (names.length > 0 && !(names[names.length - 1]! < value)) sorted = false
-    names.push(value)
-    members.push(name + ':' + member)
-    skipSpace(cursor)
-    const next = text.charCodeAt(cursor.at++)
-    if (next === CLOSE_OBJECT) break
-    if (next !== COMMA) return undefined
-    skipSpace(cursor)
-  }
-  // By UTF-16 units, as Array.prototype.sort compares strings (an insertion sort: objects
-  // are small); a repeated name (JSON.parse keeps the last) is left to the long way.
-  if (!sorted && !sortMembers(names, members)) return undefined
-  let canonical = '{' + members[0]!
-  for (let i = 1; i < members.length; i++) canonical += ',' + members[i]!
-  return canonical + '}'
-}
-
-// Sorts the members by name, both lists alike; false when a name is there twice.
-function sortMembers(names: string[], members: string[]): boolean {
-  for (let i = 1; i < names.length; i++) {
-    const name = names[i]!
-    const member = members[i]!
-    let j = i - 1
-    while (j >= 0 && names[j]! > name) {
-      names[j + 1] = names[j]!
-      members[j + 1] = members[j]!
-      j--
-    }
-    if (j >= 0 && names[j] === name) return false
-    names[j + 1] = name
-    members[j + 1] = member
-  }
-  return true
-}
-
-function readArray(cursor: Cursor, depth: number): string | undefined {
-  const { text } = cursor
-  cursor.at++
-  skipSpace(cursor)
-  if (text.charCodeAt(cursor.at) === CLOSE_ARRAY) {
-    cursor.at++
-    return '[]'
-  }
-  let canonical = '['
-  for (;;) {
-    const value = readValue(cursor, depth)
-    if (value === undefined) return undefined
-    canonical += value
-    skipSpace(cursor)
-    const next = text.charCodeAt(cursor.at++)
-    if (next === CLOSE_ARRAY) return `${canonical}]`
-    if (next !== COMMA) return undefined
-    canonical += ','
-    skipSpace(cursor)
-  }
-}
-
-/**
- * A string's canonical text, its value left in `cursor.value`. Without an escape, a
- * control character or a surrogate (the common case) both are slices of the text;
- * otherwise JSON.parse reads it and JSON.stringify writes it, as the long way does.
- */
-function readString(cursor: Cursor): string | undefined {
-  const { text } = cursor
-  const start = cursor.at
-  let at = start + 1
-  let plain = true
-  for (;;) {
-    const code = text.charCodeAt(at)
-    if (code === QUOTE) break
-    if (code === BACKSLASH) {
-      plain = false
-      at += 2
-    } else if (code >= 0x20 && (code < 0xd800 || code > 0xdfff)) {
-      at++
-    } else if (Number.isNaN(code)) {
-      return undefined
-    } else {
-      plain = false
-      at++
-    }
-  }
-  cursor.at = at + 1
-  if (plain) {
-    cursor.value = text.slice(start + 1, at)
-    return text.slice(start, at + 1)
-  }
-  let value: unknown
-  try {
-    value = JSON.parse(text.slice(start, at + 1))
-  } catch {
-    return undefined
-  }
-  if (typeof value !== 'string' || !value.isWellFormed()) return undefined
-  cursor.value = value
-  return JSON.stringify(value)
-}
-
-// A number by the JSON grammar, written as ECMAScript prints it: as it is when it already
-// is (the rule of `number` above), else printed from the double it reads as.
-function readNumber(cursor: Cursor): string | undefined {
-  const { text } = cursor
-  const start = cursor.at
-  let at = start
-  if (text.charCodeAt(at) === MINUS) at++
-  const integer = at
-  if (text.charCodeAt(at) === ZERO) at++
-  else if (isDigitCode(text.charCodeAt(at))) while (isDigitCode(text.charCodeAt(at))) at++
-  else return undefined
-  const integerEnd = at
-  if (text.charCodeAt(at) === DOT) {
-    at++
-    if (!isDigitCode(text.charCodeAt(at))) return undefined
-    while (isDigitCode(text.charCodeAt(at))) at++
-  }
-  const fractionEnd = at
-  const e = text.charCodeAt(at)
-  const exponent = e === 0x65 || e === 0x45
-  if (exponent) {
-    at++
-    const sign = text.charCodeAt(at)
-    if (sign === 0x2b || sign === MINUS) at++
-    if (!isDigitCode(text.charCodeAt(at))) return undefined
-    while (isDigitCode(text.charCodeAt(at))) at++
-  }
-  cursor.at = at
-  const token = text.slice(start, at)
-  if (!exponent && fixedIsCanonical(text, start, integer, integerEnd, fractionEnd)) return token
-  const number = Number(token)
-  return Number.isFinite(number) ? JSON.stringify(number) : undefined
-}
-
-function isDigitCode(code: number): boolean {
-  return code >= ZERO && code <= NINE
 }
