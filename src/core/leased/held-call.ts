@@ -1,5 +1,5 @@
 import type { ResolvedCall } from '../call.js'
-import { isThenable } from '../deadline.js'
+import { isThenable } from '../hold-clock.js'
 import { storedResult, type RunResult } from '../engine.js'
 import { LeaseLostError } from '../errors/lease-lost.js'
 import { OutcomeTooLargeError } from '../errors/outcome-too-large.js'
