@@ -1,5 +1,5 @@
 import { InvalidOptionError } from './errors/invalid-option.js'
-import { fingerprintInput } from './fingerprint.js'
+import { fingerprintInput } from './json-data.js'
 import { assertScope, assertValidKey } from './identity.js'
 import { assertDuration, assertKnownOptions, type KnownOptions } from './validate.js'
 import type { CallEvent, EventStream, OutcomeEvent, OutcomeKind } from './events.js'

@@ -1,8 +1,8 @@
 import canonicalize from 'canonicalize'
 import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
-import { isCanonicalJson } from './canonical-json.js'
-import { canonicalJsonText } from './canonical-json-text.js'
+import { canonicalJsonText } from './canonical-json.js'
+import { isCanonicalJson } from './fingerprint.js'
 
 const strict = new TextDecoder('utf-8', { fatal: true })
 

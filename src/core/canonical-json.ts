@@ -1,245 +1,230 @@
-import { isUtf8 } from 'node:buffer'
-
 /**
- * Whether `bytes` are JSON already in its RFC 8785 canonical form, exactly as
- * `canonicalize(JSON.parse(text))` would write it: UTF-8, no whitespace between tokens,
- * the members of every object sorted by name and each name once, strings with only the
- * escapes `JSON.stringify` writes, numbers as ECMAScript prints them. One pass over the
- * bytes, nothing allocated: a client that sends canonical JSON costs its fingerprint
- * little more than the hash. False is no verdict on the JSON: the caller then
- * canonicalises it the long way (whitespace to drop, keys to sort, a name with an
- * escape, a nesting deeper than `MAX_DEPTH`, a body that is not JSON at all).
+ * Canonical JSON made from JSON text (RFC 8785), without building the parsed value: for
+ * a body that is JSON but not canonical already (`isCanonicalJson`, fingerprint.ts, tells
+ * that of bytes).
  */
-export function isCanonicalJson(bytes: Uint8Array): boolean {
-  // Valid UTF-8 holds no surrogate; a byte from 0x80 on can then only be in a string.
-  return isUtf8(bytes) && scan(bytes)
-}
+import { fixedIsCanonical, JSON_CODES, MAX_DEPTH } from './fingerprint.js'
 
-/**
- * Nesting the canonical readers follow: deeper JSON is left to the long way, which refuses
- * what it cannot recurse into, so the answer for such a body stays what it was.
- */
-export const MAX_DEPTH = 64
-
-const NO = -1
-
-/** The bytes (and UTF-16 units) of JSON's structure that both canonical readers look for. */
-export const JSON_CODES = {
-  QUOTE: 0x22,
-  BACKSLASH: 0x5c,
-  COMMA: 0x2c,
-  COLON: 0x3a,
-  MINUS: 0x2d,
-  DOT: 0x2e,
-  ZERO: 0x30,
-  NINE: 0x39,
-  OPEN_OBJECT: 0x7b,
-  CLOSE_OBJECT: 0x7d,
-  OPEN_ARRAY: 0x5b,
-  CLOSE_ARRAY: 0x5d,
-} as const
 const { QUOTE, BACKSLASH, COMMA, COLON, MINUS, DOT, ZERO, NINE, OPEN_OBJECT, CLOSE_OBJECT, OPEN_ARRAY, CLOSE_ARRAY } = JSON_CODES
 
-// Bytes a string holds as they are: not a control character, quote or backslash. A name
-// holds no character from U+E000 on either (no lead byte from 0xEE), so that its UTF-8
-// bytes sort as its UTF-16 units do, which RFC 8785 sorts by.
-const PLAIN = new Uint8Array(256).fill(1, 0x20)
-PLAIN[QUOTE] = 0
-PLAIN[BACKSLASH] = 0
-const PLAIN_IN_NAME = PLAIN.slice().fill(0, 0xee)
-
-// The open containers, innermost last: the byte that closes each, and for an object where
-// its last name so far starts and ends. The scan runs to its end without yielding, so
-// one set serves every call.
-const closers = new Uint8Array(MAX_DEPTH)
-const nameStarts = new Int32Array(MAX_DEPTH)
-const nameEnds = new Int32Array(MAX_DEPTH)
-
 /**
- * One loop over the bytes, without recursion (a call per value would cost as much as
- * the bytes): read a value, then the commas, names and closing brackets after it.
+ * The RFC 8785 form of the JSON `text`, exactly as `canonicalize(JSON.parse(text))`
+ * writes it, without building the parsed value: one pass that keeps the text of strings
+ * and numbers already canonical, sorts the members of objects whose names are out of
+ * order, and drops whitespace. Undefined when the long way has to decide: text that is
+ * not JSON, a repeated name, a lone surrogate, a number beyond doubles, nesting deeper
+ * than `MAX_DEPTH` (the long way refuses some of these, and its answer stays the answer).
  */
-function scan(bytes: Uint8Array): boolean {
-  const length = bytes.length
-  let at = 0
-  let depth = 0
+export function canonicalJsonText(text: string): string | undefined {
+  const cursor: Cursor = { text, at: 0, value: '' }
+  skipSpace(cursor)
+  const canonical = readValue(cursor, 0)
+  if (canonical === undefined) return undefined
+  skipSpace(cursor)
+  return cursor.at === text.length ? canonical : undefined
+}
+
+interface Cursor {
+  readonly text: string
+  /** The next character to read. */
+  at: number
+  /** The value of the string read last (its canonical text is what readString returns). */
+  value: string
+}
+
+function skipSpace(cursor: Cursor): void {
+  const { text } = cursor
+  let at = cursor.at
   for (;;) {
-    // A value starts at `at`.
-    const first = bytes[at]
-    if (first === QUOTE) {
-      at++
-      for (;;) {
-        while (at < length && PLAIN[bytes[at]!] === 1) at++
-        const byte = bytes[at]
-        if (byte === QUOTE) break
-        if (byte !== BACKSLASH || !canonicalEscape(bytes, at)) return false
-        at += bytes[at + 1] === 0x75 ? 6 : 2
-      }
-      at++
-    } else if (first === OPEN_OBJECT || first === OPEN_ARRAY) {
-      if (depth === MAX_DEPTH) return false
-      at++
-      if (bytes[at] === first + 2) {
-        at++ // {} or []
-      } else {
-        closers[depth] = first + 2
-        depth++
-        if (first === OPEN_OBJECT) {
-          nameStarts[depth - 1] = NO
-          at = member(bytes, at, depth - 1)
-          if (at === NO) return false
-        }
-        continue
-      }
-    } else if (first === 0x74) {
-      // true
-      if (bytes[at + 1] !== 0x72 || bytes[at + 2] !== 0x75 || bytes[at + 3] !== 0x65) return false
-      at += 4
-    } else if (first === 0x66) {
-      // false
-      if (bytes[at + 1] !== 0x61 || bytes[at + 2] !== 0x6c || bytes[at + 3] !== 0x73 || bytes[at + 4] !== 0x65) return false
-      at += 5
-    } else if (first === 0x6e) {
-      // null
-      if (bytes[at + 1] !== 0x75 || bytes[at + 2] !== 0x6c || bytes[at + 3] !== 0x6c) return false
-      at += 4
-    } else {
-      at = number(bytes, at)
-      if (at === NO) return false
-    }
-    // A value ended: what follows closes containers, or leads to the next value.
-    for (;;) {
-      if (depth === 0) return at === length
-      const next = bytes[at++]
-      if (next === COMMA) {
-        if (closers[depth - 1] === CLOSE_OBJECT) {
-          at = member(bytes, at, depth - 1)
-          if (at === NO) return false
-        }
-        break
-      }
-      if (next !== closers[depth - 1]) return false
-      depth--
-    }
-  }
-}
-
-/**
- * A member's name and colon at `at`, in the object at `level`: a string without any
- * escape, sorted after the name before it (bytes compare as the UTF-16 units RFC 8785
- * sorts by, given PLAIN_IN_NAME), and never the same. Returns where its value starts.
- */
-function member(bytes: Uint8Array, at: number, level: number): number {
-  if (bytes[at] !== QUOTE) return NO
-  const start = at
-  const length = bytes.length
-  at++
-  while (at < length && PLAIN_IN_NAME[bytes[at]!] === 1) at++
-  if (bytes[at] !== QUOTE || bytes[at + 1] !== COLON) return NO
-  const end = at + 1
-  const previous = nameStarts[level]!
-  if (previous !== NO && !ascending(bytes, previous, nameEnds[level]!, start, end)) return NO
-  nameStarts[level] = start
-  nameEnds[level] = end
-  return end + 1
-}
-
-// Whether the quoted name at [from, to) sorts strictly after the one at [start, end).
-function ascending(bytes: Uint8Array, start: number, end: number, from: number, to: number): boolean {
-  const length = Math.min(end - start, to - from) - 1
-  for (let i = 1; i < length; i++) {
-    const a = bytes[start + i]!
-    const b = bytes[from + i]!
-    if (a !== b) return a < b
-  }
-  // One is a prefix of the other: the shorter sorts first.
-  return end - start < to - from
-}
-
-// The escape at `at` is one JSON.stringify writes: \" \\ \b \f \n \r \t, or \u00xx in
-// lowercase hex for another control character.
-function canonicalEscape(bytes: Uint8Array, at: number): boolean {
-  switch (bytes[at + 1]) {
-    case QUOTE:
-    case BACKSLASH:
-    case 0x62: // b
-    case 0x66: // f
-    case 0x6e: // n
-    case 0x72: // r
-    case 0x74: // t
-      return true
-    case 0x75: {
-      // u
-      if (bytes[at + 2] !== ZERO || bytes[at + 3] !== ZERO) return false
-      const high = bytes[at + 4]
-      const low = bytes[at + 5]!
-      const code = (high === ZERO ? 0 : high === 0x31 ? 16 : -256) + (low >= ZERO && low <= NINE ? low - ZERO : low >= 0x61 && low <= 0x66 ? low - 0x61 + 10 : -256)
-      return code >= 0 && code !== 0x08 && code !== 0x09 && code !== 0x0a && code !== 0x0c && code !== 0x0d
-    }
-    default:
-      return false
-  }
-}
-
-/**
- * A number as ECMAScript prints it (RFC 8785 §3.2.2.3). Fixed notation with at most 15
- * significant digits is checked by its digits: any decimal of 15 digits or fewer is the
- * shortest form of the double it reads as, so it prints back as written if it has no
- * redundant zero and lies where ECMAScript prints without an exponent (below 10^21,
- * from 10^-6). Anything else (an exponent, more digits) is printed and compared.
- */
-function number(bytes: Uint8Array, start: number): number {
-  let at = start
-  if (bytes[at] === MINUS) at++
-  const integer = at
-  if (bytes[at] === ZERO) at++
-  else if (isDigit(bytes[at])) while (isDigit(bytes[at])) at++
-  else return NO
-  const integerEnd = at
-  if (bytes[at] === DOT) {
+    const code = text.charCodeAt(at)
+    if (code !== 0x20 && code !== 0x0a && code !== 0x0d && code !== 0x09) break
     at++
-    if (!isDigit(bytes[at])) return NO
-    while (isDigit(bytes[at])) at++
+  }
+  cursor.at = at
+}
+
+function readValue(cursor: Cursor, depth: number): string | undefined {
+  const { text } = cursor
+  const at = cursor.at
+  switch (text.charCodeAt(at)) {
+    case OPEN_OBJECT:
+      return depth < MAX_DEPTH ? readObject(cursor, depth + 1) : undefined
+    case OPEN_ARRAY:
+      return depth < MAX_DEPTH ? readArray(cursor, depth + 1) : undefined
+    case QUOTE:
+      return readString(cursor)
+    case 0x74: // t
+      return readLiteral(cursor, 'true')
+    case 0x66: // f
+      return readLiteral(cursor, 'false')
+    case 0x6e: // n
+      return readLiteral(cursor, 'null')
+    default:
+      return readNumber(cursor)
+  }
+}
+
+function readLiteral(cursor: Cursor, literal: string): string | undefined {
+  if (!cursor.text.startsWith(literal, cursor.at)) return undefined
+  cursor.at += literal.length
+  return literal
+}
+
+function readObject(cursor: Cursor, depth: number): string | undefined {
+  const { text } = cursor
+  cursor.at++
+  skipSpace(cursor)
+  if (text.charCodeAt(cursor.at) === CLOSE_OBJECT) {
+    cursor.at++
+    return '{}'
+  }
+  // Each member's name, and its canonical text (name, colon, value), in the order read.
+  const names: string[] = []
+  const members: string[] = []
+  let sorted = true
+  for (;;) {
+    if (text.charCodeAt(cursor.at) !== QUOTE) return undefined
+    const name = readString(cursor)
+    if (name === undefined) return undefined
+    const value = cursor.value
+    skipSpace(cursor)
+    if (text.charCodeAt(cursor.at) !== COLON) return undefined
+    cursor.at++
+    skipSpace(cursor)
+    const member = readValue(cursor, depth)
+    if (member === undefined) return undefined
+    if (names.length > 0 && !(names[names.length - 1]! < value)) sorted = false
+    names.push(value)
+    members.push(name + ':' + member)
+    skipSpace(cursor)
+    const next = text.charCodeAt(cursor.at++)
+    if (next === CLOSE_OBJECT) break
+    if (next !== COMMA) return undefined
+    skipSpace(cursor)
+  }
+  // By UTF-16 units, as Array.prototype.sort compares strings (an insertion sort: objects
+  // are small); a repeated name (JSON.parse keeps the last) is left to the long way.
+  if (!sorted && !sortMembers(names, members)) return undefined
+  let canonical = '{' + members[0]!
+  for (let i = 1; i < members.length; i++) canonical += ',' + members[i]!
+  return canonical + '}'
+}
+
+// Sorts the members by name, both lists alike; false when a name is there twice.
+function sortMembers(names: string[], members: string[]): boolean {
+  for (let i = 1; i < names.length; i++) {
+    const name = names[i]!
+    const member = members[i]!
+    let j = i - 1
+    while (j >= 0 && names[j]! > name) {
+      names[j + 1] = names[j]!
+      members[j + 1] = members[j]!
+      j--
+    }
+    if (j >= 0 && names[j] === name) return false
+    names[j + 1] = name
+    members[j + 1] = member
+  }
+  return true
+}
+
+function readArray(cursor: Cursor, depth: number): string | undefined {
+  const { text } = cursor
+  cursor.at++
+  skipSpace(cursor)
+  if (text.charCodeAt(cursor.at) === CLOSE_ARRAY) {
+    cursor.at++
+    return '[]'
+  }
+  let canonical = '['
+  for (;;) {
+    const value = readValue(cursor, depth)
+    if (value === undefined) return undefined
+    canonical += value
+    skipSpace(cursor)
+    const next = text.charCodeAt(cursor.at++)
+    if (next === CLOSE_ARRAY) return `${canonical}]`
+    if (next !== COMMA) return undefined
+    canonical += ','
+    skipSpace(cursor)
+  }
+}
+
+/**
+ * A string's canonical text, its value left in `cursor.value`. Without an escape, a
+ * control character or a surrogate (the common case) both are slices of the text;
+ * otherwise JSON.parse reads it and JSON.stringify writes it, as the long way does.
+ */
+function readString(cursor: Cursor): string | undefined {
+  const { text } = cursor
+  const start = cursor.at
+  let at = start + 1
+  let plain = true
+  for (;;) {
+    const code = text.charCodeAt(at)
+    if (code === QUOTE) break
+    if (code === BACKSLASH) {
+      plain = false
+      at += 2
+    } else if (code >= 0x20 && (code < 0xd800 || code > 0xdfff)) {
+      at++
+    } else if (Number.isNaN(code)) {
+      return undefined
+    } else {
+      plain = false
+      at++
+    }
+  }
+  cursor.at = at + 1
+  if (plain) {
+    cursor.value = text.slice(start + 1, at)
+    return text.slice(start, at + 1)
+  }
+  let value: unknown
+  try {
+    value = JSON.parse(text.slice(start, at + 1))
+  } catch {
+    return undefined
+  }
+  if (typeof value !== 'string' || !value.isWellFormed()) return undefined
+  cursor.value = value
+  return JSON.stringify(value)
+}
+
+// A number by the JSON grammar, written as ECMAScript prints it: as it is when it already
+// is (the rule of `number` above), else printed from the double it reads as.
+function readNumber(cursor: Cursor): string | undefined {
+  const { text } = cursor
+  const start = cursor.at
+  let at = start
+  if (text.charCodeAt(at) === MINUS) at++
+  const integer = at
+  if (text.charCodeAt(at) === ZERO) at++
+  else if (isDigitCode(text.charCodeAt(at))) while (isDigitCode(text.charCodeAt(at))) at++
+  else return undefined
+  const integerEnd = at
+  if (text.charCodeAt(at) === DOT) {
+    at++
+    if (!isDigitCode(text.charCodeAt(at))) return undefined
+    while (isDigitCode(text.charCodeAt(at))) at++
   }
   const fractionEnd = at
-  const exponent = bytes[at] === 0x65 || bytes[at] === 0x45
+  const e = text.charCodeAt(at)
+  const exponent = e === 0x65 || e === 0x45
   if (exponent) {
     at++
-    if (bytes[at] === 0x2b || bytes[at] === MINUS) at++
-    if (!isDigit(bytes[at])) return NO
-    while (isDigit(bytes[at])) at++
+    const sign = text.charCodeAt(at)
+    if (sign === 0x2b || sign === MINUS) at++
+    if (!isDigitCode(text.charCodeAt(at))) return undefined
+    while (isDigitCode(text.charCodeAt(at))) at++
   }
-  if (!exponent && fixedIsCanonical(bytes, start, integer, integerEnd, fractionEnd)) return at
-  let text = ''
-  for (let i = start; i < at; i++) text += String.fromCharCode(bytes[i]!)
-  return String(Number(text)) === text ? at : NO
+  cursor.at = at
+  const token = text.slice(start, at)
+  if (!exponent && fixedIsCanonical(text, start, integer, integerEnd, fractionEnd)) return token
+  const number = Number(token)
+  return Number.isFinite(number) ? JSON.stringify(number) : undefined
 }
 
-/**
- * Whether the number at [start, fractionEnd) of `source` (bytes or text), in fixed
- * notation, is written as ECMAScript prints it, told by its digits alone: the digits
- * start at `integer` (after any minus), the integer part ends at `integerEnd`.
- */
-export function fixedIsCanonical(source: Uint8Array | string, start: number, integer: number, integerEnd: number, fractionEnd: number): boolean {
-  const fraction = fractionEnd > integerEnd
-  // A redundant zero: a fraction ending in 0 (1.50, 0.0), or a zero with a sign (-0).
-  if (fraction && codeAt(source, fractionEnd - 1) === ZERO) return false
-  if (!fraction && codeAt(source, integer) === ZERO) return integer === start
-  // The significant digits: from the first that is not 0 to the last that is not 0.
-  let first = integer
-  while (codeAt(source, first) === ZERO || codeAt(source, first) === DOT) first++
-  let last = fractionEnd - 1
-  while (codeAt(source, last) === ZERO) last--
-  const digits = last - first + 1 - (first < integerEnd && last > integerEnd ? 1 : 0)
-  const leadingZeros = codeAt(source, integer) === ZERO ? first - integerEnd - 1 : 0
-  return digits <= 15 && integerEnd - integer <= 21 && leadingZeros <= 5
-}
-
-// A byte of `source`, or a UTF-16 unit of it as text.
-function codeAt(source: Uint8Array | string, i: number): number | undefined {
-  return typeof source === 'string' ? source.charCodeAt(i) : source[i]
-}
-
-function isDigit(byte: number | undefined): boolean {
-  return byte !== undefined && byte >= ZERO && byte <= NINE
+function isDigitCode(code: number): boolean {
+  return code >= ZERO && code <= NINE
 }
