@@ -155,3 +155,17 @@ export function replayedOversized(text: string): OutcomeTooLargeError | undefine
     sizes,
   )
 }
+
+/**
+ * A stored outcome as a replay returns it, parsed at once: a row that cannot be read
+ * fails the call with `OutcomeUnreadableError` rather than surfacing later as whatever
+ * reading a broken value throws, and the record of an outcome too large to keep (a
+ * leased call's) with `OutcomeTooLargeError`.
+ * @throws OutcomeTooLargeError / OutcomeUnreadableError
+ * @example const value = replayedValue(record.outcome)
+ */
+export function replayedValue(text: string): unknown {
+  const oversized = replayedOversized(text)
+  if (oversized !== undefined) throw oversized
+  return parseOutcome(text)
+}
