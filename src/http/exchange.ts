@@ -3,10 +3,9 @@
  * it reads of a request, what a route replied, and what idem answers itself. Each
  * adapter maps its framework's objects to it: Node's `IncomingMessage` and
  * `ServerResponse` in `node.ts` (Express, Fastify, NestJS), Web-standard `Request` and
- * `Response` in `web.ts` (Fetch, Hono). No Web object is made for a Node request. And
- * how an adapter and the middleware meet (`RequestProtection`, `RouteCalls`). Types only.
+ * `Response` in `web.ts` (Fetch, Hono). No Web object is made for a Node request. Types
+ * only.
  */
-import type { IdempotencyContext } from './options.js'
 
 /** A body: bytes, or text sent as UTF-8. */
 export type HttpBody = Uint8Array | string
@@ -92,57 +91,9 @@ export type Protected<R> =
   | { readonly kind: 'answer'; readonly answer: HttpAnswer }
 
 /**
- * How an adapter hands a request on once the middleware has decided, each in its
- * framework's own way. `R` is the adapter's own form of the route's reply.
- */
-export interface RouteCalls<Tx, R> {
-  /** The request is not protected (another method or route, or no key where none is required): pass it on untouched. */
-  pass(): Promise<void>
-  /**
-   * Runs the route of a protected request, whose `body` the middleware has read, while
-   * `idem` holds the key; resolves with its reply, or with a discarded one to roll back
-   * and send it unstored (the route threw and the framework answered for it, say).
-   */
-  run(body: Uint8Array, idem: IdempotencyContext<Tx>): Promise<RouteResult<R>>
-}
-
-/**
- * Bounds one request's call from outside, over the middleware's own settings: the
- * smaller of each applies. For a front end whose time is given to it per request (a
- * Lambda invocation's remaining time).
- */
-export interface CallBounds {
-  /** How long the route may hold the key at most. Under 1: no time left, answered 503 `overran` at once, claiming nothing. */
-  readonly deadlineMs: number
-  /** How long a duplicate may wait for the first request at most. */
-  readonly waitMs: number
-}
-
-/**
  * What a route did after it answered (on Node, where a route answers by ending its
  * response and runs on): it threw, with the error known (Fastify, NestJS); or something
  * answered a second time, with that answer's status (Express: an error handler, after
  * the route threw or passed an error to `next`).
  */
 export type AfterAnswer = { readonly error: unknown } | { readonly secondAnswer: number }
-
-/** The middleware behind every front end. */
-export interface RequestProtection<Tx, Native> {
-  /**
-   * False for a method that is never protected (GET, by default): an adapter passes such
-   * requests on at once, without looking further.
-   */
-  covers(method: string): boolean
-  /**
-   * Decides on one request: `native` is the framework's own request, for `scope` and
-   * `routes`; `bounds` limit this request's call (see `CallBounds`).
-   */
-  protect<R>(request: HttpRequest, native: Native, route: RouteCalls<Tx, R>, bounds?: CallBounds): Promise<Protected<R>>
-  /**
-   * Reports a route that failed after it answered with `status`: its answer stands (it
-   * is what the client gets and, stored with the effects, what a retry replays), and
-   * the failure goes to the warn hook (`route-failed-after-answer`), never into a
-   * second answer.
-   */
-  answeredThenFailed(request: HttpRequest, status: number, after: AfterAnswer): void
-}

@@ -12,7 +12,7 @@ import { checkedScope, type CheckedKey, type CheckedScope } from '../core/identi
 import { parseKeyHeader } from '../headers/idempotency-key.js'
 import { contentCodings, decodeContent } from './content-coding.js'
 import type { HttpOutcome } from './events.js'
-import type { CallBounds, HttpRequest, Protected, RequestProtection, RouteCalls, RouteResult } from './exchange.js'
+import type { AfterAnswer, HttpRequest, Protected, RouteResult } from './exchange.js'
 import type { IdempotencyContext, IdempotencyOptions } from './options.js'
 import { problemAnswer } from './problem.js'
 import { replayAnswer } from './replay.js'
@@ -71,6 +71,54 @@ export function idempotency<Tx>(options: IdempotencyOptions<Tx, Request>): Idemp
     if (outcome.kind === 'passed') return passed!
     return outcome.kind === 'route' ? outcome.response : webResponse(outcome.answer)
   }
+}
+
+/**
+ * How an adapter hands a request on once the middleware has decided, each in its
+ * framework's own way. `R` is the adapter's own form of the route's reply.
+ */
+export interface RouteCalls<Tx, R> {
+  /** The request is not protected (another method or route, or no key where none is required): pass it on untouched. */
+  pass(): Promise<void>
+  /**
+   * Runs the route of a protected request, whose `body` the middleware has read, while
+   * `idem` holds the key; resolves with its reply, or with a discarded one to roll back
+   * and send it unstored (the route threw and the framework answered for it, say).
+   */
+  run(body: Uint8Array, idem: IdempotencyContext<Tx>): Promise<RouteResult<R>>
+}
+
+/**
+ * Bounds one request's call from outside, over the middleware's own settings: the
+ * smaller of each applies. For a front end whose time is given to it per request (a
+ * Lambda invocation's remaining time).
+ */
+export interface CallBounds {
+  /** How long the route may hold the key at most. Under 1: no time left, answered 503 `overran` at once, claiming nothing. */
+  readonly deadlineMs: number
+  /** How long a duplicate may wait for the first request at most. */
+  readonly waitMs: number
+}
+
+/** The middleware behind every front end. */
+export interface RequestProtection<Tx, Native> {
+  /**
+   * False for a method that is never protected (GET, by default): an adapter passes such
+   * requests on at once, without looking further.
+   */
+  covers(method: string): boolean
+  /**
+   * Decides on one request: `native` is the framework's own request, for `scope` and
+   * `routes`; `bounds` limit this request's call (see `CallBounds`).
+   */
+  protect<R>(request: HttpRequest, native: Native, route: RouteCalls<Tx, R>, bounds?: CallBounds): Promise<Protected<R>>
+  /**
+   * Reports a route that failed after it answered with `status`: its answer stands (it
+   * is what the client gets and, stored with the effects, what a retry replays), and
+   * the failure goes to the warn hook (`route-failed-after-answer`), never into a
+   * second answer.
+   */
+  answeredThenFailed(request: HttpRequest, status: number, after: AfterAnswer): void
 }
 
 /** How each idem error is counted over HTTP (`HttpEvent`); the rest answer 500 and count as `error`. */
