@@ -4,7 +4,7 @@
  * into an answer in one switch (`decided`). The options are resolved once, at start-up
  * (resolved-options.ts): a request reads plain values. And the Fetch middleware on it.
  */
-import { CHECKED_RUN, type CallOutcome, type Returned } from '../core/call.js'
+import { CHECKED_RUN, type CallOutcome, type CheckedRun, type Returned } from '../core/call.js'
 import { IdemError } from '../core/errors/idem-error.js'
 import { MissingKeyError } from '../core/errors/missing-key.js'
 import { OverranError } from '../core/errors/overran.js'
@@ -18,7 +18,7 @@ import { problemAnswer } from './problem.js'
 import { replayAnswer } from './replay.js'
 import { hashRequest } from './request-fingerprint.js'
 import { resolveOptions, type ResolvedOptions } from './resolved-options.js'
-import { routeNotes } from './route-notes.js'
+import { routeNotes, type RouteNotes } from './route-notes.js'
 import { storeResponse } from './stored-response.js'
 import { webReply, webRequest, webResponse, withRequestBody } from './web.js'
 
@@ -137,86 +137,106 @@ const OUTCOME_OF_CODE: Partial<Record<IdemError['code'], HttpOutcome>> = {
 
 /** Makes the middleware behind every front end, with its options validated and resolved once, here. */
 export function protectRequests<Tx, Native = unknown>(options: IdempotencyOptions<Tx, Native>): RequestProtection<Tx, Native> {
-  const o = resolveOptions(options)
-  const { methods, routes, events, scope: scopeOf } = o
-  const run = o.idem[CHECKED_RUN]
-  const notes = routeNotes(o)
+  return new Protection<Tx, Native>(resolveOptions(options))
+}
 
-  return { covers: (method) => methods.has(method), protect, answeredThenFailed: notes.answeredThenFailed }
+/** The middleware over resolved options: what it does per request reads plain values and checks nothing. */
+class Protection<Tx, Native> implements RequestProtection<Tx, Native> {
+  readonly answeredThenFailed: RequestProtection<Tx, Native>['answeredThenFailed']
+  readonly #o: ResolvedOptions<Tx, Native>
+  readonly #run: CheckedRun<Tx>
+  readonly #notes: RouteNotes
 
-  async function protect<R>(request: HttpRequest, native: Native, route: RouteCalls<Tx, R>, bounds?: CallBounds): Promise<Protected<R>> {
-    if (!methods.has(request.method) || (routes !== undefined && !routes(native, request.path))) return await passed(route)
+  constructor(o: ResolvedOptions<Tx, Native>) {
+    this.#o = o
+    this.#run = o.idem[CHECKED_RUN]
+    this.#notes = routeNotes(o)
+    this.answeredThenFailed = this.#notes.answeredThenFailed
+  }
+
+  // Arrows, made with the middleware, so that an adapter may take them off it.
+  readonly covers = (method: string): boolean => this.#o.methods.has(method)
+
+  readonly protect = async <R>(request: HttpRequest, native: Native, route: RouteCalls<Tx, R>, bounds?: CallBounds): Promise<Protected<R>> => {
+    const o = this.#o
+    if (!o.methods.has(request.method) || (o.routes !== undefined && !o.routes(native, request.path))) return await passed(route)
     let key: CheckedKey
     try {
       key = parseKeyHeader(request.header('idempotency-key'), o.strict)
     } catch (error) {
-      if (!(error instanceof MissingKeyError) || o.required) return answer(error, request, o.deadlineMs)
-      if (events.listening) events.emit({ type: 'http', outcome: 'unprotected', method: request.method })
+      if (!(error instanceof MissingKeyError) || o.required) return this.#answer(error, request, o.deadlineMs)
+      if (o.events.listening) o.events.emit({ type: 'http', outcome: 'unprotected', method: request.method })
       return await passed(route)
     }
     const deadlineMs = bounds === undefined ? o.deadlineMs : Math.min(o.deadlineMs, bounds.deadlineMs)
     const waitMs = bounds === undefined ? o.waitMs : Math.max(0, Math.min(o.waitMs, bounds.waitMs))
-    if (!(deadlineMs >= 1)) return noTimeLeft(request)
+    if (!(deadlineMs >= 1)) return this.#noTimeLeft(request)
     try {
-      const found = scopeFor(native)
+      const found = this.#scopeFor(native)
       const scope = typeof found === 'string' ? found : await found
       const { body, fingerprint } = await readRequest(request, o)
       const call = { scope, key, fingerprint, ttlMs: o.ttlMs, waitMs, deadlineMs }
-      return decided(await run(call, (tx) => runRoute(route, body, { tx, key, scope })), request, deadlineMs)
+      return this.#decided(await this.#run(call, (tx) => this.#runRoute(route, body, { tx, key, scope })), request, deadlineMs)
     } catch (error) {
-      if (error instanceof IdemError) return answer(error, request, deadlineMs)
-      if (events.listening) events.emit({ type: 'http', outcome: 'error', method: request.method })
+      if (error instanceof IdemError) return this.#answer(error, request, deadlineMs)
+      if (o.events.listening) o.events.emit({ type: 'http', outcome: 'error', method: request.method })
       throw error
     }
   }
 
   // The scope the key is stored under, checked: the principal's (`scope`), or the shared one.
-  function scopeFor(native: Native): CheckedScope | Promise<CheckedScope> {
-    if (scopeOf === undefined) return o.sharedScope
-    const given = scopeOf(native)
+  #scopeFor(native: Native): CheckedScope | Promise<CheckedScope> {
+    const { scope, sharedScope } = this.#o
+    if (scope === undefined) return sharedScope
+    const given = scope(native)
     return typeof given === 'string' ? checkedScope(given) : Promise.resolve(given).then(checkedScope)
   }
 
   // The route, run while the key is held: its reply stored (a 5xx or a transient 4xx is
   // not: it rolls back, so its retry runs again), and handed back as the route's own.
-  async function runRoute<R>(route: RouteCalls<Tx, R>, body: Uint8Array, idem: IdempotencyContext<Tx>): Promise<Returned<RouteResult<R>>> {
+  async #runRoute<R>(route: RouteCalls<Tx, R>, body: Uint8Array, idem: IdempotencyContext<Tx>): Promise<Returned<RouteResult<R>>> {
+    const o = this.#o
     const reply = await route.run(body, idem)
     if (reply.kind === 'discard' || !o.storeStatus(reply.status)) return { kind: 'discard', value: reply }
-    const stored = storeResponse(reply.status, reply.headers(o.replayHeaders), reply.body, { limits: o.limits, form: reply.form, leftOut: notes.leftOut })
-    if (stored.omittedBodyBytes !== undefined) notes.omitted(stored.omittedBodyBytes)
+    const stored = storeResponse(reply.status, reply.headers(o.replayHeaders), reply.body, { limits: o.limits, form: reply.form, leftOut: this.#notes.leftOut })
+    if (stored.omittedBodyBytes !== undefined) this.#notes.omitted(stored.omittedBodyBytes)
     return { kind: 'store', outcome: JSON.stringify(stored), value: reply }
   }
 
   // The engine's outcome as the answer: a fresh one is the route's own (its stored form
   // is never read back), a replay the stored response, a refusal its problem.
-  function decided<R>(outcome: CallOutcome<RouteResult<R>>, request: HttpRequest, deadlineMs: number): Protected<R> {
+  #decided<R>(outcome: CallOutcome<RouteResult<R>>, request: HttpRequest, deadlineMs: number): Protected<R> {
+    const { events, replayHeaders } = this.#o
     switch (outcome.kind) {
       case 'fresh':
       case 'not-stored':
         if (events.listening) events.emit({ type: 'http', outcome: outcome.kind, method: request.method, status: outcome.value.status })
         return { kind: 'route', response: outcome.value.response }
       case 'replayed': {
-        const replay = replayAnswer(outcome.value, o.replayHeaders)
+        const replay = replayAnswer(outcome.value, replayHeaders)
         if (events.listening) events.emit({ type: 'http', outcome: 'replayed', method: request.method, status: replay.status })
         return { kind: 'answer', answer: replay }
       }
       case 'refused':
-        return answer(outcome.error, request, deadlineMs)
+        return this.#answer(outcome.error, request, deadlineMs)
     }
   }
 
-  function answer(error: unknown, request: HttpRequest, deadlineMs: number): Protected<never> {
+  // An error of idem's as its problem answer (anything else is thrown on).
+  #answer(error: unknown, request: HttpRequest, deadlineMs: number): Protected<never> {
     if (!(error instanceof IdemError)) throw error
-    const problem = problemAnswer(error, o.problemTypes)
-    if (error.code === 'overran') notes.overran(problem.status, request, deadlineMs)
+    const { events, problemTypes } = this.#o
+    const problem = problemAnswer(error, problemTypes)
+    if (error.code === 'overran') this.#notes.overran(problem.status, request, deadlineMs)
     else if (events.listening) events.emit({ type: 'http', outcome: OUTCOME_OF_CODE[error.code] ?? 'error', method: request.method, status: problem.status })
-    if (error.code === 'route-hijacked') notes.hijacked(error.message)
+    if (error.code === 'route-hijacked') this.#notes.hijacked(error.message)
     return { kind: 'answer', answer: problem }
   }
 
   // Nothing ran, so nothing overran: the problem, without the route-overran warning.
-  function noTimeLeft(request: HttpRequest): Protected<never> {
-    const problem = problemAnswer(new OverranError('No time was left to take the Idempotency-Key: nothing was claimed; retry'), o.problemTypes)
+  #noTimeLeft(request: HttpRequest): Protected<never> {
+    const { events, problemTypes } = this.#o
+    const problem = problemAnswer(new OverranError('No time was left to take the Idempotency-Key: nothing was claimed; retry'), problemTypes)
     if (events.listening) events.emit({ type: 'http', outcome: 'overran', method: request.method, status: problem.status, path: request.path })
     return { kind: 'answer', answer: problem }
   }

@@ -1,4 +1,5 @@
-import { callReporter, type ReportCall } from '../call.js'
+import { callReporter, type CallOutcome, type ReportCall } from '../call.js'
+import { IdemError } from '../errors/idem-error.js'
 import type { CallDefaults } from '../engine-options.js'
 import type { EventStream, OutcomeEvent, OutcomeKind } from '../events.js'
 import type { LeasedConfig, LeasedErrorPolicy } from './options.js'
@@ -45,10 +46,14 @@ export class LeasedContext {
     if (events.listening) events.emit({ type: 'lease', change, store: this.store.name, scope })
   }
 
-  /** Reports a call that fails with `error` (a lost lease as such too) and returns `error`, for the caller to throw. */
-  failed(error: unknown, kind: OutcomeKind, scope: string, started: number): unknown {
+  /**
+   * Reports a call that fails with `error` as `kind` (a lost lease as such too): refused
+   * with an error of idem's own, thrown with anything else (what the function threw).
+   */
+  failed(error: unknown, kind: OutcomeKind, scope: string, started: number): CallOutcome<never> {
     if (kind === 'lease-lost') this.leaseChanged('lost', scope)
     this.report(kind, scope, started, error)
-    return error
+    if (error instanceof IdemError) return { kind: 'refused', error }
+    throw error
   }
 }

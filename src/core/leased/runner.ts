@@ -1,11 +1,9 @@
 import type { CallOutcome, CheckedCall, CheckedFunction, Returned } from '../call.js'
-import { IdemError } from '../errors/idem-error.js'
 import { FingerprintMismatchError } from '../errors/fingerprint-mismatch.js'
 import { InFlightError } from '../errors/in-flight.js'
 import { LeaseLostError } from '../errors/lease-lost.js'
 import { OutcomeTooLargeError } from '../errors/outcome-too-large.js'
 import { OverranError } from '../errors/overran.js'
-import type { OutcomeKind } from '../events.js'
 import { isThenable } from '../hold-clock.js'
 import { bytesOver, oversizedOutcome, replayedValue } from '../outcome.js'
 import type { KeyRecord } from '../store.js'
@@ -83,7 +81,7 @@ export class LeasedRunner {
         const { store, leaseMs } = context
         claim = await (timed === undefined ? store.claim(scope, key, fingerprint, leaseMs, call.ttlMs) : timed.claim(scope, key, fingerprint, leaseMs, call.ttlMs))
       } catch (error) {
-        return refused(context, storeFailure(context.store.name, error), 'error', scope, started)
+        return context.failed(storeFailure(context.store.name, error), 'error', scope, started)
       }
       const decision = decideLease(claim, fingerprint)
       switch (decision.kind) {
@@ -95,14 +93,14 @@ export class LeasedRunner {
         case 'mismatch': {
           const still = decision.running ? ' (that request is still in progress)' : ''
           const error = new FingerprintMismatchError(`Key ${JSON.stringify(key)} was first used with a different request${still}; use a new key for a new request`)
-          return refused(context, error, 'mismatch', scope, started)
+          return context.failed(error, 'mismatch', scope, started)
         }
         case 'replay': {
           let value: unknown
           try {
             value = replayedValue(decision.record.outcome)
           } catch (error) {
-            return refused(context, error, 'error', scope, started)
+            return context.failed(error, 'error', scope, started)
           }
           if (context.onOutcome !== undefined || context.events.listening) context.report('replayed', scope, started)
           return { kind: 'replayed', value }
@@ -111,20 +109,12 @@ export class LeasedRunner {
           // Poll until the call's wait is over.
           sawRunning = true
           const polled = pollAgain(deadline, pause)
-          if (polled === undefined) return refused(context, new InFlightError(`A call with key ${JSON.stringify(key)} is still in progress (waited ${call.waitMs} ms)`), 'in-flight', scope, started)
+          if (polled === undefined) return context.failed(new InFlightError(`A call with key ${JSON.stringify(key)} is still in progress (waited ${call.waitMs} ms)`), 'in-flight', scope, started)
           await polled
         }
       }
     }
   }
-}
-
-// A call that failed with `error`, reported as `kind`: refused with idem's own errors,
-// thrown with anything else (what the function threw).
-function refused(context: LeasedContext, error: unknown, kind: OutcomeKind, scope: string, started: number): CallOutcome<never> {
-  context.failed(error, kind, scope, started)
-  if (error instanceof IdemError) return { kind: 'refused', error }
-  throw error
 }
 
 /**
@@ -191,7 +181,7 @@ class HeldCall implements HeldLease, StepContextInit {
     heartbeat.stop()
     if (heartbeat.fenced) {
       context.leaseChanged('fenced', scope)
-      return refused(context, heartbeat.lost!, 'lease-lost', scope, started)
+      return context.failed(heartbeat.lost!, 'lease-lost', scope, started)
     }
     if (returned.kind === 'discard') {
       await this.#giveUp()
@@ -210,7 +200,7 @@ class HeldCall implements HeldLease, StepContextInit {
           'the call ran, and its key is recorded as completed without it, so it does not run again',
         { outcomeBytes, maxOutcomeBytes },
       )
-      return (await this.#complete(oversizedOutcome({ outcomeBytes, maxOutcomeBytes }))) ?? refused(context, error, 'error', scope, started)
+      return (await this.#complete(oversizedOutcome({ outcomeBytes, maxOutcomeBytes }))) ?? context.failed(error, 'error', scope, started)
     }
     const failed = await this.#complete(outcome)
     if (failed !== undefined) return failed
@@ -223,7 +213,7 @@ class HeldCall implements HeldLease, StepContextInit {
     const context = this.#context
     const { scope, heartbeat } = this
     heartbeat.stop()
-    if (this.#overran !== undefined && error === this.#overran) return refused(context, this.#overran, 'overran', scope, this.#started)
+    if (this.#overran !== undefined && error === this.#overran) return context.failed(this.#overran, 'overran', scope, this.#started)
     // A step ran whose result the store cannot hold: a retry would run it again, so the
     // key is completed with the record of that instead of being given up.
     const oversized = this.#stepRunner?.oversized()
@@ -232,7 +222,7 @@ class HeldCall implements HeldLease, StepContextInit {
       if (failed !== undefined) return failed
     } else await this.#giveUp()
     if (heartbeat.fenced) context.leaseChanged('fenced', scope)
-    return refused(context, error, error instanceof LeaseLostError ? 'lease-lost' : 'error', scope, this.#started)
+    return context.failed(error, error instanceof LeaseLostError ? 'lease-lost' : 'error', scope, this.#started)
   }
 
   // A failed call gives its claim back only when a retry may safely start over.
@@ -257,12 +247,12 @@ class HeldCall implements HeldLease, StepContextInit {
     try {
       completed = await (this.timed === undefined ? this.lease.complete(text, this.#ttlMs) : this.timed.complete(this.lease, text, this.#ttlMs))
     } catch (error) {
-      return refused(context, storeFailure(this.store.name, error), 'error', this.scope, this.#started)
+      return context.failed(storeFailure(this.store.name, error), 'error', this.scope, this.#started)
     }
     if (completed) return undefined
     context.leaseChanged('fenced', this.scope)
     const lost = this.heartbeat.fence(`The outcome of key ${JSON.stringify(this.key)} was not stored: another call took the key over`)
-    return refused(context, lost, 'lease-lost', this.scope, this.#started)
+    return context.failed(lost, 'lease-lost', this.scope, this.#started)
   }
 
   // At the deadline: no more renewals or steps, and the claim handled as after an error.
