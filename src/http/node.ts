@@ -16,8 +16,11 @@ import { byteLength, wireValue } from './stored-response.js'
 // header byte above 0x7F would go out as two.
 const SMALL_BODY = 16 * 1024
 
-// A body as bytes.
-function bytesOf(body: HttpBody): Uint8Array {
+/**
+ * A body as bytes.
+ * @example res.end(bytesOf(answer.body))
+ */
+export function bytesOf(body: HttpBody): Uint8Array {
   return typeof body === 'string' ? Buffer.from(body, 'utf8') : body
 }
 
