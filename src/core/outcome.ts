@@ -146,7 +146,7 @@ export function oversizedOutcome({ outcomeBytes, maxOutcomeBytes }: OversizedSiz
  * The error a replay of `oversizedOutcome`'s record is answered with, or undefined for
  * any other stored outcome.
  */
-export function replayedOversized(text: string): OutcomeTooLargeError | undefined {
+function replayedOversized(text: string): OutcomeTooLargeError | undefined {
   if (typeof text !== 'string' || !text.startsWith(OVERSIZED)) return undefined
   const sizes = parseOutcome<OversizedSizes>(text)
   return new OutcomeTooLargeError(

@@ -89,7 +89,7 @@ export function withRequestBody(request: Request, body: Uint8Array): Request {
  * by chunk.
  * @throws BodyTooLargeError
  */
-export async function readBody(request: Request, limit: number): Promise<Uint8Array> {
+async function readBody(request: Request, limit: number): Promise<Uint8Array> {
   const declared = request.headers.get('content-length')
   if (declared !== null) {
     if (Number(declared) > limit) throw tooLarge(limit)
