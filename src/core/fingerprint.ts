@@ -3,9 +3,8 @@ import { hash } from 'node:crypto'
 
 /**
  * The v1 encoding every fingerprint idem stores is made in (`hashFingerprint`), and the
- * check that lets a request's fingerprint hash a JSON body as it was sent: bytes that are
- * canonical JSON already (`isCanonicalJson`; other JSON is canonicalised first, by
- * canonical-json.ts, and a value by json-data.ts, which also makes its fingerprint).
+ * check that lets a request's fingerprint hash a JSON body as sent: bytes that are
+ * canonical JSON already (`isCanonicalJson`; other JSON goes through canonical-json.ts).
  */
 
 // Bumped if the encoding below ever changes the meaning of a fingerprint already stored,
@@ -145,20 +144,8 @@ function scan(bytes: Uint8Array): boolean {
         }
         continue
       }
-    } else if (first === 0x74) {
-      // true
-      if (bytes[at + 1] !== 0x72 || bytes[at + 2] !== 0x75 || bytes[at + 3] !== 0x65) return false
-      at += 4
-    } else if (first === 0x66) {
-      // false
-      if (bytes[at + 1] !== 0x61 || bytes[at + 2] !== 0x6c || bytes[at + 3] !== 0x73 || bytes[at + 4] !== 0x65) return false
-      at += 5
-    } else if (first === 0x6e) {
-      // null
-      if (bytes[at + 1] !== 0x75 || bytes[at + 2] !== 0x6c || bytes[at + 3] !== 0x6c) return false
-      at += 4
     } else {
-      at = number(bytes, at)
+      at = scalar(bytes, at)
       if (at === NO) return false
     }
     // A value ended: what follows closes containers, or leads to the next value.
@@ -175,6 +162,20 @@ function scan(bytes: Uint8Array): boolean {
       if (next !== closers[depth - 1]) return false
       depth--
     }
+  }
+}
+
+// A literal (true, false, null) or a number at `at`: where it ends, or NO.
+function scalar(bytes: Uint8Array, at: number): number {
+  switch (bytes[at]) {
+    case 0x74: // true
+      return bytes[at + 1] === 0x72 && bytes[at + 2] === 0x75 && bytes[at + 3] === 0x65 ? at + 4 : NO
+    case 0x66: // false
+      return bytes[at + 1] === 0x61 && bytes[at + 2] === 0x6c && bytes[at + 3] === 0x73 && bytes[at + 4] === 0x65 ? at + 5 : NO
+    case 0x6e: // null
+      return bytes[at + 1] === 0x75 && bytes[at + 2] === 0x6c && bytes[at + 3] === 0x6c ? at + 4 : NO
+    default:
+      return number(bytes, at)
   }
 }
 
