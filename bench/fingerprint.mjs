@@ -8,7 +8,7 @@
 import { isUtf8 } from 'node:buffer'
 import { hash } from 'node:crypto'
 import canonicalize from 'canonicalize'
-import { fingerprintValue } from '../dist/core/fingerprint.js'
+import { fingerprintValue } from '../dist/core/json-data.js'
 import { hashRequest } from '../dist/http/request-fingerprint.js'
 import { cpuNanosPerCall, median } from './support.mjs'
 

@@ -31,7 +31,7 @@ export type { DeadLetterEvent, DispatchEvent, InboxEvent } from './queue/events.
 export type { ReconcileEvent } from './data/events.js'
 export { assertValidKey, MAX_KEY_LENGTH } from './core/identity.js'
 export { parseIdempotencyKey, type ParseKeyOptions } from './headers/idempotency-key.js'
-export { fingerprintValue } from './core/fingerprint.js'
+export { fingerprintValue } from './core/json-data.js'
 export { fingerprintRequest, type FingerprintInput } from './http/request-fingerprint.js'
 export type { KeyStore, BeginRequest, Claim, KeyRecord, NewRecord, Session } from './core/store.js'
 export { MIN_MAX_OUTCOME_BYTES } from './core/outcome.js'

@@ -4,10 +4,14 @@
 // two over a real loopback HTTP connection. Each is measured after warm-up requests (so
 // nothing made once is counted), by V8's precise coverage of that one request, one
 // combination at a time (the previous one closed first, so none of its timers count).
-// Usage: node tools/request-path.mjs [--json] [--only NAME] [--schema NAME] [--prefix PREFIX]
+// Usage: node tools/request-path.mjs [--json | --docs] [--only NAME] [--schema NAME] [--prefix PREFIX]
 // (needs a built dist/, Postgres and Redis; without --schema it makes a schema of its own
-// and drops it; without --prefix its Redis keys get one of their own, deleted at the end)
+// and drops it; without --prefix its Redis keys get one of their own, deleted at the end).
+// --docs writes the lists and their counts into docs/architecture.md (its
+// `<!-- request-path: NAME -->` blocks and the "crosses N files, M of them outside
+// src/stores/" sentence before each), which test/request-path.test.ts holds to what runs.
 import { once } from 'node:events'
+import { readFileSync, writeFileSync } from 'node:fs'
 import { Session } from 'node:inspector/promises'
 import { relative } from 'node:path'
 import { fileURLToPath } from 'node:url'
@@ -152,9 +156,57 @@ try {
   await pool.end()
 }
 if (process.argv.includes('--json')) console.log(JSON.stringify(paths))
+else if (process.argv.includes('--docs')) writeDocs(paths)
 else {
   for (const [name, files] of Object.entries(paths)) {
     console.log(`${name} (${COMBINATIONS[name].label}): ${files.length} files`)
     for (const file of files) console.log(`  ${file}`)
   }
 }
+
+/**
+ * Writes each path into docs/architecture.md: its block, the files grouped by folder (a
+ * store by its own folder) and wrapped at 90 columns, and the counts in the sentence
+ * before it.
+ */
+function writeDocs(paths) {
+  const page = new URL('../docs/architecture.md', import.meta.url)
+  let text = readFileSync(page, 'utf8')
+  for (const [name, files] of Object.entries(paths)) {
+    const start = `<!-- request-path: ${name} -->\n`
+    const end = `<!-- /request-path: ${name} -->`
+    const from = text.indexOf(start)
+    const to = text.indexOf(end)
+    if (from === -1 || to === -1) throw new Error(`docs/architecture.md has no block ${start.trim()}`)
+    text = text.slice(0, from + start.length) + listed(files) + text.slice(to)
+    const counts = [...text.slice(0, from).matchAll(/crosses\s+\d+\s+files,\s+\d+\s+of\s+them\s+outside/g)].at(-1)
+    if (counts === undefined) throw new Error(`docs/architecture.md says nothing of the count before ${start.trim()}`)
+    const outside = files.filter((file) => !file.startsWith('src/stores/')).length
+    const sentence = counts[0].replace(/\d+(\s+files,\s+)\d+/, `${files.length}$1${outside}`)
+    text = text.slice(0, counts.index) + sentence + text.slice(counts.index + counts[0].length)
+  }
+  writeFileSync(page, text)
+}
+
+function listed(files) {
+  const groups = new Map()
+  for (const file of files) {
+    const parts = file.split('/')
+    const group = parts[1] === 'stores' ? parts.slice(1, 3).join('/') : parts[1]
+    groups.set(group, [...(groups.get(group) ?? []), file])
+  }
+  const lines = []
+  for (const [group, members] of groups) {
+    let line = `- ${group}:`
+    members.forEach((file, i) => {
+      const word = `\`${file}\`${i < members.length - 1 ? ',' : ''}`
+      if (line.length + 1 + word.length > 90) {
+        lines.push(line)
+        line = `  ${word}`
+      } else line += ` ${word}`
+    })
+    lines.push(line)
+  }
+  return `${lines.join('\n')}\n`
+}
+

@@ -31,6 +31,9 @@ async function idem(...args) {
   }
 }
 
+/** Each line of a command's output, indented under its exit code. */
+const indented = (text) => text.split('\n').map((line) => `  ${line}`).join('\n')
+
 const url = process.env.DATABASE_URL
 // A schema of its own, so that runs side by side never meet; dropped at the end.
 const schema = `guide_operations_${randomBytes(4).toString('hex')}`
@@ -43,7 +46,7 @@ const { registry } = prometheusMetrics({ stores: ['postgres'] }) // served as th
 try {
   // 1. The tables, created by the CLI (a deploy step, or an init container).
   const migrated = await idem('migrate', ...db)
-  console.log(`idem migrate: exit ${migrated.code}\n  ${migrated.stdout}`)
+  console.log(`idem migrate: exit ${migrated.code}\n${indented(migrated.stdout)}`)
 
   // 2. A service: payments behind the middleware, with its metrics on /metrics.
   await pool.query(`CREATE TABLE ${schema}.payments (id bigserial PRIMARY KEY, account text NOT NULL, payment_key text NOT NULL, amount int NOT NULL)`)

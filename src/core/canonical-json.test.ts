@@ -1,7 +1,8 @@
 import canonicalize from 'canonicalize'
 import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
-import { canonicalJsonText, isCanonicalJson } from './canonical-json.js'
+import { canonicalJsonText } from './canonical-json.js'
+import { isCanonicalJson } from './fingerprint.js'
 
 const strict = new TextDecoder('utf-8', { fatal: true })
 

@@ -7,6 +7,14 @@ export const DEFAULT_TTL_MS = 24 * 60 * 60 * 1000
 /** How long a duplicate waits for the first call by default, on direct engine calls, before `InFlightError`. */
 export const DEFAULT_WAIT_MS = 5_000
 
+/**
+ * 5 minutes: how long a direct engine call or an inbox handler may hold its key by
+ * default. Long enough for any work that belongs in one call (a slow batch of writes, an
+ * LLM step), short enough that a call that never settles frees its key within minutes
+ * rather than at the next restart. The HTTP middleware has a shorter default of its own.
+ */
+export const DEFAULT_DEADLINE_MS = 5 * 60 * 1000
+
 /** The settings an engine was given explicitly: a front end it is passed to keeps them, and applies its own defaults only to the rest. */
 export interface EngineSettings {
   readonly ttlMs?: number

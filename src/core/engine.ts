@@ -1,21 +1,36 @@
+import {
+  CHECKED_RUN,
+  callReporter,
+  resolveCall,
+  runResult,
+  serialisedFunction,
+  type CallFunction,
+  type CallOptions,
+  type CallOutcome,
+  type CheckedCall,
+  type CheckedFunction,
+  type CheckedRun,
+  type ReportCall,
+  type Returned,
+  type RunResult,
+} from './call.js'
+import type { EngineSettings } from './engine-options.js'
+import { IdemError } from './errors/idem-error.js'
 import { FingerprintMismatchError } from './errors/fingerprint-mismatch.js'
 import { InFlightError } from './errors/in-flight.js'
 import { OutcomeTooLargeError } from './errors/outcome-too-large.js'
 import { OverranError } from './errors/overran.js'
-import { callReporter, resolveCall, type CallOptions, type ReportCall, type ResolvedCall } from './call.js'
-import { decide } from './decide.js'
-import { isThenable, withinDeadline } from './deadline.js'
-import type { CallDefaults, EngineSettings } from './engine-options.js'
-import { timedRoundTrip, warn, type EventStream } from './events.js'
+import { timedRoundTrip, warn, type EventStream, type OutcomeEvent, type OutcomeKind } from './events.js'
+import { isThenable, withinDeadline } from './hold-clock.js'
 import { idemConfig, type IdemConfig, type IdemOptions } from './idem-options.js'
-import { bytesOver, parseOutcome, replayedOversized, serializeOutcome } from './outcome.js'
-import { isDiscarded, type Discarded } from './result.js'
-import type { KeyStore, Session } from './store.js'
+import { bytesOver, replayedValue } from './outcome.js'
+import type { Discarded } from './result.js'
+import type { Claim, KeyRecord, KeyStore, Session } from './store.js'
 import { optionNames } from './validate.js'
 
 export type { OutcomeEvent, OutcomeKind } from './events.js'
-export { DEFAULT_DEADLINE_MS } from './deadline.js'
-export { DEFAULT_TTL_MS, DEFAULT_WAIT_MS, type EngineSettings } from './engine-options.js'
+export type { RunResult } from './call.js'
+export { DEFAULT_DEADLINE_MS, DEFAULT_TTL_MS, DEFAULT_WAIT_MS, type EngineSettings } from './engine-options.js'
 export type { IdemOptions } from './idem-options.js'
 
 /**
@@ -25,19 +40,6 @@ export type { IdemOptions } from './idem-options.js'
 export interface RunOptions<Tx> extends CallOptions {
   /** Join this open transaction instead of opening one; the caller commits it. */
   tx?: Tx
-}
-
-/** What `idem.run` resolves to: the value, and whether it was replayed or stored. */
-export interface RunResult<T> {
-  /**
-   * The outcome: the stored JSON form of what the function returned, or the stored one
-   * on a replay (parsed when first read). A discarded value is the function's own.
-   */
-  readonly value: T
-  /** True when the stored outcome of an earlier call was returned and the function did not run. */
-  readonly replayed: boolean
-  /** False when the function discarded its value (`discard`): nothing was committed. */
-  readonly stored: boolean
 }
 
 /**
@@ -66,6 +68,8 @@ export interface Idem<Tx> {
   readonly store: KeyStore<Tx>
   /** What was set explicitly at creation (see `EngineSettings`). */
   readonly settings: EngineSettings
+  /** The checked run idem's front ends call, a call checked once, one outcome back (see `CheckedRun`). */
+  readonly [CHECKED_RUN]: CheckedRun<Tx>
 }
 
 const RUN_OPTIONS = optionNames<RunOptions<unknown>>({ scope: true, key: true, fingerprint: true, input: true, ttlMs: true, waitMs: true, deadlineMs: true, tx: true })
@@ -78,42 +82,76 @@ const RUN_OPTIONS = optionNames<RunOptions<unknown>>({ scope: true, key: true, f
  */
 export function createIdem<Tx>(options: IdemOptions<Tx>): Idem<Tx> {
   const config = idemConfig(options)
-  const { run } = new TransactionalEngine(config)
-  return { run, store: config.store, settings: config.settings }
+  const { call } = new TransactionalEngine(config)
+  const run = async <T>(given: RunOptions<Tx>, fn: CallFunction<Tx, T>): Promise<RunResult<T>> =>
+    runResult(await call(resolveCall(given, config.defaults, RUN_OPTIONS), serialisedFunction(fn), given.tx))
+  return { run, store: config.store, settings: config.settings, [CHECKED_RUN]: call }
 }
 
-/** What a call's function returns: its value, or `discard(value)`, now or as a promise. */
-type CallFunction<Tx, T> = (tx: Tx) => T | Discarded<T> | Promise<T | Discarded<T>>
+/** What the transactional engine does with a `KeyStore` claim. */
+export type ClaimDecision =
+  /** The key is this call's: run the function. */
+  | { readonly kind: 'run' }
+  /** Answer with the stored outcome of an earlier call of the same request; the function does not run. */
+  | { readonly kind: 'replay'; readonly record: KeyRecord }
+  /** The key was first used with another request: refused. */
+  | { readonly kind: 'mismatch' }
+  /** Another call holds the key past the wait: refused (the store has waited already). */
+  | { readonly kind: 'in-flight' }
+  /** The key was freed while this transaction waited, but its snapshot cannot see the record: ask again in a fresh transaction. */
+  | { readonly kind: 'retry' }
+
+// Decisions that carry nothing of the call's are made once.
+const RUN: ClaimDecision = { kind: 'run' }
+const MISMATCH: ClaimDecision = { kind: 'mismatch' }
+const IN_FLIGHT: ClaimDecision = { kind: 'in-flight' }
+const RETRY: ClaimDecision = { kind: 'retry' }
 
 /**
- * The transactional engine over one store, made once by `createIdem`: `run` opens a
- * session on the key, has `decide` say what its claim means, and acts on it (replays,
- * refuses, retries in a fresh transaction, or runs the function and commits).
+ * What a call does with what its store found for the key, given the call's own request
+ * `fingerprint`. Pure: it reads its arguments only, and allocates only for a replay.
+ * @example
+ * const decision = decideClaim(session.claim, fingerprint)
+ */
+export function decideClaim(claim: Claim, fingerprint: string): ClaimDecision {
+  switch (claim.state) {
+    case 'new':
+      return RUN
+    case 'found':
+      return claim.record.fingerprint === fingerprint ? { kind: 'replay', record: claim.record } : MISMATCH
+    case 'locked':
+      return IN_FLIGHT
+    case 'stale':
+      return RETRY
+  }
+}
+
+/**
+ * The transactional engine over one store, made once by `createIdem`: its checked run
+ * opens a session on the key, has `decideClaim` say what its claim means, and acts on it
+ * (replays, refuses, retries in a fresh transaction, or runs the function and commits).
  */
 class TransactionalEngine<Tx> {
   readonly #store: KeyStore<Tx>
   readonly #maxOutcomeBytes: number
-  readonly #defaults: CallDefaults
   readonly #events: EventStream
+  readonly #onOutcome: ((event: OutcomeEvent) => void) | undefined
   readonly #report: ReportCall
 
-  constructor({ store, defaults, events, onOutcome }: IdemConfig<Tx>) {
+  constructor({ store, events, onOutcome }: IdemConfig<Tx>) {
     this.#store = store
     this.#maxOutcomeBytes = store.maxOutcomeBytes
-    this.#defaults = defaults
     this.#events = events
+    this.#onOutcome = onOutcome
     this.#report = callReporter(events, onOutcome, 'transactional', store.name)
   }
 
-  /** `Idem.run`. An arrow, made with the engine, so that it works taken off it. */
-  readonly run = async <T>(options: RunOptions<Tx>, fn: CallFunction<Tx, T>): Promise<RunResult<T>> => {
+  /** The checked run (`CheckedRun`), joining `tx` when given. An arrow, made with the engine, so that it works taken off it. */
+  readonly call = async <V>(call: CheckedCall, fn: CheckedFunction<Tx, V>, tx?: Tx): Promise<CallOutcome<V>> => {
     const started = performance.now()
-    const { tx } = options
-    const call = resolveCall(options, this.#defaults, RUN_OPTIONS)
     const { scope, key, fingerprint } = call
     const store = this.#store
     const events = this.#events
-
     for (let attempt = 0; ; attempt++) {
       let session: Session<Tx>
       try {
@@ -121,112 +159,109 @@ class TransactionalEngine<Tx> {
         // Timed only while someone listens: the closure is not made otherwise.
         session = await (events.listening ? timedRoundTrip(events, store.name, 'begin', () => store.begin(request)) : store.begin(request))
       } catch (error) {
-        this.#report('error', scope, started, error)
-        throw error
+        return this.#failed(error, scope, started)
       }
-      const decision = decide(session.claim, fingerprint)
+      const decision = decideClaim(session.claim, fingerprint)
       switch (decision.kind) {
         case 'run':
           return await this.#execute(session, fn, call, started)
-        case 'replay': {
+        case 'replay':
           // The session wrote nothing; ending it need not delay the answer, so a replay
           // costs the caller one read round trip. `rollback` never rejects.
           void session.rollback()
-          let replay: RunResult<T>
-          try {
-            replay = replayedResult<T>(decision.record.outcome)
-          } catch (error) {
-            this.#report('error', scope, started, error)
-            throw error
-          }
-          this.#report('replayed', scope, started)
-          return replay
-        }
-        case 'mismatch': {
+          return this.#replayed(decision.record.outcome, scope, started)
+        case 'mismatch':
           void session.rollback()
-          const error = new FingerprintMismatchError(
-            `Key ${JSON.stringify(key)} was first used with a different request; use a new key for a new request`,
-          )
-          this.#report('mismatch', scope, started, error)
-          throw error
-        }
+          return this.#refused(new FingerprintMismatchError(`Key ${JSON.stringify(key)} was first used with a different request; use a new key for a new request`), 'mismatch', scope, started)
         case 'retry':
           // A stale snapshot can only be cured by a fresh transaction, which we own unless joined.
           await session.rollback()
           if (!session.joined && attempt === 0) continue
-          throw this.#inFlight(
-            `A call with key ${JSON.stringify(key)} finished while this transaction waited; its snapshot cannot see the result. Retry in a new transaction`,
+          return this.#refused(
+            new InFlightError(`A call with key ${JSON.stringify(key)} finished while this transaction waited; its snapshot cannot see the result. Retry in a new transaction`),
+            'in-flight',
             scope,
             started,
           )
         case 'in-flight':
           await session.rollback()
-          throw this.#inFlight(`A call with key ${JSON.stringify(key)} is still in progress (waited ${call.waitMs} ms)`, scope, started)
+          return this.#refused(new InFlightError(`A call with key ${JSON.stringify(key)} is still in progress (waited ${call.waitMs} ms)`), 'in-flight', scope, started)
       }
     }
   }
 
-  #inFlight(message: string, scope: string, started: number): InFlightError {
-    const error = new InFlightError(message)
-    this.#report('in-flight', scope, started, error)
-    return error
-  }
-
   /** Runs the function with the session's transaction, under its deadline, and commits its outcome (or rolls back). */
-  async #execute<T>(session: Session<Tx>, fn: CallFunction<Tx, T>, call: ResolvedCall, started: number): Promise<RunResult<T>> {
-    let outcome = 'null'
-    let returned: T | Discarded<T>
+  async #execute<V>(session: Session<Tx>, fn: CheckedFunction<Tx, V>, call: CheckedCall, started: number): Promise<CallOutcome<V>> {
+    let returned: Returned<V>
     let overran: OverranError | undefined
     try {
       const running = fn(session.tx)
-      // A function that returned a value is done; one still running has a deadline.
+      // A function that returned is done; one still running has a deadline.
       returned = isThenable(running)
         ? await withinDeadline(running, call.deadlineMs, () => {
             if (session.abandon === undefined) return this.#held(session, call)
             return session.abandon().then(() => (overran = overranError(call)))
           })
-        : await running
-      if (!isDiscarded(returned)) {
-        outcome = serializeOutcome(returned)
-        const outcomeBytes = bytesOver(outcome, this.#maxOutcomeBytes)
-        if (outcomeBytes !== undefined) throw this.#tooLarge(call, outcomeBytes)
-      }
+        : running
     } catch (error) {
-      if (overran !== undefined && error === overran) {
-        this.#report('overran', call.scope, started, overran)
-        throw overran
-      }
-      await session.rollback()
-      // What fn threw is most likely the dead connection's own error, surfacing through
-      // its queries; the call failed because the store did.
-      const failure = session.lost?.() ?? error
-      this.#report('error', call.scope, started, failure)
-      throw failure
+      if (overran !== undefined && error === overran) return this.#refused(overran, 'overran', call.scope, started)
+      return this.#rolledBack(session, error, call, started)
     }
-    if (isDiscarded(returned)) {
+    if (returned.kind === 'discard') {
       await session.rollback()
       // What the call gave up on may be the dead connection's doing: then it failed.
       const lost = session.lost?.()
-      if (lost !== undefined) {
-        this.#report('error', call.scope, started, lost)
-        throw lost
-      }
+      if (lost !== undefined) return this.#failed(lost, call.scope, started)
       this.#report('not-stored', call.scope, started)
-      return { value: returned.value, replayed: false, stored: false }
+      return { kind: 'not-stored', value: returned.value }
     }
+    const { outcome } = returned
+    // A UTF-16 unit is at most 3 bytes of UTF-8: most outcomes are measured by their length alone.
+    const outcomeBytes = outcome.length * 3 <= this.#maxOutcomeBytes ? undefined : bytesOver(outcome, this.#maxOutcomeBytes)
+    if (outcomeBytes !== undefined) return this.#rolledBack(session, this.#tooLarge(call, outcomeBytes), call, started)
     const events = this.#events
     try {
       const record = { fingerprint: call.fingerprint, outcome, ttlMs: call.ttlMs }
       await (events.listening ? timedRoundTrip(events, this.#store.name, 'commit', () => session.commit(record)) : session.commit(record))
     } catch (error) {
-      this.#report('error', call.scope, started, error)
-      throw error
+      return this.#failed(error, call.scope, started)
     }
-    this.#report('fresh', call.scope, started)
-    return storedResult<T>(outcome, false)
+    if (this.#onOutcome !== undefined || events.listening) this.#report('fresh', call.scope, started)
+    return { kind: 'fresh', value: returned.value, outcome }
   }
 
-  #tooLarge(call: ResolvedCall, outcomeBytes: number): OutcomeTooLargeError {
+  // Rolls back a call that failed: what fn threw is most likely the dead connection's
+  // own error, surfacing through its queries, when the store lost the transaction; the
+  // call failed because the store did.
+  async #rolledBack<V>(session: Session<Tx>, error: unknown, call: CheckedCall, started: number): Promise<CallOutcome<V>> {
+    await session.rollback()
+    return this.#failed(session.lost?.() ?? error, call.scope, started)
+  }
+
+  #replayed<V>(outcome: string, scope: string, started: number): CallOutcome<V> {
+    let value: unknown
+    try {
+      value = replayedValue(outcome)
+    } catch (error) {
+      return this.#failed(error, scope, started)
+    }
+    if (this.#onOutcome !== undefined || this.#events.listening) this.#report('replayed', scope, started)
+    return { kind: 'replayed', value }
+  }
+
+  #refused<V>(error: IdemError, kind: OutcomeKind, scope: string, started: number): CallOutcome<V> {
+    this.#report(kind, scope, started, error)
+    return { kind: 'refused', error }
+  }
+
+  // A call that failed: idem's own errors are the call's outcome, anything else is thrown.
+  #failed<V>(error: unknown, scope: string, started: number): CallOutcome<V> {
+    this.#report('error', scope, started, error)
+    if (error instanceof IdemError) return { kind: 'refused', error }
+    throw error
+  }
+
+  #tooLarge(call: CheckedCall, outcomeBytes: number): OutcomeTooLargeError {
     const maxOutcomeBytes = this.#maxOutcomeBytes
     return new OutcomeTooLargeError(
       `The outcome of key ${JSON.stringify(call.key)} is ${outcomeBytes} bytes, more than the ${this.#store.name} store holds (${maxOutcomeBytes} bytes): ` +
@@ -237,7 +272,7 @@ class TransactionalEngine<Tx> {
 
   // A session the store cannot end under its running function (SQLite's one connection,
   // a transaction the caller owns) stays until the function ends; the deadline says so.
-  #held(session: Session<Tx>, call: ResolvedCall): undefined {
+  #held(session: Session<Tx>, call: CheckedCall): undefined {
     const why = session.joined ? 'the call joined your transaction, which is yours to end' : `the ${this.#store.name} store cannot end a transaction while its function runs`
     warn(this.#events, {
       code: 'overran-held',
@@ -253,63 +288,4 @@ function overranError(call: { key: string; deadlineMs: number }): OverranError {
   return new OverranError(
     `The call with key ${JSON.stringify(call.key)} still ran ${call.deadlineMs} ms after it took its key (deadlineMs): its transaction was rolled back and the key freed; retry with the same key`,
   )
-}
-
-/**
- * A replay's result, its stored outcome parsed at once: a row that cannot be read
- * fails the call with `OutcomeUnreadableError` rather than surfacing later as whatever
- * reading a broken value throws, and the record of an outcome too large to keep (a
- * leased call's) with `OutcomeTooLargeError`.
- */
-export function replayedResult<T>(outcome: string): RunResult<T> {
-  const oversized = replayedOversized(outcome)
-  if (oversized !== undefined) throw oversized
-  const value = parseOutcome<T>(outcome)
-  return { value, replayed: true, stored: true }
-}
-
-/**
- * A result whose value is the stored JSON text, parsed only when read: a front end that
- * answers with what the function returned (the HTTP middleware) never pays for parsing
- * back what it just serialised.
- */
-export function storedResult<T>(outcome: string, replayed: boolean): RunResult<T> {
-  return new StoredResult<T>(outcome, replayed)
-}
-
-class StoredResult<T> implements RunResult<T> {
-  // `value` is an own, enumerable accessor, so a spread or a deep equality sees the
-  // value; one shared descriptor keeps every result on one shape (an object literal
-  // with a getter cost a fresh call about 2 µs).
-  static readonly #value: PropertyDescriptor = {
-    get(this: StoredResult<unknown>) {
-      return this.#read()
-    },
-    enumerable: true,
-    configurable: true,
-  }
-
-  // Assigned in the constructor, in this order: the order a spread and JSON show them in.
-  declare readonly value: T
-  declare readonly replayed: boolean
-  declare readonly stored: true
-  readonly #outcome: string
-  #parsed: { value: T } | undefined
-
-  constructor(outcome: string, replayed: boolean) {
-    Object.defineProperty(this, 'value', StoredResult.#value)
-    this.replayed = replayed
-    this.stored = true
-    this.#outcome = outcome
-  }
-
-  #read(): T {
-    this.#parsed ??= { value: parseOutcome<T>(this.#outcome) }
-    return this.#parsed.value
-  }
-
-  /** What `console.log` and `util.inspect` show: the fields, with the value read, not `value: [Getter]`. */
-  [Symbol.for('nodejs.util.inspect.custom')](_depth: number, options: object, inspect: (value: unknown, options: object) => string): string {
-    return inspect({ value: this.value, replayed: this.replayed, stored: this.stored }, options)
-  }
 }

@@ -152,26 +152,36 @@ export interface EventStream {
  * const idem = createIdem({ store, events })
  */
 export function createEventStream(): EventStream {
-  const listeners = new Set<IdemEventListener>()
-  return {
-    get listening() {
-      return listeners.size > 0
-    },
-    emit(event) {
-      for (const listener of listeners) {
-        try {
-          listener(event)
-        } catch {
-          // ignored on purpose, see emit's contract
-        }
+  return new ListenedStream()
+}
+
+/**
+ * The stream `createEventStream` makes. `listening` is a plain field, kept up to date by
+ * `subscribe` and its undo: every call of every engine and front end reads it, so reading
+ * it runs no code.
+ */
+class ListenedStream implements EventStream {
+  listening = false
+  readonly #listeners = new Set<IdemEventListener>()
+
+  // Arrows, as the stream's methods were closures before: they work taken off it.
+  readonly emit = (event: IdemEvent): void => {
+    for (const listener of this.#listeners) {
+      try {
+        listener(event)
+      } catch {
+        // ignored on purpose, see emit's contract
       }
-    },
-    subscribe(listener) {
-      listeners.add(listener)
-      return () => {
-        listeners.delete(listener)
-      }
-    },
+    }
+  }
+
+  readonly subscribe = (listener: IdemEventListener): (() => void) => {
+    this.#listeners.add(listener)
+    this.listening = true
+    return () => {
+      this.#listeners.delete(listener)
+      this.listening = this.#listeners.size > 0
+    }
   }
 }
 

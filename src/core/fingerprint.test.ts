@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { fingerprintValue } from './fingerprint.js'
+import { fingerprintValue } from './json-data.js'
 
 describe('fingerprintValue', () => {
   it('is canonical and refuses values without a JSON form', () => {

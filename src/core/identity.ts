@@ -68,6 +68,24 @@ export function assertScope(scope: unknown): asserts scope is string {
   assertIdentity('run: "scope"', scope, MAX_SCOPE_LENGTH, InvalidKeyError)
 }
 
+declare const checked: unique symbol
+
+/** A scope `checkedScope` passed: an engine's checked call (`CheckedCall`) takes it as it is. */
+export type CheckedScope = string & { readonly [checked]: 'scope' }
+
+/** A key `checkedKey` passed: an engine's checked call (`CheckedCall`) takes it as it is. */
+export type CheckedKey = string & { readonly [checked]: 'key' }
+
+/**
+ * `scope` checked as `assertScope` checks it, typed as checked: what a front end hands an
+ * engine's checked call, once per call.
+ * @example const scope = checkedScope(await scopeOf(request))
+ */
+export function checkedScope(scope: unknown): CheckedScope {
+  assertScope(scope)
+  return scope as CheckedScope
+}
+
 /** The longest key accepted, in characters (DESIGN: 1–255 visible ASCII). */
 export const MAX_KEY_LENGTH = 255
 
@@ -102,4 +120,14 @@ export function assertValidKey(key: unknown): asserts key is string {
   if (!VISIBLE_ASCII.test(key)) {
     throw new InvalidKeyError('Idempotency key may contain only visible ASCII characters (0x21–0x7E)')
   }
+}
+
+/**
+ * `key` checked as `assertValidKey` checks it, typed as checked: the key of an engine's
+ * checked call (a front end's parsed key), checked here once.
+ * @example const key = checkedKey(text)
+ */
+export function checkedKey(key: unknown): CheckedKey {
+  assertValidKey(key)
+  return key as CheckedKey
 }

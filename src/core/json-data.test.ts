@@ -4,7 +4,7 @@ import { inspect, isDeepStrictEqual } from 'node:util'
 import { runInNewContext } from 'node:vm'
 import { describe, expect, it } from 'vitest'
 import { InvalidOptionError } from './errors/invalid-option.js'
-import { fingerprintValue } from './fingerprint.js'
+import { fingerprintValue } from './json-data.js'
 import { canonicalJson, MAX_JSON_DEPTH } from './json-data.js'
 
 const canonical = (value: unknown): string => canonicalJson(value, 'test: "input"', 'input')

@@ -1,4 +1,5 @@
 import { InvalidOptionError } from './errors/invalid-option.js'
+import { encodedPart, hashFingerprint } from './fingerprint.js'
 
 /**
  * Why `v` itself (not what it holds) has no faithful JSON form, or undefined: JSON.stringify
@@ -56,6 +57,33 @@ export function canonicalJson(value: unknown, what: string, root: string): strin
     throw new InvalidOptionError(`${what} must be JSON data: ${error.describe(root)}`)
   }
 }
+
+/**
+ * The fingerprint of JSON data (its RFC 8785 canonical form hashed), for engine calls
+ * that are not HTTP requests (those are `fingerprintRequest`'s): two values get one
+ * fingerprint only when their JSON is the same, whatever the order of their members.
+ * Anything that is not JSON data (a Map, a Set, binary data, another class instance
+ * without `toJSON`, undefined, a function, a BigInt, a non-finite number, a cycle; see
+ * docs/engine.md) is refused rather than hashed as something it is not.
+ * @throws InvalidOptionError naming the path to the first part that is not JSON data
+ * @example
+ * const fingerprint = fingerprintValue({ amount: 5, currency: 'EUR' }) // same for { currency, amount }
+ */
+export function fingerprintValue(value: unknown): string {
+  return fingerprintInput(value, 'fingerprintValue: the value', 'value')
+}
+
+/**
+ * `fingerprintValue` for a front end, whose error names the value as its caller knows it.
+ * @param what how the error names the value, e.g. `memo: "input"`
+ * @param root how the path to the offending part starts, e.g. `input`
+ */
+export function fingerprintInput(value: unknown, what: string, root: string): string {
+  return hashFingerprint(VALUE_PART, [canonicalJson(value, what, root)])
+}
+
+// The kind tag of a value's fingerprint (a request's are http/request-fingerprint.ts's).
+const VALUE_PART = encodedPart('value')
 
 /** What makes a value not JSON data, and where: filled in as the walk unwinds from it. */
 class Unfit {

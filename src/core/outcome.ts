@@ -146,7 +146,7 @@ export function oversizedOutcome({ outcomeBytes, maxOutcomeBytes }: OversizedSiz
  * The error a replay of `oversizedOutcome`'s record is answered with, or undefined for
  * any other stored outcome.
  */
-export function replayedOversized(text: string): OutcomeTooLargeError | undefined {
+function replayedOversized(text: string): OutcomeTooLargeError | undefined {
   if (typeof text !== 'string' || !text.startsWith(OVERSIZED)) return undefined
   const sizes = parseOutcome<OversizedSizes>(text)
   return new OutcomeTooLargeError(
@@ -154,4 +154,18 @@ export function replayedOversized(text: string): OutcomeTooLargeError | undefine
       'so the key was recorded as completed without it; it does not run again',
     sizes,
   )
+}
+
+/**
+ * A stored outcome as a replay returns it, parsed at once: a row that cannot be read
+ * fails the call with `OutcomeUnreadableError` rather than surfacing later as whatever
+ * reading a broken value throws, and the record of an outcome too large to keep (a
+ * leased call's) with `OutcomeTooLargeError`.
+ * @throws OutcomeTooLargeError / OutcomeUnreadableError
+ * @example const value = replayedValue(record.outcome)
+ */
+export function replayedValue(text: string): unknown {
+  const oversized = replayedOversized(text)
+  if (oversized !== undefined) throw oversized
+  return parseOutcome(text)
 }

@@ -1,7 +1,7 @@
 import { createIdem, type OutcomeEvent } from '../core/engine.js'
 import { InvalidOptionError } from '../core/errors/invalid-option.js'
 import type { EventStream } from '../core/events.js'
-import { fingerprintInput } from '../core/fingerprint.js'
+import { fingerprintInput } from '../core/json-data.js'
 import { assertIdentity } from '../core/identity.js'
 import type { KeyStore } from '../core/store.js'
 import { assertDuration, assertKnownOptions, optionNames } from '../core/validate.js'

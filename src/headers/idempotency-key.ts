@@ -8,7 +8,7 @@
 import { parseItem } from 'structured-headers'
 import { InvalidKeyError } from '../core/errors/invalid-key.js'
 import { MissingKeyError } from '../core/errors/missing-key.js'
-import { assertValidKey } from '../core/identity.js'
+import { checkedKey, type CheckedKey } from '../core/identity.js'
 import { assertKnownOptions, optionNames } from '../core/validate.js'
 
 /** The request header that carries the key (draft-ietf-httpapi-idempotency-key-header). */
@@ -43,9 +43,10 @@ export function parseIdempotencyKey(value: string | readonly string[] | null | u
 
 /**
  * `parseIdempotencyKey` with `strict` given directly, for the middleware's request path:
- * no options object to make and check per request.
+ * no options object to make and check per request. The key comes back checked
+ * (`core/identity.ts`), the one check it gets on its way to the engine.
  */
-export function parseKeyHeader(value: string | readonly string[] | null | undefined, strict: boolean): string {
+export function parseKeyHeader(value: string | readonly string[] | null | undefined, strict: boolean): CheckedKey {
   if (value === null || value === undefined) throw new MissingKeyError('The Idempotency-Key header is missing')
   if (typeof value !== 'string') {
     if (value.length === 0) throw new MissingKeyError('The Idempotency-Key header is missing')
@@ -61,11 +62,10 @@ export function parseKeyHeader(value: string | readonly string[] | null | undefi
       'Idempotency-Key must be one sf-string; a bare key may not contain spaces, commas, semicolons, quotes or backslashes',
     )
   }
-  assertValidKey(text)
-  return text
+  return checkedKey(text)
 }
 
-function parseSfString(text: string): string {
+function parseSfString(text: string): CheckedKey {
   let item
   try {
     item = parseItem(text)
@@ -75,8 +75,7 @@ function parseSfString(text: string): string {
   const [bare, params] = item
   if (typeof bare !== 'string') throw new InvalidKeyError('Idempotency-Key must be an sf-string')
   if (params.size > 0) throw new InvalidKeyError('Idempotency-Key may not carry parameters')
-  assertValidKey(bare)
-  return bare
+  return checkedKey(bare)
 }
 
 /**

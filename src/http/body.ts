@@ -1,3 +1,8 @@
+/**
+ * The body limit (`maxBodyBytes`): its default, the error past it, and a body read from
+ * its source to the limit (a Web stream without a declared length, web.ts; a decoded
+ * body, content-coding.ts; a Node stream reads itself, node-request.ts).
+ */
 import { BodyTooLargeError } from './body-too-large.js'
 
 /** 1 MiB: the default largest body the middleware buffers to fingerprint. */
@@ -6,53 +11,12 @@ export const DEFAULT_MAX_BODY_BYTES = 1024 * 1024
 /** The bytes of a request without a body: one shared empty array (it has nothing to change). */
 export const EMPTY_BODY = new Uint8Array(0)
 
-/** A copy of `request` carrying `body`, the bytes already read from it. */
-export function withRequestBody(request: Request, body: Uint8Array): Request {
-  // From its parts rather than `new Request(request, …)`: runtimes with lazy requests
-  // (such as @hono/node-server's) then need not build a full copy of the original first.
-  // No `signal`: a client that disconnects must not cut a protected route short (its
-  // outcome is what the retry will replay), and following the signal cost ~35 µs a request.
-  return new Request(request.url, { method: request.method, headers: request.headers, body })
-}
-
-/** Where a request's body comes from, one chunk at a time: a Web stream, or Node's stream read directly. */
+/** Where a body comes from, one chunk at a time: a Web stream, or a decoder's output. */
 export interface BodySource {
   /** The next chunk, or `undefined` at the end. */
   read(): Promise<Uint8Array | undefined>
   /** Stops reading; the rest of the body is left unread. */
   cancel(): void
-}
-
-/**
- * Reads a Web request's body into memory, at most `limit` bytes (see `readSource`). A
- * declared length within the limit is read whole, which runtimes do faster than chunk
- * by chunk.
- * @throws BodyTooLargeError
- */
-export async function readBody(request: Request, limit: number): Promise<Uint8Array> {
-  const declared = request.headers.get('content-length')
-  if (declared !== null) {
-    if (Number(declared) > limit) throw tooLarge(limit)
-    // A server holds the client to the declared length; a hand-made Request can declare
-    // less than it carries, so the size is checked again.
-    const body = new Uint8Array(await request.arrayBuffer())
-    if (body.byteLength > limit) throw tooLarge(limit)
-    return body
-  }
-  if (request.body === null) return EMPTY_BODY
-  const reader = request.body.getReader()
-  return readSource(
-    {
-      read: async () => {
-        const { done, value } = await reader.read()
-        return done ? undefined : value
-      },
-      cancel: () => {
-        reader.cancel().catch(() => {})
-      },
-    },
-    limit,
-  )
 }
 
 /**
@@ -67,7 +31,7 @@ export async function readSource(source: BodySource, limit: number, refuse: (lim
   for (let chunk = await source.read(); chunk !== undefined; chunk = await source.read()) {
     size += chunk.byteLength
     if (size > limit) {
-      // Stop the upload instead of draining it; a Node adapter closes the connection.
+      // Stop reading instead of draining the rest.
       source.cancel()
       throw refuse(limit)
     }

@@ -3,7 +3,8 @@
  * it reads of a request, what a route replied, and what idem answers itself. Each
  * adapter maps its framework's objects to it: Node's `IncomingMessage` and
  * `ServerResponse` in `node.ts` (Express, Fastify, NestJS), Web-standard `Request` and
- * `Response` in `web.ts` (Fetch, Hono). No Web object is made for a Node request.
+ * `Response` in `web.ts` (Fetch, Hono). No Web object is made for a Node request. Types
+ * only.
  */
 
 /** A body: bytes, or text sent as UTF-8. */
@@ -89,12 +90,10 @@ export type Protected<R> =
   /** idem answers: a replay or a problem. */
   | { readonly kind: 'answer'; readonly answer: HttpAnswer }
 
-/** The byte length of a body. */
-export function byteLength(body: HttpBody): number {
-  return typeof body === 'string' ? Buffer.byteLength(body, 'utf8') : body.byteLength
-}
-
-/** A body as bytes. */
-export function bytesOf(body: HttpBody): Uint8Array {
-  return typeof body === 'string' ? Buffer.from(body, 'utf8') : body
-}
+/**
+ * What a route did after it answered (on Node, where a route answers by ending its
+ * response and runs on): it threw, with the error known (Fastify, NestJS); or something
+ * answered a second time, with that answer's status (Express: an error handler, after
+ * the route threw or passed an error to `next`).
+ */
+export type AfterAnswer = { readonly error: unknown } | { readonly secondAnswer: number }

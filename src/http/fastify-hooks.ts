@@ -10,9 +10,9 @@
  */
 import { Readable } from 'node:stream'
 import type { FastifyReply, FastifyRequest, onErrorHookHandler, onRouteHookHandler, onSendHookHandler, preParsingHookHandler } from 'fastify'
-import type { HttpRequest, Protected, RouteResult } from './exchange.js'
+import type { AfterAnswer, HttpRequest, Protected, RouteResult } from './exchange.js'
 import { bufferOf, isWebResponse, routeReply, writeAnswer, writePayload, type Payload } from './fastify-reply.js'
-import type { AfterAnswer, RequestProtection } from './handler.js'
+import type { RequestProtection } from './handler.js'
 import { nodeBody, nodeRequest, type NodeBody } from './node-request.js'
 import { captureResponse, release } from './node.js'
 import type { IdempotencyContext } from './options.js'

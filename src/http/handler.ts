@@ -1,20 +1,26 @@
+/**
+ * The middleware behind every front end: whether a request is protected, its key parsed
+ * and its fingerprint taken once, one checked call of the engine, and its outcome turned
+ * into an answer in one switch (`decided`). The options are resolved once, at start-up
+ * (resolved-options.ts): a request reads plain values. And the Fetch middleware on it.
+ */
+import { CHECKED_RUN, type CallOutcome, type CheckedRun, type Returned } from '../core/call.js'
 import { IdemError } from '../core/errors/idem-error.js'
 import { MissingKeyError } from '../core/errors/missing-key.js'
 import { OverranError } from '../core/errors/overran.js'
-import { warn } from '../core/events.js'
-import type { HttpOutcome } from './events.js'
-import { hashRequest } from './request-fingerprint.js'
+import { checkedScope, type CheckedKey, type CheckedScope } from '../core/identity.js'
 import { parseKeyHeader } from '../headers/idempotency-key.js'
-import { discard } from '../core/result.js'
-import { withRequestBody } from './body.js'
 import { contentCodings, decodeContent } from './content-coding.js'
-import type { HttpRequest, Protected, RouteResult } from './exchange.js'
-import { resolveOptions, type IdempotencyContext, type IdempotencyOptions, type ResolvedOptions } from './options.js'
+import type { HttpOutcome } from './events.js'
+import type { AfterAnswer, HttpRequest, Protected, RouteResult } from './exchange.js'
+import type { IdempotencyContext, IdempotencyOptions } from './options.js'
 import { problemAnswer } from './problem.js'
-import { replayAnswer, storeResponse, type StoredLimits, type StoredResponse } from './stored-response.js'
-import { webReply, webRequest, webResponse } from './web.js'
-
-const PASSED: Protected<never> = { kind: 'passed' }
+import { replayAnswer } from './replay.js'
+import { hashRequest } from './request-fingerprint.js'
+import { resolveOptions, type ResolvedOptions } from './resolved-options.js'
+import { routeNotes, type RouteNotes } from './route-notes.js'
+import { storeResponse } from './stored-response.js'
+import { webReply, webRequest, webResponse, withRequestBody } from './web.js'
 
 /**
  * The route handler behind the Fetch middleware. `request` carries the body (buffered,
@@ -94,14 +100,6 @@ export interface CallBounds {
   readonly waitMs: number
 }
 
-/**
- * What a route did after it answered (on Node, where a route answers by ending its
- * response and runs on): it threw, with the error known (Fastify, NestJS); or something
- * answered a second time, with that answer's status (Express: an error handler, after
- * the route threw or passed an error to `next`).
- */
-export type AfterAnswer = { readonly error: unknown } | { readonly secondAnswer: number }
-
 /** The middleware behind every front end. */
 export interface RequestProtection<Tx, Native> {
   /**
@@ -137,141 +135,118 @@ const OUTCOME_OF_CODE: Partial<Record<IdemError['code'], HttpOutcome>> = {
   'store-unavailable': 'store-unavailable',
 }
 
-/** Makes the middleware behind every front end, with its options validated once, here. */
+/** Makes the middleware behind every front end, with its options validated and resolved once, here. */
 export function protectRequests<Tx, Native = unknown>(options: IdempotencyOptions<Tx, Native>): RequestProtection<Tx, Native> {
-  const o = resolveOptions(options)
-  const covers = (method: string): boolean => o.methods.has(method)
-  const answer = (error: IdemError, request: HttpRequest, deadlineMs: number): Protected<never> => {
-    const problem = problemAnswer(error, o.problemTypes)
-    if (error.code === 'overran') overran(problem.status, request, deadlineMs)
-    else if (o.events.listening) o.events.emit({ type: 'http', outcome: OUTCOME_OF_CODE[error.code] ?? 'error', method: request.method, status: problem.status })
-    // A route that cannot be protected as written: the log names it, every time.
-    if (error.code === 'route-hijacked') warn(o.events, { code: 'route-hijacked', source: 'idempotency', message: error.message })
-    return { kind: 'answer', answer: problem }
-  }
-  // A route held its key past the deadline: the event and the log name it, every time.
-  const overran = (status: number, request: HttpRequest, deadlineMs: number): void => {
-    const { path } = request
-    if (o.events.listening) o.events.emit({ type: 'http', outcome: 'overran', method: request.method, status, path })
-    warn(o.events, {
-      code: 'route-overran',
-      source: 'idempotency',
-      message:
-        `idem: ${request.method} ${path} still ran ${deadlineMs} ms after it took its Idempotency-Key (deadlineMs), so its transaction was ` +
-        'rolled back (or its lease let go), the key freed and the client answered 503; a route that never answers has lost an error (on Express 4, pass async errors to next(err))',
-    })
-  }
-  const limits: StoredLimits = { maxBodyBytes: o.maxStoredBodyBytes, maxOutcomeBytes: o.maxOutcomeBytes }
-  let omittedBefore = false
-  // Once per middleware: every later replay of such a response has an empty body.
-  const warnOmitted = (bytes: number): void => {
-    if (omittedBefore) return
-    omittedBefore = true
-    const why =
-      bytes > o.maxStoredBodyBytes
-        ? `is over maxStoredBodyBytes (${o.maxStoredBodyBytes})`
-        : `does not fit beside its headers in what the store holds (${o.maxOutcomeBytes} bytes)`
-    warn(o.events, {
-      code: 'stored-body-omitted',
-      source: 'idempotency',
-      message:
-        `idem: a response body of ${bytes} bytes ${why}, so it was stored without its body ` +
-        'and its replays answer with an empty body and Idempotent-Body-Omitted: true. Raise maxStoredBodyBytes (up to what the store holds) to replay such bodies whole.',
-    })
-  }
-  const leftOutBefore = new Set<string>()
-  // Once per field name (only allow-listed names get this far): every later reply with it is stored without it.
-  const warnLeftOut = (name: string, reason: string): void => {
-    if (leftOutBefore.has(name)) return
-    leftOutBefore.add(name)
-    warn(o.events, {
-      code: 'header-not-stored',
-      source: 'idempotency',
-      message: `idem: a response's ${JSON.stringify(name)} header was left out of its stored form, as ${reason}: replays of such a response go without it.`,
-    })
+  return new Protection<Tx, Native>(resolveOptions(options))
+}
+
+/** The middleware over resolved options: what it does per request reads plain values and checks nothing. */
+class Protection<Tx, Native> implements RequestProtection<Tx, Native> {
+  readonly answeredThenFailed: RequestProtection<Tx, Native>['answeredThenFailed']
+  readonly #o: ResolvedOptions<Tx, Native>
+  readonly #run: CheckedRun<Tx>
+  readonly #notes: RouteNotes
+
+  constructor(o: ResolvedOptions<Tx, Native>) {
+    this.#o = o
+    this.#run = o.idem[CHECKED_RUN]
+    this.#notes = routeNotes(o)
+    this.answeredThenFailed = this.#notes.answeredThenFailed
   }
 
-  return { covers, protect, answeredThenFailed: (request, status, after) => answeredThenFailed(o, request, status, after) }
+  // Arrows, made with the middleware, so that an adapter may take them off it.
+  readonly covers = (method: string): boolean => this.#o.methods.has(method)
 
-  async function protect<R>(request: HttpRequest, native: Native, route: RouteCalls<Tx, R>, bounds?: CallBounds): Promise<Protected<R>> {
-    if (!covers(request.method) || !o.routes(native, request.path)) {
-      await route.pass()
-      return PASSED
-    }
-
-    let key: string
+  readonly protect = async <R>(request: HttpRequest, native: Native, route: RouteCalls<Tx, R>, bounds?: CallBounds): Promise<Protected<R>> => {
+    const o = this.#o
+    if (!o.methods.has(request.method) || (o.routes !== undefined && !o.routes(native, request.path))) return await passed(route)
+    let key: CheckedKey
     try {
       key = parseKeyHeader(request.header('idempotency-key'), o.strict)
     } catch (error) {
-      if (error instanceof MissingKeyError && !o.required) {
-        if (o.events.listening) o.events.emit({ type: 'http', outcome: 'unprotected', method: request.method })
-        await route.pass()
-        return PASSED
-      }
-      if (error instanceof IdemError) return answer(error, request, o.deadlineMs)
-      throw error
+      if (!(error instanceof MissingKeyError) || o.required) return this.#answer(error, request, o.deadlineMs)
+      if (o.events.listening) o.events.emit({ type: 'http', outcome: 'unprotected', method: request.method })
+      return await passed(route)
     }
-
     const deadlineMs = bounds === undefined ? o.deadlineMs : Math.min(o.deadlineMs, bounds.deadlineMs)
     const waitMs = bounds === undefined ? o.waitMs : Math.max(0, Math.min(o.waitMs, bounds.waitMs))
-    if (deadlineMs < 1) {
-      // Nothing ran, so nothing overran: the problem, without the route-overran warning.
-      const problem = problemAnswer(new OverranError('No time was left to take the Idempotency-Key: nothing was claimed; retry'), o.problemTypes)
-      if (o.events.listening) o.events.emit({ type: 'http', outcome: 'overran', method: request.method, status: problem.status, path: request.path })
-      return { kind: 'answer', answer: problem }
-    }
-
+    if (!(deadlineMs >= 1)) return this.#noTimeLeft(request)
     try {
-      const scope = await o.scope(native)
+      const found = this.#scopeFor(native)
+      const scope = typeof found === 'string' ? found : await found
       const { body, fingerprint } = await readRequest(request, o)
-
-      // The route's own reply, sent as it is; only its stored form is trimmed. Null is
-      // what a discarded reply leaves to store: nothing.
-      let first: RouteResult<R> | undefined
-      const result = await o.idem.run<StoredResponse | null>(
-        { scope, key, fingerprint, waitMs, deadlineMs, ...(o.ttlMs === undefined ? {} : { ttlMs: o.ttlMs }) },
-        async (tx) => {
-          const reply = await route.run(body, { tx, key, scope })
-          first = reply
-          // A 5xx or a transient 4xx rolls back, so its retry runs again.
-          if (reply.kind === 'discard' || !o.storeStatus(reply.status)) return discard(null)
-          const stored = storeResponse(reply.status, reply.headers(o.replayHeaders), reply.body, { limits, form: reply.form, leftOut: warnLeftOut })
-          if (stored.omittedBodyBytes !== undefined) warnOmitted(stored.omittedBodyBytes)
-          return stored
-        },
-      )
-      // A fresh answer is the route's own: its stored form is never read back.
-      const decided: Protected<R> =
-        !result.replayed && first !== undefined ? { kind: 'route', response: first.response } : { kind: 'answer', answer: replayAnswer(result.value, o.replayHeaders) }
-      if (o.events.listening) {
-        const outcome = result.replayed ? 'replayed' : result.stored ? 'fresh' : 'not-stored'
-        const status = decided.kind === 'answer' ? decided.answer.status : first!.status
-        o.events.emit({ type: 'http', outcome, method: request.method, status })
-      }
-      return decided
+      const call = { scope, key, fingerprint, ttlMs: o.ttlMs, waitMs, deadlineMs }
+      return this.#decided(await this.#run(call, (tx) => this.#runRoute(route, body, { tx, key, scope })), request, deadlineMs)
     } catch (error) {
-      if (error instanceof IdemError) return answer(error, request, deadlineMs)
+      if (error instanceof IdemError) return this.#answer(error, request, deadlineMs)
       if (o.events.listening) o.events.emit({ type: 'http', outcome: 'error', method: request.method })
       throw error
     }
   }
+
+  // The scope the key is stored under, checked: the principal's (`scope`), or the shared one.
+  #scopeFor(native: Native): CheckedScope | Promise<CheckedScope> {
+    const { scope, sharedScope } = this.#o
+    if (scope === undefined) return sharedScope
+    const given = scope(native)
+    return typeof given === 'string' ? checkedScope(given) : Promise.resolve(given).then(checkedScope)
+  }
+
+  // The route, run while the key is held: its reply stored (a 5xx or a transient 4xx is
+  // not: it rolls back, so its retry runs again), and handed back as the route's own.
+  async #runRoute<R>(route: RouteCalls<Tx, R>, body: Uint8Array, idem: IdempotencyContext<Tx>): Promise<Returned<RouteResult<R>>> {
+    const o = this.#o
+    const reply = await route.run(body, idem)
+    if (reply.kind === 'discard' || !o.storeStatus(reply.status)) return { kind: 'discard', value: reply }
+    const stored = storeResponse(reply.status, reply.headers(o.replayHeaders), reply.body, { limits: o.limits, form: reply.form, leftOut: this.#notes.leftOut })
+    if (stored.omittedBodyBytes !== undefined) this.#notes.omitted(stored.omittedBodyBytes)
+    return { kind: 'store', outcome: JSON.stringify(stored), value: reply }
+  }
+
+  // The engine's outcome as the answer: a fresh one is the route's own (its stored form
+  // is never read back), a replay the stored response, a refusal its problem.
+  #decided<R>(outcome: CallOutcome<RouteResult<R>>, request: HttpRequest, deadlineMs: number): Protected<R> {
+    const { events, replayHeaders } = this.#o
+    switch (outcome.kind) {
+      case 'fresh':
+      case 'not-stored':
+        if (events.listening) events.emit({ type: 'http', outcome: outcome.kind, method: request.method, status: outcome.value.status })
+        return { kind: 'route', response: outcome.value.response }
+      case 'replayed': {
+        const replay = replayAnswer(outcome.value, replayHeaders)
+        if (events.listening) events.emit({ type: 'http', outcome: 'replayed', method: request.method, status: replay.status })
+        return { kind: 'answer', answer: replay }
+      }
+      case 'refused':
+        return this.#answer(outcome.error, request, deadlineMs)
+    }
+  }
+
+  // An error of idem's as its problem answer (anything else is thrown on).
+  #answer(error: unknown, request: HttpRequest, deadlineMs: number): Protected<never> {
+    if (!(error instanceof IdemError)) throw error
+    const { events, problemTypes } = this.#o
+    const problem = problemAnswer(error, problemTypes)
+    if (error.code === 'overran') this.#notes.overran(problem.status, request, deadlineMs)
+    else if (events.listening) events.emit({ type: 'http', outcome: OUTCOME_OF_CODE[error.code] ?? 'error', method: request.method, status: problem.status })
+    if (error.code === 'route-hijacked') this.#notes.hijacked(error.message)
+    return { kind: 'answer', answer: problem }
+  }
+
+  // Nothing ran, so nothing overran: the problem, without the route-overran warning.
+  #noTimeLeft(request: HttpRequest): Protected<never> {
+    const { events, problemTypes } = this.#o
+    const problem = problemAnswer(new OverranError('No time was left to take the Idempotency-Key: nothing was claimed; retry'), problemTypes)
+    if (events.listening) events.emit({ type: 'http', outcome: 'overran', method: request.method, status: problem.status, path: request.path })
+    return { kind: 'answer', answer: problem }
+  }
 }
 
-// The route's answer stands; what failed after it is told, with the error when it is known.
-function answeredThenFailed<Tx, Native>(o: ResolvedOptions<Tx, Native>, request: HttpRequest, status: number, after: AfterAnswer): void {
-  const what =
-    'error' in after
-      ? `then threw (${after.error instanceof Error ? after.error.message : String(after.error)})`
-      : `then something answered again with ${after.secondAnswer} (an error handler after the route failed, or a second send)`
-  const replay = o.storeStatus(status) ? 'stored with its effects, what a retry with the same key replays' : 'not stored (it rolls back), so a retry runs the route again'
-  warn(o.events, {
-    code: 'route-failed-after-answer',
-    source: 'idempotency',
-    message:
-      `idem: ${request.method} ${request.path} answered ${status}, ${what}. Its ${status} stands: it is what the client gets and, ${replay}; ` +
-      'no second answer was sent. Finish what can fail before answering, or catch it.',
-    ...('error' in after ? { cause: after.error } : {}),
-  })
+const PASSED: Protected<never> = { kind: 'passed' }
+
+async function passed<Tx, R>(route: RouteCalls<Tx, R>): Promise<Protected<R>> {
+  await route.pass()
+  return PASSED
 }
 
 /**

@@ -9,7 +9,9 @@ import type { OutgoingHttpHeaders, ServerResponse } from 'node:http'
 import { Readable } from 'node:stream'
 import type { Context } from 'koa'
 import { NO_BODY_STATUSES } from '../headers/no-body-statuses.js'
-import { bytesOf, type HttpAnswer, type HttpBody, type HttpRequest, type RouteReply } from './exchange.js'
+import type { HttpAnswer, HttpBody, HttpRequest, RouteReply } from './exchange.js'
+import { bytesOf } from './node.js'
+import { wireValue } from './stored-response.js'
 import { captureResponse, recordHeaders, release } from './node.js'
 import { RouteHijackedError } from './route-hijacked.js'
 
@@ -81,7 +83,8 @@ function webBytes(body: WebBody): Promise<ArrayBuffer> {
 /**
  * Puts an answer of idem's own (a replay, a problem) on the context for Koa to send, so
  * that middleware around idem still sees and adds to it. Headers that earlier middleware
- * set stay; the answer's own replace any of the same name, repeated fields kept apart.
+ * set stay; the answer's own replace any of the same name, repeated fields kept apart,
+ * each value as its bytes (`wireValue`).
  * `closeConnection` when the request's upload was left unread (a 413).
  */
 export function answerWith(ctx: Context, answer: HttpAnswer, closeConnection: boolean): void {
@@ -95,7 +98,7 @@ export function answerWith(ctx: Context, answer: HttpAnswer, closeConnection: bo
   else ctx.res.setHeader('content-type', type)
   const { headers } = answer
   for (let i = 0; i < headers.length; i += 2) ctx.remove(headers[i]!)
-  for (let i = 0; i + 1 < headers.length; i += 2) ctx.append(headers[i]!, headers[i + 1]!)
+  for (let i = 0; i + 1 < headers.length; i += 2) ctx.append(headers[i]!, wireValue(headers[i + 1]!))
   if (closeConnection) ctx.set('Connection', 'close')
 }
 

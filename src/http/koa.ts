@@ -116,8 +116,11 @@ function routeCalls<Tx>(ctx: ParameterizedContext<IdemState<Tx>>, next: Next, { 
 function answerOwn(ctx: Context, answer: HttpAnswer, route: RouteState, closeConnection: boolean): void {
   // After a route that ran (a store that failed after it, its deadline), what it set goes.
   if (route.earlier !== undefined) restoreHeaders(ctx.res, route.earlier)
-  if (!route.running) return answerWith(ctx, answer, closeConnection)
-  // Past its deadline the route still runs and may still change ctx: the answer goes out now, around Koa.
+  if (!route.running && !latin1Disposition(answer)) return answerWith(ctx, answer, closeConnection)
+  // Past its deadline the route still runs and may still change ctx: the answer goes out now,
+  // around Koa. So does one with a Content-Disposition beyond ASCII: Koa ends the response
+  // with its body, and Node then re-reads that field's bytes as UTF-8 (nodejs/node#46528),
+  // so only a head written before the body carries them as stored.
   route.takeover?.end()
   ctx.respond = false
   sendAnswer(ctx.res, answer, closeConnection)
@@ -190,3 +193,11 @@ function keptBytes(ctx: Context): Uint8Array | undefined {
 }
 
 const KOA_RAW_BODY = 'mount webhookReceiver() before the body parser, or after one that keeps the raw body on ctx.request.rawBody (@koa/bodyparser does)'
+
+// A stored Content-Disposition value with a byte above 0x7F (a filename a Lambda function
+// answered in UTF-8, say).
+function latin1Disposition(answer: HttpAnswer): boolean {
+  const { headers } = answer
+  for (let i = 0; i + 1 < headers.length; i += 2) if (headers[i] === 'content-disposition' && /[^\x00-\x7f]/.test(headers[i + 1]!)) return true
+  return false
+}

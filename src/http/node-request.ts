@@ -6,12 +6,17 @@
  */
 import type { IncomingMessage } from 'node:http'
 import { Readable } from 'node:stream'
-import { EMPTY_BODY, readSource, tooLarge, type BodySource } from './body.js'
+import { EMPTY_BODY, tooLarge } from './body.js'
 import type { HttpRequest } from './exchange.js'
 
-/** A Node stream as a `BodySource`, and whether reading it was started but not finished. */
+/** A Node request's body stream, read when the middleware asks, and whether reading it was started but not finished. */
 export interface NodeBody {
-  source: BodySource
+  /**
+   * Reads the whole body, at most `limit` bytes: counted as it arrives and refused as soon
+   * as it passes the limit, the rest of the upload left unread.
+   * @throws BodyTooLargeError
+   */
+  read(limit: number): Promise<Uint8Array>
   /**
    * True when reading began and stopped before the end (a 413). The rest of the upload
    * is then neither read nor discarded, so the connection must close after the answer.
@@ -20,68 +25,48 @@ export interface NodeBody {
 }
 
 /**
- * Reads a Node stream one chunk at a time, on demand: nothing is read until the
- * middleware asks, so a request it lets through keeps its body for the framework's
- * own parsers. `cancel` stops reading without destroying the socket, so the answer
- * still goes out. Its listeners are removed once done, so whoever reads the stream
- * next has it to themselves.
+ * A Node stream's body, read only when the middleware asks, so a request it lets
+ * through keeps its body for the framework's own parsers. Once asked, it reads the
+ * stream as it flows; past the limit it stops (the stream paused, not destroyed, so the
+ * answer still goes out). Its listeners are removed once done, so whoever reads the
+ * stream next has it to themselves.
  */
 export function nodeBody(stream: Readable): NodeBody {
   let started = false
   let ended = false
-  let failed: Error | undefined
-  const queue: Uint8Array[] = []
-  let waiting: { resolve(chunk: Uint8Array | undefined): void; reject(error: Error): void } | undefined
-
-  const onData = (chunk: Buffer | string): void => {
-    stream.pause()
-    const bytes = typeof chunk === 'string' ? Buffer.from(chunk) : chunk
-    if (waiting === undefined) queue.push(bytes)
-    else take().resolve(bytes)
-  }
-  const onEnd = (): void => {
-    ended = true
-    detach()
-    waiting && take().resolve(undefined)
-  }
-  const onError = (error: Error): void => {
-    failed = error
-    detach()
-    waiting && take().reject(error)
-  }
-  const take = (): NonNullable<typeof waiting> => {
-    const current = waiting!
-    waiting = undefined
-    return current
-  }
-  const detach = (): void => {
-    stream.off('data', onData)
-    stream.off('end', onEnd)
-    stream.off('error', onError)
-  }
-
-  const source: BodySource = {
-    read() {
-      const queued = queue.shift()
-      if (queued !== undefined) return Promise.resolve(queued)
-      if (ended) return Promise.resolve(undefined)
-      if (failed !== undefined) return Promise.reject(failed)
-      const next = new Promise<Uint8Array | undefined>((resolve, reject) => (waiting = { resolve, reject }))
-      if (started) stream.resume()
-      else {
-        started = true
-        stream.on('data', onData)
-        stream.on('end', onEnd)
-        stream.on('error', onError)
+  const read = (limit: number): Promise<Uint8Array> =>
+    new Promise((resolve, reject) => {
+      started = true
+      const chunks: Uint8Array[] = []
+      let size = 0
+      const onData = (chunk: Buffer | string): void => {
+        const bytes = typeof chunk === 'string' ? Buffer.from(chunk) : chunk
+        size += bytes.byteLength
+        if (size <= limit) return void chunks.push(bytes)
+        // Stop the upload instead of draining it; the adapter closes the connection.
+        detach()
+        stream.pause()
+        reject(tooLarge(limit))
       }
-      return next
-    },
-    cancel() {
-      detach()
-      stream.pause()
-    },
-  }
-  return { source, unfinished: () => started && !ended }
+      const onEnd = (): void => {
+        ended = true
+        detach()
+        resolve(chunks.length === 0 ? EMPTY_BODY : chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size))
+      }
+      const onError = (error: Error): void => {
+        detach()
+        reject(error)
+      }
+      const detach = (): void => {
+        stream.off('data', onData)
+        stream.off('end', onEnd)
+        stream.off('error', onError)
+      }
+      stream.on('data', onData)
+      stream.on('end', onEnd)
+      stream.on('error', onError)
+    })
+  return { read, unfinished: () => started && !ended }
 }
 
 /** What a Node request's body is: its stream (not read yet), what a parser left of it (text or bytes), or nothing. */
@@ -120,7 +105,7 @@ export function nodeRequest(req: IncomingMessage, url: string, body: NodeRequest
       if (method === 'GET' || method === 'HEAD' || body === null) return EMPTY_BODY
       const declared = headers['content-length']
       if (declared !== undefined && Number(declared) > limit) throw tooLarge(limit)
-      if (typeof body === 'object' && 'source' in body) return readSource(body.source, limit)
+      if (typeof body === 'object' && 'unfinished' in body) return body.read(limit)
       const bytes = typeof body === 'string' ? Buffer.from(body, 'utf8') : body
       if (bytes.byteLength > limit) throw tooLarge(limit)
       return bytes

@@ -7,14 +7,22 @@
  */
 import type { ServerResponse } from 'node:http'
 import { NO_BODY_STATUSES } from '../headers/no-body-statuses.js'
-import { byteLength, bytesOf, type HttpAnswer, type HttpBody, type RouteReply } from './exchange.js'
-import { wireValue } from './header-field.js'
+import type { HttpAnswer, HttpBody, RouteReply } from './exchange.js'
+import { byteLength, wireValue } from './stored-response.js'
 
 // A small body goes out as latin1 text (one byte per character, so any bytes survive):
 // Node then sends headers and body in one write instead of a writev of two buffers. Never
 // as UTF-8 text: Node would encode the header block with the body's encoding, and each
 // header byte above 0x7F would go out as two.
 const SMALL_BODY = 16 * 1024
+
+/**
+ * A body as bytes.
+ * @example res.end(bytesOf(answer.body))
+ */
+export function bytesOf(body: HttpBody): Uint8Array {
+  return typeof body === 'string' ? Buffer.from(body, 'utf8') : body
+}
 
 function endWith(res: ServerResponse, body: HttpBody): void {
   const bytes = bytesOf(body)

@@ -1,12 +1,13 @@
-import { DEFAULT_TTL_MS } from '../core/engine.js'
+import { CHECKED_RUN } from '../core/call.js'
 import { InFlightError } from '../core/errors/in-flight.js'
 import { LeaseLostError } from '../core/errors/lease-lost.js'
 import { OverranError } from '../core/errors/overran.js'
 import { StoreUnavailableError } from '../core/errors/store-unavailable.js'
 import { MAX_KEY_LENGTH } from '../core/identity.js'
 import { assertKnownOptions, optionNames } from '../core/validate.js'
-import { resolveOptions, SHARED_SCOPE, type HttpEngine, type IdempotencyOptions } from './options.js'
+import { SHARED_SCOPE, type HttpEngine, type IdempotencyOptions } from './options.js'
 import { PROBLEMS, problemType, type ProblemCode } from './problem.js'
+import { resolveOptions } from './resolved-options.js'
 import { BODY_OMITTED_HEADER, REPLAYED_HEADER } from './stored-response.js'
 
 /** How `idempotencyPolicy` renders the page. */
@@ -142,8 +143,10 @@ export function idempotencyPolicy<Tx, Native>(options: IdempotencyOptions<Tx, Na
 }
 
 // Stands in for the engine when the options name none: the policy runs nothing.
+const nothingRuns = (): Promise<never> => Promise.reject(new Error('idempotencyPolicy: this engine only describes options; it runs nothing'))
 const POLICY_ONLY: HttpEngine<never> = {
-  run: () => Promise.reject(new Error('idempotencyPolicy: this engine only describes options; it runs nothing')),
+  run: nothingRuns,
+  [CHECKED_RUN]: nothingRuns,
   // No store to size stored responses by: the options' own maxStoredBodyBytes (or its default) stands.
   store: { name: 'none', maxOutcomeBytes: Number.MAX_SAFE_INTEGER },
 }
@@ -214,7 +217,7 @@ export function describePolicy<Tx, Native>(options: IdempotencyOptions<Tx, Nativ
     scope: given.scope === undefined ? 'shared' : 'per-client',
     fingerprint: { method: true, path: true, query: 'sorted pairs', body: o.fields === undefined ? 'whole' : [...o.fields], maxBodyBytes: o.maxBodyBytes },
     // Both engines keep DEFAULT_TTL_MS when nobody set a ttlMs; resolveOptions has applied every explicit one.
-    retentionMs: o.ttlMs ?? DEFAULT_TTL_MS,
+    retentionMs: o.ttlMs,
     deadlineMs: o.deadlineMs,
     stored,
     replay: {

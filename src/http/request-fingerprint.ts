@@ -1,7 +1,7 @@
 import { MIMEType } from 'node:util'
 import canonicalize from 'canonicalize'
-import { canonicalJsonText, isCanonicalJson } from '../core/canonical-json.js'
-import { encodedPart, hashFingerprint, type FingerprintPart } from '../core/fingerprint.js'
+import { canonicalJsonText } from '../core/canonical-json.js'
+import { encodedPart, hashFingerprint, isCanonicalJson, type FingerprintPart } from '../core/fingerprint.js'
 import { assertKnownOptions, optionNames } from '../core/validate.js'
 
 /** What a request's fingerprint is computed from. */

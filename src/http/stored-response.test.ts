@@ -1,7 +1,8 @@
 import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
-import { headerFields, replayedValue, VALUE_UNITS } from '../../test/support/header-fields.js'
-import { largestStoredBody, replayAnswer, STORED_HEADERS_ROOM, storeResponse, type StoredResponse } from './stored-response.js'
+import { headerFields, headerValue, replayedValue, VALUE_UNITS } from '../../test/support/header-fields.js'
+import { replayAnswer } from './replay.js'
+import { largestStoredBody, STORED_HEADERS_ROOM, storedField, storeResponse, wireValue, type StoredResponse } from './stored-response.js'
 
 const bytesOf = (body: Uint8Array | string): Buffer => Buffer.from(body)
 
@@ -32,30 +33,6 @@ describe('the stored form (format 2)', () => {
 
   it('a lone surrogate in a text body is stored as the bytes that were sent (U+FFFD)', () => {
     expect(bytesOf(replayAnswer(storeResponse(200, [], 'a\ud800')).body)).toEqual(Buffer.from('a\ud800'))
-  })
-})
-
-describe('rows of format 1 still replay', () => {
-  it('with their pairs of headers and base64 body', () => {
-    const answer = replayAnswer({
-      status: 201,
-      headers: [
-        ['content-type', 'application/json'],
-        ['set-cookie', 'a=1'],
-        ['set-cookie', 'b=2'],
-      ],
-      bodyBase64: Buffer.from('{"id":7}').toString('base64'),
-    })
-    expect(answer.status).toBe(201)
-    expect(answer.headers).toEqual(['content-type', 'application/json', 'set-cookie', 'a=1', 'set-cookie', 'b=2', 'idempotent-replayed', 'true'])
-    expect(bytesOf(answer.body).toString()).toBe('{"id":7}')
-  })
-
-  it('with an omitted body, and without the marker of one when the row has none', () => {
-    const omitted = replayAnswer({ status: 201, headers: [['location', '/r/7']], bodyBase64: '', omittedBodyBytes: 9 })
-    expect(omitted.headers).toEqual(['location', '/r/7', 'idempotent-replayed', 'true', 'idempotent-body-omitted', 'true'])
-    const older = replayAnswer({ status: 200, headers: [], bodyBase64: Buffer.from('ok').toString('base64') })
-    expect(older.headers).not.toContain('idempotent-body-omitted')
   })
 })
 
@@ -116,37 +93,6 @@ describe('what the store holds bounds the stored form (maxOutcomeBytes)', () => 
 
   it('leaves nothing for bodies when the store holds less than the frame and the header room', () => {
     expect(largestStoredBody(STORED_HEADERS_ROOM)).toBe(0)
-  })
-})
-
-describe('reading a stored response back', () => {
-  it('replays a body of 12 MiB (whose base64 a repeated-group regex could not check), and refuses base64 that is not in groups of four', () => {
-    const body = new Uint8Array(12 * 1024 * 1024).fill(0xff)
-    const stored = storeResponse(200, [], body)
-    expect(bytesOf(replayAnswer(stored).body).byteLength).toBe(body.byteLength)
-    for (const base64 of ['AAAAA', 'AAA', 'A===']) {
-      expect(() => replayAnswer({ ...stored, base64 })).toThrow(/not base64/)
-      expect(() => replayAnswer({ status: 200, headers: [], bodyBase64: base64 })).toThrow(/not base64/)
-    }
-  })
-
-  it('refuses rows that are not a stored response, rather than guess', () => {
-    const valid = { v: 2, status: 200, headers: [], text: 'ok' }
-    for (const row of [
-      null,
-      [],
-      { ...valid, status: 42 },
-      { ...valid, headers: ['content-type'] },
-      { ...valid, headers: ['bad name', 'x'] },
-      { ...valid, headers: ['x-a', 'line\nbreak'] },
-      { ...valid, text: undefined },
-      { ...valid, base64: 'AAAA' },
-      { ...valid, omittedBodyBytes: 3 },
-      { ...valid, v: 3 },
-      { status: 200, headers: [['content-type']], bodyBase64: '' },
-    ]) {
-      expect(() => replayAnswer(row), JSON.stringify(row)).toThrow(/unreadable|not a valid HTTP field/)
-    }
   })
 })
 
@@ -224,5 +170,60 @@ describe('a body in the form it was answered in (a Lambda function: #44)', () =>
     for (const row of [{ ...valid, value: false }, { ...valid, text: 'not json' }, { ...valid, text: undefined, base64: 'AAAA' }, { ...valid, omittedBodyBytes: 3 }]) {
       expect(() => replayAnswer(row), JSON.stringify(row)).toThrow(/unreadable/)
     }
+  })
+})
+
+describe('storedField: the one rule of the stored form', () => {
+  it('keeps a token name in lower case and a value without the spaces and tabs around it', () => {
+    expect(storedField('Cache-Control', 'no-store ')).toEqual({ ok: true, name: 'cache-control', value: 'no-store' })
+    expect(storedField('x-a', ' \t a \t b\t ')).toEqual({ ok: true, name: 'x-a', value: 'a \t b' })
+    expect(storedField('x-a', '')).toEqual({ ok: true, name: 'x-a', value: '' })
+    expect(storedField('x-a', '   ')).toEqual({ ok: true, name: 'x-a', value: '' })
+  })
+
+  it('keeps Unicode text as text, and the Latin-1 characters of rows written before', () => {
+    expect(storedField('content-disposition', 'attachment; filename="报告.pdf"')).toMatchObject({ ok: true, value: 'attachment; filename="报告.pdf"' })
+    expect(storedField('x-a', 'caf\u00e9 \u0080\u00ff')).toMatchObject({ ok: true, value: 'caf\u00e9 \u0080\u00ff' })
+    expect(storedField('x-a', 'a\ud800')).toMatchObject({ ok: true, value: 'a\ufffd' })
+  })
+
+  it('has no stored form for a name that is not a token, or a value holding a control character other than HTAB', () => {
+    for (const name of ['', 'x a', 'x:a', 'caf\u00e9', 'x\r\n']) expect(storedField(name, 'v')).toEqual({ ok: false, reason: 'its name is not a token' })
+    for (const value of ['a\r\nb', 'a\nb', 'a\rb', 'a\0b', 'a\x01b', 'a\x7fb', 'trailing\n']) expect(storedField('x-a', value)).toMatchObject({ ok: false })
+  })
+
+  it('property: a stored value passes the rule again unchanged, and is what the tests say a replay carries', () => {
+    fc.assert(
+      fc.property(headerValue(VALUE_UNITS.lambda), (value) => {
+        const field = storedField('x-a', value)
+        expect(field.ok ? field.value : null).toBe(replayedValue(value))
+        if (field.ok) expect(storedField(field.name, field.value)).toEqual(field)
+      }),
+      { numRuns: 2_000 },
+    )
+  })
+})
+
+describe('wireValue: a stored value on a byte wire (Node, Web Headers)', () => {
+  it('sends a value holding characters above U+00FF as its UTF-8 bytes, and any other as it is', () => {
+    const value = 'attachment; filename="报告.pdf"'
+    expect(Buffer.from(wireValue(value), 'latin1').toString('utf8')).toBe(value)
+    expect(wireValue('no-store')).toBe('no-store')
+    expect(wireValue('caf\u00e9')).toBe('caf\u00e9')
+  })
+
+  it('property: what it gives every platform takes (one byte a character), and a value above Latin-1 reads back as its text', () => {
+    fc.assert(
+      fc.property(headerValue(VALUE_UNITS.lambda), (value) => {
+        const field = storedField('x-a', value)
+        if (!field.ok) return
+        const wire = wireValue(field.value)
+        expect(/^[\t\x20-\x7e\x80-\xff]*$/.test(wire)).toBe(true)
+        expect(() => new Headers([['x-a', wire]])).not.toThrow()
+        if ([...field.value].some((c) => c.codePointAt(0)! > 0xff)) expect(Buffer.from(wire, 'latin1').toString('utf8')).toBe(field.value)
+        else expect(wire).toBe(field.value)
+      }),
+      { numRuns: 2_000 },
+    )
   })
 })

@@ -1,7 +1,12 @@
-import { OutcomeUnreadableError } from '../core/errors/outcome-unreadable.js'
-import { NO_BODY_STATUSES } from '../headers/no-body-statuses.js'
-import { byteLength, type BodyForm, type HttpAnswer, type HttpBody } from './exchange.js'
-import { storedField } from './header-field.js'
+/**
+ * The stored form of a response (what the engine stores for a route's answer, plain JSON)
+ * as a fresh answer makes it: which statuses are stored, the form written, and the one
+ * rule for a header field that idem stores and replays (`storedField`), applied when a
+ * response is written and again when one is read back (replay.ts), so what any front end
+ * stores it can always read; each front end then sends a stored value the way its
+ * platform can (`wireValue` for a byte wire).
+ */
+import type { BodyForm, HttpBody } from './exchange.js'
 
 /** The header that marks a response as the stored outcome of an earlier request. */
 export const REPLAYED_HEADER = 'idempotent-replayed'
@@ -25,6 +30,20 @@ export const DEFAULT_MAX_STORED_BODY_BYTES = 1024 * 1024
  * the two would not fit together.
  */
 export const STORED_HEADERS_ROOM = 16 * 1024
+
+/** Statuses a client is expected to retry (timeout, too early, rate limited): never stored. */
+export const TRANSIENT_STATUSES: readonly number[] = [408, 425, 429]
+
+/**
+ * Stores 2xx, 3xx and non-transient 4xx outcomes; 5xx and 408/425/429 are rolled back
+ * so that their retry runs again (DESIGN "What is stored").
+ * @example
+ * defaultStoreStatus(201) // true
+ * defaultStoreStatus(503) // false: rolled back, the retry runs again
+ */
+export function defaultStoreStatus(status: number): boolean {
+  return status < 500 && !TRANSIENT_STATUSES.includes(status)
+}
 
 /**
  * A response as the engine stores it (format 2): plain JSON, so the store needs to know
@@ -178,117 +197,56 @@ function fits(headers: readonly string[], headerChars: number, bodyJsonBytes: nu
   return Buffer.byteLength(JSON.stringify(headers), 'utf8') <= rest
 }
 
+/** The byte length of a body. */
+export function byteLength(body: HttpBody): number {
+  return typeof body === 'string' ? Buffer.byteLength(body, 'utf8') : body.byteLength
+}
+
+/** A header field in its stored form, or why it has none. */
+export type StoredField = { readonly ok: true; readonly name: string; readonly value: string } | { readonly ok: false; readonly reason: string }
+
+// RFC 9110 §5.1: a field name is a token.
+const TOKEN = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/
+// Control characters but HTAB: CR, LF and NUL end or break a field on the wire, and no
+// platform sends the others (DEL among them).
+const CONTROL = /[\x00-\x08\x0a-\x1f\x7f]/
+
 /**
- * The replay of a stored response (format 2, or 1): same status, stored headers, same
- * body bytes, marked replayed (and, for a body that was too large to store, marked
- * omitted, with no body). Only headers in `allowed` are replayed, whatever the row
- * holds: a row written under a wider allow-list, or by hand, never sends a `Set-Cookie`
- * the current one leaves out. Header fields are read by the rule they were stored by
- * (`storedField`), so a row written before with spaces around a value reads without them.
- * @throws OutcomeUnreadableError when the stored value is not a stored response (a
- *   corrupted row that still parsed as JSON): no guess is ever replayed
+ * A header field as idem stores it: the name a token, in lower case; the value without
+ * the spaces and tabs around it (RFC 9110 §5.5: they are not part of it), holding any
+ * character but a control character other than HTAB. Unicode text is kept as text (a
+ * Lambda function's `filename="报告.pdf"`), and so are the Latin-1 characters of rows
+ * written before (obs-text: bytes, as Node reads them); a lone surrogate is stored as
+ * U+FFFD, as it is sent.
+ * @example storedField('Cache-Control', 'no-store ') // { ok: true, name: 'cache-control', value: 'no-store' }
  */
-export function replayAnswer(stored: unknown, allowed?: ReadonlySet<string>): HttpAnswer {
-  const { status, headers: pairs, body, omitted, value } = readStored(stored)
-  const headers: string[] = []
-  for (let i = 0; i < pairs.length; i += 2) {
-    const name = pairs[i]!
-    if (name === REPLAYED_HEADER || name === BODY_OMITTED_HEADER || (allowed !== undefined && !allowed.has(name))) continue
-    headers.push(name, pairs[i + 1]!)
-  }
-  headers.push(REPLAYED_HEADER, 'true')
-  if (omitted) headers.push(BODY_OMITTED_HEADER, 'true')
-  const answer = { status, headers, body: NO_BODY_STATUSES.has(status) ? '' : body }
-  return value === undefined ? answer : { ...answer, value }
+export function storedField(name: string, value: string): StoredField {
+  if (!TOKEN.test(name)) return { ok: false, reason: 'its name is not a token' }
+  const trimmed = withoutEdgeSpace(value)
+  if (CONTROL.test(trimmed)) return { ok: false, reason: 'its value holds a control character (CR, LF, NUL and the like)' }
+  return { ok: true, name: name.toLowerCase(), value: trimmed.toWellFormed() }
 }
 
-interface ReadStored {
-  status: number
-  headers: readonly string[]
-  body: HttpBody
-  omitted: boolean
-  value?: { json: unknown }
+// The value without the spaces and tabs around it; most have none, and are not copied.
+function withoutEdgeSpace(value: string): string {
+  let start = 0
+  let end = value.length
+  while (start < end && isSpace(value.charCodeAt(start))) start++
+  while (end > start && isSpace(value.charCodeAt(end - 1))) end--
+  return start === 0 && end === value.length ? value : value.slice(start, end)
 }
 
-// Groups of four, checked as a length: a repeated group, `(?:[…]{4})*`, takes the regex
-// engine's stack once per group and overflows it on a body of some 12 MB.
-const BASE64 = /^[A-Za-z0-9+/]*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/
+const isSpace = (code: number): boolean => code === 0x20 || code === 0x09
 
-// Strict, since Buffer.from(text, 'base64') skips what it cannot decode and would
-// replay other bytes than were stored, and a header no platform sends would fail the answer.
-function readStored(stored: unknown): ReadStored {
-  if (stored === null || typeof stored !== 'object' || Array.isArray(stored)) return unreadable('not an object')
-  const row = stored as Record<string, unknown>
-  const { status } = row
-  if (typeof status !== 'number' || !Number.isInteger(status) || status < 200 || status > 599) return unreadable('no valid status')
-  const headers = row.v === 2 ? headerList(row.headers) : legacyHeaders(row.headers)
-  const omitted = omittedSize(row.omittedBodyBytes)
-  if (row.v === 2) {
-    const { text, base64 } = row
-    if (row.value !== undefined) return storedValue(row, status, headers)
-    if (typeof text === 'string' && base64 === undefined) return { status, headers, body: text, omitted: checkOmitted(omitted, text) }
-    if (typeof base64 === 'string' && text === undefined && omitted === undefined) return { status, headers, body: fromBase64(base64), omitted: false }
-    return unreadable('no text or base64 body')
-  }
-  if (row.v !== undefined) return unreadable(`an unknown format ${JSON.stringify(row.v)}`)
-  if (typeof row.bodyBase64 !== 'string') return unreadable('a body that is not base64')
-  return { status, headers, body: fromBase64(row.bodyBase64), omitted: checkOmitted(omitted, row.bodyBase64) }
-}
-
-// A bare value: stored whole, as its JSON text.
-function storedValue(row: Record<string, unknown>, status: number, headers: readonly string[]): ReadStored {
-  const { text } = row
-  if (row.value !== true || typeof text !== 'string' || row.base64 !== undefined || row.omittedBodyBytes !== undefined) return unreadable('a malformed value')
-  try {
-    return { status, headers, body: text, omitted: false, value: { json: JSON.parse(text) as unknown } }
-  } catch {
-    return unreadable('a value that is not JSON')
-  }
-}
-
-function headerList(headers: unknown): string[] {
-  if (!Array.isArray(headers) || headers.length % 2 !== 0) return unreadable('no header list')
-  const list: string[] = []
-  for (let i = 0; i < headers.length; i += 2) readField(list, headers[i], headers[i + 1])
-  return list
-}
-
-// Format 1: `[[name, value], …]`.
-function legacyHeaders(headers: unknown): string[] {
-  if (!Array.isArray(headers)) return unreadable('no header list')
-  const list: string[] = []
-  for (const pair of headers) {
-    if (!Array.isArray(pair) || pair.length !== 2) return unreadable('a malformed header')
-    readField(list, pair[0], pair[1])
-  }
-  return list
-}
-
-// A field read by the rule it was stored by: one that breaks it was never written by idem.
-function readField(list: string[], name: unknown, value: unknown): void {
-  if (typeof name !== 'string' || typeof value !== 'string') return unreadable('a malformed header')
-  const field = storedField(name, value)
-  if (!field.ok) throw new OutcomeUnreadableError(`The stored response holds a header that is not a valid HTTP field (${field.reason}): the row is corrupted`)
-  list.push(field.name, field.value)
-}
-
-function omittedSize(value: unknown): number | undefined {
-  if (value === undefined) return undefined
-  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 0) return unreadable('a malformed omitted-body size')
+/**
+ * A stored value as a byte wire carries it, for the front ends whose headers are bytes
+ * (Node writes a header string one byte per character, as Latin-1; a Web `Headers` holds
+ * ByteStrings): a value holding a character above U+00FF, text a Lambda function
+ * answered, as its UTF-8 bytes, one character per byte; any other as it is, each
+ * character the byte it stood for when it was read.
+ * @example wireValue('attachment; filename="报告.pdf"') // 'attachment; filename="æ\u008a¥å\u0091\u008a.pdf"'
+ */
+export function wireValue(value: string): string {
+  for (let i = 0; i < value.length; i++) if (value.charCodeAt(i) > 0xff) return Buffer.from(value, 'utf8').toString('latin1')
   return value
-}
-
-// A row whose body was omitted holds no body.
-function checkOmitted(omitted: number | undefined, body: string): boolean {
-  if (omitted === undefined) return false
-  return body === '' ? true : unreadable('a malformed omitted-body size')
-}
-
-function fromBase64(text: string): Uint8Array {
-  if (text.length % 4 !== 0 || !BASE64.test(text)) return unreadable('a body that is not base64')
-  return Buffer.from(text, 'base64')
-}
-
-function unreadable(what: string): never {
-  throw new OutcomeUnreadableError(`The stored response is unreadable (${what}): the row is corrupted or was not written by the HTTP middleware`)
 }

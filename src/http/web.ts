@@ -1,12 +1,13 @@
 /**
  * Web-standard `Request` and `Response` mapped to the middleware's exchange, for the
- * Fetch and Hono adapters. Mapping only: no idempotency behaviour here.
+ * Fetch and Hono adapters: a request's body read to its limit, the route's response
+ * read for storing (a lightweight one of `@hono/node-server` without building it), and
+ * idem's own answers as responses. Mapping only: no idempotency behaviour here.
  */
-import { readBody } from './body.js'
+import { EMPTY_BODY, readSource, tooLarge } from './body.js'
 import { NO_BODY_STATUSES } from '../headers/no-body-statuses.js'
 import type { HttpAnswer, HttpBody, HttpRequest, RouteReply } from './exchange.js'
-import { wireValue } from './header-field.js'
-import { lightweightBody } from './lightweight-response.js'
+import { wireValue } from './stored-response.js'
 
 /** A Web `Request` as the middleware reads it. */
 export function webRequest(request: Request): HttpRequest {
@@ -71,4 +72,74 @@ function queryOf(url: string): string {
   const end = hash === -1 ? url.length : hash
   const start = url.indexOf('?')
   return start === -1 || start > end ? '' : url.slice(start + 1, end)
+}
+
+/** A copy of `request` carrying `body`, the bytes already read from it. */
+export function withRequestBody(request: Request, body: Uint8Array): Request {
+  // From its parts rather than `new Request(request, …)`: runtimes with lazy requests
+  // (such as @hono/node-server's) then need not build a full copy of the original first.
+  // No `signal`: a client that disconnects must not cut a protected route short (its
+  // outcome is what the retry will replay), and following the signal cost ~35 µs a request.
+  return new Request(request.url, { method: request.method, headers: request.headers, body })
+}
+
+/**
+ * Reads a Web request's body into memory, at most `limit` bytes (see `readSource`). A
+ * declared length within the limit is read whole, which runtimes do faster than chunk
+ * by chunk.
+ * @throws BodyTooLargeError
+ */
+async function readBody(request: Request, limit: number): Promise<Uint8Array> {
+  const declared = request.headers.get('content-length')
+  if (declared !== null) {
+    if (Number(declared) > limit) throw tooLarge(limit)
+    // A server holds the client to the declared length; a hand-made Request can declare
+    // less than it carries, so the size is checked again.
+    const body = new Uint8Array(await request.arrayBuffer())
+    if (body.byteLength > limit) throw tooLarge(limit)
+    return body
+  }
+  if (request.body === null) return EMPTY_BODY
+  const reader = request.body.getReader()
+  return readSource(
+    {
+      read: async () => {
+        const { done, value } = await reader.read()
+        return done ? undefined : value
+      },
+      cancel: () => {
+        reader.cancel().catch(() => {})
+      },
+    },
+    limit,
+  )
+}
+
+// The body of a response made by `@hono/node-server`'s lightweight `Response`, read
+// without materialising it. That server replaces the global `Response` with a class
+// that keeps `[status, body, headers]` under a private symbol and only builds Node's
+// (undici) Response when something reads it; reading the body the standard way costs
+// a Response, a ReadableStream and a stream read, about 70 µs a request, and pushes the
+// server off its fast path for writing the answer. Nothing here is public API of that
+// server, so every assumption is checked, and any other response gets `undefined`: the
+// caller then reads the body the standard way.
+
+// The server's symbol, found on the first lightweight response seen.
+let cacheSymbol: symbol | undefined
+
+/**
+ * The body of a lightweight response whose body is text or bytes; `undefined` for any other response.
+ * @example const body = lightweightBody(response) ?? new Uint8Array(await response.arrayBuffer())
+ */
+export function lightweightBody(response: Response): HttpBody | undefined {
+  if (cacheSymbol === undefined) {
+    cacheSymbol = Object.getOwnPropertySymbols(response).find((symbol) => symbol.description === 'cache')
+    if (cacheSymbol === undefined) return undefined
+  }
+  const cache: unknown = Reflect.get(response, cacheSymbol)
+  if (!Array.isArray(cache) || cache.length !== 3 || cache[0] !== response.status) return undefined
+  const body: unknown = cache[1]
+  if (body === null) return ''
+  if (typeof body === 'string' || body instanceof Uint8Array) return body
+  return undefined // a stream or a Blob: only the standard reader gets it whole
 }

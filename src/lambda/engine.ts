@@ -1,7 +1,7 @@
 import { createIdem, type EngineSettings, type OutcomeEvent, type RunResult } from '../core/engine.js'
 import { InvalidOptionError } from '../core/errors/invalid-option.js'
 import type { EventStream } from '../core/events.js'
-import type { CallOptions } from '../core/call.js'
+import type { CallOptions, CHECKED_RUN, CheckedRun } from '../core/call.js'
 import { createLeasedIdem } from '../core/leased/engine.js'
 import type { LeasedStore } from '../core/leased/store.js'
 import type { StepContext } from '../core/leased/steps.js'
@@ -22,6 +22,8 @@ export interface LambdaEngine<Tx> {
   readonly settings?: EngineSettings
   /** Where the engine keeps outcomes. */
   readonly store: { readonly name: string; readonly maxOutcomeBytes: number }
+  /** The checked run the HTTP front end calls (both engines have it: see `CheckedRun`). */
+  readonly [CHECKED_RUN]: CheckedRun<Tx>
 }
 
 /**

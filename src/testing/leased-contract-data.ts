@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict'
 import { randomUUID } from 'node:crypto'
 import { OutcomeTooLargeError } from '../core/errors/outcome-too-large.js'
-import { fingerprintValue } from '../core/fingerprint.js'
+import { fingerprintValue } from '../core/json-data.js'
 import { createLeasedIdem } from '../core/leased/engine.js'
 import type { Lease } from '../core/leased/store.js'
 import type { ContractCase } from './key-store-contract.js'

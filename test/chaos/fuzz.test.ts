@@ -11,7 +11,7 @@ import { randomBytes, randomUUID } from 'node:crypto'
 import { describe, expect, it } from 'vitest'
 import { createIdem, encryptedStore } from '../../src/index.js'
 import { idempotency } from '../../src/http/fetch/index.js'
-import { routingPath } from '../../src/http/options.js'
+import { routingPath } from '../../src/http/routes.js'
 import { sqliteStore, type SqliteDatabase } from '../../src/stores/sqlite/index.js'
 import { report, scale } from './support/table.js'
 

@@ -13,7 +13,8 @@ import { afterAll, describe, expect, it } from 'vitest'
 import { idempotency as expressIdempotency } from '../../src/http/express.js'
 import { idempotency as fastifyIdempotency } from '../../src/http/fastify.js'
 import { idempotency as honoIdempotency, type IdemVariables } from '../../src/http/hono.js'
-import { routingPath, type IdempotencyContext } from '../../src/http/options.js'
+import type { IdempotencyContext } from '../../src/http/options.js'
+import { routingPath } from '../../src/http/routes.js'
 import { postgresBackend } from './support/backends.js'
 
 const backend = await postgresBackend('idem_http_routes')

@@ -1,6 +1,7 @@
-import type { CallOptions } from '../call.js'
-import type { EngineSettings, RunResult } from '../engine.js'
+import { CHECKED_RUN, resolveCall, runResult, serialisedFunction, type CallFunction, type CallOptions, type CheckedRun, type RunResult } from '../call.js'
+import type { EngineSettings } from '../engine-options.js'
 import type { Discarded } from '../result.js'
+import { optionNames } from '../validate.js'
 import { LeasedContext } from './context.js'
 import { leasedConfig, type LeasedIdemOptions } from './options.js'
 import { LeasedRunner } from './runner.js'
@@ -43,7 +44,11 @@ export interface LeasedIdem {
   readonly store: LeasedStore
   /** What was set explicitly at creation (see `EngineSettings`). */
   readonly settings: EngineSettings
+  /** The checked run idem's front ends call, a call checked once, one outcome back (see `CheckedRun`). */
+  readonly [CHECKED_RUN]: CheckedRun<StepContext>
 }
+
+const RUN_OPTIONS = optionNames<CallOptions>({ scope: true, key: true, fingerprint: true, input: true, ttlMs: true, waitMs: true, deadlineMs: true })
 
 /**
  * Creates the leased engine over a leased store (Redis, or the SQL and memory stores'
@@ -60,6 +65,8 @@ export interface LeasedIdem {
  */
 export function createLeasedIdem(options: LeasedIdemOptions): LeasedIdem {
   const config = leasedConfig(options)
-  const { run } = new LeasedRunner(new LeasedContext(config))
-  return { run, store: config.store, settings: config.settings }
+  const { call } = new LeasedRunner(new LeasedContext(config))
+  const run = async <T>(given: LeasedRunOptions, fn: CallFunction<StepContext, T>): Promise<RunResult<T>> =>
+    runResult(await call(resolveCall(given, config.defaults, RUN_OPTIONS), serialisedFunction(fn)))
+  return { run, store: config.store, settings: config.settings, [CHECKED_RUN]: call }
 }

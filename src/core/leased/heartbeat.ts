@@ -6,8 +6,8 @@ import type { LeasedIo } from './io.js'
 
 /** Which lease a heartbeat keeps alive. */
 export interface HeldLease {
-  /** The store as the engine reaches it, which the renewals go through. */
-  io: LeasedIo
+  /** The store as the engine reaches it when the call is timed (someone listened as it started); the lease itself otherwise. */
+  timed: LeasedIo | undefined
   lease: Lease
   key: string
   leaseMs: number
@@ -186,9 +186,9 @@ export class Heartbeat implements Ticking {
     // One renewal at a time: a slow store must not pile up requests.
     if (this.#renewing) return
     this.#renewing = true
-    const { io, lease, key, leaseMs } = this.#lease
+    const { timed, lease, key, leaseMs } = this.#lease
     const sentAt = performance.now()
-    io.renew(lease, leaseMs).then(
+    ;(timed === undefined ? lease.renew(leaseMs) : timed.renew(lease, leaseMs)).then(
       (renewed) => {
         this.#renewing = false
         if (this.#stopped) return

@@ -2,11 +2,12 @@ import { timedRoundTrip, type EventStream } from '../events.js'
 import type { Lease, LeaseClaim, LeasedStore } from './store.js'
 
 /**
- * The leased store as the engine, its heartbeat and its steps reach it: the claim, and
- * every write through the lease it handed back, is timed and reported
- * (`{ type: 'store' }`) while someone listens, and passed straight through otherwise.
- * One per engine: a lease needs no wrapper of its own. (`Lease.fencingToken`, read
- * only when a function asks for it, is not one of the engine's round trips.)
+ * The leased store as the engine, its heartbeat and its steps reach it while someone
+ * listens: the claim, and every write through the lease it handed back, is timed and
+ * reported (`{ type: 'store' }`). A call that starts while nobody listens speaks to the
+ * store and its lease directly, and runs none of this. One per engine: a lease needs no
+ * wrapper of its own. (`Lease.fencingToken`, read only when a function asks for it, is
+ * not one of the engine's round trips.)
  */
 export class LeasedIo {
   /** The store's name, for its events and errors. */

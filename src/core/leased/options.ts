@@ -1,5 +1,4 @@
-import { DEFAULT_DEADLINE_MS } from '../deadline.js'
-import { assertCallDefaults, assertReporting, DEFAULT_TTL_MS, DEFAULT_WAIT_MS, explicitSettings, type CallDefaults, type EngineSettings } from '../engine-options.js'
+import { assertCallDefaults, assertReporting, DEFAULT_DEADLINE_MS, DEFAULT_TTL_MS, DEFAULT_WAIT_MS, explicitSettings, type CallDefaults, type EngineSettings } from '../engine-options.js'
 import { InvalidOptionError } from '../errors/invalid-option.js'
 import { idemEvents, type EventStream, type OutcomeEvent } from '../events.js'
 import { assertOutcomeLimit } from '../outcome.js'

@@ -1,5 +1,4 @@
 import type { Heartbeat } from './heartbeat.js'
-import { deriveKey } from './derive.js'
 import { storeFailure } from './store-failure.js'
 import { assertStepName } from './step-name.js'
 import type { Lease } from './store.js'
@@ -65,9 +64,14 @@ export interface StepContext {
   readonly signal: AbortSignal
 }
 
+/** What the steps of one held lease are saved under: the lease and the store it speaks to. */
 export interface StepContextInit {
-  /** The store as the engine reaches it, which the steps are saved through. */
-  io: LeasedIo
+  /** The store as the engine reaches it when the call is timed (someone listened as it started); the lease itself otherwise. */
+  timed: LeasedIo | undefined
+  /** The store, for its name in errors. */
+  store: { readonly name: string }
+  /** The largest step result the store holds. */
+  maxOutcomeBytes: number
   lease: Lease
   scope: string
   key: string
@@ -76,25 +80,12 @@ export interface StepContextInit {
   heartbeat: Heartbeat
 }
 
-/** A step context and what the engine needs to know about it. */
-export interface StepTracker {
-  context: StepContext
-  /** How many steps are known to be saved: resumed ones and ones saved by this call. */
-  savedCount(): number
-  /** The sizes of the first step of this call whose result was too large to save: its effect ran, and a retry must not run it again. */
-  oversized(): OversizedSizes | undefined
-}
-
 /**
- * The step context of one held lease. Most calls use no step: their context costs one
- * object, and the maps of saved and running steps are made by the first step.
+ * The steps of one held lease, made by the first step its call takes (or its first
+ * fencing token): the results saved by this call and the steps running now. A call
+ * without steps never makes one.
  */
-export function createStepContext(init: StepContextInit): StepTracker {
-  return new LeaseSteps(init)
-}
-
-class LeaseSteps implements StepTracker {
-  readonly context: StepContext
+export class LeaseSteps {
   readonly #init: StepContextInit
   // Saved by this call (resumed ones are in `init.steps`).
   #saved: Map<string, string> | undefined
@@ -104,17 +95,19 @@ class LeaseSteps implements StepTracker {
 
   constructor(init: StepContextInit) {
     this.#init = init
-    this.context = new LeaseContext(init, this)
   }
 
+  /** How many steps are known to be saved: resumed ones and ones saved by this call. */
   savedCount(): number {
     return this.#init.steps.size + (this.#saved?.size ?? 0)
   }
 
+  /** The sizes of the first step of this call whose result was too large to save: its effect ran, and a retry must not run it again. */
   oversized(): OversizedSizes | undefined {
     return this.#oversized
   }
 
+  /** `StepContext.step`. */
   async step<T>(name: string, fn: (signal: AbortSignal) => T | Promise<T>): Promise<T> {
     assertStepName(name)
     const text = this.#init.steps.get(name) ?? this.#saved?.get(name)
@@ -132,18 +125,17 @@ class LeaseSteps implements StepTracker {
   }
 
   async #run<T>(name: string, fn: (signal: AbortSignal) => T | Promise<T>): Promise<T> {
-    const { io, lease, key, heartbeat } = this.#init
+    const { timed, store, lease, key, heartbeat, maxOutcomeBytes } = this.#init
     // A holder that may have been replaced must not start new effects.
     heartbeat.assertHeld()
     const value = await fn(heartbeat.signal)
     const text = serializeOutcome(value)
-    const { maxOutcomeBytes } = io
     const outcomeBytes = bytesOver(text, maxOutcomeBytes)
     if (outcomeBytes !== undefined) {
       const sizes = { outcomeBytes, maxOutcomeBytes }
       this.#oversized ??= sizes
       throw new OutcomeTooLargeError(
-        `The result of step ${JSON.stringify(name)} of key ${JSON.stringify(key)} is ${outcomeBytes} bytes, more than the ${io.name} store holds ` +
+        `The result of step ${JSON.stringify(name)} of key ${JSON.stringify(key)} is ${outcomeBytes} bytes, more than the ${store.name} store holds ` +
           `(${maxOutcomeBytes} bytes): the step ran but cannot be saved, so unless the call recovers, its key is recorded as completed without an outcome`,
         sizes,
       )
@@ -152,9 +144,9 @@ class LeaseSteps implements StepTracker {
     if (heartbeat.fenced) throw heartbeat.lost!
     let stored: boolean
     try {
-      stored = await io.saveStep(lease, name, text)
+      stored = await (timed === undefined ? lease.saveStep(name, text) : timed.saveStep(lease, name, text))
     } catch (error) {
-      throw storeFailure(io.name, error)
+      throw storeFailure(store.name, error)
     }
     if (!stored) {
       throw heartbeat.fence(`Step ${JSON.stringify(name)} of key ${JSON.stringify(key)} was not saved: another call took the key over`)
@@ -163,38 +155,17 @@ class LeaseSteps implements StepTracker {
     return parseOutcome<T>(text)
   }
 
+  /** `StepContext.fencingToken`. */
   async fencingToken(): Promise<number> {
-    const { io, lease, key, heartbeat } = this.#init
+    const { store, lease, key, heartbeat } = this.#init
     heartbeat.assertHeld()
     let token: number | undefined
     try {
       token = await lease.fencingToken()
     } catch (error) {
-      throw storeFailure(io.name, error)
+      throw storeFailure(store.name, error)
     }
     if (token === undefined) throw heartbeat.fence(`The lease on key ${JSON.stringify(key)} no longer holds: another call took the key over`)
     return token
-  }
-}
-
-/** What the function sees: `step`, `derive` and `fencingToken` stay bound, so they may be taken off the context. */
-class LeaseContext implements StepContext {
-  readonly step: StepContext['step']
-  readonly derive: StepContext['derive']
-  readonly fencingToken: StepContext['fencingToken']
-  readonly #heartbeat: Heartbeat
-
-  constructor({ scope, key, heartbeat }: StepContextInit, steps: LeaseSteps) {
-    this.#heartbeat = heartbeat
-    this.step = (name, fn) => steps.step(name, fn)
-    this.fencingToken = () => steps.fencingToken()
-    this.derive = (name) => {
-      assertStepName(name)
-      return deriveKey(scope, key, name)
-    }
-  }
-
-  get signal(): AbortSignal {
-    return this.#heartbeat.signal
   }
 }

@@ -9,13 +9,11 @@ export {
   DEFAULT_METHODS,
   DEFAULT_REPLAY_HEADERS,
   SHARED_SCOPE,
-  TRANSIENT_STATUSES,
-  defaultStoreStatus,
-  routingPath,
   type HttpEngine,
   type IdempotencyContext,
   type IdempotencyOptions,
 } from '../options.js'
+export { routingPath } from '../routes.js'
 export { DEFAULT_MAX_BODY_BYTES } from '../body.js'
 export { BodyTooLargeError } from '../body-too-large.js'
 export { CorruptBodyError } from '../corrupt-body.js'
@@ -34,6 +32,6 @@ export {
   type ProblemTypes,
 } from '../problem.js'
 export { webhookReceiver, type WebhookEvent, type WebhookEventId, type WebhookReceiverOptions, type WebhookVerify } from '../webhook.js'
-export { REPLAYED_HEADER, STORED_HEADERS_ROOM, largestStoredBody, type StoredResponse } from '../stored-response.js'
+export { REPLAYED_HEADER, STORED_HEADERS_ROOM, TRANSIENT_STATUSES, defaultStoreStatus, largestStoredBody, type StoredResponse } from '../stored-response.js'
 export { putResponse, deleteResponse, type PutResult } from '../natural-idempotency.js'
 export { idempotencyPolicy, type IdempotencyPolicyDocument, type PolicyError, type PolicyFormat } from '../policy.js'

@@ -1,4 +1,4 @@
-import { isThenable, withinDeadline } from '../../core/deadline.js'
+import { isThenable, withinDeadline } from '../../core/hold-clock.js'
 import { InvalidKeyError } from '../../core/errors/invalid-key.js'
 import { InvalidOptionError } from '../../core/errors/invalid-option.js'
 import { MissingKeyError } from '../../core/errors/missing-key.js'

@@ -1,5 +1,5 @@
 import { DEFAULT_WAIT_MS } from '../../core/engine.js'
-import { DEFAULT_DEADLINE_MS } from '../../core/deadline.js'
+import { DEFAULT_DEADLINE_MS } from '../../core/engine-options.js'
 import { InvalidOptionError } from '../../core/errors/invalid-option.js'
 import { idemEvents } from '../../core/events.js'
 import { assertCount, assertDuration, assertKnownOptions, assertName, optionNames } from '../../core/validate.js'
