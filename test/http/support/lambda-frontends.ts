@@ -5,12 +5,13 @@
 // function made with makeHttpHandler runs the shared routes, and its result becomes the
 // HTTP answer as API Gateway or the ALB would send it. A function that throws is
 // answered 500, as the fetch front end answers.
-import type { ALBEvent, ALBResult, APIGatewayProxyEvent, APIGatewayProxyEventV2, APIGatewayProxyResult, APIGatewayProxyStructuredResultV2, Context } from 'aws-lambda'
+import type { ALBEvent, ALBResult, APIGatewayProxyEvent, APIGatewayProxyEventV2, APIGatewayProxyResult, APIGatewayProxyStructuredResultV2 } from 'aws-lambda'
 import { isUtf8 } from 'node:buffer'
 import { randomUUID } from 'node:crypto'
 import { makeHttpHandler } from '../../../src/lambda/index.js'
 import type { LambdaHttpEvent } from '../../../src/lambda/index.js'
 import type { IdempotencyOptions } from '../../../src/http/options.js'
+import { lambdaContext } from '../../lambda/context.js'
 import { runRoute, tenantOf, type RouteOutput } from './app.js'
 import type { AppOptions, Call, FrontEnd } from './frontends.js'
 import { REST_API_ENCODING_CANNOT, restApiBody } from './platform-decoding.js'
@@ -207,24 +208,6 @@ function resultOf(format: Format, out: RouteOutput): APIGatewayProxyResult | API
   return { statusCode: out.status, statusDescription: String(out.status), multiValueHeaders, body: out.body }
 }
 
-function lambdaContext(): Context {
-  const deadline = Date.now() + 60_000
-  return {
-    callbackWaitsForEmptyEventLoop: true,
-    functionName: 'conformance',
-    functionVersion: '$LATEST',
-    invokedFunctionArn: 'arn:aws:lambda:us-east-1:123456789012:function:conformance',
-    memoryLimitInMB: '512',
-    awsRequestId: randomUUID(),
-    logGroupName: '/aws/lambda/conformance',
-    logStreamName: 'conformance',
-    getRemainingTimeInMillis: () => deadline - Date.now(),
-    done: () => {},
-    fail: () => {},
-    succeed: () => {},
-  }
-}
-
 function headerOf(event: LambdaHttpEvent, name: string): string | undefined {
   const headers: Record<string, string | string[] | undefined> = ('multiValueHeaders' in event ? event.multiValueHeaders : undefined) ?? event.headers ?? {}
   const found = Object.entries(headers).find(([key]) => key.toLowerCase() === name)?.[1]
@@ -272,7 +255,7 @@ function lambdaFrontEnd(format: Format, through: 'api' | 'function-url' = 'api')
           const made = eventOf(format, parts)
           const event = through === 'function-url' ? functionUrlEvent(made as APIGatewayProxyEventV2) : made
           try {
-            return responseOf(await handler(event, lambdaContext()))
+            return responseOf(await handler(event, lambdaContext(60_000, 'conformance')))
           } catch {
             return new Response('Internal Server Error', { status: 500 })
           }

@@ -4,11 +4,12 @@
 // The order is placed once (its charge a step, counted in the table); the retry, a new
 // request id and trace, is replayed; the key with another amount is refused (422).
 import { UpdateItemCommand } from '@aws-sdk/client-dynamodb'
-import type { APIGatewayProxyEventV2WithJWTAuthorizer, APIGatewayProxyStructuredResultV2, Context } from 'aws-lambda'
+import type { APIGatewayProxyEventV2WithJWTAuthorizer, APIGatewayProxyStructuredResultV2 } from 'aws-lambda'
 import { randomUUID } from 'node:crypto'
 import { createLeasedIdem, type StepContext } from 'idem'
 import { dynamodbStore } from 'idem/dynamodb'
 import { makeHttpHandler } from 'idem/lambda'
+import { lambdaContext } from '../../lambda/context.js'
 import { addOne, localDynamo } from './dynamo-client.js'
 import { effectCounter, LAMBDA_ORDER, type LambdaAnswer, type LambdaResult } from './results.js'
 import { reportResult, required, scriptConfig } from './script.js'
@@ -52,25 +53,6 @@ function orderRequest(key: string, body: string): APIGatewayProxyEventV2WithJWTA
   }
 }
 
-/** An invocation's context: 10 s to run, counting down. */
-function invocation(): Context {
-  const deadline = Date.now() + 10_000
-  return {
-    callbackWaitsForEmptyEventLoop: true,
-    functionName: 'orders',
-    functionVersion: '$LATEST',
-    invokedFunctionArn: 'arn:aws:lambda:us-east-1:123456789012:function:orders',
-    memoryLimitInMB: '512',
-    awsRequestId: randomUUID(),
-    logGroupName: '/aws/lambda/orders',
-    logStreamName: '2026/12/02/[$LATEST]0123456789abcdef',
-    getRemainingTimeInMillis: () => deadline - Date.now(),
-    done: () => {},
-    fail: () => {},
-    succeed: () => {},
-  }
-}
-
 await reportResult(async (): Promise<LambdaResult> => {
   const config = scriptConfig()
   const table = required(config, 'table')
@@ -96,9 +78,9 @@ await reportResult(async (): Promise<LambdaResult> => {
     const { statusCode = 0, headers = {}, body = '' } = result as APIGatewayProxyStructuredResultV2
     return { statusCode, headers: Object.fromEntries(Object.entries(headers).map(([name, value]) => [name.toLowerCase(), String(value)])), body }
   }
-  const fresh = answer(await handler(orderRequest('"order-1"', '{"amount":1500}'), invocation()))
-  const replay = answer(await handler(orderRequest('"order-1"', '{"amount":1500}'), invocation()))
-  const mismatch = answer(await handler(orderRequest('"order-1"', '{"amount":9900}'), invocation()))
+  const fresh = answer(await handler(orderRequest('"order-1"', '{"amount":1500}'), lambdaContext(10_000, 'orders')))
+  const replay = answer(await handler(orderRequest('"order-1"', '{"amount":1500}'), lambdaContext(10_000, 'orders')))
+  const mismatch = answer(await handler(orderRequest('"order-1"', '{"amount":9900}'), lambdaContext(10_000, 'orders')))
   client.destroy()
   return { fresh, replay, mismatch, runs }
 })
