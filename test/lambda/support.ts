@@ -3,33 +3,12 @@
 // documents for each source, typed by @types/aws-lambda so a field that drifts fails the
 // type check.
 import { createHash, randomUUID } from 'node:crypto'
-import type { APIGatewayProxyEventV2, Context, EventBridgeEvent, SNSEvent, SQSEvent, SQSMessageAttributes, SQSRecord } from 'aws-lambda'
+import type { APIGatewayProxyEventV2, EventBridgeEvent, SNSEvent, SQSEvent, SQSMessageAttributes, SQSRecord } from 'aws-lambda'
 import type { LambdaHttpEvent } from '../../src/lambda/index.js'
 import { eventOf, type Format } from '../http/support/lambda-frontends.js'
+import { ACCOUNT, REGION } from './context.js'
 
-export const FUNCTION_NAME = 'ship-orders'
-const REGION = 'us-east-1'
-const ACCOUNT = '123456789012'
-
-/** The context Lambda hands one invocation that may run `timeoutMs` from now. */
-export function lambdaContext(timeoutMs: number): Context {
-  const deadline = Date.now() + timeoutMs
-  const requestId = randomUUID()
-  return {
-    callbackWaitsForEmptyEventLoop: true,
-    functionName: FUNCTION_NAME,
-    functionVersion: '$LATEST',
-    invokedFunctionArn: `arn:aws:lambda:${REGION}:${ACCOUNT}:function:${FUNCTION_NAME}`,
-    memoryLimitInMB: '512',
-    awsRequestId: requestId,
-    logGroupName: `/aws/lambda/${FUNCTION_NAME}`,
-    logStreamName: `2026/12/02/[$LATEST]${requestId.replaceAll('-', '')}`,
-    getRemainingTimeInMillis: () => Math.max(0, deadline - Date.now()),
-    done: () => {},
-    fail: () => {},
-    succeed: () => {},
-  }
-}
+export { FUNCTION_NAME, lambdaContext } from './context.js'
 
 export interface OrderPlaced {
   orderId: string

@@ -2,6 +2,7 @@
 import { spawn } from 'node:child_process'
 import { locateRuntime, type Runtime, type RuntimeName } from '../../tools/runtimes/runtimes.mjs'
 import { freePort } from '../support/free-port.js'
+import { RESULT_PREFIX, type ScriptConfig } from './subpaths/results.js'
 
 export type { Runtime, RuntimeName } from '../../tools/runtimes/runtimes.mjs'
 
@@ -91,4 +92,18 @@ export async function serveOn(runtime: Runtime, program: string, env: NodeJS.Pro
     }
     await new Promise((resolve) => setTimeout(resolve, 200))
   }
+}
+
+/**
+ * Runs the script `test/runtimes/subpaths/<file>` on the runtime with `config` as its one
+ * argument, and resolves with the result it printed (`IDEM-RESULT <json>`); fails,
+ * with what it wrote on stderr, when it ends otherwise.
+ */
+export async function runScript<T>(runtime: Runtime, file: string, config: ScriptConfig, timeoutMs: number): Promise<T> {
+  const ran = await runOn(runtime, `${root}test/runtimes/subpaths/${file}`, [JSON.stringify(config)], { timeoutMs })
+  const line = ran.stdout.split('\n').find((each) => each.startsWith(RESULT_PREFIX))
+  if (ran.code !== 0 || line === undefined) {
+    throw new Error(`${runtime.label} ${file} ended (${ran.signal ?? ran.code}) without its result\nstdout:\n${ran.stdout}\nstderr:\n${ran.stderr}`)
+  }
+  return JSON.parse(line.slice(RESULT_PREFIX.length)) as T
 }

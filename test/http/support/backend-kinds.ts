@@ -50,7 +50,8 @@ export interface StoreKit {
 /**
  * The constructors the DynamoDB backend is built from, as `idem` and `idem/dynamodb`
  * export them. Apart from `StoreKit`: the Bun and Deno slice, whose kit is a `StoreKit`,
- * does not run `idem/dynamodb` (the AWS SDK; docs/runtimes.md).
+ * runs the table without DynamoDB (test/runtimes/subpaths.test.ts runs `idem/dynamodb`
+ * on them, docs/runtimes.md).
  */
 export interface DynamoKit {
   dynamodbStore: typeof dynamodbStore

@@ -20,7 +20,7 @@ import type { IdempotencyContext, IdempotencyOptions } from '../../../src/http/o
 import { runRoute, tenantOf, type AppState, type RouteOutput } from './app.js'
 import type { Backend } from './backends.js'
 import { decodeRequestBodies, nestCannot } from './platform-decoding.js'
-import { lambdaAlbFrontEnd, lambdaV1FrontEnd, lambdaV2FrontEnd } from './lambda-frontends.js'
+import { lambdaAlbFrontEnd, lambdaUrlFrontEnd, lambdaV1FrontEnd, lambdaV2FrontEnd } from './lambda-frontends.js'
 
 /** One request, described independently of how a front end is reached. */
 export interface Call {
@@ -53,7 +53,7 @@ export interface Client {
 export type AppOptions = Omit<IdempotencyOptions<unknown>, 'store' | 'idem'> & { storeDown?: boolean }
 
 export interface FrontEnd {
-  name: 'fetch' | 'hono' | 'express' | 'express4' | 'koa' | 'koa2' | 'fastify' | `nest${NestMajor}-${NestPlatform}` | `nest${NestMajor}-${NestPlatform}-res` | `lambda-${'v1' | 'v2' | 'alb'}`
+  name: 'fetch' | 'hono' | 'express' | 'express4' | 'koa' | 'koa2' | 'fastify' | `nest${NestMajor}-${NestPlatform}` | `nest${NestMajor}-${NestPlatform}-res` | `lambda-${'v1' | 'v2' | 'url' | 'alb'}`
   start(backend: Backend, options: AppOptions, state: AppState): Promise<Client>
   /** Cases this front end cannot pass, by name, each with why (what its platform does not carry). */
   cannot?: Readonly<Record<string, string>>
@@ -444,6 +444,7 @@ export const frontEnds: readonly FrontEnd[] = [
   nestFrontEnd(11, 'fastify', 'res'),
   lambdaV1FrontEnd,
   lambdaV2FrontEnd,
+  lambdaUrlFrontEnd,
   lambdaAlbFrontEnd,
 ]
 

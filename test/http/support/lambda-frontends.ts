@@ -1,15 +1,17 @@
 // The Lambda front ends of the conformance table: each call becomes the event API
-// Gateway or an ALB would hand a function (REST API payload 1.0, HTTP API or Function
-// URL payload 2.0, ALB with multi-value headers, shaped as AWS documents them), the
+// Gateway, a Function URL or an ALB would hand a function (REST API payload 1.0, HTTP API
+// payload 2.0, Function URL payload 2.0 from its own domain, ALB with multi-value
+// headers, shaped as AWS documents them), the
 // function made with makeHttpHandler runs the shared routes, and its result becomes the
 // HTTP answer as API Gateway or the ALB would send it. A function that throws is
 // answered 500, as the fetch front end answers.
-import type { ALBEvent, ALBResult, APIGatewayProxyEvent, APIGatewayProxyEventV2, APIGatewayProxyResult, APIGatewayProxyStructuredResultV2, Context } from 'aws-lambda'
+import type { ALBEvent, ALBResult, APIGatewayProxyEvent, APIGatewayProxyEventV2, APIGatewayProxyResult, APIGatewayProxyStructuredResultV2 } from 'aws-lambda'
 import { isUtf8 } from 'node:buffer'
 import { randomUUID } from 'node:crypto'
 import { makeHttpHandler } from '../../../src/lambda/index.js'
 import type { LambdaHttpEvent } from '../../../src/lambda/index.js'
 import type { IdempotencyOptions } from '../../../src/http/options.js'
+import { lambdaContext } from '../../lambda/context.js'
 import { runRoute, tenantOf, type RouteOutput } from './app.js'
 import type { AppOptions, Call, FrontEnd } from './frontends.js'
 import { REST_API_ENCODING_CANNOT, restApiBody } from './platform-decoding.js'
@@ -131,6 +133,34 @@ export function eventOf(format: Format, parts: RequestParts): LambdaHttpEvent {
   return event
 }
 
+/** A Function URL's id: 32 lower-case letters and digits, the first label of its domain. */
+const URL_ID = 'a1b2c3d4e5f6g7h8i9j0k1l2m3n4o5p6'
+
+/**
+ * A Function URL's event (auth type NONE): payload 2.0, as an HTTP API's, but from the
+ * URL's own domain, with the headers Lambda adds to the client's (TLS, `X-Forwarded-*`,
+ * a trace id) and the query also parsed, repeats joined with commas, as AWS documents it.
+ */
+function functionUrlEvent(event: APIGatewayProxyEventV2): APIGatewayProxyEventV2 {
+  const added = {
+    host: `${URL_ID}.lambda-url.us-east-1.on.aws`,
+    'x-amzn-tls-cipher-suite': 'ECDHE-RSA-AES128-GCM-SHA256',
+    'x-amzn-tls-version': 'TLSv1.2',
+    'x-amzn-trace-id': `Root=1-${randomUUID().replaceAll('-', '').slice(0, 8)}-${randomUUID().replaceAll('-', '').slice(0, 24)}`,
+    'x-forwarded-for': '192.0.2.1',
+    'x-forwarded-port': '443',
+    'x-forwarded-proto': 'https',
+  }
+  const query: Record<string, string> = {}
+  for (const [name, value] of new URLSearchParams(event.rawQueryString)) query[name] = name in query ? `${query[name]},${value}` : value
+  return {
+    ...event,
+    headers: { ...added, ...event.headers },
+    ...(event.rawQueryString === '' ? {} : { queryStringParameters: query }),
+    requestContext: { ...event.requestContext, apiId: URL_ID, domainName: added.host, domainPrefix: URL_ID },
+  }
+}
+
 /**
  * A REST API's decoding of a query value: escapes to bytes, read as UTF-8, a sequence
  * that is not UTF-8 as U+FFFD (the event has no other way to carry it).
@@ -178,24 +208,6 @@ function resultOf(format: Format, out: RouteOutput): APIGatewayProxyResult | API
   return { statusCode: out.status, statusDescription: String(out.status), multiValueHeaders, body: out.body }
 }
 
-function lambdaContext(): Context {
-  const deadline = Date.now() + 60_000
-  return {
-    callbackWaitsForEmptyEventLoop: true,
-    functionName: 'conformance',
-    functionVersion: '$LATEST',
-    invokedFunctionArn: 'arn:aws:lambda:us-east-1:123456789012:function:conformance',
-    memoryLimitInMB: '512',
-    awsRequestId: randomUUID(),
-    logGroupName: '/aws/lambda/conformance',
-    logStreamName: 'conformance',
-    getRemainingTimeInMillis: () => deadline - Date.now(),
-    done: () => {},
-    fail: () => {},
-    succeed: () => {},
-  }
-}
-
 function headerOf(event: LambdaHttpEvent, name: string): string | undefined {
   const headers: Record<string, string | string[] | undefined> = ('multiValueHeaders' in event ? event.multiValueHeaders : undefined) ?? event.headers ?? {}
   const found = Object.entries(headers).find(([key]) => key.toLowerCase() === name)?.[1]
@@ -209,9 +221,10 @@ const REST_API_CANNOT: Readonly<Record<string, string>> = {
   ...REST_API_ENCODING_CANNOT,
 }
 
-function lambdaFrontEnd(format: Format): FrontEnd {
+/** A Lambda front end: the event's format, and for 2.0 whether it comes through a Function URL rather than an HTTP API. */
+function lambdaFrontEnd(format: Format, through: 'api' | 'function-url' = 'api'): FrontEnd {
   return {
-    name: `lambda-${format}`,
+    name: through === 'function-url' ? 'lambda-url' : `lambda-${format}`,
     ...(format === 'v1' ? { cannot: REST_API_CANNOT } : {}),
     async start(backend, { storeDown, ...options }: AppOptions, state) {
       const handler = makeHttpHandler(
@@ -239,9 +252,10 @@ function lambdaFrontEnd(format: Format): FrontEnd {
             if (decoded === undefined) return new Response('Unsupported Media Type', { status: 415 })
             parts.body = decoded
           }
-          const event = eventOf(format, parts)
+          const made = eventOf(format, parts)
+          const event = through === 'function-url' ? functionUrlEvent(made as APIGatewayProxyEventV2) : made
           try {
-            return responseOf(await handler(event, lambdaContext()))
+            return responseOf(await handler(event, lambdaContext(60_000, 'conformance')))
           } catch {
             return new Response('Internal Server Error', { status: 500 })
           }
@@ -254,7 +268,9 @@ function lambdaFrontEnd(format: Format): FrontEnd {
 
 /** API Gateway REST APIs (payload format 1.0). */
 export const lambdaV1FrontEnd = lambdaFrontEnd('v1')
-/** API Gateway HTTP APIs and Function URLs (payload format 2.0). */
+/** API Gateway HTTP APIs (payload format 2.0). */
 export const lambdaV2FrontEnd = lambdaFrontEnd('v2')
+/** Function URLs (payload format 2.0, from the URL's own domain). */
+export const lambdaUrlFrontEnd = lambdaFrontEnd('v2', 'function-url')
 /** An ALB target group with multi-value headers on. */
 export const lambdaAlbFrontEnd = lambdaFrontEnd('alb')
