@@ -1,17 +1,16 @@
-// Every relative link of the docs (README.md, CONTRIBUTING.md, docs/**/*.md) points at a
+// Every relative link of the docs (README.md, CONTRIBUTING.md, CHANGELOG.md, SECURITY.md,
+// docs/**/*.md, the API reference in docs/api/ among them) points at a
 // file that exists and, with a #fragment, at a heading of that page (GitHub's anchors),
 // so moving or renaming a page or a section cannot leave readers at a dead end.
-import { execFile } from 'node:child_process'
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs'
 import { dirname, join, normalize, relative } from 'node:path'
-import { promisify } from 'node:util'
 import { describe, expect, it } from 'vitest'
-import { root } from './support.js'
+import { packedFiles, root } from './support.js'
 
 function markdownFiles(dir: string): string[] {
   return readdirSync(dir, { withFileTypes: true }).flatMap((entry) => {
     const path = join(dir, entry.name)
-    if (entry.isDirectory()) return relative(root, path) === join('docs', 'api') ? [] : markdownFiles(path)
+    if (entry.isDirectory()) return markdownFiles(path)
     return entry.name.endsWith('.md') ? [path] : []
   })
 }
@@ -30,9 +29,15 @@ function prose(text: string): string {
   return text.replace(/^(```|~~~)[^\n]*\n[\s\S]*?^\1[^\n]*$/gm, '')
 }
 
+// Read once per page: the API reference's pages link to their own headings thousands of times.
+const anchorsByFile = new Map<string, Set<string>>()
+
 function anchorsOf(file: string): Set<string> {
+  const known = anchorsByFile.get(file)
+  if (known !== undefined) return known
   const seen = new Map<string, number>()
   const anchors = new Set<string>()
+  anchorsByFile.set(file, anchors)
   for (const match of prose(readFileSync(file, 'utf8')).matchAll(/^#{1,6} (.+)$/gm)) {
     const base = anchor(match[1]!)
     const n = seen.get(base) ?? 0
@@ -42,7 +47,7 @@ function anchorsOf(file: string): Set<string> {
   return anchors
 }
 
-const pages = [join(root, 'README.md'), join(root, 'CONTRIBUTING.md'), ...markdownFiles(join(root, 'docs'))]
+const pages = ['README.md', 'CONTRIBUTING.md', 'CHANGELOG.md', 'SECURITY.md'].map((file) => join(root, file)).concat(markdownFiles(join(root, 'docs')))
 
 describe('links in the docs', () => {
   for (const page of pages) {
@@ -71,8 +76,7 @@ describe('links in the docs', () => {
 // package leaves out (a test, a bench result, an example) points nowhere.
 describe('links in the packed docs', () => {
   it('point only at files the package ships', async () => {
-    const { stdout } = await promisify(execFile)('npm', ['pack', '--dry-run', '--json', '--ignore-scripts'], { cwd: root, maxBuffer: 16 * 1024 * 1024 })
-    const shipped = new Set((JSON.parse(stdout) as Array<{ files: Array<{ path: string }> }>)[0]!.files.map((file) => file.path))
+    const shipped = await packedFiles()
     const isShipped = (path: string) => shipped.has(path) || [...shipped].some((file) => file.startsWith(`${path}/`))
     const broken: string[] = []
     for (const page of [...shipped].filter((path) => path.endsWith('.md'))) {
@@ -89,8 +93,7 @@ describe('links in the packed docs', () => {
   it('name no home the project does not have: no repository, no problem-type or runbook URL under it', async () => {
     // idem has no public repository or site yet: package.json names none, problem types
     // are identifiers (docs/problems.md), runbooks name their section of docs/operating.md.
-    const { stdout } = await promisify(execFile)('npm', ['pack', '--dry-run', '--json', '--ignore-scripts'], { cwd: root, maxBuffer: 16 * 1024 * 1024 })
-    const shipped = (JSON.parse(stdout) as Array<{ files: Array<{ path: string }> }>)[0]!.files.map((file) => file.path)
+    const shipped = [...(await packedFiles())]
     const naming = shipped.filter((path) => /github\.com\/idem-js/.test(readFileSync(join(root, path), 'latin1')))
     expect(naming).toEqual([])
   })

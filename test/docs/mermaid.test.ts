@@ -30,8 +30,7 @@ function markdownFiles(dir: string): string[] {
   const found: string[] = []
   for (const entry of readdirSync(dir, { withFileTypes: true })) {
     const path = join(dir, entry.name)
-    // docs/api is TypeDoc's output, built on demand and not ours to check.
-    if (entry.isDirectory() && relative(root, path) !== join('docs', 'api')) found.push(...markdownFiles(path))
+    if (entry.isDirectory()) found.push(...markdownFiles(path))
     else if (entry.isFile() && entry.name.endsWith('.md')) found.push(path)
   }
   return found

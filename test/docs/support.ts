@@ -32,6 +32,12 @@ export function expectPageShowsOutput(path: string, stdout: string): void {
 
 const run = promisify(execFile)
 
+/** The paths `npm pack` puts in the package, as a user's node_modules/idem holds them (built files as they are now). */
+export async function packedFiles(): Promise<Set<string>> {
+  const { stdout } = await run('npm', ['pack', '--dry-run', '--json', '--ignore-scripts'], { cwd: root, maxBuffer: 16 * 1024 * 1024 })
+  return new Set((JSON.parse(stdout) as Array<{ files: Array<{ path: string }> }>)[0]!.files.map((file) => file.path))
+}
+
 /**
  * Runs an example file with the test services' URLs; it must exit 0 and write nothing to
  * stderr. `nodeArgs` go before the file (`--import` a loader, say).
