@@ -68,7 +68,7 @@ export interface Idem<Tx> {
   readonly store: KeyStore<Tx>
   /** What was set explicitly at creation (see `EngineSettings`). */
   readonly settings: EngineSettings
-  /** The checked run idem's front ends call, a call checked once, one outcome back (see `CheckedRun`). */
+  /** The checked run idem's front ends call, a call checked once, one outcome back (see `CheckedRun`). Internal to idem's front ends. @internal */
   readonly [CHECKED_RUN]: CheckedRun<Tx>
 }
 

@@ -62,7 +62,7 @@ export interface HttpEngine<Tx> {
   readonly settings?: EngineSettings
   /** Where the engine keeps outcomes: the middleware fits the responses it stores to what it holds (`maxOutcomeBytes`). */
   readonly store: { readonly name: string; readonly maxOutcomeBytes: number }
-  /** The checked run the middleware calls (both engines have it: see `CheckedRun`). */
+  /** The checked run the middleware calls (both engines have it: see `CheckedRun`). Internal to idem's front ends. @internal */
   readonly [CHECKED_RUN]: CheckedRun<Tx>
 }
 

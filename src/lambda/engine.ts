@@ -22,7 +22,7 @@ export interface LambdaEngine<Tx> {
   readonly settings?: EngineSettings
   /** Where the engine keeps outcomes. */
   readonly store: { readonly name: string; readonly maxOutcomeBytes: number }
-  /** The checked run the HTTP front end calls (both engines have it: see `CheckedRun`). */
+  /** The checked run the HTTP front end calls (both engines have it: see `CheckedRun`). Internal to idem's front ends. @internal */
   readonly [CHECKED_RUN]: CheckedRun<Tx>
 }
 
