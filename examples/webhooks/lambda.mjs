@@ -1,9 +1,9 @@
 // A Slack Events API endpoint as a Lambda function behind a Function URL (API Gateway's
 // REST and HTTP APIs and ALB targets work the same): the signature is checked on the body
-// as Lambda hands it over (decoded first when it came in base64). Then four requests signed as Slack's docs
-// describe (node:crypto; Slack publishes no signing library for Node): the url_verification
-// Slack sends when the Request URL is saved, an event, Slack's retry of it, and one whose
-// body was changed on the way.
+// as Lambda hands it over (decoded first when it came in base64). Then four requests
+// signed as Slack's docs describe (node:crypto; Slack publishes no signing library for
+// Node): the url_verification Slack sends when the Request URL is saved, an event,
+// Slack's retry of it, and one whose body was changed on the way.
 // node examples/webhooks/lambda.mjs
 import { createHmac } from 'node:crypto'
 import { webhookReceiver } from 'idem/lambda'

@@ -131,7 +131,7 @@ describe(`examples/nestjs/webhooks.ts, shown in ${PAGE}`, () => {
         const retry = await deliver(payload, now)
         expect([retry.status, retry.headers.get('idempotent-replayed'), await retry.json()]).toEqual([200, 'true', { received: true, id: 'evt_3PtQ1', duplicate: true }])
         const tampered = await deliver(payload.replace('succeeded', 'canceled'), now)
-        expect([tampered.status, (await tampered.json()).check]).toEqual([401, 'no-matching-signature'])
+        expect([tampered.status, ((await tampered.json()) as { check: string }).check]).toEqual([401, 'no-matching-signature'])
         expect(app.get(Payments).succeeded).toEqual(['evt_3PtQ1'])
       } finally {
         await app.close()
