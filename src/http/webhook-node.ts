@@ -1,5 +1,5 @@
 /**
- * The webhook receiver on Node's request, for the Express, Fastify and NestJS adapters:
+ * The webhook receiver on Node's request, for the Express, Koa, Fastify and NestJS adapters:
  * the raw body bytes found wherever the framework left them, and the answer sent.
  * Mapping only: the receiver (`webhook.ts`) holds the behaviour.
  */

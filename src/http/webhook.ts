@@ -185,7 +185,7 @@ function json(value: object, headers: readonly string[] = []): HttpAnswer {
 /**
  * A webhook endpoint as a Fetch-standard handler (Request → Response), for any runtime
  * that speaks them (Bun, Deno, Cloudflare Workers, Next.js route handlers); Hono,
- * Express, Fastify and NestJS have their own `webhookReceiver`. Providers deliver at
+ * Express, Koa, Fastify, NestJS and Lambda have their own `webhookReceiver`. Providers deliver at
  * least once and retry on any non-2xx or timeout. The signature is checked on the raw
  * bytes first (`verify`: a refusal is 401 `invalid-signature`, nothing recorded; a
  * provider's signed check of the endpoint, such as Slack's `url_verification`, is

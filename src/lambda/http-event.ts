@@ -1,5 +1,6 @@
 import type { ALBEvent, ALBResult, APIGatewayProxyEvent, APIGatewayProxyEventV2, APIGatewayProxyResult, APIGatewayProxyStructuredResultV2 } from 'aws-lambda'
-import type { HttpBody } from '../http/exchange.js'
+import { tooLarge } from '../http/body.js'
+import type { HttpAnswer, HttpBody, HttpRequest } from '../http/exchange.js'
 
 /**
  * An HTTP request as Lambda delivers it: API Gateway's REST APIs (payload format 1.0),
@@ -98,6 +99,29 @@ function isAlb(event: LambdaHttpEvent): event is ALBEvent {
 // REST APIs send `version: '1.0'` too when they send a version at all; 2.0 is HTTP APIs and Function URLs.
 function isV2(event: APIGatewayProxyEvent | APIGatewayProxyEventV2): event is APIGatewayProxyEventV2 {
   return 'version' in event && event.version === '2.0'
+}
+
+/** An HTTP event's request as the middleware and the webhook receiver read it (`exchange.ts`). */
+export function exchangeRequest(request: LambdaHttpRequest): HttpRequest {
+  return {
+    method: request.method.toUpperCase(),
+    path: request.path,
+    query: request.query,
+    // A REST API (payload 1.0) decodes a compressed body before it calls the function
+    // and leaves Content-Encoding as the client sent it: the body has none any more.
+    header: (name) => (name === 'content-encoding' && request.format === 'api-gateway-v1' ? null : (request.header(name) ?? null)),
+    body: async (limit) => {
+      if (request.body.byteLength > limit) throw tooLarge(limit)
+      return request.body
+    },
+  }
+}
+
+/** An answer of the exchange's (header pairs flat) as a neutral response, for `httpResultOf`. */
+export function neutralAnswer(answer: HttpAnswer): LambdaHttpResponse {
+  const headers: Array<[string, string]> = []
+  for (let i = 0; i + 1 < answer.headers.length; i += 2) headers.push([answer.headers[i]!, answer.headers[i + 1]!])
+  return { status: answer.status, headers, body: answer.body }
 }
 
 /**

@@ -1,11 +1,10 @@
 import type { Context } from 'aws-lambda'
 import { InvalidOptionError } from '../core/errors/invalid-option.js'
 import { assertDuration, assertKnownOptions, optionNames } from '../core/validate.js'
-import { tooLarge } from '../http/body.js'
-import type { HttpAnswer, HttpRequest, RouteReply } from '../http/exchange.js'
+import type { RouteReply } from '../http/exchange.js'
 import { protectRequests } from '../http/handler.js'
 import type { IdempotencyContext, IdempotencyOptions } from '../http/options.js'
-import { bareValueJson, httpRequestOf, httpResponseOf, httpResultOf, type LambdaHttpEvent, type LambdaHttpFormat, type LambdaHttpRequest, type LambdaHttpResponse, type LambdaHttpResult } from './http-event.js'
+import { bareValueJson, exchangeRequest, httpRequestOf, httpResponseOf, httpResultOf, neutralAnswer, type LambdaHttpEvent, type LambdaHttpFormat, type LambdaHttpResult } from './http-event.js'
 import { DEFAULT_MARGIN_MS, remainingMs } from './invocation.js'
 
 /**
@@ -98,21 +97,6 @@ export function makeHttpHandler<Tx, Result, Event extends LambdaHttpEvent = Lamb
   }
 }
 
-function exchangeRequest(request: LambdaHttpRequest): HttpRequest {
-  return {
-    method: request.method.toUpperCase(),
-    path: request.path,
-    query: request.query,
-    // A REST API (payload 1.0) decodes a compressed body before it calls the function
-    // and leaves Content-Encoding as the client sent it: the body has none any more.
-    header: (name) => (name === 'content-encoding' && request.format === 'api-gateway-v1' ? null : (request.header(name) ?? null)),
-    body: async (limit) => {
-      if (request.body.byteLength > limit) throw tooLarge(limit)
-      return request.body
-    },
-  }
-}
-
 /**
  * The function's result as the middleware stores it, its body in the form it was
  * answered in (text, base64, or a bare value); the result itself is what a fresh
@@ -140,10 +124,4 @@ function routeReply<Result>(result: Result, format: LambdaHttpFormat): RouteRepl
       return list
     },
   }
-}
-
-function neutralAnswer(answer: HttpAnswer): LambdaHttpResponse {
-  const headers: Array<[string, string]> = []
-  for (let i = 0; i + 1 < answer.headers.length; i += 2) headers.push([answer.headers[i]!, answer.headers[i + 1]!])
-  return { status: answer.status, headers, body: answer.body }
 }

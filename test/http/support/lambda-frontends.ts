@@ -180,7 +180,7 @@ function percentDecoded(value: string): string {
  * What a function's result becomes on the wire, as API Gateway or the ALB sends it: a
  * header value as its UTF-8 bytes (a Response holds them one character a byte).
  */
-function responseOf(result: unknown): Response {
+export function responseOf(result: unknown): Response {
   if (result === null || typeof result !== 'object' || !('statusCode' in result)) {
     return new Response(JSON.stringify(result), { status: 200, headers: { 'content-type': 'application/json' } })
   }

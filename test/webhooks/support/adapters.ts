@@ -1,9 +1,8 @@
 // Every adapter the webhook receiver has, each a real server on loopback: Fetch (on
 // @hono/node-server), Hono, Express 5 and 4, Koa 3 and 2, Fastify, NestJS on Express and
-// on Fastify, mounted alone or after a body parser that keeps the raw bytes or drops them.
+// on Fastify, mounted alone or after a body parser that keeps the raw bytes or drops them;
+// and Lambda's behind API Gateway (REST and HTTP APIs), a Function URL and an ALB (lambda.ts).
 import type { Server } from 'node:http'
-import type { AddressInfo } from 'node:net'
-import { serve } from '@hono/node-server'
 import { Controller, Inject, Module, Post, Req, Res, type DynamicModule, type INestApplication } from '@nestjs/common'
 import { NestFactory } from '@nestjs/core'
 import { ExpressAdapter } from '@nestjs/platform-express'
@@ -22,12 +21,11 @@ import * as onKoa from '../../../src/http/koa.js'
 import * as onNest from '../../../src/http/nestjs.js'
 import type { WebhookReceiverOptions } from '../../../src/http/webhook.js'
 import type { PgClient } from '../../../src/stores/postgres/driver/types.js'
+import { lambdaAdapters } from './lambda.js'
+import { closing, listening, nodeServe, type Running } from './serving.js'
 
-/** What a test reads of a server: where it listens, and how it stops. */
-export interface Running {
-  readonly base: string
-  close(): Promise<void>
-}
+export type { Running } from './serving.js'
+
 
 /** How the receivers were mounted: alone, after a body parser that keeps the raw bytes, or after one that does not. */
 export type Mount = 'alone' | 'parser-keeps-bytes' | 'parser-drops-bytes'
@@ -45,15 +43,6 @@ export interface Adapter {
   /** Mounts that are not "alone" which this framework has (Fetch has no body parsers). */
   readonly mounts: readonly Mount[]
   start(receivers: Receivers, mount: Mount): Promise<Running>
-}
-
-const listening = (server: Server): string => `http://127.0.0.1:${(server.address() as AddressInfo).port}`
-const closing = (server: Server) => () => new Promise<void>((resolve) => server.close(() => resolve()))
-
-function nodeServe(fetch: (request: Request) => Response | Promise<Response>): Promise<Running> {
-  return new Promise((resolve) => {
-    const server = serve({ fetch, port: 0, hostname: '127.0.0.1' }, () => resolve({ base: listening(server as Server), close: closing(server as Server) }))
-  })
 }
 
 function expressAdapter(name: string, framework: typeof express): Adapter {
@@ -202,5 +191,6 @@ export const adapters: readonly Adapter[] = [
   },
   nestAdapter('express'),
   nestAdapter('fastify'),
+  ...lambdaAdapters,
 ]
 
