@@ -4,6 +4,7 @@ import { randomBytes } from 'node:crypto'
 import { Redis } from 'ioredis'
 import { afterAll, beforeAll, describe } from 'vitest'
 import { redisStore, type RedisStore } from '../../src/stores/redis/index.js'
+import { HEALTHY_STORE_TIMEOUT_MS } from '../support/contract.js'
 import { itFulfilsRedisContracts } from '../support/redis-contracts.js'
 import { redisClients } from '../support/redis-clients.js'
 import { startValkey, type TestValkey } from '../support/valkey.js'
@@ -22,7 +23,7 @@ describe.skipIf(valkey === undefined).each(clients.kinds)('redis store contracts
   const prefix = `idem-test:valkey:${randomBytes(4).toString('hex')}:`
   let store: RedisStore
   beforeAll(async () => {
-    store = redisStore({ client: await kind.connect((valkey as TestValkey).url), prefix })
+    store = redisStore({ client: await kind.connect((valkey as TestValkey).url), prefix, timeoutMs: HEALTHY_STORE_TIMEOUT_MS })
   })
   const unavailableStore = () => redisStore({ client: kind.unreachable(), prefix, timeoutMs: 300 })
   itFulfilsRedisContracts(() => ({ store, unavailableStore }), prefix, () => checker!)
