@@ -1,5 +1,27 @@
 import { describe, expect, it } from 'vitest'
-import { RecentKeys } from './recent-keys.js'
+import { readClaim, RecentKeys } from './key-sessions.js'
+
+describe('readClaim', () => {
+  it('reads no row as a new key, and the three claims that carry nothing', () => {
+    expect(readClaim(undefined)).toEqual({ state: 'new' })
+    expect(readClaim({ claim: 'n' })).toEqual({ state: 'new' })
+    expect(readClaim({ claim: 'l' })).toEqual({ state: 'locked' })
+    expect(readClaim({ claim: 's' })).toEqual({ state: 'stale' })
+  })
+
+  it('splits a found record at the fingerprint length, counted in characters as Postgres and SQLite count them', () => {
+    expect(readClaim({ claim: 'f3:abc{"status":201}' })).toEqual({ state: 'found', record: { fingerprint: 'abc', outcome: '{"status":201}' } })
+    // Digits and colons in the fingerprint and the outcome; astral characters count once.
+    expect(readClaim({ claim: 'f7:1:😀:2é3:4😀' })).toEqual({ state: 'found', record: { fingerprint: '1:😀:2é3', outcome: ':4😀' } })
+    expect(readClaim({ claim: 'f2:😀😀' })).toEqual({ state: 'found', record: { fingerprint: '😀😀', outcome: '' } })
+  })
+
+  it('refuses anything else, naming the value', () => {
+    for (const value of [undefined, null, '', 'x', 'f', 'f:abc', 'fx:abc', 'f4:abc', 'f-1:abc', 'f1.5:ab', 'f3abc', 7]) {
+      expect(() => readClaim({ claim: value }), String(value)).toThrow(/a key claim returned an unexpected value/)
+    }
+  })
+})
 
 describe('RecentKeys', () => {
   it('keeps the last `limit` keys, the oldest going first', () => {
