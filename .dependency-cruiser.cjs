@@ -107,17 +107,10 @@ module.exports = {
     },
     {
       name: 'one-driver-per-store',
-      comment: 'a store folder never imports another store folder, only the SQL stores\' protocol (stores/sql/)',
+      comment: 'a store folder never imports another store folder, only the SQL stores\' protocol (stores/sql/), which imports none',
       severity: 'error',
       from: { path: '^src/stores/([^/]+)/' },
       to: { path: '^src/stores/([^/]+)/', pathNot: '^src/stores/($1|sql)/' },
-    },
-    {
-      name: 'sql-protocol-knows-no-dialect',
-      comment: 'the SQL stores\' protocol (stores/sql/) is written over its dialect and driver interfaces: it imports no store folder',
-      severity: 'error',
-      from: { path: '^src/stores/sql/' },
-      to: { path: '^src/stores/(?!sql/)[^/]+/' },
     },
     {
       name: 'dialect-knows-no-driver',

@@ -1,12 +1,12 @@
 import { assertCount, assertDuration, assertKnownOptions, optionNames } from '../../core/validate.js'
 import type { Lease, LeaseClaim, LeasedStore } from '../../core/leased/store.js'
 import { MAX_OUTCOME_BYTES } from '../max-outcome.js'
-import { assertSqliteDatabase, changes, firstRow, setBusyTimeout } from './connection.js'
-import { classifySqliteError } from './errors.js'
-import * as sql from './sql.js'
+import { assertSqliteDatabase, changes, firstRow, setBusyTimeout } from './driver/connection.js'
+import { classifySqliteError } from './driver/errors.js'
+import * as sql from './dialect/leases.js'
 import { sqliteStore } from './store.js'
 import type { SqliteDatabase, SqliteStatement } from '../../ports/sql-clients.js'
-import { inTurn } from './writer.js'
+import { inTurn } from './driver/writer.js'
 
 /** What `leasedSqliteStore` takes: the database and how long to wait for its write lock. */
 export interface LeasedSqliteStoreOptions {

@@ -1,5 +1,5 @@
-import { InvalidOptionError } from '../../core/errors/invalid-option.js'
-import type { SqliteDatabase, SqliteStatement } from '../../ports/sql-clients.js'
+import { InvalidOptionError } from '../../../core/errors/invalid-option.js'
+import type { SqliteDatabase, SqliteStatement } from '../../../ports/sql-clients.js'
 import { classifySqliteError } from './errors.js'
 
 /**
@@ -9,19 +9,24 @@ import { classifySqliteError } from './errors.js'
  * `null` where the others say `undefined`; node:sqlite may count changes as a bigint.
  */
 
-/**
- * Checks at creation that `db` is a database the store can run on.
- * @throws InvalidOptionError naming the option otherwise
- */
-export function assertSqliteDatabase(db: unknown, who: string): asserts db is SqliteDatabase {
+/** Whether `db` is a database the store can run on: a statement compiler, `exec`, and a way to tell an open transaction. */
+export function isSqliteDatabase(db: unknown): db is SqliteDatabase {
   const candidate = db as Partial<Record<keyof SqliteDatabase, unknown>> | null
-  const usable =
+  return (
     candidate !== null &&
     typeof candidate === 'object' &&
     typeof candidate.prepare === 'function' &&
     typeof candidate.exec === 'function' &&
     (typeof candidate.inTransaction === 'boolean' || typeof candidate.isTransaction === 'boolean')
-  if (!usable) {
+  )
+}
+
+/**
+ * Checks at creation that `db` is a database the store can run on.
+ * @throws InvalidOptionError naming the option otherwise
+ */
+export function assertSqliteDatabase(db: unknown, who: string): asserts db is SqliteDatabase {
+  if (!isSqliteDatabase(db)) {
     throw new InvalidOptionError(
       `${who}: option "db" must be an open SQLite database: a better-sqlite3 or bun:sqlite Database, or a node:sqlite DatabaseSync (Node 22.16 or later, or Deno)`,
     )

@@ -1,3 +1,6 @@
+import type { MigrationStatements } from '../../sql/dialect.js'
+import { migrationScript } from '../../sql/migrations.js'
+
 /** One schema change, as data: applied in order, each once, in one transaction. */
 export interface SqliteMigration {
   version: number
@@ -113,8 +116,9 @@ export const sqliteMigrations: readonly SqliteMigration[] = [
   },
 ]
 
-// The plan below is the one way migrations are applied: the store's `migrate()` runs it,
-// `sqliteMigrationScript` prints it for `sqlite3`, and the baseline records its versions.
+// The plan below is the one way migrations are applied: the store's `migrate()` runs it
+// (the protocol's migrationPlan), `sqliteMigrationScript` prints it for `sqlite3`, and
+// the baseline records its versions.
 
 /** `idem_migrations`, where each applied version is recorded. */
 export const SQLITE_MIGRATIONS_TABLE =
@@ -132,4 +136,26 @@ export function sqliteVersionRow(migration: SqliteMigration, { ifAbsent = false 
 /** Each version after `from`, oldest first, with the statements that apply it and then record it. */
 export function pendingSqliteMigrations(from: number): { migration: SqliteMigration; statements: string[] }[] {
   return sqliteMigrations.filter((migration) => migration.version > from).map((migration) => ({ migration, statements: [...migration.up, sqliteVersionRow(migration)] }))
+}
+
+/** The migrations as the protocol applies them (src/stores/sql/migrations.ts). */
+export const migrationStatements: MigrationStatements = {
+  latest: SQLITE_SCHEMA_VERSION,
+  begin: 'BEGIN IMMEDIATE',
+  preamble: [SQLITE_MIGRATIONS_TABLE],
+  current: 'SELECT coalesce(max(version), 0) AS version FROM idem_migrations',
+  pending: pendingSqliteMigrations,
+  baseline: (version) => [SQLITE_MIGRATIONS_TABLE, ...sqliteMigrations.filter((m) => m.version <= version).map((m) => sqliteVersionRow(m, { ifAbsent: true }))],
+}
+
+/**
+ * Every statement that brings the database from version `from` to the current one, in
+ * one transaction, recording each version in `idem_migrations` as `migrate()` does, so
+ * a `migrate()` after the script has been applied by hand finds the database current.
+ * What `idem sql sqlite` prints.
+ * @example
+ * const upgrade = sqliteMigrationScript(3) // from version 3 to SQLITE_SCHEMA_VERSION
+ */
+export function sqliteMigrationScript(from = 0): string[] {
+  return migrationScript(migrationStatements, from)
 }

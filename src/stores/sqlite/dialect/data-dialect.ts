@@ -1,5 +1,5 @@
-import type { SqliteDatabase } from '../../ports/sql-clients.js'
-import type { SqlDialect } from '../../ports/sql-dialect.js'
+import type { SqliteDatabase } from '../../../ports/sql-clients.js'
+import type { SqlDialect } from '../../../ports/sql-dialect.js'
 
 /**
  * SQLite as `idem/data`'s helpers write to it (`upsertSql`, `upsert`, `reconcile`): `?`

@@ -1,10 +1,10 @@
 import { describe, expect, it } from 'vitest'
-import { InvalidOptionError } from '../../core/errors/invalid-option.js'
-import { MigrationRequiredError } from '../../core/errors/migration-required.js'
-import { StoreUnavailableError } from '../../core/errors/store-unavailable.js'
-import { leasedSqliteStore } from './leased.js'
+import { InvalidOptionError } from '../../../core/errors/invalid-option.js'
+import { MigrationRequiredError } from '../../../core/errors/migration-required.js'
+import { StoreUnavailableError } from '../../../core/errors/store-unavailable.js'
+import { leasedSqliteStore } from '../leased.js'
 import { classifySqliteError } from './errors.js'
-import { sqliteStore } from './store.js'
+import { sqliteStore } from '../store.js'
 
 /** An error as a driver throws it: its message and the fields it sets. */
 const thrown = (message: string, fields: Record<string, unknown> = {}): Error => Object.assign(new Error(message), fields)

@@ -1,7 +1,7 @@
-import { StoreUnavailableError } from '../../core/errors/store-unavailable.js'
-import { Mutex } from '../key-gate.js'
+import { StoreUnavailableError } from '../../../core/errors/store-unavailable.js'
+import { Mutex } from '../../key-gate.js'
 import { inTransaction } from './connection.js'
-import type { SqliteDatabase } from '../../ports/sql-clients.js'
+import type { SqliteDatabase } from '../../../ports/sql-clients.js'
 
 const writers = new WeakMap<SqliteDatabase, Mutex>()
 

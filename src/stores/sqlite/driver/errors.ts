@@ -1,7 +1,6 @@
-import { IdemError } from '../../core/errors/idem-error.js'
-import { MigrationRequiredError } from '../../core/errors/migration-required.js'
-import { StoreUnavailableError } from '../../core/errors/store-unavailable.js'
-import type { SqliteDatabase, SqliteStatement } from '../../ports/sql-clients.js'
+import { IdemError } from '../../../core/errors/idem-error.js'
+import { MigrationRequiredError } from '../../../core/errors/migration-required.js'
+import { StoreUnavailableError } from '../../../core/errors/store-unavailable.js'
 
 // The database cannot serve now (busy, locked, failing, full, read-only, damaged), whatever
 // the statement: SQLite's primary result codes, their numbers and their messages.
@@ -63,26 +62,4 @@ export function guard<T>(work: () => T): T {
   } catch (error) {
     throw classifySqliteError(error)
   }
-}
-
-// Prepared once per connection and source: `prepare` parses its SQL on every call.
-const cache = new WeakMap<SqliteDatabase, Map<string, SqliteStatement>>()
-
-/**
- * The connection's prepared statement for `source`, prepared on first use. A statement
- * is bound to the schema it was prepared against, so `forget` drops them after a
- * migration.
- * @throws MigrationRequiredError when its table does not exist yet
- */
-export function statement(db: SqliteDatabase, source: string): SqliteStatement {
-  let statements = cache.get(db)
-  if (statements === undefined) cache.set(db, (statements = new Map()))
-  let prepared = statements.get(source)
-  if (prepared === undefined) statements.set(source, (prepared = guard(() => db.prepare(source))))
-  return prepared
-}
-
-/** Forgets the connection's prepared statements (after a migration changed its tables). */
-export function forgetStatements(db: SqliteDatabase): void {
-  cache.delete(db)
 }
