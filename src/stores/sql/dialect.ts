@@ -174,6 +174,8 @@ export interface MigrationStatements {
   readonly latest: number
   /** Opens the migration's transaction (an exclusive one where the database has them). */
   readonly begin: string
+  /** Ends it: `COMMIT` (or, where DDL commits by itself, whatever lets the preamble's lock go). */
+  readonly end: string
   /** What every migration starts with, in its transaction: a lock that makes concurrent runs take turns, the schema, the version table. */
   readonly preamble: readonly string[]
   /** One row, `version`: the newest applied (0 for none). */

@@ -188,7 +188,7 @@ class SettledSession<Tx> implements Session<Tx> {
 }
 
 /** A key statement bound to a call's values, in the order it takes them. */
-export function bound(statement: KeyStatement, scope: string, key: string, waitMs: number, record?: NewRecord): Step {
+function bound(statement: KeyStatement, scope: string, key: string, waitMs: number, record?: NewRecord): Step {
   const { takes } = statement
   const values: unknown[] = new Array(takes.length)
   let now = 0

@@ -26,7 +26,7 @@ export function* migrationPlan(migrations: MigrationStatements, who: string): Pl
     for (const statement of statements) yield statement
     applied.push(migration.version)
   }
-  yield 'COMMIT'
+  yield migrations.end
   return { from, to: migrations.latest, applied }
 }
 
@@ -40,7 +40,7 @@ export function migrationScript(migrations: MigrationStatements, from = 0): stri
     migrations.begin,
     ...migrations.preamble,
     ...migrations.pending(from).flatMap(({ migration, statements }) => [`-- version ${migration.version}: ${migration.description}`, ...statements]),
-    'COMMIT',
+    migrations.end,
   ]
 }
 

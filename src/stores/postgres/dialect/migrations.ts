@@ -35,6 +35,7 @@ export function migrationStatements(schema: string): MigrationStatements {
   return {
     latest: SCHEMA_VERSION,
     begin: 'BEGIN',
+    end: 'COMMIT',
     preamble: migrationPreamble(schema),
     current: `SELECT coalesce(max(version), 0) AS version FROM ${s}.idem_migrations`,
     pending: (from) => pendingMigrations(schema, from),

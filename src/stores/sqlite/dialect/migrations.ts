@@ -142,6 +142,7 @@ export function pendingSqliteMigrations(from: number): { migration: SqliteMigrat
 export const migrationStatements: MigrationStatements = {
   latest: SQLITE_SCHEMA_VERSION,
   begin: 'BEGIN IMMEDIATE',
+  end: 'COMMIT',
   preamble: [SQLITE_MIGRATIONS_TABLE],
   current: 'SELECT coalesce(max(version), 0) AS version FROM idem_migrations',
   pending: pendingSqliteMigrations,
