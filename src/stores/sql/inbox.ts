@@ -2,6 +2,7 @@ import type { InboxClaim, InboxDeadLetter, InboxSession, InboxTable, PriorFailur
 import { settledInboxSession } from '../settled-inbox-session.js'
 import type { InboxStatements } from './dialect.js'
 import type { Connection, StoreDriver } from './driver.js'
+import { fences, HeldTransaction, type Fenced } from './key-sessions.js'
 import type { Step } from './statement.js'
 import { toDate } from './values.js'
 
@@ -84,17 +85,13 @@ interface Held {
 }
 
 /** A message this delivery holds: its transaction, open on a connection of its own until commit or rollback. */
-class ClaimedSession<Tx> implements InboxSession<Tx> {
+class ClaimedSession<Tx> extends HeldTransaction<Tx> implements InboxSession<Tx> {
   readonly state = 'new'
-  readonly tx: Tx
-  protected readonly connection: Connection<Tx>
   readonly #context: Context<Tx>
   readonly #held: Held
-  #ended = false
 
   constructor(context: Context<Tx>, connection: Connection<Tx>, held: Held) {
-    this.tx = connection.tx
-    this.connection = connection
+    super(connection)
     this.#context = context
     this.#held = held
   }
@@ -111,33 +108,10 @@ class ClaimedSession<Tx> implements InboxSession<Tx> {
     await this.connection.run(this.#context.inbox.deadLetter(consumer, key, letter, Date.now()))
   }
 
-  async commit(): Promise<void> {
-    this.#ended = true
-    const { connection } = this
+  commit(): Promise<void> {
     const { inbox, commit } = this.#context
     const { consumer, key, retentionMs, marked } = this.#held
-    try {
-      await connection.send(marked ? [commit] : [inbox.save(consumer, key, retentionMs, Date.now()), commit], 'inside')
-    } catch (error) {
-      await connection.end(error)
-      throw error
-    }
-    connection.release()
-  }
-
-  async rollback(): Promise<void> {
-    if (this.ends()) await this.connection.end()
-  }
-
-  lost(): Error | undefined {
-    return this.connection.lost
-  }
-
-  /** Marks the session ended: true for the first call, false once it was. */
-  protected ends(): boolean {
-    if (this.#ended) return false
-    this.#ended = true
-    return true
+    return this.finish(marked ? [commit] : [inbox.save(consumer, key, retentionMs, Date.now()), commit])
   }
 }
 
@@ -149,10 +123,4 @@ class FencedInboxSession<Tx> extends ClaimedSession<Tx> {
   async abandon(): Promise<void> {
     if (this.ends()) await this.connection.abandon()
   }
-}
-
-type Fenced<Tx> = Connection<Tx> & { abandon(): Promise<void> }
-
-function fences<Tx>(connection: Connection<Tx>): connection is Fenced<Tx> {
-  return connection.abandon !== undefined
 }

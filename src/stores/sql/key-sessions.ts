@@ -21,31 +21,27 @@ export function keySessions<Tx>(keys: KeyStatements, driver: StoreDriver<Tx, boo
   return { begin: (request) => sessions.begin(request) }
 }
 
-/** What every session over one key table shares: made once, with the store. */
-interface Context<Tx> {
-  readonly keys: KeyStatements
-  readonly driver: StoreDriver<Tx, boolean | Promise<boolean>>
-  /** The commit's step, made once. */
-  readonly commit: Step
-  /** Keys this store committed lately, where only they are read first. */
-  readonly recorded: RecentKeys | undefined
-}
-
 // Enough for the retries of the last seconds of a busy service, in about a megabyte at most.
 const RECENT_KEYS = 10_000
 
+/** The sessions over one key table, and what they all share: made once, with the store. */
 class KeySessions<Tx> {
-  readonly #context: Context<Tx>
-  readonly #opening: Step
+  readonly opening: Step
+  readonly commit: Step
+  /** Keys this store committed lately, where only they are read first. */
+  readonly recorded: RecentKeys | undefined
 
-  constructor(keys: KeyStatements, driver: StoreDriver<Tx, boolean | Promise<boolean>>) {
-    this.#context = { keys, driver, commit: { statement: keys.commit }, recorded: keys.readFirst === 'recorded keys' ? new RecentKeys(RECENT_KEYS) : undefined }
-    this.#opening = { statement: keys.opening }
+  constructor(
+    readonly keys: KeyStatements,
+    readonly driver: StoreDriver<Tx, boolean | Promise<boolean>>,
+  ) {
+    this.opening = { statement: keys.opening }
+    this.commit = { statement: keys.commit }
+    this.recorded = keys.readFirst === 'recorded keys' ? new RecentKeys(RECENT_KEYS) : undefined
   }
 
   async begin({ scope, key, waitMs, tx }: BeginRequest<Tx>): Promise<Session<Tx>> {
-    const context = this.#context
-    const { keys, driver, recorded } = context
+    const { keys, driver, recorded } = this
     if (tx !== undefined) return JoinedSession.open(keys, driver.join(tx, 'run'), scope, key, waitMs)
     if (recorded === undefined || recorded.has(scope, key)) {
       // Most likely answered by its record: one read, and nothing to end afterwards.
@@ -58,61 +54,53 @@ class KeySessions<Tx> {
     if (connection.locked === true) return new SettledSession(connection.tx, LOCKED)
     let claim: Claim
     try {
-      const [, claimed] = await connection.send([this.#opening, bound(keys.claim, scope, key, waitMs)], 'opens')
+      const [, claimed] = await connection.send([this.opening, bound(keys.claim, scope, key, waitMs)], 'opens')
       claim = readClaim(claimed?.rows[0])
     } catch (error) {
       await connection.end(error)
       throw error
     }
-    return fences(connection) ? new FencedSession(context, connection, claim, scope, key) : new OwnedSession(context, connection, claim, scope, key)
+    return fences(connection) ? new FencedSession(this, connection, claim, scope, key) : new OwnedSession(this, connection, claim, scope, key)
   }
 }
 
 /**
- * A key claimed in a transaction of the store's own, open on a connection of its own,
- * until `commit` or `rollback` ends it (the first to come; the other then does nothing).
- * A class, not an object of closures: one is built for every fresh call, its methods never.
+ * A transaction of the store's own, open on a connection of its own from the round trip
+ * that opened it until `finish`, `rollback` or `abandon` ends it (the first to come; the
+ * others then do nothing): what a key's and an inbox id's sessions share.
  */
-class OwnedSession<Tx> implements Session<Tx> {
-  readonly joined = false
+export class HeldTransaction<Tx> {
   readonly tx: Tx
   protected readonly connection: Connection<Tx>
-  readonly #context: Context<Tx>
-  readonly #scope: string
-  readonly #key: string
   #ended = false
 
-  constructor(context: Context<Tx>, connection: Connection<Tx>, readonly claim: Claim, scope: string, key: string) {
+  constructor(connection: Connection<Tx>) {
     this.tx = connection.tx
     this.connection = connection
-    this.#context = context
-    this.#scope = scope
-    this.#key = key
   }
 
   lost(): Error | undefined {
     return this.connection.lost
   }
 
-  async commit(record: NewRecord): Promise<void> {
-    this.#ended = true
+  async rollback(): Promise<void> {
+    if (this.ends()) await this.connection.end()
+  }
+
+  /** Sends `steps` (the last one the commit) and hands the connection back; ends it instead when they fail. */
+  protected async finish(steps: readonly Step[]): Promise<void> {
+    this.ends()
     const { connection } = this
-    const context = this.#context
     try {
-      await connection.send([bound(context.keys.save, this.#scope, this.#key, 0, record), context.commit], 'inside')
+      await connection.send(steps, 'inside')
     } catch (error) {
       await connection.end(error)
       throw error
     }
     connection.release()
-    context.recorded?.add(this.#scope, this.#key)
   }
 
-  async rollback(): Promise<void> {
-    if (this.ends()) await this.connection.end()
-  }
-
-  /** Marks the session ended: true for the first call, false once it was. */
+  /** Marks the transaction ended: true for the first call, false once it was. */
   protected ends(): boolean {
     if (this.#ended) return false
     this.#ended = true
@@ -120,7 +108,33 @@ class OwnedSession<Tx> implements Session<Tx> {
   }
 }
 
-/** An owned session whose connection can be ended while the function still holds it (`Session.abandon`). */
+/** A connection that can be ended while the call's function still holds it (`Session.abandon`): its sessions offer that. */
+export type Fenced<Tx> = Connection<Tx> & { abandon(): Promise<void> }
+
+export function fences<Tx>(connection: Connection<Tx>): connection is Fenced<Tx> {
+  return connection.abandon !== undefined
+}
+
+/**
+ * A key claimed in a transaction of the store's own, its record written in the round
+ * trip that commits it. A class, not an object of closures: one is built for every
+ * fresh call, its methods never.
+ */
+class OwnedSession<Tx> extends HeldTransaction<Tx> implements Session<Tx> {
+  readonly joined = false
+
+  constructor(private readonly context: KeySessions<Tx>, connection: Connection<Tx>, readonly claim: Claim, private readonly scope: string, private readonly key: string) {
+    super(connection)
+  }
+
+  async commit(record: NewRecord): Promise<void> {
+    const { context } = this
+    await this.finish([bound(context.keys.save, this.scope, this.key, 0, record), context.commit])
+    context.recorded?.add(this.scope, this.key)
+  }
+}
+
+/** An owned session whose connection can be ended while the function still holds it. */
 class FencedSession<Tx> extends OwnedSession<Tx> {
   declare protected readonly connection: Fenced<Tx>
 
@@ -128,12 +142,6 @@ class FencedSession<Tx> extends OwnedSession<Tx> {
   async abandon(): Promise<void> {
     if (this.ends()) await this.connection.abandon()
   }
-}
-
-type Fenced<Tx> = Connection<Tx> & { abandon(): Promise<void> }
-
-function fences<Tx>(connection: Connection<Tx>): connection is Fenced<Tx> {
-  return connection.abandon !== undefined
 }
 
 /**
@@ -144,27 +152,19 @@ function fences<Tx>(connection: Connection<Tx>): connection is Fenced<Tx> {
 class JoinedSession<Tx> implements Session<Tx> {
   readonly joined = true
   readonly tx: Tx
-  readonly #keys: KeyStatements
-  readonly #transaction: Joined<Tx, boolean | Promise<boolean>>
-  readonly #scope: string
-  readonly #key: string
 
   static async open<Tx>(keys: KeyStatements, transaction: Joined<Tx, boolean | Promise<boolean>>, scope: string, key: string, waitMs: number): Promise<JoinedSession<Tx>> {
     const [claimed] = await transaction.send([bound(keys.claim, scope, key, waitMs)])
     return new JoinedSession(keys, transaction, readClaim(claimed?.rows[0]), scope, key)
   }
 
-  private constructor(keys: KeyStatements, transaction: Joined<Tx, boolean | Promise<boolean>>, readonly claim: Claim, scope: string, key: string) {
+  private constructor(private readonly keys: KeyStatements, private readonly transaction: Joined<Tx, boolean | Promise<boolean>>, readonly claim: Claim, private readonly scope: string, private readonly key: string) {
     this.tx = transaction.tx
-    this.#keys = keys
-    this.#transaction = transaction
-    this.#scope = scope
-    this.#key = key
   }
 
   async commit(record: NewRecord): Promise<void> {
-    await this.#transaction.send([bound(this.#keys.save, this.#scope, this.#key, 0, record)])
-    this.#transaction.recorded?.()
+    await this.transaction.send([bound(this.keys.save, this.scope, this.key, 0, record)])
+    this.transaction.recorded?.()
   }
 
   async rollback(): Promise<void> {}
