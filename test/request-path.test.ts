@@ -15,8 +15,11 @@ import { testSchema } from './support/postgres.js'
 const run = promisify(execFile)
 const root = new URL('..', import.meta.url).pathname
 
-/** The most files each path may cross: its count when first measured (2026-12-07). */
-const CEILING = { 'fetch-postgres': 30, 'express-postgres': 31, 'hono-redis': 35 } as const
+/**
+ * The most files each path may cross: its count when first measured (2026-12-07), lowered
+ * as it shrank (the SQL stores' protocol, #46: the Postgres store's part from 7 files to 3).
+ */
+const CEILING = { 'fetch-postgres': 26, 'express-postgres': 27, 'hono-redis': 35 } as const
 type Combination = keyof typeof CEILING
 
 const db = await testSchema('request_path')

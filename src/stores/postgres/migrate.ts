@@ -4,7 +4,7 @@ import { migrationStatements } from './dialect/migrations.js'
 import { postgresDriver } from './driver/store-driver.js'
 import type { PgPool } from './driver/types.js'
 
-export type { MigrateResult }
+export type { MigrateResult } from '../sql/migrations.js'
 
 const OPTIONS = optionNames<{ schema?: string }>({ schema: true })
 
