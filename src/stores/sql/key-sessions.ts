@@ -111,6 +111,7 @@ export class HeldTransaction<Tx> {
 /** A connection that can be ended while the call's function still holds it (`Session.abandon`): its sessions offer that. */
 export type Fenced<Tx> = Connection<Tx> & { abandon(): Promise<void> }
 
+/** Whether the driver can end `connection` under the call's function (it has `abandon`). */
 export function fences<Tx>(connection: Connection<Tx>): connection is Fenced<Tx> {
   return connection.abandon !== undefined
 }
