@@ -189,7 +189,7 @@ for (const driver of available) {
       currentDb.close()
       rmSync(dir, { recursive: true, force: true })
     })
-    const side = (store: typeof current): Side<SqliteDatabase> => ({ store, inTransaction: (work) => store.transaction(work) })
+    const side = (store: typeof current): Side<SqliteDatabase> => ({ store, inTransaction: async (work) => void (await store.transaction(work)) })
     const rows = (text: string, ...values: unknown[]): Promise<unknown[]> => Promise.resolve(currentDb.prepare(text).all(...values).map((row) => ({ ...(row as object) })))
     crossReleases<SqliteDatabase>(
       () => ({ previous: side(previous), current: side(current) }),
