@@ -3,7 +3,7 @@ import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, describe, expect, it } from 'vitest'
-import { sqliteMigrations } from '../../src/stores/sqlite/migrations.js'
+import { sqliteMigrations } from '../../src/stores/sqlite/dialect/migrations.js'
 import { idem, noStack, root } from './support.js'
 
 const { version } = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { version: string }

@@ -2,9 +2,10 @@ import { InvalidOptionError } from '../../core/errors/invalid-option.js'
 import { assertKnownOptions, optionNames } from '../../core/validate.js'
 import type { Lease, LeaseClaim, LeasedStore } from '../../core/leased/store.js'
 import { MAX_OUTCOME_BYTES } from '../max-outcome.js'
+import { LEASED_PRUNE_OPTIONS, pruneInBatches } from '../sql/prune.js'
 import { migratePostgres, type MigrateResult } from './migrate.js'
-import { LEASED_PRUNE_OPTIONS, pruneExpired } from './operations.js'
 import { queryOnPool } from './driver/pool-query.js'
+import { postgresDriver } from './driver/store-driver.js'
 import { warnWithoutErrorListener } from './driver/pool-error-listener.js'
 import { warnWithoutConnectTimeout } from './driver/pool-timeout.js'
 import * as sql from './dialect/index.js'
@@ -68,7 +69,7 @@ export function leasedPostgresStore(options: LeasedPostgresStoreOptions): Leased
     maxOutcomeBytes: MAX_OUTCOME_BYTES,
     schema,
     migrate: () => migratePostgres(pool, { schema }),
-    prune: (options) => pruneExpired(pool, schema, ['idem_leases'], options, LEASED_PRUNE_OPTIONS),
+    prune: (options) => pruneInBatches(postgresDriver(pool, schema), sql.pruneWalks(schema, ['idem_leases']), options, LEASED_PRUNE_OPTIONS),
     async claim(scope, key, fingerprint, leaseMs, ttlMs) {
       const row = (await query(sql.leaseClaim(schema, scope, key, fingerprint, leaseMs, ttlMs))).rows[0] as ClaimRow | undefined
       return toClaim(row, (token) => new PostgresLease(query, schema, scope, key, token))

@@ -1,17 +1,10 @@
-import { StoreUnavailableError } from '../../core/errors/store-unavailable.js'
 import { assertKnownOptions, optionNames } from '../../core/validate.js'
-import { classifyPgError } from './driver/errors.js'
-import { checkOut } from './driver/held-client.js'
-import { quoteSchema } from './dialect/index.js'
-import { migrationPreamble, pendingMigrations, SCHEMA_VERSION } from './dialect/migrations.js'
+import { migrationPlan, migrationScript, type MigrateResult } from '../sql/migrations.js'
+import { migrationStatements } from './dialect/migrations.js'
+import { postgresDriver } from './driver/store-driver.js'
 import type { PgPool } from './driver/types.js'
 
-/** What `migratePostgres` did: the version it found, the version now, and the migrations it applied. */
-export interface MigrateResult {
-  from: number
-  to: number
-  applied: number[]
-}
+export type { MigrateResult } from '../sql/migrations.js'
 
 const OPTIONS = optionNames<{ schema?: string }>({ schema: true })
 
@@ -28,30 +21,18 @@ const OPTIONS = optionNames<{ schema?: string }>({ schema: true })
 export async function migratePostgres(pool: PgPool, options: { schema?: string } = {}): Promise<MigrateResult> {
   assertKnownOptions('migratePostgres', options, OPTIONS)
   const { schema = 'public' } = options
-  const s = quoteSchema(schema)
-  const client = await checkOut(pool, schema)
-  let failure: unknown
-  try {
-    await client.query('BEGIN')
-    for (const statement of migrationPreamble(schema)) await client.query(statement)
-    const { rows } = await client.query(`SELECT coalesce(max(version), 0) AS version FROM ${s}.idem_migrations`)
-    const from = Number((rows[0] as { version: number }).version)
-    if (from > SCHEMA_VERSION) {
-      throw new Error(`idem: schema ${schema} is at version ${from}, newer than this idem (${SCHEMA_VERSION}); upgrade idem`)
-    }
-    const applied: number[] = []
-    for (const { migration, statements } of pendingMigrations(schema, from)) {
-      for (const statement of statements) await client.query(statement)
-      applied.push(migration.version)
-    }
-    await client.query('COMMIT')
-    return { from, to: SCHEMA_VERSION, applied }
-  } catch (error) {
-    // A connection that cannot even roll back is destroyed rather than returned.
-    failure = client.lost ?? (await client.query('ROLLBACK').then(() => undefined, (rollbackError: unknown) => rollbackError))
-    const classified = classifyPgError(error, schema)
-    throw classified instanceof StoreUnavailableError ? classified : error
-  } finally {
-    client.release(failure)
-  }
+  return postgresDriver(pool, schema).migrate(migrationPlan(migrationStatements(schema), `schema ${schema}`))
+}
+
+/**
+ * Every statement that brings `schema` from version `from` to `SCHEMA_VERSION`, in one
+ * transaction, recording each version in `idem_migrations` as `migrate()` does, so a
+ * `migrate()` after the script has been applied by hand finds the schema current.
+ * What `idem sql postgres` prints.
+ * @throws TypeError when `schema` is not a plain identifier
+ * @example
+ * const sql = postgresMigrationScript('billing').map((s) => (s.startsWith('--') ? s : `${s};`)).join('\n') // for psql -f
+ */
+export function postgresMigrationScript(schema: string, from = 0): string[] {
+  return migrationScript(migrationStatements(schema), from)
 }

@@ -1,18 +1,13 @@
 import { InvalidOptionError } from '../../core/errors/invalid-option.js'
 import { assertKnownOptions, optionNames } from '../../core/validate.js'
 import type { StoreOperator } from '../../ports/operator.js'
+import { migrationOperator } from '../sql/migrations.js'
+import { operatorReads } from '../sql/operator.js'
 import { postgresDialect } from './dialect/data-dialect.js'
+import { migrationStatements } from './dialect/migrations.js'
+import { operatorStatements } from './dialect/operator.js'
+import { postgresDriver } from './driver/store-driver.js'
 import { leasedPostgresStore } from './leased.js'
-import {
-  POSTGRES_SCHEMA_VERSION,
-  postgresBaseline,
-  postgresExpiredCount,
-  postgresInspect,
-  postgresMigrationScript,
-  postgresSchemaVersion,
-  postgresStats,
-  postgresUnrecordedTables,
-} from './operations.js'
 import { postgresStore, type PostgresStoreOptions } from './store.js'
 import type { PgExecutor, PgPool } from './driver/types.js'
 
@@ -44,24 +39,19 @@ export function postgresOperator(options: PostgresOperatorOptions): StoreOperato
   // The stores check the pool, the schema and the layout.
   const keys = postgresStore({ pool, schema, ...(keyLayout === undefined ? {} : { keyLayout }) })
   const leases = leasedPostgresStore({ pool, schema })
+  const driver = postgresDriver(pool, schema)
+  const reads = operatorReads(operatorStatements(schema), driver)
   return {
     backend: 'Postgres',
-    inspect: (scope, key) => postgresInspect(pool, schema, scope, key),
-    stats: (windowMs) => postgresStats(pool, schema, windowMs),
-    expiredCount: () => postgresExpiredCount(pool, schema),
+    inspect: reads.inspect,
+    stats: reads.stats,
+    expiredCount: reads.expiredCount,
     async prune(prune = {}) {
       const deleted = await keys.prune(prune)
       const { batchSize, onBatch } = prune
       return deleted + (await leases.prune({ ...(batchSize === undefined ? {} : { batchSize }), ...(onBatch === undefined ? {} : { onBatch }) }))
     },
     sql: { dialect: postgresDialect, client: pool },
-    migrations: {
-      latest: POSTGRES_SCHEMA_VERSION,
-      current: () => postgresSchemaVersion(pool, schema),
-      script: (from) => postgresMigrationScript(schema, from),
-      unrecordedTables: () => postgresUnrecordedTables(pool, schema),
-      baseline: (version) => postgresBaseline(pool, schema, version),
-      migrate: () => keys.migrate(),
-    },
+    migrations: { ...migrationOperator(migrationStatements(schema), driver, reads.tables), migrate: () => keys.migrate() },
   }
 }

@@ -11,7 +11,7 @@ import { inlined, resultsOf } from './driver/wire.js'
  * BEGIN, a try of the key's lock, the record (read after the try, in a snapshot of its
  * own), COMMIT. For a dual-read window (core/dual-read.ts) with this store as `previous`.
  */
-export function postgresPeek(pool: PgPool, schema: string, table: sql.KeyTable): KeyPeek['peek'] {
+export function postgresPeek(pool: PgPool, schema: string, table: sql.KeyPeekStatements): KeyPeek['peek'] {
   return async (scope, key) => {
     const client = await checkOut(pool, schema)
     let failure: unknown

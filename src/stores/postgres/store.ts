@@ -1,6 +1,5 @@
 import { InvalidOptionError } from '../../core/errors/invalid-option.js'
 import { assertCount, assertKnownOptions, optionNames } from '../../core/validate.js'
-import { DEFAULT_PARTITION_DAYS_AHEAD, maintainDayPartitions } from './day-partitions.js'
 import type { KeyPeek } from '../../core/dual-read.js'
 import type { KeyStore } from '../../core/store.js'
 import type { WithOnceTable } from '../../ports/once-table.js'
@@ -8,16 +7,16 @@ import type { WithDeadLetterTable } from '../../ports/dead-letter-table.js'
 import type { WithInboxTable } from '../../ports/inbox-table.js'
 import type { WithOutboxTable } from '../../ports/outbox-table.js'
 import { MAX_OUTCOME_BYTES } from '../max-outcome.js'
-import { postgresDeadLetterTable } from './dead-letter-table.js'
-import { postgresInboxTable } from './inbox-table.js'
-import { keySessions, type Settings } from './key-sessions/index.js'
+import { inboxTable } from '../sql/inbox.js'
+import { keySessions } from '../sql/key-sessions.js'
+import { pruneInBatches, type PruneOptions } from '../sql/prune.js'
+import { deadLetterTable, onceTable, outboxTable } from '../sql/tables.js'
+import { DEFAULT_PARTITION_DAYS_AHEAD, maintainDayPartitions } from './day-partitions.js'
 import { migratePostgres, type MigrateResult } from './migrate.js'
-import { postgresOnceTable } from './once-table.js'
-import { postgresOutboxTable } from './outbox-table.js'
 import { postgresPeek } from './peek.js'
-import { pruneExpired, type PruneOptions } from './operations.js'
 import { warnWithoutErrorListener } from './driver/pool-error-listener.js'
 import { warnWithoutConnectTimeout } from './driver/pool-timeout.js'
+import { postgresDriver } from './driver/store-driver.js'
 import * as sql from './dialect/index.js'
 import type { PgClient, PgExecutor, PgPool } from './driver/types.js'
 
@@ -135,28 +134,29 @@ export function postgresStore(options: PostgresStoreOptions): PostgresStore {
   assertCount('postgresStore: option "partitionDaysAhead"', partitionDaysAhead, 1, 366)
   warnWithoutConnectTimeout(pool, 'postgresStore')
   warnWithoutErrorListener(pool, 'postgresStore')
-  const settings: Settings = { pool, schema, isolation, preparedStatements }
   const partitioned = keyLayout === 'daily-partitions'
-  const keyTable = sql.keyTable(schema, keyLayout)
+  const dialect = sql.postgresStoreDialect(schema, { keyLayout, isolation })
+  const driver = postgresDriver(pool, schema, preparedStatements)
+  // Expired rows of idem_keys too: after a switch of layout it still holds the old keys.
+  const walks = sql.pruneWalks(schema, partitioned ? ['idem_keys', 'idem_inbox', 'idem_keys_by_day_later'] : ['idem_keys', 'idem_inbox'])
   return {
     name: 'postgres',
     maxOutcomeBytes: MAX_OUTCOME_BYTES,
     schema,
     keyLayout,
-    begin: keySessions(settings, keyTable).begin,
-    peek: postgresPeek(pool, schema, keyTable),
-    inbox: postgresInboxTable(settings),
-    outbox: postgresOutboxTable(pool, schema),
-    deadLetters: postgresDeadLetterTable(pool, schema),
-    once: postgresOnceTable(schema),
+    begin: keySessions(dialect.keys, driver).begin,
+    peek: postgresPeek(pool, schema, sql.keyPeekStatements(schema, keyLayout)),
+    inbox: inboxTable(dialect.inbox, driver),
+    outbox: outboxTable(dialect.outbox, driver),
+    deadLetters: deadLetterTable(dialect.deadLetters, driver),
+    once: onceTable(dialect.once, driver),
     async migrate() {
       const result = await migratePostgres(pool, { schema })
       if (partitioned) await maintainDayPartitions(pool, schema, { daysAhead: partitionDaysAhead, drop: false })
       return result
     },
     async prune(options) {
-      // Expired rows of idem_keys too: after a switch of layout it still holds the old keys.
-      const deleted = await pruneExpired(pool, schema, partitioned ? ['idem_keys', 'idem_inbox', 'idem_keys_by_day_later'] : ['idem_keys', 'idem_inbox'], options)
+      const deleted = await pruneInBatches(driver, walks, options)
       if (!partitioned) return deleted
       const { droppedRows } = await maintainDayPartitions(pool, schema, { daysAhead: partitionDaysAhead, drop: true })
       return deleted + droppedRows

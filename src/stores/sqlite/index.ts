@@ -1,10 +1,9 @@
 export { sqliteStore, type SqliteStore, type SqliteStoreOptions } from './store.js'
-export { sqliteMigrations, SQLITE_SCHEMA_VERSION, type SqliteMigration } from './migrations.js'
+export { sqliteMigrations, sqliteMigrationScript, SQLITE_SCHEMA_VERSION, type SqliteMigration } from './dialect/migrations.js'
 export type { SqliteDatabase, SqliteStatement } from '../../ports/sql-clients.js'
 export { openSqlite, type OpenedSqlite } from './open.js'
-/** Every SQL statement the SQLite store runs, for DBAs and tests. */
-export * as sqliteSql from './sql.js'
-export { sqliteDialect } from './data-dialect.js'
+/** Every SQL statement the SQLite stores run, for DBAs and tests. */
+export * as sqliteSql from './dialect/index.js'
+export { sqliteDialect } from './dialect/data-dialect.js'
 export { sqliteOperator, type SqliteOperatorOptions } from './operator.js'
-export { sqliteMigrationScript } from './operations.js'
 export { leasedSqliteStore, type LeasedSqliteStore, type LeasedSqliteStoreOptions } from './leased.js'

@@ -1,12 +1,13 @@
 import { assertCount, assertDuration, assertKnownOptions, optionNames } from '../../core/validate.js'
 import type { Lease, LeaseClaim, LeasedStore } from '../../core/leased/store.js'
 import { MAX_OUTCOME_BYTES } from '../max-outcome.js'
-import { assertSqliteDatabase, changes, firstRow, setBusyTimeout } from './connection.js'
-import { classifySqliteError } from './errors.js'
-import * as sql from './sql.js'
+import { assertSqliteDatabase, changes, firstRow, setBusyTimeout } from './driver/connection.js'
+import { classifySqliteError } from './driver/errors.js'
+import * as sql from './dialect/leases.js'
 import { sqliteStore } from './store.js'
 import type { SqliteDatabase, SqliteStatement } from '../../ports/sql-clients.js'
-import { inTurn } from './writer.js'
+import { prepared } from './driver/statements.js'
+import { inTurn } from './driver/writer.js'
 
 /** What `leasedSqliteStore` takes: the database and how long to wait for its write lock. */
 export interface LeasedSqliteStoreOptions {
@@ -46,13 +47,17 @@ type LeasedPruneOptions = NonNullable<Parameters<LeasedSqliteStore['prune']>[0]>
 const OPTIONS = optionNames<LeasedSqliteStoreOptions>({ db: true, busyTimeoutMs: true })
 const PRUNE_OPTIONS = optionNames<LeasedPruneOptions>({ batchSize: true, onBatch: true })
 
-type Statements = Record<
-  'read' | 'steps' | 'hasSteps' | 'dropSteps' | 'claim' | 'renew' | 'saveStep' | 'complete' | 'release' | 'holds' | 'pruneBatch' | 'pruneKey',
-  SqliteStatement
->
+/** A statement of dialect/leases.ts, prepared on the connection once. */
+type Prepared = (text: string) => SqliteStatement
 
-/** Runs `work` with the prepared statements and the time, in this connection's turn (see `leasedSqliteStore`'s `run`). */
-type Run = <T>(work: (s: Statements, now: number) => T, transaction: boolean) => Promise<T>
+/**
+ * Runs `work` synchronously, with the prepared statements and the time, in a
+ * transaction of its own when `transaction` is set, once it is this connection's turn:
+ * every idem store on the connection (and the outbox dispatcher) queues in one line
+ * (see `inTurn`), so a call never runs inside another one's open transaction, nor waits
+ * behind a busy engine for ever.
+ */
+type Run = <T>(work: (s: Prepared, now: number) => T, transaction: boolean) => Promise<T>
 
 /**
  * The leased store on SQLite (better-sqlite3, bun:sqlite or node:sqlite). Each call runs synchronously inside one
@@ -72,87 +77,58 @@ export function leasedSqliteStore(options: LeasedSqliteStoreOptions): LeasedSqli
   assertDuration('leasedSqliteStore: option "busyTimeoutMs"', busyTimeoutMs, 0)
   // Cross-process writers are waited for by SQLite itself.
   setBusyTimeout(db, busyTimeoutMs)
-  let statements: Statements | undefined
-
-  function prepared(): Statements {
-    statements ??= {
-      read: db.prepare(sql.leaseRead),
-      steps: db.prepare(sql.leaseSteps),
-      hasSteps: db.prepare(sql.leaseHasSteps),
-      dropSteps: db.prepare(sql.leaseDropSteps),
-      claim: db.prepare(sql.leaseClaim),
-      renew: db.prepare(sql.leaseRenew),
-      saveStep: db.prepare(sql.leaseSaveStep),
-      complete: db.prepare(sql.leaseComplete),
-      release: db.prepare(sql.leaseRelease),
-      holds: db.prepare(sql.leaseHolds),
-      pruneBatch: db.prepare(sql.leasePruneBatch),
-      pruneKey: db.prepare(sql.leasePruneKey),
-    }
-    return statements
-  }
-
-  /**
-   * Runs `work` synchronously, in a transaction of its own when `transaction` is set,
-   * once it is this connection's turn: every idem store on the connection (and the
-   * outbox dispatcher) queues in one line (see `inTurn`), so a call never runs
-   * inside another one's open transaction, nor waits behind a busy engine for ever.
-   */
-  async function run<T>(work: (s: Statements, now: number) => T, transaction: boolean): Promise<T> {
+  const statement: Prepared = (text) => prepared(db, text).statement
+  const run: Run = async (work, transaction) => {
     try {
-      return await inTurn(db, busyTimeoutMs, 'leasedSqliteStore (busyTimeoutMs)', () => work(prepared(), Date.now()), transaction)
+      return await inTurn(db, busyTimeoutMs, 'leasedSqliteStore (busyTimeoutMs)', () => work(statement, Date.now()), transaction)
     } catch (error) {
       throw classifySqliteError(error)
     }
   }
-
-  function claim(scope: string, key: string, fingerprint: string, leaseMs: number, ttlMs: number): Promise<LeaseClaim> {
-    return run((s, now) => {
-      const row = firstRow<LeaseRow>(s.read, { scope, key })
-      const live = row !== undefined && row.expires_at > now ? row : undefined
-      if (live?.state === 'completed') return { state: 'completed', record: { fingerprint: live.fingerprint, outcome: live.outcome! } }
-      if (live?.state === 'held' && live.lease_until! > now) return { state: 'running', fingerprint: live.fingerprint }
-      // An expired key is a new key: its steps belong to an earlier lifetime.
-      if (row !== undefined && live === undefined) s.dropSteps.run({ scope, key })
-      const resumable = live !== undefined && firstRow(s.hasSteps, { scope, key }) !== undefined
-      if (resumable && live.fingerprint !== fingerprint) return { state: 'running', fingerprint: live.fingerprint }
-      const token = Math.max((row?.token ?? 0) + 1, now * 1000)
-      s.claim.run({ scope, key, fingerprint, token, leaseUntil: now + leaseMs, expiresAt: now + leaseMs + ttlMs })
-      const steps = resumable ? (s.steps.all({ scope, key }) as Array<{ name: string; result: string }>) : []
-      return { state: 'acquired', lease: new SqliteLease(run, scope, key, token), steps: new Map(steps.map(({ name, result }) => [name, result])) }
-    }, true)
-  }
-
-  async function prune(options: LeasedPruneOptions = {}): Promise<number> {
-    assertKnownOptions('prune', options, PRUNE_OPTIONS)
-    const { batchSize = 1_000, onBatch } = options
-    assertCount('prune: option "batchSize"', batchSize, 1)
-    let deleted = 0
-    for (;;) {
-      const removed = await run((s, now) => {
-        const expired = s.pruneBatch.all({ now, limit: batchSize }) as Array<{ scope: string; key: string }>
-        for (const { scope, key } of expired) {
-          s.dropSteps.run({ scope, key })
-          s.pruneKey.run({ scope, key, now })
-        }
-        return expired.length
-      }, true)
-      deleted += removed
-      onBatch?.(removed)
-      if (removed < batchSize) return deleted
-    }
-  }
-
   return {
     name: 'sqlite',
     maxOutcomeBytes: MAX_OUTCOME_BYTES,
-    migrate: () => {
-      const result = sqliteStore({ db, busyTimeoutMs }).migrate()
-      statements = undefined
-      return result
-    },
-    prune,
-    claim,
+    // The migration forgets the connection's statements, prepared on the tables before.
+    migrate: () => sqliteStore({ db, busyTimeoutMs }).migrate(),
+    prune: (options) => prune(run, options),
+    claim: (scope, key, fingerprint, leaseMs, ttlMs) => claim(run, scope, key, fingerprint, leaseMs, ttlMs),
+  }
+}
+
+function claim(run: Run, scope: string, key: string, fingerprint: string, leaseMs: number, ttlMs: number): Promise<LeaseClaim> {
+  return run((s, now) => {
+    const row = firstRow<LeaseRow>(s(sql.leaseRead), { scope, key })
+    const live = row !== undefined && row.expires_at > now ? row : undefined
+    if (live?.state === 'completed') return { state: 'completed', record: { fingerprint: live.fingerprint, outcome: live.outcome! } }
+    if (live?.state === 'held' && live.lease_until! > now) return { state: 'running', fingerprint: live.fingerprint }
+    // An expired key is a new key: its steps belong to an earlier lifetime.
+    if (row !== undefined && live === undefined) s(sql.leaseDropSteps).run({ scope, key })
+    const resumable = live !== undefined && firstRow(s(sql.leaseHasSteps), { scope, key }) !== undefined
+    if (resumable && live.fingerprint !== fingerprint) return { state: 'running', fingerprint: live.fingerprint }
+    const token = Math.max((row?.token ?? 0) + 1, now * 1000)
+    s(sql.leaseClaim).run({ scope, key, fingerprint, token, leaseUntil: now + leaseMs, expiresAt: now + leaseMs + ttlMs })
+    const steps = resumable ? (s(sql.leaseSteps).all({ scope, key }) as Array<{ name: string; result: string }>) : []
+    return { state: 'acquired', lease: new SqliteLease(run, scope, key, token), steps: new Map(steps.map(({ name, result }) => [name, result])) }
+  }, true)
+}
+
+async function prune(run: Run, options: LeasedPruneOptions = {}): Promise<number> {
+  assertKnownOptions('prune', options, PRUNE_OPTIONS)
+  const { batchSize = 1_000, onBatch } = options
+  assertCount('prune: option "batchSize"', batchSize, 1)
+  let deleted = 0
+  for (;;) {
+    const removed = await run((s, now) => {
+      const expired = s(sql.leasePruneBatch).all({ now, limit: batchSize }) as Array<{ scope: string; key: string }>
+      for (const { scope, key } of expired) {
+        s(sql.leaseDropSteps).run({ scope, key })
+        s(sql.leasePruneKey).run({ scope, key, now })
+      }
+      return expired.length
+    }, true)
+    deleted += removed
+    onBatch?.(removed)
+    if (removed < batchSize) return deleted
   }
 }
 
@@ -169,30 +145,30 @@ class SqliteLease implements Lease {
 
   renew(leaseMs: number): Promise<boolean> {
     const held = this.#held
-    return this.#run((s, now) => changes(s.renew, { ...held, now, leaseUntil: now + leaseMs }) === 1, false)
+    return this.#run((s, now) => changes(s(sql.leaseRenew), { ...held, now, leaseUntil: now + leaseMs }) === 1, false)
   }
 
   saveStep(name: string, result: string): Promise<boolean> {
     const held = this.#held
-    return this.#run((s, now) => changes(s.saveStep, { ...held, name, result, now }) === 1, false)
+    return this.#run((s, now) => changes(s(sql.leaseSaveStep), { ...held, name, result, now }) === 1, false)
   }
 
   complete(outcome: string, ttlMs: number): Promise<boolean> {
     const held = this.#held
     return this.#run((s, now) => {
-      if (changes(s.complete, { ...held, now, outcome, expiresAt: now + ttlMs }) !== 1) return false
-      s.dropSteps.run({ scope: held.scope, key: held.key })
+      if (changes(s(sql.leaseComplete), { ...held, now, outcome, expiresAt: now + ttlMs }) !== 1) return false
+      s(sql.leaseDropSteps).run({ scope: held.scope, key: held.key })
       return true
     }, true)
   }
 
   release(): Promise<boolean> {
     const held = this.#held
-    return this.#run((s, now) => changes(s.release, { ...held, now }) === 1, false)
+    return this.#run((s, now) => changes(s(sql.leaseRelease), { ...held, now }) === 1, false)
   }
 
   fencingToken(): Promise<number | undefined> {
     const held = this.#held
-    return this.#run((s, now) => (firstRow(s.holds, { ...held, now }) === undefined ? undefined : held.token), false)
+    return this.#run((s, now) => (firstRow(s(sql.leaseHolds), { ...held, now }) === undefined ? undefined : held.token), false)
   }
 }

@@ -1,19 +1,14 @@
 import { assertKnownOptions, optionNames } from '../../core/validate.js'
 import type { StoreOperator } from '../../ports/operator.js'
 import type { SqliteDatabase } from '../../ports/sql-clients.js'
-import { assertSqliteDatabase } from './connection.js'
-import { sqliteDialect } from './data-dialect.js'
+import { migrationOperator } from '../sql/migrations.js'
+import { operatorReads } from '../sql/operator.js'
+import { sqliteDialect } from './dialect/data-dialect.js'
+import { migrationStatements } from './dialect/migrations.js'
+import { operatorStatements } from './dialect/operator.js'
+import { assertSqliteDatabase } from './driver/connection.js'
+import { sqliteDriver } from './driver/store-driver.js'
 import { leasedSqliteStore } from './leased.js'
-import {
-  SQLITE_SCHEMA_VERSION,
-  sqliteBaseline,
-  sqliteExpiredCount,
-  sqliteInspect,
-  sqliteMigrationScript,
-  sqliteSchemaVersion,
-  sqliteStats,
-  sqliteUnrecordedTables,
-} from './operations.js'
 import { sqliteStore } from './store.js'
 
 /** What `sqliteOperator` takes: the open database. */
@@ -37,11 +32,14 @@ export function sqliteOperator(options: SqliteOperatorOptions): StoreOperator & 
   assertKnownOptions('sqliteOperator', options, OPTIONS)
   const { db } = options
   assertSqliteDatabase(db, 'sqliteOperator')
+  // Reads take no turn, and the driver sets nothing on the connection: a read-only database serves them.
+  const driver = sqliteDriver(db, { ms: 5_000, who: 'sqliteOperator' })
+  const reads = operatorReads(operatorStatements, driver)
   return {
     backend: 'SQLite',
-    inspect: async (scope, key) => sqliteInspect(db, scope, key),
-    stats: async (windowMs) => sqliteStats(db, windowMs),
-    expiredCount: async () => sqliteExpiredCount(db),
+    inspect: reads.inspect,
+    stats: reads.stats,
+    expiredCount: reads.expiredCount,
     async prune(prune = {}) {
       // The stores are made only now: they set the connection's busy timeout, and the
       // leased one's statements need the leased tables, which older schemas lack.
@@ -50,13 +48,6 @@ export function sqliteOperator(options: SqliteOperatorOptions): StoreOperator & 
       return deleted + (await leasedSqliteStore({ db }).prune({ ...(batchSize === undefined ? {} : { batchSize }), ...(onBatch === undefined ? {} : { onBatch }) }))
     },
     sql: { dialect: sqliteDialect, client: db },
-    migrations: {
-      latest: SQLITE_SCHEMA_VERSION,
-      current: async () => sqliteSchemaVersion(db),
-      script: (from) => sqliteMigrationScript(from),
-      unrecordedTables: async () => sqliteUnrecordedTables(db),
-      baseline: async (version) => sqliteBaseline(db, version),
-      migrate: async () => sqliteStore({ db }).migrate(),
-    },
+    migrations: { ...migrationOperator(migrationStatements, driver, reads.tables), migrate: async () => sqliteStore({ db }).migrate() },
   }
 }

@@ -1,26 +1,23 @@
-import { InvalidOptionError } from '../../core/errors/invalid-option.js'
-import { assertCount, assertDuration, assertKnownOptions, optionNames } from '../../core/validate.js'
-import { KeyGate } from '../key-gate.js'
+import { assertDuration, assertKnownOptions, optionNames } from '../../core/validate.js'
 import type { KeyStore } from '../../core/store.js'
 import type { WithOnceTable } from '../../ports/once-table.js'
 import type { WithDeadLetterTable } from '../../ports/dead-letter-table.js'
 import type { WithInboxTable } from '../../ports/inbox-table.js'
 import type { WithOutboxTable } from '../../ports/outbox-table.js'
-import { inboxOverKeys } from '../inbox-over-keys.js'
-import { MAX_OUTCOME_BYTES } from '../max-outcome.js'
-import { sqliteDeadLetterTable } from './dead-letter-table.js'
-import { assertSqliteDatabase, changes, firstRow, setBusyTimeout } from './connection.js'
-import { forgetStatements, guard } from './errors.js'
-import { sqliteInboxRows } from './inbox-rows.js'
-import { sqliteOnceTable } from './once-table.js'
-import { sqliteOutboxTable } from './outbox-table.js'
-import { pendingSqliteMigrations, SQLITE_MIGRATIONS_TABLE, SQLITE_SCHEMA_VERSION } from './migrations.js'
-import * as sql from './sql.js'
 import type { SqliteDatabase } from '../../ports/sql-clients.js'
-import { StoreStatements } from './store-statements.js'
-import { takeTurn } from './writer.js'
-import { WRITER, type KeyContext } from './key-sessions/context.js'
-import { keySessions } from './key-sessions/index.js'
+import { MAX_OUTCOME_BYTES } from '../max-outcome.js'
+import { inboxTable } from '../sql/inbox.js'
+import { keySessions } from '../sql/key-sessions.js'
+import { migrationPlan, type MigrateResult } from '../sql/migrations.js'
+import { pruneInBatches, type PruneOptions } from '../sql/prune.js'
+import { deadLetterTable, onceTable, outboxTable } from '../sql/tables.js'
+import { pruneWalks, sqliteStoreDialect } from './dialect/index.js'
+import { assertSqliteDatabase, setBusyTimeout } from './driver/connection.js'
+import { execute } from './driver/statements.js'
+import { rollbackQuietly, sqliteDriver, type Turn } from './driver/store-driver.js'
+import { takeTurn } from './driver/writer.js'
+
+export type { PruneOptions }
 
 /** What `sqliteStore` takes: the database and how long to wait for its write lock. */
 export interface SqliteStoreOptions {
@@ -50,7 +47,7 @@ export interface SqliteStore
     WithDeadLetterTable,
     WithOnceTable<SqliteDatabase, boolean> {
   /** Creates or upgrades idem's tables. */
-  migrate(): { from: number; to: number; applied: number[] }
+  migrate(): MigrateResult
   /**
    * Deletes expired records, walking the table in windows of `batchSize` records, each
    * its own short write transaction, so engine calls interleave with pruning.
@@ -67,20 +64,10 @@ export interface SqliteStore
   transaction<T>(work: (db: SqliteDatabase) => T | Promise<T>): Promise<T>
 }
 
-export interface PruneOptions {
-  /** Records examined per transaction. @default 1000 */
-  batchSize?: number
-  /**
-   * Also delete outbox rows delivered more than this long ago. Delivered rows are kept
-   * so that adding the same `(topic, dedupeKey)` again stays a no-op. @default kept
-   */
-  deliveredOutboxOlderThanMs?: number
-  /** Called after each batch with how many records it deleted: progress for a long prune. */
-  onBatch?: (deleted: number) => void
-}
-
 const OPTIONS = optionNames<SqliteStoreOptions>({ db: true, busyTimeoutMs: true })
-const PRUNE_OPTIONS = optionNames<PruneOptions>({ batchSize: true, deliveredOutboxOlderThanMs: true, onBatch: true })
+
+/** How long a dispatcher step waits for its turn on the connection before it fails (the next round retries). */
+const DISPATCHER_TURN: Turn = { ms: 20_000, who: 'idem dispatcher' }
 
 /**
  * The transactional SQLite store (better-sqlite3, bun:sqlite or node:sqlite). SQLite has one writer per database,
@@ -100,104 +87,34 @@ export function sqliteStore(options: SqliteStoreOptions): SqliteStore {
   assertDuration('sqliteStore: option "busyTimeoutMs"', busyTimeoutMs, 0)
   // Cross-process writers are waited for by SQLite itself.
   setBusyTimeout(db, busyTimeoutMs)
-  const context: KeyContext = { db, busyTimeoutMs, statements: new StoreStatements(db), gate: new KeyGate() }
-  const { begin } = keySessions(context)
+  const turn: Turn = { ms: busyTimeoutMs, who: 'sqliteStore (busyTimeoutMs)' }
+  const dialect = sqliteStoreDialect
+  const driver = sqliteDriver(db, turn)
   return {
     name: 'sqlite',
     maxOutcomeBytes: MAX_OUTCOME_BYTES,
-    begin,
-    inbox: inboxOverKeys({ begin }, sqliteInboxRows(db, busyTimeoutMs)),
-    outbox: sqliteOutboxTable(db),
-    deadLetters: sqliteDeadLetterTable(db),
-    once: sqliteOnceTable(),
-    migrate: () => migrate(context),
-    prune: (options) => prune(context, options),
-    transaction: (work) => transaction(context, work),
-  }
-}
-
-function migrate({ db, statements: prepared }: KeyContext): { from: number; to: number; applied: number[] } {
-  return guard(() => {
-    db.exec('BEGIN IMMEDIATE')
-    try {
-      db.exec(SQLITE_MIGRATIONS_TABLE)
-      const from = firstRow<{ v: number }>(db.prepare('SELECT coalesce(max(version), 0) AS v FROM idem_migrations'))!.v
-      if (from > SQLITE_SCHEMA_VERSION) {
-        throw new Error(`idem: the SQLite schema is at version ${from}, newer than this idem (${SQLITE_SCHEMA_VERSION}); upgrade idem`)
-      }
-      const applied: number[] = []
-      for (const { migration, statements } of pendingSqliteMigrations(from)) {
-        for (const statement of statements) db.exec(statement)
-        applied.push(migration.version)
-      }
-      db.exec('COMMIT')
-      prepared.forgetKeys()
-      forgetStatements(db)
-      return { from, to: SQLITE_SCHEMA_VERSION, applied }
-    } catch (error) {
-      prepared.rollbackQuietly()
-      throw error
-    }
-  })
-}
-
-async function prune(context: KeyContext, options: PruneOptions = {}): Promise<number> {
-  assertKnownOptions('prune', options, PRUNE_OPTIONS)
-  const { batchSize = 1_000, deliveredOutboxOlderThanMs, onBatch } = options
-  assertCount('prune: option "batchSize"', batchSize, 1)
-  if (onBatch !== undefined && typeof onBatch !== 'function') throw new InvalidOptionError('prune: option "onBatch" must be a function (deleted) => void')
-  if (deliveredOutboxOlderThanMs !== undefined) assertDuration('prune: option "deliveredOutboxOlderThanMs"', deliveredOutboxOlderThanMs, 0)
-  let outboxDeleted = 0
-  if (deliveredOutboxOlderThanMs !== undefined) {
-    const { db } = context
-    for (;;) {
-      const removed = await transaction(context, () => guard(() => changes(db.prepare(sql.outboxPrune), Date.now() - deliveredOutboxOlderThanMs, batchSize)))
-      outboxDeleted += removed
-      onBatch?.(removed)
-      if (removed < batchSize) break
-    }
-  }
-  return outboxDeleted + (await pruneKeys(context, batchSize, onBatch))
-}
-
-async function pruneKeys(context: KeyContext, batchSize: number, onBatch: ((deleted: number) => void) | undefined): Promise<number> {
-  const { db } = context
-  const window = guard(() => db.prepare(sql.pruneWindow))
-  const remove = guard(() => db.prepare(sql.pruneRecord))
-  let after: [string, string] = ['', '']
-  let deleted = 0
-  for (;;) {
-    let removed = 0
-    const rows = await transaction(context, () => {
-      const now = Date.now()
-      const found = window.all(after[0], after[1], batchSize) as { scope: string; key: string; expires_at: number }[]
-      for (const row of found) if (row.expires_at <= now) removed += changes(remove, row.scope, row.key, now)
-      return found
-    })
-    deleted += removed
-    onBatch?.(removed)
-    if (rows.length < batchSize) return deleted
-    const last = rows[rows.length - 1]!
-    after = [last.scope, last.key]
+    begin: keySessions(dialect.keys, driver).begin,
+    inbox: inboxTable(dialect.inbox, driver),
+    outbox: outboxTable(dialect.outbox, sqliteDriver(db, DISPATCHER_TURN)),
+    deadLetters: deadLetterTable(dialect.deadLetters, driver),
+    once: onceTable(dialect.once, driver),
+    migrate: () => driver.migrate(migrationPlan(dialect.migrations, 'the SQLite schema')),
+    prune: (options) => pruneInBatches(driver, pruneWalks, options),
+    transaction: (work) => transaction(db, turn, work),
   }
 }
 
 /** The store's `transaction`: `work` in a write transaction of its own, in the connection's turn. */
-async function transaction<T>({ db, busyTimeoutMs, statements }: KeyContext, work: (db: SqliteDatabase) => T | Promise<T>): Promise<T> {
-  const release = await takeTurn(db, busyTimeoutMs, WRITER)
+async function transaction<T>(db: SqliteDatabase, turn: Turn, work: (db: SqliteDatabase) => T | Promise<T>): Promise<T> {
+  const release = await takeTurn(db, turn.ms, turn.who)
   try {
-    statements.begin()
-    let result: T
-    try {
-      result = await work(db)
-    } catch (error) {
-      statements.rollbackQuietly()
-      throw error
-    }
-    statements.commit()
+    execute(db, 'BEGIN IMMEDIATE')
+    const result = await work(db)
+    execute(db, 'COMMIT')
     return result
   } catch (error) {
-    statements.rollbackQuietly()
+    // BEGIN's and COMMIT's errors are idem's typed ones already; `work`'s are its own.
+    rollbackQuietly(db)
     throw error
   } finally {
     release()

@@ -4,12 +4,12 @@
  *   - src/core/engine.ts                 run: begin, replay or run, commit or roll back
  *   - src/core/decide.ts                 the claim decided: replay, mismatch, in flight, retry, run
  *   - src/core/store.ts                  the KeyStore port: one session holds the key's lock
- *   - idem_claim() in src/stores/postgres/dialect/migrations.ts and dialect/keys.ts: a transaction-
+ *   - the claim function in src/stores/postgres/dialect/key-claim.ts: a transaction-
  *     scoped advisory lock on a hash of (scope, key), the live record read after the
  *     lock, an expired record removed under the lock
- *   - src/stores/postgres/key-sessions/: a retry of a recorded key first reads the
+ *   - src/stores/sql/key-sessions.ts: a retry of a recorded key first reads the
  *     record with no lock (recent keys); the record's plain INSERT and COMMIT at the end
- *   - src/stores/sqlite/store.ts: BEGIN IMMEDIATE is the lock, the key read again in it
+ *   - src/stores/sqlite/driver/store-driver.ts: BEGIN IMMEDIATE is the lock, the key read again in it
  *
  * The record is written only at commit, atomically with the effect: a crash before it
  * rolls both back, and Postgres lets go of a dead session's lock once it notices (the

@@ -1,3 +1,4 @@
+import type { DeadLetterStatements } from '../../sql/dialect.js'
 import { quoteSchema, type Statement } from './statement.js'
 
 // ---- idem_dead_letters (migration 3) ----
@@ -31,3 +32,7 @@ export function deadLetterList(schema: string, source: 'inbox' | 'outbox', name:
   }
 }
 
+/** The dead letters' statements for the protocol. */
+export function deadLetterStatements(schema: string): DeadLetterStatements {
+  return { list: (source, name, limit) => deadLetterList(schema, source, name, limit) }
+}

@@ -1,6 +1,7 @@
 import { keyClaims, keysByDayTable, keysTable } from './migrations/keys.js'
 import { leaseTables } from './migrations/leases.js'
 import { inboxTable, onceTable, queueTables } from './migrations/queue.js'
+import type { MigrationStatements } from '../../sql/dialect.js'
 import type { Migration } from './migrations/migration.js'
 import { quoteSchema } from './statement.js'
 
@@ -24,8 +25,23 @@ export const migrations: readonly Migration[] = [
   keyClaims,
 ]
 
-// The plan below is the one way migrations are applied: `migratePostgres` runs it,
-// `postgresMigrationScript` prints it for `psql`, and the baseline records its versions.
+// The plan below is the one way migrations are applied: `migratePostgres` runs it (the
+// protocol's migrationPlan), `postgresMigrationScript` prints it for `psql`, and the
+// baseline records its versions.
+
+/** The migrations of `schema` as the protocol applies them (src/stores/sql/migrations.ts). */
+export function migrationStatements(schema: string): MigrationStatements {
+  const s = quoteSchema(schema)
+  return {
+    latest: SCHEMA_VERSION,
+    begin: 'BEGIN',
+    end: 'COMMIT',
+    preamble: migrationPreamble(schema),
+    current: `SELECT coalesce(max(version), 0) AS version FROM ${s}.idem_migrations`,
+    pending: (from) => pendingMigrations(schema, from),
+    baseline: (version) => [migrationsTable(schema), ...migrations.filter((m) => m.version <= version).map((m) => versionRow(schema, m, { ifAbsent: true }))],
+  }
+}
 
 /** `text` as a standard SQL string literal (quotes doubled), for statements printed whole. */
 export const literal = (text: string): string => `'${text.replace(/'/g, "''")}'`

@@ -1,3 +1,4 @@
+import type { OnceStatements } from '../../sql/dialect.js'
 import { quoteSchema, type Statement } from './statement.js'
 
 // ---- idem_once (migration 2) ----
@@ -14,3 +15,8 @@ export function onceInsert(schema: string, kind: string, subject: string): State
   }
 }
 
+
+/** `once`'s statement for the protocol. */
+export function onceStatements(schema: string): OnceStatements {
+  return { mark: (kind, subject) => onceInsert(schema, kind, subject) }
+}

@@ -1,6 +1,26 @@
+import type { OutboxStatements } from '../../sql/dialect.js'
 import { quoteSchema, type Statement } from './statement.js'
 
 // ---- idem_outbox (migration 3) ----
+
+/**
+ * The outbox's statements on one schema for the protocol (src/stores/sql/outbox.ts):
+ * each dispatcher operation is one statement over arrays of ids, its own short
+ * transaction; Postgres keeps time itself (`now()`), so the protocol's `now` is unused.
+ */
+export function outboxStatements(schema: string): OutboxStatements {
+  return {
+    filtersTopics: true,
+    insert: ({ topic, dedupeKey, payload, delayMs }) => outboxInsert(schema, topic, dedupeKey, payload, delayMs),
+    claim: (claimId, limit, leaseMs, topics) => [outboxClaim(schema, limit, claimId, leaseMs, topics)],
+    renew: (claimId, ids, leaseMs) => [outboxRenew(schema, ids, claimId, leaseMs)],
+    delivered: (claimId, ids) => [outboxDelivered(schema, ids, claimId)],
+    retry: (claimId, rows) => [outboxRetry(schema, rows.map((r) => r.id), rows.map((r) => r.delayMs), rows.map((r) => r.error), claimId)],
+    deadLetter: (claimId, rows) => [outboxDeadLetter(schema, rows.map((r) => r.id), rows.map((r) => r.error), claimId)],
+    pending: () => outboxPending(schema),
+    prune: (olderThanMs, limit) => outboxPrune(schema, olderThanMs, limit),
+  }
+}
 
 /**
  * Queues one effect in the caller's transaction. A second add of the same

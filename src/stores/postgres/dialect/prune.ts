@@ -1,3 +1,6 @@
+import type { PruneWalk } from '../../sql/dialect.js'
+import { deletesUpTo } from '../../sql/prune.js'
+import { outboxPrune } from './outbox.js'
 import { quoteSchema, type Statement } from './statement.js'
 
 /** The tables whose rows expire. */
@@ -18,3 +21,13 @@ export function prune(schema: string, limit: number, table: ExpiringTable): Stat
   }
 }
 
+/**
+ * What a prune walks, in order: each table's expired rows, then, when asked, the outbox
+ * rows delivered more than `deliveredOutboxOlderThanMs` ago; every batch one statement.
+ */
+export function pruneWalks(schema: string, tables: readonly ExpiringTable[]): (batchSize: number, deliveredOutboxOlderThanMs: number | undefined) => PruneWalk[] {
+  return (batchSize, deliveredOutboxOlderThanMs) => [
+    ...tables.map((table) => deletesUpTo(batchSize, () => prune(schema, batchSize, table))),
+    ...(deliveredOutboxOlderThanMs === undefined ? [] : [deletesUpTo(batchSize, () => outboxPrune(schema, deliveredOutboxOlderThanMs, batchSize))]),
+  ]
+}

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { keyTable } from './keys.js'
+import { keyPeekStatements } from './keys.js'
 import { inline, quoteLiteral } from './statement.js'
 
 // Quotes the way the driver's escapeLiteral does for plain text.
@@ -17,7 +17,7 @@ describe('inline', () => {
   })
 
   it('gives the same text on every call for the same statement (the split is cached)', () => {
-    const statement = keyTable('idem', 'table').lookup('acct', "k'1")
+    const statement = keyPeekStatements('idem', 'table').lookup('acct', "k'1")
     const first = inline(statement, quote)
     expect(inline(statement, quote)).toBe(first)
     expect(first).toBe(`SELECT fingerprint, outcome FROM "idem".idem_keys WHERE scope = 'acct' AND key = 'k''1' AND expires_at > now()`)

@@ -1,12 +1,15 @@
 /**
- * What every statement of the Postgres store is made of: a text with `$n` placeholders
- * and its values, the schema name quoted once, the named (prepared) forms, and the
- * inlining for the few texts that still share one simple-protocol round trip. The statements
- * themselves are pure functions of the schema, one file per table family beside this
- * one; DBAs can read exactly what runs there (and `idem sql postgres` prints the tables).
+ * What every statement of the Postgres store is made of beyond the protocol's
+ * `Statement` and `NamedStatement` (src/stores/sql/statement.ts): `$n` placeholders, the
+ * schema name quoted once, and the inlining for the few texts that still share one
+ * simple-protocol round trip. The statements themselves are pure functions of the
+ * schema, one file per table family beside this one; DBAs can read exactly what runs
+ * there (and `idem sql postgres` prints the tables).
  */
 
-import { createHash } from 'node:crypto'
+import { named, type NamedStatement, type Statement } from '../../sql/statement.js'
+
+export { named, type NamedStatement, type Statement }
 
 const IDENTIFIER = /^[A-Za-z_][A-Za-z0-9_]{0,62}$/
 
@@ -16,28 +19,6 @@ export function quoteSchema(schema: string): string {
     throw new TypeError(`schema must be a plain SQL identifier (letters, digits, _), got ${JSON.stringify(schema)}`)
   }
   return `"${schema}"`
-}
-
-export interface Statement {
-  text: string
-  values: unknown[]
-}
-
-/**
- * A statement the store prepares once per connection under its name (the extended
- * protocol's Parse, see driver/wire.ts) and then only binds to its values, so Postgres parses,
- * analyses and plans it once per connection instead of once per call.
- */
-export interface NamedStatement {
-  /** Derived from a hash of `text`, so another schema or another idem version never collides with it. */
-  readonly name: string
-  /** The text, with `$n` placeholders. */
-  readonly text: string
-}
-
-/** A statement prepared under a name derived from its text (see `NamedStatement`). */
-export function named(kind: string, text: string): NamedStatement {
-  return { name: `idem_${kind}_${createHash('sha256').update(text).digest('hex').slice(0, 16)}`, text }
 }
 
 /** Quotes `text` as a SQL string literal, as node-postgres' `escapeLiteral` does (in linear time: its own loop took 200 ms for 1 MiB). */

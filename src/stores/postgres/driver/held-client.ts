@@ -1,7 +1,10 @@
 import { StoreUnavailableError } from '../../../core/errors/store-unavailable.js'
+import type { Connection, KeyLock } from '../../sql/driver.js'
+import type { Result, Statement, Step } from '../../sql/statement.js'
 import { cancelStatement } from './cancel.js'
 import { classifyPgError } from './errors.js'
 import type { PgPool, PgPoolClient, PgQueryResult } from './types.js'
+import { wireFor, type Wire } from './wire.js'
 
 /**
  * A client idem has taken from the pool, for exactly as long as it holds it. Every
@@ -14,8 +17,11 @@ import type { PgPool, PgPoolClient, PgQueryResult } from './types.js'
  * one dead connection (`pg_terminate_backend`, `idle_in_transaction_session_timeout`,
  * a failover, a network cut) would take every in-flight request with it. The held
  * client listens from checkout to release instead, and keeps what it heard.
+ *
+ * It is the protocol's `Connection` (src/stores/sql/driver.ts): the round trips of a
+ * session's statements go through its wire (wire.ts).
  */
-export interface HeldClient {
+export interface HeldClient extends Connection<PgPoolClient> {
   /** The pg client itself: the transaction the caller's function writes through. */
   readonly client: PgPoolClient
   /** Why the connection was lost while held, as the error the call fails with; undefined while it is alive. */
@@ -35,6 +41,17 @@ export interface HeldClient {
    * listener (and the user's `pool.on('error')`) is in charge of the client.
    */
   release(error?: unknown): void
+  /**
+   * Sends `steps` in one round trip (wire.ts), failing with idem's typed errors as
+   * `classifyPgError` maps pg's.
+   */
+  send(steps: readonly Step[], where: 'opens' | 'outside' | 'inside'): Promise<Result[]>
+  /**
+   * Ends a transaction the store opened and returns the client to the pool; a client
+   * whose connection failed is destroyed rather than reused, and a lost one is not even
+   * asked. Never throws.
+   */
+  end(cause?: unknown): Promise<void>
   /**
    * Ends the connection now, whatever runs on it, and has the pool destroy the client: a
    * statement still running is cancelled (`cancelStatement`), the server rolls the
@@ -63,11 +80,12 @@ export const ABANDON_WAIT_MS = 1_000
  * FATAL in one read of the socket, as `pg_terminate_backend` can time it) would emit
  * 'error' in between, with nobody listening, and end the process. A pool wrapper whose
  * `connect` declares no parameter is held from when its promise resolves.
+ * @param wire how `send` reaches Postgres: by default, statements parsed anew each time
  * @throws StoreUnavailableError / MigrationRequiredError as `classifyPgError` maps the pool's error
  */
-export function checkOut(pool: PgPool, schema: string): Promise<HeldClient> {
+export function checkOut(pool: PgPool, schema: string, wire: Wire = UNPREPARED): Promise<HeldClient> {
   return new Promise<HeldClient>((resolve, reject) => {
-    const take = (client: PgPoolClient): void => resolve(new Held(client, schema))
+    const take = (client: PgPoolClient): void => resolve(new Held(client, schema, wire))
     const fail = (error: unknown): void => reject(classifyPgError(error, schema))
     try {
       // A wrapper that takes no callback (`async () => …`) hands the client over by promise.
@@ -84,25 +102,68 @@ export function checkOut(pool: PgPool, schema: string): Promise<HeldClient> {
   })
 }
 
+const UNPREPARED = wireFor(false)
+
+/**
+ * The driver's `connect` (src/stores/sql/driver.ts) on `pool`: a client checked out,
+ * its session's statements sent through `wire`. The key's lock is the claim
+ * statement's to take, in Postgres.
+ */
+export function connector(pool: PgPool, schema: string, wire: Wire): (lock: KeyLock) => Promise<HeldClient> {
+  return () => checkOut(pool, schema, wire)
+}
+
 // A class rather than an object of closures: one is built for every call, and its methods
 // are then not (measured: 1.4 µs less per queue message, in a quiet loop on a fake pool).
 class Held implements HeldClient {
   readonly client: PgPoolClient
   readonly #schema: string
+  readonly #wire: Wire
   #lost: StoreUnavailableError | undefined
   // pg can report one death twice (the server's FATAL, then the end of the socket): the first says why.
   readonly #onError = (error: Error): void => {
     this.#lost ??= lostConnection(error, this.#schema)
   }
 
-  constructor(client: PgPoolClient, schema: string) {
+  constructor(client: PgPoolClient, schema: string, wire: Wire) {
     this.client = client
     this.#schema = schema
+    this.#wire = wire
     client.on?.('error', this.#onError)
+  }
+
+  get tx(): PgPoolClient {
+    return this.client
   }
 
   get lost(): StoreUnavailableError | undefined {
     return this.#lost
+  }
+
+  async send(steps: readonly Step[], where: 'opens' | 'outside' | 'inside'): Promise<Result[]> {
+    try {
+      return await this.#wire.send(this, steps, where)
+    } catch (error) {
+      throw classifyPgError(error, this.#schema)
+    }
+  }
+
+  async run({ text, values }: Statement): Promise<Result> {
+    try {
+      return await this.query(text, values)
+    } catch (error) {
+      throw classifyPgError(error, this.#schema)
+    }
+  }
+
+  async end(cause?: unknown): Promise<void> {
+    if (this.#lost !== undefined) return this.release()
+    try {
+      await this.query('ROLLBACK')
+      this.release()
+    } catch (error) {
+      this.release(error instanceof Error ? error : new Error(String(cause ?? error)))
+    }
   }
 
   async query(text: string, values?: unknown[]): Promise<PgQueryResult> {
@@ -113,7 +174,6 @@ class Held implements HeldClient {
       throw this.#lost ?? error
     }
   }
-
 
   async through<T>(send: () => Promise<T>): Promise<T> {
     if (this.#lost !== undefined) throw this.#lost
@@ -151,18 +211,4 @@ function lostConnection(error: unknown, schema: string): StoreUnavailableError {
   if (classified instanceof StoreUnavailableError) return classified
   const message = error instanceof Error ? error.message : String(error)
   return new StoreUnavailableError(`Postgres is unavailable: the connection was lost (${message})`, { cause: error })
-}
-
-/**
- * Ends a transaction the store opened on a held client and returns its client to the pool; a client whose
- * connection failed is destroyed rather than reused, and a lost one is not even asked.
- */
-export async function endClient(client: HeldClient, cause?: unknown): Promise<void> {
-  if (client.lost !== undefined) return client.release()
-  try {
-    await client.query('ROLLBACK')
-    client.release()
-  } catch (error) {
-    client.release(error instanceof Error ? error : new Error(String(cause ?? error)))
-  }
 }

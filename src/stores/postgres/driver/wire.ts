@@ -1,5 +1,5 @@
-import type { HeldClient } from './held-client.js'
-import * as sql from '../dialect/index.js'
+import type { Statement, Step } from '../../sql/statement.js'
+import { inline, quoteLiteral } from '../dialect/statement.js'
 import type { PgPoolClient, PgQueryResult } from './types.js'
 
 /**
@@ -19,13 +19,15 @@ export interface Wire {
    * (which that failure aborted), it is sent again, preparing everything afresh, after
    * rolling back the transaction the steps `open`.
    */
-  send(client: HeldClient, steps: readonly Step[], where: 'opens' | 'outside' | 'inside'): Promise<PgQueryResult[]>
+  send(client: WireClient, steps: readonly Step[], where: 'opens' | 'outside' | 'inside'): Promise<PgQueryResult[]>
 }
 
-/** One statement of a round trip and its values. */
-export interface Step {
-  readonly statement: sql.NamedStatement
-  readonly values?: readonly unknown[]
+/** What a wire needs of a held client (held-client.ts): its pg client, and its watch over the connection. */
+export interface WireClient {
+  readonly client: PgPoolClient
+  readonly lost: Error | undefined
+  query(text: string): Promise<PgQueryResult>
+  through<T>(send: () => PromiseLike<T>): Promise<T>
 }
 
 /** The wire of the stores' statements; with `preparedStatements` off, each is parsed anew on every call. */
@@ -50,7 +52,7 @@ export function wireFor(preparedStatements: boolean): Wire {
 }
 
 /** The steps as one simple-protocol text, values inlined: for a client without node-postgres' connection. */
-async function simple(client: HeldClient, steps: readonly Step[]): Promise<PgQueryResult[]> {
+async function simple(client: WireClient, steps: readonly Step[]): Promise<PgQueryResult[]> {
   const text = steps.map(({ statement, values }) => (values === undefined ? statement.text : inlined({ text: statement.text, values: [...values] }))).join('; ')
   return resultsOf(await client.query(text))
 }
@@ -64,8 +66,8 @@ export function resultsOf(result: PgQueryResult | PgQueryResult[]): PgQueryResul
 }
 
 /** A statement with its values inlined as literals, for the simple protocol (which carries several statements in one round trip). */
-export function inlined(statement: sql.Statement): string {
-  return sql.inline(statement, sql.quoteLiteral)
+export function inlined(statement: Statement): string {
+  return inline(statement, quoteLiteral)
 }
 
 // The statement a Bind named is missing (26000).
@@ -217,7 +219,7 @@ export class Pipeline implements PromiseLike<PgQueryResult[]> {
 
   /**
    * Forgets that the connection has any of idem's statements (named `idem_…`, see
-   * `sql.named`): whatever dropped one dropped the others too, and the next round trip
+   * `named` in src/stores/sql/statement.ts): whatever dropped one dropped the others too, and the next round trip
    * that uses one prepares it again.
    */
   forget(): void {
