@@ -334,6 +334,12 @@ export const TARGETS: OptionTarget[] = [
     call: (f, o) => f(o),
     typos: [['maxBodyByte', 'maxBodyBytes'], ['verfy', 'verify'], ['event', 'events']],
   },
+  {
+    entry: 'idem/lambda', export: 'webhookReceiver', caller: 'webhookReceiver',
+    minimal: (r) => ({ inbox: r.inbox(), eventId: 'stripe', handler: () => {} }),
+    call: (f, o) => f(o),
+    typos: [['maxBodyByte', 'maxBodyBytes'], ['verfy', 'verify'], ['event', 'events']],
+  },
   { entry: 'idem/fetch', export: 'putResponse', caller: 'putResponse', minimal: () => ({ created: true, body: {} }), call: (f, o) => f(o), typos: [['locaton', 'location']] },
   {
     entry: 'idem/fetch', export: 'problem', caller: 'problem',
