@@ -75,7 +75,7 @@ export function idempotency<Tx>(options: IdempotencyOptions<Tx, FastifyRequest>)
  * })
  * @see docs/webhooks.md
  */
-export function webhookReceiver<Tx>(options: WebhookReceiverOptions<Tx, FastifyRequest>): (request: FastifyRequest, reply: FastifyReply) => Promise<FastifyReply> {
+export function webhookReceiver<Tx, Body = unknown>(options: WebhookReceiverOptions<Tx, FastifyRequest, Body>): (request: FastifyRequest, reply: FastifyReply) => Promise<FastifyReply> {
   const receive = webhookReceiving('webhookReceiver', options)
   return async function webhookReceiver(request, reply) {
     const kept = request.body instanceof Uint8Array ? request.body : keptRawBody(request)
