@@ -17,6 +17,7 @@ declare module 'fastify' {
   }
 }
 
+export type { IdempotencyContext, IdempotencyOptions } from './options.js'
 export type { WebhookEvent, WebhookEventId, WebhookReceiverOptions, WebhookVerify } from './webhook.js'
 export { RouteHijackedError } from './route-hijacked.js'
 
