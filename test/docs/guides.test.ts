@@ -23,7 +23,7 @@ const PAYMENTS = 'docs/guides/payments-api.md'
 describe.skipIf(!haveDb)('guide: a payments API on Hono, Express and Fastify with Postgres', () => {
   for (const framework of ['hono', 'express', 'fastify']) {
     it(`${framework}: the failed attempt rolls back with its key, the retry charges once, then replay and 422`, async () => {
-      const file = `examples/guides/payments-${framework}.mjs`
+      const file = `examples/guides/payments-${framework}.ts`
       expectPageShows(PAYMENTS, file)
       const stdout = await runExample(file)
       const lines = stdout.trim().split('\n')
@@ -41,7 +41,7 @@ describe.skipIf(!haveDb)('guide: a payments API on Hono, Express and Fastify wit
 
 describe.skipIf(!haveDb)('guide: the Express example on Express 4', () => {
   it('the same lines: the route passes its error to next(err), which Express 4 needs (it does not catch a rejected promise)', async () => {
-    const file = 'examples/guides/payments-express.mjs'
+    const file = 'examples/guides/payments-express.ts'
     expectPageShows(PAYMENTS, file)
     const stdout = await runExample(file, ['--import', join(root, 'test/support/older-majors-loader.mjs')])
     expect(stdout.trim().split('\n')).toEqual([

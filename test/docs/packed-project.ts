@@ -7,9 +7,9 @@ import { mkdirSync, mkdtempSync, readdirSync, renameSync, rmSync, symlinkSync, w
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { promisify } from 'node:util'
-import { root } from './support.js'
 
 const run = promisify(execFile)
+const root = new URL('../..', import.meta.url).pathname
 
 /** A project directory with idem installed from its tarball; `remove()` deletes it. */
 export interface PackedProject {
