@@ -32,7 +32,7 @@ describe.skipIf(dynamo === undefined)('docs/lambda.md: an EventBridge target on 
 
 describe.skipIf(!haveDb)('docs/lambda.md: an HTTP API behind a Function URL', () => {
   it('201, then the replay, 422 for another body, 400 without a key; one order', async () => {
-    const file = 'examples/guides/lambda-http.mjs'
+    const file = 'examples/guides/lambda-http.ts'
     expectPageShows(PAGE, file)
     const stdout = await runExample(file)
     const lines = stdout.trim().split('\n')
