@@ -15,7 +15,7 @@ await dynamo?.drop()
 
 describe.skipIf(dynamo === undefined)('docs/lambda.md: an EventBridge target on DynamoDB', () => {
   it('replays, refuses another payload, and after a timeout the retry resumes: one booking per order', async () => {
-    const file = 'examples/guides/lambda-dynamodb.mjs'
+    const file = 'examples/guides/lambda-dynamodb.ts'
     expectPageShows(PAGE, file)
     const stdout = await runExample(file)
     expect(stdout.trim().split('\n')).toEqual([
@@ -47,7 +47,7 @@ describe.skipIf(!haveDb)('docs/lambda.md: an HTTP API behind a Function URL', ()
 
 describe.skipIf(!haveDb)('docs/lambda.md: functions on Postgres', () => {
   it('one shipment for two deliveries; the poison record reported alone, and nothing applied twice', async () => {
-    const file = 'examples/guides/lambda-postgres.mjs'
+    const file = 'examples/guides/lambda-postgres.ts'
     expectPageShows(PAGE, file)
     const stdout = await runExample(file)
     expect(stdout.trim().split('\n')).toEqual([
