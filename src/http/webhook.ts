@@ -2,7 +2,7 @@ import { BodyTooLargeError } from './body-too-large.js'
 import { IdemError } from '../core/errors/idem-error.js'
 import { InvalidOptionError } from '../core/errors/invalid-option.js'
 import { idemEvents, type EventStream } from '../core/events.js'
-import type { WebhookReceiverEvent } from './events.js'
+import { webhookRefusedLine, type WebhookReceiverEvent } from './events.js'
 import { assertCount, assertKnownOptions, optionNames } from '../core/validate.js'
 import type { Inbox } from '../queue/inbox.js'
 import type { HttpAnswer, HttpRequest } from './exchange.js'
@@ -103,8 +103,10 @@ export function webhookReceiving<Tx, R, Body>(caller: string, options: WebhookRe
 function reporter(consumer: string, signature: SignatureCheck<unknown>, events: EventStream): Report {
   const scheme = signature.scheme === undefined ? {} : { scheme: signature.scheme }
   return (status, check) => {
-    if (!events.listening) return
-    events.emit({ type: 'webhook', consumer, signature: status === 'refused' ? 'refused' : signature.passed, status, ...scheme, ...(check === undefined ? {} : { check }) })
+    if (status !== 'refused' && !events.listening) return
+    const event: WebhookReceiverEvent = { type: 'webhook', consumer, signature: status === 'refused' ? 'refused' : signature.passed, status, ...scheme, ...(check === undefined ? {} : { check }) }
+    if (status === 'refused') events.fail(event, webhookRefusedLine(consumer, signature.scheme, check))
+    else events.emit(event)
   }
 }
 

@@ -5,6 +5,7 @@
  * `IdemEvent` holds them.
  */
 import { allOf } from '../core/all-of.js'
+import type { EventStream } from '../core/events.js'
 
 declare module '../core/events.js' {
   interface IdemEventTypes {
@@ -64,3 +65,16 @@ export interface DeadLetterEvent {
 
 /** Every `DeadLetterEvent.source`. */
 export const DEAD_LETTER_SOURCES = allOf<DeadLetterEvent['source']>()(['inbox', 'outbox'])
+
+/**
+ * Reports a dead letter: the event to the stream's listeners, and one line to its logger
+ * (the consumer or topic, the message's key and the last error; never the message).
+ */
+export function reportDeadLetter(events: EventStream, event: DeadLetterEvent): void {
+  events.fail(event, {
+    level: 'error',
+    code: 'dead-lettered',
+    message: `idem: ${event.source === 'inbox' ? 'the inbox' : 'the outbox'} gave up on ${event.key} (${event.name}) after ${event.attempts} attempts: ${event.error}`,
+    fields: { source: event.source, name: event.name, key: event.key, attempts: event.attempts, error: event.error },
+  })
+}

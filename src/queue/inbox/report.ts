@@ -1,17 +1,17 @@
-import type { InboxEvent } from '../events.js'
+import { reportDeadLetter, type InboxEvent } from '../events.js'
 import type { InboxContext } from './context.js'
 import type { ConsumeResult } from './types.js'
 
-/** Reports a settled message (and a dead letter) to the inbox's event stream, if anyone listens; returns `result`. */
+/** Reports a settled message to the inbox's event stream, if anyone listens, and a dead letter always (it is also logged); returns `result`. */
 export function report<Tx, Body, R extends ConsumeResult<unknown>>({ events, consumer }: InboxContext<Tx, Body>, result: R, started: number, error?: unknown): R {
   if (events.listening) {
     const event: InboxEvent = { type: 'inbox', consumer, status: result.status, durationMs: performance.now() - started }
     if ('attempts' in result) event.attempts = result.attempts
     if (error !== undefined) event.error = error
     events.emit(event)
-    if (result.status === 'dead-lettered') {
-      events.emit({ type: 'dead-letter', source: 'inbox', name: consumer, key: result.key, attempts: result.attempts, error: result.error })
-    }
+  }
+  if (result.status === 'dead-lettered') {
+    reportDeadLetter(events, { type: 'dead-letter', source: 'inbox', name: consumer, key: result.key, attempts: result.attempts, error: result.error })
   }
   return result
 }

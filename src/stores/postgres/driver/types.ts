@@ -20,8 +20,9 @@ export interface PgExecutor {
    * Runs one statement with `$n` placeholders bound to `values`. `Row` is the shape of the
    * rows you expect, as with pg's own `query<Row>`: it is what you declare, not checked.
    * @example
+   * const tx: PgClient = fromPg(await pool.connect())
    * const { rows } = await tx.query<{ id: string }>('INSERT INTO orders (body) VALUES ($1) RETURNING id', [body])
-   * rows[0].id // string
+   * const id: string | undefined = rows[0]?.id
    */
   query<Row extends object = Record<string, unknown>>(text: string, values?: unknown[]): Promise<{ rows: Row[]; rowCount: number | null }>
 }
