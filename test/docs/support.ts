@@ -87,16 +87,30 @@ export function compiledExamples(): Promise<string> {
 
 /**
  * Runs an example file with the test services' URLs; it must exit 0 and write nothing to
- * stderr. `nodeArgs` go before the file (`--import` a loader, say). A `.ts` example runs
- * as compiled by `compiledExamples`, against the packed package.
+ * stderr but idem's failure lines, exactly the ones `failures` names by code, in order
+ * (each refused webhook delivery writes `invalid-signature`, each dead letter
+ * `dead-lettered`…). `nodeArgs` go before the file (`--import` a loader, say). A `.ts`
+ * example runs as compiled by `compiledExamples`, against the packed package.
  */
-export async function runExample(file: string, nodeArgs: readonly string[] = []): Promise<string> {
+export async function runExample(file: string, nodeArgs: readonly string[] = [], failures: readonly string[] = []): Promise<string> {
   // The AWS SDK warns on stderr, once per process, that Node 20 support ends in 2027.
   const env = { ...process.env, DATABASE_URL: PG_URL, AMQP_URL, REDIS_URL, DYNAMODB_URL, AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true' }
   const program = file.endsWith('.ts') ? join(await compiledExamples(), file.replace(/^examples\//, 'build/').replace(/\.ts$/, '.js')) : join(root, file)
   const { stdout, stderr } = await run(process.execPath, [...nodeArgs, program], { env, timeout: 60_000 })
-  expect(stderr).toBe('')
+  expect(failureCodes(stderr), `${file}'s stderr:\n${stderr}`).toEqual(failures)
   return stdout
+}
+
+/** The codes of idem's failure lines on `stderr` (one JSON object each); any other line fails the test. */
+function failureCodes(stderr: string): string[] {
+  return stderr
+    .split('\n')
+    .filter((line) => line !== '')
+    .map((line) => {
+      const parsed = (line.startsWith('{') ? JSON.parse(line) : {}) as { code?: string; msg?: string }
+      expect(parsed.msg?.startsWith('idem: ') && typeof parsed.code === 'string', `an idem failure line on stderr: ${line}`).toBe(true)
+      return parsed.code!
+    })
 }
 
 const probes: Record<string, [string, () => Promise<void>]> = {
