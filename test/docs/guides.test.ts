@@ -185,7 +185,9 @@ const cronJobs = parseAllDocuments(cronBlock ?? '').map((doc) => doc.toJS() as C
 
 describe('guide: running prune, stats and reconcile in production (the blocks a reader copies)', () => {
   it('has exactly the checked blocks: how to run the example, the example, its output, the CronJobs, the rules, promtool', () => {
-    expect(blocks.map((block) => block.lang)).toEqual(['sh', 'js', 'text', 'yaml', 'yaml', 'sh'])
+    // The last, where failure lines go, is compiled by test/docs/snippets.test.ts.
+    expect(blocks.map((block) => block.lang)).toEqual(['sh', 'js', 'text', 'yaml', 'yaml', 'sh', 'ts'])
+    expect(blocks.at(-1)!.text).toContain('idemEvents.setLogger(pino())')
     expect(runBlock).toBe('npm run build\nDATABASE_URL=postgres://postgres@127.0.0.1:5432/test node examples/guides/operations.mjs')
     expect(exampleBlock).toBe(readFileSync(join(root, 'examples/guides/operations.mjs'), 'utf8').trim())
   })
