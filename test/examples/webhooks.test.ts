@@ -30,14 +30,14 @@ interface Example {
 
 const examples: readonly Example[] = [
   {
-    file: 'examples/webhooks/express.mjs',
+    file: 'examples/webhooks/express.ts',
     runs: [['Express 5', []], ['Express 4', OLDER_MAJORS]],
     guide: 'docs/guides/webhooks-shopify.md',
     prints: [
       'signed 200 {"received":true,"id":"98880550-7158-44d4-b7cd-2c97c8a091b5"}',
       'other subscription 200 {"received":true,"id":"98880550-7158-44d4-b7cd-2c97c8a091b5","duplicate":true}',
       'tampered 401 no-matching-signature',
-      'handled: 98880550-7158-44d4-b7cd-2c97c8a091b5 orders/create',
+      'handled: 98880550-7158-44d4-b7cd-2c97c8a091b5 orders/create 15.00',
     ],
   },
   {
