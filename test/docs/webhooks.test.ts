@@ -59,7 +59,7 @@ describe('guides: receiving webhooks with idem/webhooks', () => {
   for (const [provider, starts] of guides) {
     it(`${provider}: the good delivery verifies with its event id; the others are refused by the check that failed`, async () => {
       const guide = `docs/guides/webhooks-${provider}.md`
-      const file = `examples/webhooks/${provider}.${provider === 'stripe' ? 'ts' : 'mjs'}`
+      const file = `examples/webhooks/${provider}.ts`
       expectPageShows(guide, file)
       // Each refused delivery also writes one failure line on stderr.
       const stdout = await runExample(file, [], Array<string>(starts.filter((line) => / 401 /.test(line)).length).fill('invalid-signature'))

@@ -41,7 +41,7 @@ const examples: readonly Example[] = [
     ],
   },
   {
-    file: 'examples/webhooks/fastify.mjs',
+    file: 'examples/webhooks/fastify.ts',
     runs: [['Fastify 5', []]],
     prints: [
       'signed 200 {"received":true,"id":"evt_3PtQ1"}',
@@ -51,7 +51,7 @@ const examples: readonly Example[] = [
     ],
   },
   {
-    file: 'examples/webhooks/hono.mjs',
+    file: 'examples/webhooks/hono.ts',
     runs: [['Hono 4', []]],
     prints: [
       'signed 200 {"received":true,"id":"msg_2KWPBgLlAfxdpx2AI54pPJ85f4W"}',
@@ -61,7 +61,7 @@ const examples: readonly Example[] = [
     ],
   },
   {
-    file: 'examples/webhooks/koa.mjs',
+    file: 'examples/webhooks/koa.ts',
     runs: [['Koa 3', []], ['Koa 2', OLDER_MAJORS]],
     prints: [
       'signed 200 {"received":true,"id":"72d3162e-cc78-11e3-81ab-4c9367dc0958"}',
@@ -71,7 +71,7 @@ const examples: readonly Example[] = [
     ],
   },
   {
-    file: 'examples/webhooks/lambda.mjs',
+    file: 'examples/webhooks/lambda.ts',
     runs: [['Lambda, Function URL', []]],
     guide: 'docs/guides/webhooks-slack.md',
     prints: [
