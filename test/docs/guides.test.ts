@@ -65,7 +65,7 @@ describe.skipIf(!haveDb)('guide: the Express example on Express 4', () => {
 describe.skipIf(!haveDb)('guide: calling a payment provider from a handler (leased steps, derived keys)', () => {
   it('the API process dies after the provider charged and after the step was saved: 2 provider requests, 1 charge, 1 payment row', async () => {
     const guide = 'docs/guides/payment-provider.md'
-    const file = 'examples/guides/payment-provider.mjs'
+    const file = 'examples/guides/payment-provider.ts'
     expectPageShows(guide, file)
     const stdout = await runExample(file)
     expect(stdout).toBe(
@@ -86,7 +86,7 @@ describe.skipIf(!haveDb)('guide: calling a payment provider from a handler (leas
 describe.skipIf(!haveRabbit)('guide: an idempotent queue consumer with an outbox (RabbitMQ, Postgres)', () => {
   it('a message published twice and redelivered after a crash before the ack: the handler runs once, one order, one email', async () => {
     const guide = 'docs/guides/queue-consumer.md'
-    const file = 'examples/guides/queue-consumer.mjs'
+    const file = 'examples/guides/queue-consumer.ts'
     expectPageShows(guide, file)
     const stdout = await runExample(file)
     expect(stdout).toBe(
@@ -106,7 +106,7 @@ describe.skipIf(!haveRabbit)('guide: an idempotent queue consumer with an outbox
 describe.skipIf(!haveDb)('guide: the ingestion pipeline with content ids and a memoised LLM step', () => {
   it('four runs of one document (two racing): one LLM call, the first answer everywhere, no duplicate chunk; a new prompt version adds a row', async () => {
     const guide = 'docs/guides/ingestion-pipeline.md'
-    const file = 'examples/guides/ingestion-pipeline.mjs'
+    const file = 'examples/guides/ingestion-pipeline.ts'
     expectPageShows(guide, file)
     const stdout = await runExample(file)
     const summary = 'Summary #1: The insured reports water damage…'
@@ -128,7 +128,7 @@ describe.skipIf(!haveDb)('guide: the ingestion pipeline with content ids and a m
 describe.skipIf(!haveRedis)('guide: moving keys to Redis', () => {
   it('replays from Redis; the upsert by derived key keeps one payment, the plain INSERT keeps the failed attempt\'s row; keys expire in 24 h', async () => {
     const guide = 'docs/guides/redis-keys.md'
-    const file = 'examples/guides/redis-keys.mjs'
+    const file = 'examples/guides/redis-keys.ts'
     expectPageShows(guide, file)
     const stdout = await runExample(file)
     expect(stdout).toBe(
@@ -186,10 +186,10 @@ const cronJobs = parseAllDocuments(cronBlock ?? '').map((doc) => doc.toJS() as C
 describe('guide: running prune, stats and reconcile in production (the blocks a reader copies)', () => {
   it('has exactly the checked blocks: how to run the example, the example, its output, the CronJobs, the rules, promtool', () => {
     // The last, where failure lines go, is compiled by test/docs/snippets.test.ts.
-    expect(blocks.map((block) => block.lang)).toEqual(['sh', 'js', 'text', 'yaml', 'yaml', 'sh', 'ts'])
+    expect(blocks.map((block) => block.lang)).toEqual(['sh', 'ts', 'text', 'yaml', 'yaml', 'sh', 'ts'])
     expect(blocks.at(-1)!.text).toContain('idemEvents.setLogger(pino())')
-    expect(runBlock).toBe('npm run build\nDATABASE_URL=postgres://postgres@127.0.0.1:5432/test node examples/guides/operations.mjs')
-    expect(exampleBlock).toBe(readFileSync(join(root, 'examples/guides/operations.mjs'), 'utf8').trim())
+    expect(runBlock).toBe('npm run build\nDATABASE_URL=postgres://postgres@127.0.0.1:5432/test node --experimental-strip-types examples/guides/operations.ts')
+    expect(exampleBlock).toBe(readFileSync(join(root, 'examples/guides/operations.ts'), 'utf8').trim())
   })
 
   it('quotes the three alerts as ops/prometheus/alerts.yml has them (name, expression, for, severity)', () => {
@@ -255,7 +255,7 @@ describe('guide: running prune, stats and reconcile in production (the blocks a 
 
 describe.skipIf(!haveDb)('guide: running prune, stats and reconcile in production (Postgres)', () => {
   it('migrate, stats with rates, prune removing only expired keys, inspect, reconcile finding a duplicate, exit codes 0, 1 and 2', async () => {
-    const file = 'examples/guides/operations.mjs'
+    const file = 'examples/guides/operations.ts'
     expectPageShows(OPERATIONS, file)
     const stdout = await runExample(file)
     const version = migrations.at(-1)!.version

@@ -6,7 +6,7 @@ import { expectValidOpenApi } from '../http/support/openapi.js'
 import { expectPageShows, page, runExample } from './support.js'
 
 const PAGE = 'docs/openapi.md'
-const FILE = 'examples/guides/openapi.mjs'
+const FILE = 'examples/guides/openapi.ts'
 
 describe('docs/openapi.md', () => {
   it('shows the example and the document it prints, which is valid and describes POST /orders only', async () => {
