@@ -147,12 +147,12 @@ const UNREADABLE_BODY =
  * handling with an `InvalidOptionError` saying so (500, and the provider retries).
  * @throws InvalidOptionError naming the option
  * @example
+ * app.use(express.json({ verify: (req, _res, buf) => { req.rawBody = buf } })) // or mount the receiver before it
  * app.post('/webhooks/stripe', webhookReceiver({
  *   inbox: createInbox({ store, consumer: 'stripe-webhooks' }),
  *   verify: stripeSignature({ secret: process.env.STRIPE_WEBHOOK_SECRET! }),
  *   handler: async (tx, event) => { await tx.query('UPDATE orders SET paid = true WHERE …') },
  * }))
- * app.use(express.json())
  * @see docs/webhooks.md
  */
 export function webhookReceiver<Tx, Body = unknown>(options: WebhookReceiverOptions<Tx, ExpressRequest, Body>): RequestHandler {

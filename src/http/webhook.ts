@@ -205,10 +205,11 @@ function json(value: object, headers: readonly string[] = []): HttpAnswer {
  * provider stops.
  *
  * @example
- * const receive = webhookReceiver({
+ * interface StripeEvent { type: string; data: { object: { id: string } } } // what you read of the body
+ * const receive = webhookReceiver<PgClient, StripeEvent>({
  *   inbox: createInbox({ store, consumer: 'stripe-webhooks' }),
  *   verify: stripeSignature({ secret: process.env.STRIPE_WEBHOOK_SECRET! }),
- *   handler: async (tx, event) => { await tx.query('UPDATE orders SET paid = true WHERE …') },
+ *   handler: async (tx, event) => { await tx.query('UPDATE orders SET paid = true WHERE intent = $1', [event.body?.data.object.id]) },
  * })
  * const response = await receive(new Request('https://example.com/webhooks/stripe', { method: 'POST', body: '{}' })) // 401: unsigned
  * @see docs/webhooks.md
