@@ -10,9 +10,14 @@ import { join } from 'node:path'
 import { promisify } from 'node:util'
 import pg from 'pg'
 import { parse as parseYaml, parseAllDocuments } from 'yaml'
-import { describe, expect, it } from 'vitest'
+import { beforeAll, describe, expect, it } from 'vitest'
 import { migrations } from '../../src/stores/postgres/dialect/migrations.js'
-import { expectPageShows, expectPageShowsOutput, page, PG_URL, root, runExample, servicesUp } from './support.js'
+import { compiledExamples, expectPageShows, expectPageShowsOutput, page, PG_URL, root, runExample, servicesUp } from './support.js'
+
+// The TypeScript examples compile once, before the tests that run them (a minute on a loaded machine).
+beforeAll(async () => {
+  await compiledExamples()
+}, 300_000)
 
 const haveDb = await servicesUp('Postgres')
 const haveRabbit = haveDb && (await servicesUp('RabbitMQ'))

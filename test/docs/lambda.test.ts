@@ -3,9 +3,14 @@
 // payload refused, a timeout whose retry resumes after the saved step: one booking per
 // order) and the functions on Postgres (one shipment, a poison SQS record reported alone,
 // twice).
-import { describe, expect, it } from 'vitest'
+import { beforeAll, describe, expect, it } from 'vitest'
 import { testDynamo } from '../support/dynamodb.js'
-import { expectPageShows, expectPageShowsOutput, runExample, servicesUp } from './support.js'
+import { compiledExamples, expectPageShows, expectPageShowsOutput, runExample, servicesUp } from './support.js'
+
+// The TypeScript examples compile once, before the tests that run them (a minute on a loaded machine).
+beforeAll(async () => {
+  await compiledExamples()
+}, 300_000)
 
 const PAGE = 'docs/lambda.md'
 const haveDb = await servicesUp('Postgres')

@@ -1,5 +1,5 @@
 import { execFile } from 'node:child_process'
-import { cpSync, readFileSync, writeFileSync } from 'node:fs'
+import { cpSync, readdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { promisify } from 'node:util'
 import amqplib from 'amqplib'
@@ -64,7 +64,7 @@ const EXAMPLES_TSCONFIG = {
 let compiled: Promise<string> | undefined
 
 /**
- * The TypeScript examples (examples/guides/*.ts, examples/webhooks/*.ts) compiled under
+ * The TypeScript examples (examples/*.ts, examples/guides/*.ts, examples/webhooks/*.ts) compiled under
  * `strict` in a fresh project where idem is installed from its packed tarball, once per
  * test file: the project's directory, with the JavaScript under build/. A type error in
  * any example fails every test that runs one, with tsc's message.
@@ -76,6 +76,7 @@ export function compiledExamples(): Promise<string> {
     for (const dir of ['guides', 'webhooks']) {
       cpSync(join(root, 'examples', dir), join(project.dir, 'examples', dir), { recursive: true, filter: (src) => !/\.(mjs|js)$/.test(src) })
     }
+    for (const file of readdirSync(join(root, 'examples')).filter((name) => name.endsWith('.ts'))) cpSync(join(root, 'examples', file), join(project.dir, 'examples', file))
     writeFileSync(join(project.dir, 'tsconfig.json'), JSON.stringify(EXAMPLES_TSCONFIG, null, 2))
     await run(join(root, 'node_modules/.bin/tsc'), ['-p', 'tsconfig.json', '--pretty', 'false'], { cwd: project.dir, timeout: 240_000 }).catch((error: { stdout?: string }) => {
       throw new Error(`the TypeScript examples do not compile under strict:\n${error.stdout ?? String(error)}`)

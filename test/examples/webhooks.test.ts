@@ -13,8 +13,13 @@ import type { INestApplication } from '@nestjs/common'
 import { NestFactory } from '@nestjs/core'
 import { FastifyAdapter } from '@nestjs/platform-fastify'
 import Stripe from 'stripe'
-import { describe, expect, it } from 'vitest'
-import { expectPageShows, expectPageShowsOutput, page, root, runExample } from '../docs/support.js'
+import { beforeAll, describe, expect, it } from 'vitest'
+import { compiledExamples, expectPageShows, expectPageShowsOutput, page, root, runExample } from '../docs/support.js'
+
+// The TypeScript examples compile once, before the tests that run them (a minute on a loaded machine).
+beforeAll(async () => {
+  await compiledExamples()
+}, 300_000)
 
 const PAGE = 'docs/webhooks.md'
 const OLDER_MAJORS = ['--import', join(root, 'test/support/older-majors-loader.mjs')]
