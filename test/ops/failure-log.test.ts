@@ -1,6 +1,7 @@
 // The four failures an operator must hear of each print one line by default (JSON on
 // stderr), none once silenced, and go to a pino logger when given one: a store that is
-// down (503), a dead letter, a lost lease, a refused webhook. Run in a child process
+// down (503, from the HTTP middleware and from a webhook's inbox), a dead letter, a lost
+// lease, a refused webhook. Run in a child process
 // (test/ops/support/failures.mjs) with idem as an app imports it, so the lines are what a
 // server prints. No line carries a body, a card number or the webhook's secret.
 import { execFile } from 'node:child_process'
@@ -12,7 +13,7 @@ import { InvalidOptionError } from '../../src/core/errors/invalid-option.js'
 
 const run = promisify(execFile)
 const root = new URL('../..', import.meta.url).pathname
-const ANSWERED = 'answered 503, dead-lettered, lease-lost, webhook 401'
+const ANSWERED = 'answered 503, dead-lettered, lease-lost, webhook 401, webhook 503'
 
 async function failures(mode: 'default' | 'silent' | 'pino'): Promise<{ stdout: string[]; stderr: string[] }> {
   const { stdout, stderr } = await run(process.execPath, [join(root, 'test/ops/support/failures.mjs'), mode], { cwd: root, timeout: 60_000 })
@@ -25,6 +26,7 @@ const EXPECTED = [
   { event: 'dead-letter', code: 'dead-lettered', source: 'inbox', name: 'orders', key: 'msg-1', attempts: 1 },
   { event: 'lease', code: 'lease-lost', store: 'memory', scope: 'acct_1' },
   { event: 'webhook', code: 'invalid-signature', consumer: 'stripe-webhooks', scheme: 'stripe', check: 'missing-header' },
+  { event: 'inbox', code: 'store-unavailable', consumer: 'shop-webhooks', error: 'connect ECONNREFUSED 127.0.0.1:1' },
 ]
 
 function expectNoSecrets(lines: string[]): void {
@@ -36,7 +38,7 @@ function expectNoSecrets(lines: string[]): void {
 }
 
 describe('failure lines', () => {
-  it('by default: one JSON line on stderr for each of the four, with its level, event and code', async () => {
+  it('by default: one JSON line on stderr for each failure, with its level, event and code', async () => {
     const { stdout, stderr } = await failures('default')
     expect(stdout).toEqual([ANSWERED])
     const parsed = stderr.map((line) => JSON.parse(line) as Record<string, unknown>)
@@ -45,6 +47,7 @@ describe('failure lines', () => {
       { level: 'error', event: 'dead-letter', code: 'dead-lettered' },
       { level: 'warn', event: 'lease', code: 'lease-lost' },
       { level: 'warn', event: 'webhook', code: 'invalid-signature' },
+      { level: 'error', event: 'inbox', code: 'store-unavailable' },
     ])
     parsed.forEach((line, i) => expect(line).toMatchObject(EXPECTED[i]!))
     for (const line of parsed) expect(line.msg).toMatch(/^idem: /)
@@ -57,12 +60,12 @@ describe('failure lines', () => {
     expect(stderr).toEqual([])
   })
 
-  it("to pino (idemEvents.setLogger(pino())): the same four lines, at pino's levels, and nothing on stderr", async () => {
+  it("to pino (idemEvents.setLogger(pino())): the same lines, at pino's levels, and nothing on stderr", async () => {
     const { stdout, stderr } = await failures('pino')
     expect(stderr).toEqual([])
     const logged = stdout.filter((line) => line !== ANSWERED).map((line) => JSON.parse(line) as Record<string, unknown>)
     expect(stdout).toContain(ANSWERED)
-    expect(logged.map(({ level }) => level)).toEqual([50, 50, 40, 40])
+    expect(logged.map(({ level }) => level)).toEqual([50, 50, 40, 40, 50])
     logged.forEach((line, i) => expect(line).toMatchObject(EXPECTED[i]!))
     expectNoSecrets(stdout)
   })

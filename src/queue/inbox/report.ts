@@ -1,4 +1,5 @@
-import { reportDeadLetter, type InboxEvent } from '../events.js'
+import { StoreUnavailableError } from '../../core/errors/store-unavailable.js'
+import { inboxStoreUnavailableLine, reportDeadLetter, type InboxEvent } from '../events.js'
 import type { InboxContext } from './context.js'
 import type { ConsumeResult } from './types.js'
 
@@ -16,7 +17,13 @@ export function report<Tx, Body, R extends ConsumeResult<unknown>>({ events, con
   return result
 }
 
-/** Reports a message the store failed on: nothing was counted, and the error goes to the caller. */
+/**
+ * Reports a message the store failed on: nothing was counted, and the error goes to the
+ * caller. A store that could not be reached is also logged (a webhook answers it 503).
+ */
 export function reportError<Tx, Body>({ events, consumer }: InboxContext<Tx, Body>, started: number, error: unknown): void {
-  if (events.listening) events.emit({ type: 'inbox', consumer, status: 'error', durationMs: performance.now() - started, error })
+  if (!events.listening && !(error instanceof StoreUnavailableError)) return
+  const event: InboxEvent = { type: 'inbox', consumer, status: 'error', durationMs: performance.now() - started, error }
+  if (error instanceof StoreUnavailableError) events.fail(event, inboxStoreUnavailableLine(consumer, error))
+  else events.emit(event)
 }

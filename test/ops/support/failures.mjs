@@ -2,7 +2,7 @@
 // app imports it, and prints what each answered: a store that is down (the HTTP
 // middleware answers 503), a message dead-lettered by the inbox, a call whose lease was
 // lost (the store refused its outcome: another call holds the key), a webhook delivery
-// with no signature. argv[2]: `default` (the logger idem starts with), `silent`
+// with no signature; and a webhook whose inbox's store is down (503). argv[2]: `default` (the logger idem starts with), `silent`
 // (`idemEvents.setLogger(false)`) or `pino` (`idemEvents.setLogger(pino())`, to stdout).
 import pg from 'pg'
 import pino from 'pino'
@@ -46,5 +46,10 @@ const lost = await createLeasedIdem({ store: fenced }).run({ scope: 'acct_1', ke
 const receive = webhookReceiver({ inbox: createInbox({ store: memoryStore(), consumer: 'stripe-webhooks' }), verify: stripeSignature({ secret: 'whsec_never_logged' }), handler: () => {} })
 const refused = await receive(new Request('http://127.0.0.1/webhooks/stripe', { method: 'POST', body: '{"id":"evt_1","secret_field":"body never logged"}' }))
 
-console.log(`answered ${answered.status}, ${consumed.status}, ${lost}, webhook ${refused.status}`)
+// A webhook whose inbox's store is down: answered 503, so the provider delivers it again.
+const downInbox = createInbox({ store: postgresStore({ pool }), consumer: 'shop-webhooks' })
+const receiveDown = webhookReceiver({ inbox: downInbox, eventId: 'body-digest', handler: () => {} })
+const unrecorded = await receiveDown(new Request('http://127.0.0.1/webhooks/shop', { method: 'POST', body: '{"card":"4242424242424242"}' }))
+
+console.log(`answered ${answered.status}, ${consumed.status}, ${lost}, webhook ${refused.status}, webhook ${unrecorded.status}`)
 await pool.end()
