@@ -24,7 +24,9 @@ export {
   type StoreEvent,
   type StoreOperation,
   type WarningEvent,
+  type EventStreamOptions,
 } from './core/events.js'
+export { jsonConsoleLogger, type FailureLine, type IdemLogger, type LogFields } from './core/logger.js'
 // Each front end's events, added to IdemEventTypes where they are declared.
 export type { HttpEvent, HttpOutcome, WebhookReceiverEvent } from './http/events.js'
 export type { DeadLetterEvent, DispatchEvent, InboxEvent } from './queue/events.js'

@@ -201,11 +201,15 @@ describe('the event stream', () => {
 })
 
 describe('one logger hook', () => {
-  it("writes to the console only in core/events.ts's warn (the CLI's own output aside)", () => {
+  it("writes to the console only in core/events.ts's warn and the default failure logger (the CLI's own output aside)", () => {
     const library = sourcesUnder('src').filter(({ path }) => !path.startsWith('src/cli/') && !path.endsWith('.test.ts'))
     // Code, not comments: doc examples may show console.log.
     const calls = mentions(library, /^(?!\s*(?:\*|\/\/|\/\*)).*\bconsole\./)
-    expect(calls).toEqual([expect.stringMatching(/^src\/core\/events\.ts:\d+: else console\.warn\(event\.message\)$/)])
+    expect(calls).toEqual([
+      expect.stringMatching(/^src\/core\/events\.ts:\d+: else console\.warn\(event\.message\)$/),
+      expect.stringMatching(/^src\/core\/logger\.ts:\d+: warn: .*console\.warn\(JSON\.stringify/),
+      expect.stringMatching(/^src\/core\/logger\.ts:\d+: error: .*console\.error\(JSON\.stringify/),
+    ])
   })
 })
 

@@ -28,9 +28,8 @@ class ApiKeyGuard implements CanActivate {
 class OrdersController {
   @Post()
   async create(@Body() order: { amount: number }, @IdempotencyTx() tx: PgClient) {
-    const { rows } = await tx.query(`INSERT INTO "${schema}".orders (amount) VALUES ($1) RETURNING id`, [order.amount])
-    const { id } = rows[0] as { id: string }
-    return { orderId: Number(id), amount: order.amount }
+    const { rows } = await tx.query<{ id: string }>(`INSERT INTO "${schema}".orders (amount) VALUES ($1) RETURNING id`, [order.amount])
+    return { orderId: Number(rows[0]!.id), amount: order.amount }
   }
 }
 

@@ -10,12 +10,16 @@ import { webhookReceiver, type NestRequest, type WebhookEvent } from 'idem/nestj
 import { createInbox } from 'idem/queue'
 import { stripeSignature } from 'idem/webhooks'
 
+/** The part of Stripe's event JSON this app reads (the body is typed as declared; the signature vouches for the sender). */
+interface StripeEvent {
+  type: string
+}
+
 @Injectable()
 export class Payments {
   readonly succeeded: string[] = []
-  async record(tx: unknown, event: WebhookEvent<NestRequest>) {
-    const { type } = event.body as { type: string }
-    if (type === 'payment_intent.succeeded') this.succeeded.push(event.id) // your writes, through tx
+  async record(tx: unknown, event: WebhookEvent<NestRequest, StripeEvent>) {
+    if (event.body?.type === 'payment_intent.succeeded') this.succeeded.push(event.id) // your writes, through tx
   }
 }
 
@@ -23,7 +27,7 @@ export class Payments {
 class WebhooksController {
   private readonly receiveStripe
   constructor(payments: Payments) {
-    this.receiveStripe = webhookReceiver({
+    this.receiveStripe = webhookReceiver<unknown, StripeEvent>({
       inbox: createInbox({ store: memoryStore(), consumer: 'stripe-webhooks' }), // records each event id once
       verify: stripeSignature({ secret: process.env.STRIPE_WEBHOOK_SECRET ?? 'whsec_test_5a1e0c0ffee' }), // also gives the event id
       handler: (tx, event) => payments.record(tx, event),

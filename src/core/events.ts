@@ -9,6 +9,7 @@
  * union to switch on.
  */
 import { allOf } from './all-of.js'
+import { loggerOf, writeLine, type FailureLine, type IdemLogger } from './logger.js'
 
 /** One engine call's outcome. */
 export type OutcomeKind =
@@ -132,7 +133,8 @@ export type IdemEventListener = (event: IdemEvent) => void
 
 /**
  * Where engines and front ends report what happened; metrics, logs and traces
- * subscribe.
+ * subscribe. Failures an operator must hear of (a store that is down, a dead letter,
+ * a lost lease, a refused webhook) also go to the stream's logger, one line each.
  */
 export interface EventStream {
   /** True when anyone listens: reporters skip building events nobody reads. */
@@ -141,18 +143,40 @@ export interface EventStream {
   emit(event: IdemEvent): void
   /** Adds a listener. @returns the function that removes it */
   subscribe(listener: IdemEventListener): () => void
+  /**
+   * Reports a failure: `event` to the listeners (when any) and `line` to the logger
+   * (unless silenced). Called only where something failed, never on a request's way through.
+   */
+  fail(event: IdemEvent, line: FailureLine): void
+  /**
+   * Where failure lines go from now on: a logger with `warn` and `error` (pino's, or
+   * `console`), or `false` for none. The default is one JSON line each on stderr.
+   * @throws InvalidOptionError when `logger` is neither
+   */
+  setLogger(logger: IdemLogger | false): void
+}
+
+/** What `createEventStream` takes. */
+export interface EventStreamOptions {
+  /**
+   * Where failure lines go: a logger with `warn(fields, message)` and
+   * `error(fields, message)` (pino's, or `console`), or `false` for none.
+   * @default one JSON line each on stderr (`jsonConsoleLogger`)
+   */
+  logger?: IdemLogger | false
 }
 
 /**
  * A stream of its own, for a test or a part of an app whose events must stay apart;
  * pass it as `events` to the front ends.
+ * @throws InvalidOptionError when `logger` is neither false nor a logger
  * @example
- * const events = createEventStream()
+ * const events = createEventStream({ logger: pino() }) // failure lines to pino; `false` for none
  * events.subscribe((event) => { if (event.type === 'call') console.log(event.kind) })
  * const idem = createIdem({ store, events })
  */
-export function createEventStream(): EventStream {
-  return new ListenedStream()
+export function createEventStream(options: EventStreamOptions = {}): EventStream {
+  return new ListenedStream(loggerOf('createEventStream', options.logger))
 }
 
 /**
@@ -163,6 +187,11 @@ export function createEventStream(): EventStream {
 class ListenedStream implements EventStream {
   listening = false
   readonly #listeners = new Set<IdemEventListener>()
+  #logger: IdemLogger | undefined
+
+  constructor(logger: IdemLogger | undefined) {
+    this.#logger = logger
+  }
 
   // Arrows, as the stream's methods were closures before: they work taken off it.
   readonly emit = (event: IdemEvent): void => {
@@ -173,6 +202,15 @@ class ListenedStream implements EventStream {
         // ignored on purpose, see emit's contract
       }
     }
+  }
+
+  readonly fail = (event: IdemEvent, line: FailureLine): void => {
+    if (this.listening) this.emit(event)
+    if (this.#logger !== undefined) writeLine(this.#logger, event.type, line)
+  }
+
+  readonly setLogger = (logger: IdemLogger | false): void => {
+    this.#logger = loggerOf('setLogger', logger)
   }
 
   readonly subscribe = (listener: IdemEventListener): (() => void) => {
@@ -187,9 +225,11 @@ class ListenedStream implements EventStream {
 
 /**
  * The process-wide stream every front end reports to unless given another as `events`:
- * subscribe once (a metrics exporter, a logger) and hear everything.
+ * subscribe once (a metrics exporter, a logger) and hear everything. Its failure lines
+ * go to stderr as JSON until `idemEvents.setLogger(pino())` (or `false`) says otherwise.
  * @example
  * import { idemEvents } from 'idem'
+ * idemEvents.setLogger(logger) // pino's, or console; false silences
  * idemEvents.subscribe((event) => { if (event.type === 'warning') logger.warn(event.message) })
  */
 export const idemEvents: EventStream = createEventStream()

@@ -4,6 +4,7 @@
  * receiver. Added to the core's `IdemEventTypes`, so `IdemEvent` holds them.
  */
 import { allOf } from '../core/all-of.js'
+import { errorText, type FailureLine } from '../core/logger.js'
 
 declare module '../core/events.js' {
   interface IdemEventTypes {
@@ -101,3 +102,24 @@ export const WEBHOOK_SIGNATURES = allOf<WebhookReceiverEvent['signature']>()(['v
 
 /** Every `WebhookReceiverEvent.status`. */
 export const WEBHOOK_STATUSES = allOf<WebhookReceiverEvent['status']>()(['refused', 'handshake', 'no-event-id', 'processed', 'duplicate', 'failed', 'dead-lettered', 'in-flight'])
+
+/** The line a 503 from the store writes (the cause, which the client is never told, is the operator's). */
+export function storeUnavailableLine(method: string, path: string, error: unknown): FailureLine {
+  const cause = error instanceof Error && error.cause !== undefined ? error.cause : error
+  return {
+    level: 'error',
+    code: 'store-unavailable',
+    message: `idem: answered ${method} ${path} with 503: the key store is unavailable`,
+    fields: { method, path, status: 503, error: errorText(cause) },
+  }
+}
+
+/** The line a refused webhook delivery writes: the endpoint and the check, never the body or the secret. */
+export function webhookRefusedLine(consumer: string, scheme: string | undefined, check: string | undefined): FailureLine {
+  return {
+    level: 'warn',
+    code: 'invalid-signature',
+    message: `idem: refused a webhook delivery to ${consumer}: its signature did not verify${check === undefined ? '' : ` (${check})`}`,
+    fields: { consumer, scheme, check },
+  }
+}

@@ -24,6 +24,17 @@ declare global {
   }
 }
 
+// The raw bytes a webhook route keeps for its signature check, as the docs show:
+// `express.json({ verify: (req, _res, buf) => { req.rawBody = buf } })`. Express's
+// `verify` gets Node's request, so the field is declared there (Express's request
+// extends it), with the type NestJS's `RawBodyRequest` gives it.
+declare module 'http' {
+  interface IncomingMessage {
+    /** The request body's raw bytes, when a body parser's `verify` hook kept them; read by `webhookReceiver`. */
+    rawBody?: Buffer
+  }
+}
+
 export type { IdempotencyContext, IdempotencyOptions } from './options.js'
 export type { WebhookEvent, WebhookEventId, WebhookReceiverOptions, WebhookVerify } from './webhook.js'
 
@@ -136,15 +147,15 @@ const UNREADABLE_BODY =
  * handling with an `InvalidOptionError` saying so (500, and the provider retries).
  * @throws InvalidOptionError naming the option
  * @example
+ * app.use(express.json({ verify: (req, _res, buf) => { req.rawBody = buf } })) // or mount the receiver before it
  * app.post('/webhooks/stripe', webhookReceiver({
  *   inbox: createInbox({ store, consumer: 'stripe-webhooks' }),
  *   verify: stripeSignature({ secret: process.env.STRIPE_WEBHOOK_SECRET! }),
  *   handler: async (tx, event) => { await tx.query('UPDATE orders SET paid = true WHERE …') },
  * }))
- * app.use(express.json())
  * @see docs/webhooks.md
  */
-export function webhookReceiver<Tx>(options: WebhookReceiverOptions<Tx, ExpressRequest>): RequestHandler {
+export function webhookReceiver<Tx, Body = unknown>(options: WebhookReceiverOptions<Tx, ExpressRequest, Body>): RequestHandler {
   const receive = webhookReceiving('webhookReceiver', options)
   return function webhookReceiver(req: ExpressRequest, res: ExpressResponse, next: NextFunction): void {
     let delivery: NodeDelivery

@@ -17,6 +17,7 @@ declare module 'fastify' {
   }
 }
 
+export type { IdempotencyContext, IdempotencyOptions } from './options.js'
 export type { WebhookEvent, WebhookEventId, WebhookReceiverOptions, WebhookVerify } from './webhook.js'
 export { RouteHijackedError } from './route-hijacked.js'
 
@@ -75,7 +76,7 @@ export function idempotency<Tx>(options: IdempotencyOptions<Tx, FastifyRequest>)
  * })
  * @see docs/webhooks.md
  */
-export function webhookReceiver<Tx>(options: WebhookReceiverOptions<Tx, FastifyRequest>): (request: FastifyRequest, reply: FastifyReply) => Promise<FastifyReply> {
+export function webhookReceiver<Tx, Body = unknown>(options: WebhookReceiverOptions<Tx, FastifyRequest, Body>): (request: FastifyRequest, reply: FastifyReply) => Promise<FastifyReply> {
   const receive = webhookReceiving('webhookReceiver', options)
   return async function webhookReceiver(request, reply) {
     const kept = request.body instanceof Uint8Array ? request.body : keptRawBody(request)

@@ -11,7 +11,7 @@ import { OverranError } from '../core/errors/overran.js'
 import { checkedScope, type CheckedKey, type CheckedScope } from '../core/identity.js'
 import { parseKeyHeader } from '../headers/idempotency-key.js'
 import { contentCodings, decodeContent } from './content-coding.js'
-import type { HttpOutcome } from './events.js'
+import { storeUnavailableLine, type HttpOutcome } from './events.js'
 import type { AfterAnswer, HttpRequest, Protected, RouteResult } from './exchange.js'
 import type { IdempotencyContext, IdempotencyOptions } from './options.js'
 import { problemAnswer } from './problem.js'
@@ -228,7 +228,9 @@ class Protection<Tx, Native> implements RequestProtection<Tx, Native> {
     const { events, problemTypes } = this.#o
     const problem = problemAnswer(error, problemTypes)
     if (error.code === 'overran') this.#notes.overran(problem.status, request, deadlineMs)
-    else if (events.listening) events.emit({ type: 'http', outcome: OUTCOME_OF_CODE[error.code] ?? 'error', method: request.method, status: problem.status })
+    else if (error.code === 'store-unavailable') {
+      events.fail({ type: 'http', outcome: 'store-unavailable', method: request.method, status: problem.status }, storeUnavailableLine(request.method, request.path, error))
+    } else if (events.listening) events.emit({ type: 'http', outcome: OUTCOME_OF_CODE[error.code] ?? 'error', method: request.method, status: problem.status })
     if (error.code === 'route-hijacked') this.#notes.hijacked(error.message)
     return { kind: 'answer', answer: problem }
   }

@@ -104,7 +104,7 @@ function serveBody(req: HonoRequest, body: Uint8Array): void {
  * }))
  * @see docs/webhooks.md
  */
-export function webhookReceiver<Tx>(options: WebhookReceiverOptions<Tx, Context>): (c: Context) => Promise<Response> {
+export function webhookReceiver<Tx, Body = unknown>(options: WebhookReceiverOptions<Tx, Context, Body>): (c: Context) => Promise<Response> {
   const receive = webhookReceiving('webhookReceiver', options)
   return async (c) => webResponse(await receive(honoDelivery(c.req), c))
 }

@@ -175,7 +175,7 @@ const UNREADABLE_BODY =
  * }))
  * @see docs/webhooks.md
  */
-export function webhookReceiver<Tx>(options: WebhookReceiverOptions<Tx, Context>): Middleware {
+export function webhookReceiver<Tx, Body = unknown>(options: WebhookReceiverOptions<Tx, Context, Body>): Middleware {
   const receive = webhookReceiving('webhookReceiver', options)
   return async function webhookReceiver(ctx) {
     const delivery = nodeDelivery(ctx.req, ctx.originalUrl, keptBytes(ctx), KOA_RAW_BODY)

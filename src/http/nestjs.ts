@@ -429,7 +429,7 @@ function nothingSentFor(res: ServerResponse, waiting: () => boolean): { promise:
  * }
  * @see docs/webhooks.md
  */
-export function webhookReceiver<Tx>(options: WebhookReceiverOptions<Tx, NestRequest>): (request: NestRequest, response: unknown) => Promise<void> {
+export function webhookReceiver<Tx, Body = unknown>(options: WebhookReceiverOptions<Tx, NestRequest, Body>): (request: NestRequest, response: unknown) => Promise<void> {
   const receive = webhookReceiving('webhookReceiver', options)
   return async function webhookReceiver(request, response) {
     // Fastify's request and reply wrap Node's; Express's are Node's.

@@ -2,7 +2,7 @@ import { BodyTooLargeError } from './body-too-large.js'
 import { IdemError } from '../core/errors/idem-error.js'
 import { InvalidOptionError } from '../core/errors/invalid-option.js'
 import { idemEvents, type EventStream } from '../core/events.js'
-import type { WebhookReceiverEvent } from './events.js'
+import { webhookRefusedLine, type WebhookReceiverEvent } from './events.js'
 import { assertCount, assertKnownOptions, optionNames } from '../core/validate.js'
 import type { Inbox } from '../queue/inbox.js'
 import type { HttpAnswer, HttpRequest } from './exchange.js'
@@ -14,20 +14,24 @@ import { webRequest, webResponse } from './web.js'
 export type { WebhookEventId } from './webhook-event-id.js'
 export type { WebhookVerify } from './webhook-verify.js'
 
-/** One inbound event, as the handler gets it. */
-export interface WebhookEvent<R = Request> {
+/**
+ * One inbound event, as the handler gets it: `R` is the framework's request, `Body` the
+ * shape you declare for the provider's JSON (`webhookReceiver<Tx, Body>`; not checked:
+ * the signature says who sent it, not its shape).
+ */
+export interface WebhookEvent<R = Request, Body = unknown> {
   /** The event id the inbox recorded: the provider's, or `sha256:…` with `eventId: 'body-digest'`. */
   readonly id: string
   /** The raw body bytes, exactly as they arrived (what signatures are computed over). */
   readonly rawBody: Uint8Array
-  /** The body parsed as JSON, or undefined if it is not JSON. */
-  readonly body: unknown
+  /** The body parsed as JSON (typed as the receiver's `Body`), or undefined if it is not JSON. */
+  readonly body: Body | undefined
   /** The framework's request: a Fetch `Request`, Hono's context, Express's or Fastify's request. */
   readonly request: R
 }
 
 /** What a webhook receiver takes: the inbox, the signature check, how to read the event id, the handler and the body limit. */
-export interface WebhookReceiverOptions<Tx, R = Request> {
+export interface WebhookReceiverOptions<Tx, R = Request, Body = unknown> {
   /** The inbox that records event ids (its consumer names the endpoint, e.g. `stripe-webhooks`). */
   inbox: Inbox<Tx, unknown>
   /**
@@ -38,7 +42,7 @@ export interface WebhookReceiverOptions<Tx, R = Request> {
    */
   eventId?: WebhookEventId<R>
   /** Handles a new event in the transaction that records its id. Throw to make the provider retry (answers 500). */
-  handler: (tx: Tx, event: WebhookEvent<R>) => unknown
+  handler: (tx: Tx, event: WebhookEvent<R, Body>) => unknown
   /**
    * Checks the provider's signature over the raw body bytes before anything is parsed or
    * recorded; a delivery that fails is answered 401 `invalid-signature`.
@@ -63,9 +67,9 @@ const utf8 = new TextDecoder()
 type Report = (status: WebhookReceiverEvent['status'], check?: string) => void
 
 /** A receiver's options, checked and made ready once. */
-interface Receiver<Tx, R> {
+interface Receiver<Tx, R, Body> {
   readonly inbox: Inbox<Tx, unknown>
-  readonly handler: (tx: Tx, event: WebhookEvent<R>) => unknown
+  readonly handler: (tx: Tx, event: WebhookEvent<R, Body>) => unknown
   readonly signature: SignatureCheck<R>
   readonly ids: EventIdReader<R>
   readonly maxBodyBytes: number
@@ -79,7 +83,7 @@ interface Receiver<Tx, R> {
  * and answered. Mapping the framework's request and sending the answer is the adapter's.
  * @throws InvalidOptionError naming the option
  */
-export function webhookReceiving<Tx, R>(caller: string, options: WebhookReceiverOptions<Tx, R>): ReceiveWebhook<R> {
+export function webhookReceiving<Tx, R, Body>(caller: string, options: WebhookReceiverOptions<Tx, R, Body>): ReceiveWebhook<R> {
   assertKnownOptions(caller, options, OPTIONS)
   const { inbox, eventId, handler, verify, maxBodyBytes = 1024 * 1024, problemTypes, events = idemEvents } = options
   if (inbox === null || typeof inbox !== 'object' || typeof inbox.consume !== 'function') {
@@ -92,20 +96,22 @@ export function webhookReceiving<Tx, R>(caller: string, options: WebhookReceiver
   if (events === null || typeof events !== 'object' || typeof events.emit !== 'function') {
     throw new InvalidOptionError(`${caller}: option "events" must be an event stream (createEventStream())`)
   }
-  const receiver: Receiver<Tx, R> = { inbox, handler, signature, ids, maxBodyBytes, problemTypes, report: reporter(inbox.consumer, signature, events) }
+  const receiver: Receiver<Tx, R, Body> = { inbox, handler, signature, ids, maxBodyBytes, problemTypes, report: reporter(inbox.consumer, signature, events) }
   return (request, native) => receive(receiver, request, native)
 }
 
 function reporter(consumer: string, signature: SignatureCheck<unknown>, events: EventStream): Report {
   const scheme = signature.scheme === undefined ? {} : { scheme: signature.scheme }
   return (status, check) => {
-    if (!events.listening) return
-    events.emit({ type: 'webhook', consumer, signature: status === 'refused' ? 'refused' : signature.passed, status, ...scheme, ...(check === undefined ? {} : { check }) })
+    if (status !== 'refused' && !events.listening) return
+    const event: WebhookReceiverEvent = { type: 'webhook', consumer, signature: status === 'refused' ? 'refused' : signature.passed, status, ...scheme, ...(check === undefined ? {} : { check }) }
+    if (status === 'refused') events.fail(event, webhookRefusedLine(consumer, signature.scheme, check))
+    else events.emit(event)
   }
 }
 
 /** One delivery: read, checked, its id read, then recorded with the handler's writes. */
-async function receive<Tx, R>(receiver: Receiver<Tx, R>, request: HttpRequest, native: R): Promise<HttpAnswer> {
+async function receive<Tx, R, Body>(receiver: Receiver<Tx, R, Body>, request: HttpRequest, native: R): Promise<HttpAnswer> {
   const { problemTypes: types, report } = receiver
   if (request.method !== 'POST') return problemCodeAnswer('method-not-allowed', 'Webhooks are delivered with POST', { types, headers: { allow: 'POST' } })
   let bytes: Uint8Array
@@ -130,9 +136,11 @@ async function receive<Tx, R>(receiver: Receiver<Tx, R>, request: HttpRequest, n
     report('handshake')
     return { status: 200, headers: ['content-type', signed.reply.contentType], body: signed.reply.body }
   }
-  let body: unknown
+  let body: Body | undefined
   try {
-    body = JSON.parse(utf8.decode(bytes))
+    // The shape the app declared for its provider's JSON (WebhookEvent's Body), as
+    // JSON.parse's own any would be: the signature vouches for the sender, not the shape.
+    body = JSON.parse(utf8.decode(bytes)) as Body
   } catch {
     body = undefined
   }
@@ -151,7 +159,7 @@ async function receive<Tx, R>(receiver: Receiver<Tx, R>, request: HttpRequest, n
 }
 
 /** The event recorded through the inbox, in the transaction its handler writes through, and answered by what became of it. */
-async function record<Tx, R>(receiver: Receiver<Tx, R>, event: WebhookEvent<R>): Promise<HttpAnswer> {
+async function record<Tx, R, Body>(receiver: Receiver<Tx, R, Body>, event: WebhookEvent<R, Body>): Promise<HttpAnswer> {
   const { inbox, handler, problemTypes: types } = receiver
   const { id } = event
   let result
@@ -197,15 +205,16 @@ function json(value: object, headers: readonly string[] = []): HttpAnswer {
  * provider stops.
  *
  * @example
- * const receive = webhookReceiver({
+ * interface StripeEvent { type: string; data: { object: { id: string } } } // what you read of the body
+ * const receive = webhookReceiver<PgClient, StripeEvent>({
  *   inbox: createInbox({ store, consumer: 'stripe-webhooks' }),
  *   verify: stripeSignature({ secret: process.env.STRIPE_WEBHOOK_SECRET! }),
- *   handler: async (tx, event) => { await tx.query('UPDATE orders SET paid = true WHERE …') },
+ *   handler: async (tx, event) => { await tx.query('UPDATE orders SET paid = true WHERE intent = $1', [event.body?.data.object.id]) },
  * })
  * const response = await receive(new Request('https://example.com/webhooks/stripe', { method: 'POST', body: '{}' })) // 401: unsigned
  * @see docs/webhooks.md
  */
-export function webhookReceiver<Tx>(options: WebhookReceiverOptions<Tx, Request>): (request: Request) => Promise<Response> {
+export function webhookReceiver<Tx, Body = unknown>(options: WebhookReceiverOptions<Tx, Request, Body>): (request: Request) => Promise<Response> {
   const receive = webhookReceiving('webhookReceiver', options)
   return async (request) => webResponse(await receive(webRequest(request), request))
 }

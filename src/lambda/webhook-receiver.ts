@@ -21,7 +21,7 @@ import { exchangeRequest, httpRequestOf, httpResultOf, neutralAnswer, type Lambd
  * })
  * @see docs/webhooks.md
  */
-export function webhookReceiver<Tx, Event extends LambdaHttpEvent = LambdaHttpEvent>(options: WebhookReceiverOptions<Tx, Event>): (event: Event) => Promise<LambdaHttpResult> {
+export function webhookReceiver<Tx, Body = unknown, Event extends LambdaHttpEvent = LambdaHttpEvent>(options: WebhookReceiverOptions<Tx, Event, Body>): (event: Event) => Promise<LambdaHttpResult> {
   const receive = webhookReceiving('webhookReceiver', options)
   return async function webhookReceiver(event) {
     const request = httpRequestOf(event)

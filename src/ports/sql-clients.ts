@@ -6,8 +6,8 @@
  * `SqliteDatabase` as the data helpers.
  */
 export interface PgQueryable {
-  /** Runs one statement with `$n` placeholders bound to `values`. */
-  query(text: string, values?: unknown[]): Promise<{ rows: unknown[]; rowCount: number | null }>
+  /** Runs one statement with `$n` placeholders bound to `values`; `Row` is the shape you expect of its rows (declared, not checked). */
+  query<Row extends object = Record<string, unknown>>(text: string, values?: unknown[]): Promise<{ rows: Row[]; rowCount: number | null }>
 }
 
 /** A prepared statement of a `SqliteDatabase`. */

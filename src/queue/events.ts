@@ -5,6 +5,8 @@
  * `IdemEvent` holds them.
  */
 import { allOf } from '../core/all-of.js'
+import type { EventStream } from '../core/events.js'
+import { errorText, type FailureLine } from '../core/logger.js'
 
 declare module '../core/events.js' {
   interface IdemEventTypes {
@@ -64,3 +66,27 @@ export interface DeadLetterEvent {
 
 /** Every `DeadLetterEvent.source`. */
 export const DEAD_LETTER_SOURCES = allOf<DeadLetterEvent['source']>()(['inbox', 'outbox'])
+
+/**
+ * Reports a dead letter: the event to the stream's listeners, and one line to its logger
+ * (the consumer or topic, the message's key and the last error; never the message).
+ */
+export function reportDeadLetter(events: EventStream, event: DeadLetterEvent): void {
+  events.fail(event, {
+    level: 'error',
+    code: 'dead-lettered',
+    message: `idem: ${event.source === 'inbox' ? 'the inbox' : 'the outbox'} gave up on ${event.key} (${event.name}) after ${event.attempts} attempts: ${event.error}`,
+    fields: { source: event.source, name: event.name, key: event.key, attempts: event.attempts, error: event.error },
+  })
+}
+
+/** The line an inbox writes when its store could not be reached: the message was not recorded, and its redelivery is safe. */
+export function inboxStoreUnavailableLine(consumer: string, error: unknown): FailureLine {
+  const cause = error instanceof Error && error.cause !== undefined ? error.cause : error
+  return {
+    level: 'error',
+    code: 'store-unavailable',
+    message: `idem: the inbox ${consumer} could not reach its store; the message was not recorded and is safe to deliver again`,
+    fields: { consumer, error: errorText(cause) },
+  }
+}

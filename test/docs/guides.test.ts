@@ -10,9 +10,14 @@ import { join } from 'node:path'
 import { promisify } from 'node:util'
 import pg from 'pg'
 import { parse as parseYaml, parseAllDocuments } from 'yaml'
-import { describe, expect, it } from 'vitest'
+import { beforeAll, describe, expect, it } from 'vitest'
 import { migrations } from '../../src/stores/postgres/dialect/migrations.js'
-import { expectPageShows, expectPageShowsOutput, page, PG_URL, root, runExample, servicesUp } from './support.js'
+import { compiledExamples, expectPageShows, expectPageShowsOutput, page, PG_URL, root, runExample, servicesUp } from './support.js'
+
+// The TypeScript examples compile once, before the tests that run them (a minute on a loaded machine).
+beforeAll(async () => {
+  await compiledExamples()
+}, 300_000)
 
 const haveDb = await servicesUp('Postgres')
 const haveRabbit = haveDb && (await servicesUp('RabbitMQ'))
@@ -23,7 +28,7 @@ const PAYMENTS = 'docs/guides/payments-api.md'
 describe.skipIf(!haveDb)('guide: a payments API on Hono, Express and Fastify with Postgres', () => {
   for (const framework of ['hono', 'express', 'fastify']) {
     it(`${framework}: the failed attempt rolls back with its key, the retry charges once, then replay and 422`, async () => {
-      const file = `examples/guides/payments-${framework}.mjs`
+      const file = `examples/guides/payments-${framework}.ts`
       expectPageShows(PAYMENTS, file)
       const stdout = await runExample(file)
       const lines = stdout.trim().split('\n')
@@ -41,7 +46,7 @@ describe.skipIf(!haveDb)('guide: a payments API on Hono, Express and Fastify wit
 
 describe.skipIf(!haveDb)('guide: the Express example on Express 4', () => {
   it('the same lines: the route passes its error to next(err), which Express 4 needs (it does not catch a rejected promise)', async () => {
-    const file = 'examples/guides/payments-express.mjs'
+    const file = 'examples/guides/payments-express.ts'
     expectPageShows(PAYMENTS, file)
     const stdout = await runExample(file, ['--import', join(root, 'test/support/older-majors-loader.mjs')])
     expect(stdout.trim().split('\n')).toEqual([
@@ -65,7 +70,7 @@ describe.skipIf(!haveDb)('guide: the Express example on Express 4', () => {
 describe.skipIf(!haveDb)('guide: calling a payment provider from a handler (leased steps, derived keys)', () => {
   it('the API process dies after the provider charged and after the step was saved: 2 provider requests, 1 charge, 1 payment row', async () => {
     const guide = 'docs/guides/payment-provider.md'
-    const file = 'examples/guides/payment-provider.mjs'
+    const file = 'examples/guides/payment-provider.ts'
     expectPageShows(guide, file)
     const stdout = await runExample(file)
     expect(stdout).toBe(
@@ -86,7 +91,7 @@ describe.skipIf(!haveDb)('guide: calling a payment provider from a handler (leas
 describe.skipIf(!haveRabbit)('guide: an idempotent queue consumer with an outbox (RabbitMQ, Postgres)', () => {
   it('a message published twice and redelivered after a crash before the ack: the handler runs once, one order, one email', async () => {
     const guide = 'docs/guides/queue-consumer.md'
-    const file = 'examples/guides/queue-consumer.mjs'
+    const file = 'examples/guides/queue-consumer.ts'
     expectPageShows(guide, file)
     const stdout = await runExample(file)
     expect(stdout).toBe(
@@ -106,7 +111,7 @@ describe.skipIf(!haveRabbit)('guide: an idempotent queue consumer with an outbox
 describe.skipIf(!haveDb)('guide: the ingestion pipeline with content ids and a memoised LLM step', () => {
   it('four runs of one document (two racing): one LLM call, the first answer everywhere, no duplicate chunk; a new prompt version adds a row', async () => {
     const guide = 'docs/guides/ingestion-pipeline.md'
-    const file = 'examples/guides/ingestion-pipeline.mjs'
+    const file = 'examples/guides/ingestion-pipeline.ts'
     expectPageShows(guide, file)
     const stdout = await runExample(file)
     const summary = 'Summary #1: The insured reports water damage…'
@@ -128,7 +133,7 @@ describe.skipIf(!haveDb)('guide: the ingestion pipeline with content ids and a m
 describe.skipIf(!haveRedis)('guide: moving keys to Redis', () => {
   it('replays from Redis; the upsert by derived key keeps one payment, the plain INSERT keeps the failed attempt\'s row; keys expire in 24 h', async () => {
     const guide = 'docs/guides/redis-keys.md'
-    const file = 'examples/guides/redis-keys.mjs'
+    const file = 'examples/guides/redis-keys.ts'
     expectPageShows(guide, file)
     const stdout = await runExample(file)
     expect(stdout).toBe(
@@ -185,9 +190,11 @@ const cronJobs = parseAllDocuments(cronBlock ?? '').map((doc) => doc.toJS() as C
 
 describe('guide: running prune, stats and reconcile in production (the blocks a reader copies)', () => {
   it('has exactly the checked blocks: how to run the example, the example, its output, the CronJobs, the rules, promtool', () => {
-    expect(blocks.map((block) => block.lang)).toEqual(['sh', 'js', 'text', 'yaml', 'yaml', 'sh'])
-    expect(runBlock).toBe('npm run build\nDATABASE_URL=postgres://postgres@127.0.0.1:5432/test node examples/guides/operations.mjs')
-    expect(exampleBlock).toBe(readFileSync(join(root, 'examples/guides/operations.mjs'), 'utf8').trim())
+    // The last, where failure lines go, is compiled by test/docs/snippets.test.ts.
+    expect(blocks.map((block) => block.lang)).toEqual(['sh', 'ts', 'text', 'yaml', 'yaml', 'sh', 'ts'])
+    expect(blocks.at(-1)!.text).toContain('idemEvents.setLogger(pino())')
+    expect(runBlock).toBe('npm run build\nDATABASE_URL=postgres://postgres@127.0.0.1:5432/test node --experimental-strip-types examples/guides/operations.ts')
+    expect(exampleBlock).toBe(readFileSync(join(root, 'examples/guides/operations.ts'), 'utf8').trim())
   })
 
   it('quotes the three alerts as ops/prometheus/alerts.yml has them (name, expression, for, severity)', () => {
@@ -253,7 +260,7 @@ describe('guide: running prune, stats and reconcile in production (the blocks a 
 
 describe.skipIf(!haveDb)('guide: running prune, stats and reconcile in production (Postgres)', () => {
   it('migrate, stats with rates, prune removing only expired keys, inspect, reconcile finding a duplicate, exit codes 0, 1 and 2', async () => {
-    const file = 'examples/guides/operations.mjs'
+    const file = 'examples/guides/operations.ts'
     expectPageShows(OPERATIONS, file)
     const stdout = await runExample(file)
     const version = migrations.at(-1)!.version

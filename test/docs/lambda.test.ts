@@ -3,9 +3,14 @@
 // payload refused, a timeout whose retry resumes after the saved step: one booking per
 // order) and the functions on Postgres (one shipment, a poison SQS record reported alone,
 // twice).
-import { describe, expect, it } from 'vitest'
+import { beforeAll, describe, expect, it } from 'vitest'
 import { testDynamo } from '../support/dynamodb.js'
-import { expectPageShows, expectPageShowsOutput, runExample, servicesUp } from './support.js'
+import { compiledExamples, expectPageShows, expectPageShowsOutput, runExample, servicesUp } from './support.js'
+
+// The TypeScript examples compile once, before the tests that run them (a minute on a loaded machine).
+beforeAll(async () => {
+  await compiledExamples()
+}, 300_000)
 
 const PAGE = 'docs/lambda.md'
 const haveDb = await servicesUp('Postgres')
@@ -15,7 +20,7 @@ await dynamo?.drop()
 
 describe.skipIf(dynamo === undefined)('docs/lambda.md: an EventBridge target on DynamoDB', () => {
   it('replays, refuses another payload, and after a timeout the retry resumes: one booking per order', async () => {
-    const file = 'examples/guides/lambda-dynamodb.mjs'
+    const file = 'examples/guides/lambda-dynamodb.ts'
     expectPageShows(PAGE, file)
     const stdout = await runExample(file)
     expect(stdout.trim().split('\n')).toEqual([
@@ -32,7 +37,7 @@ describe.skipIf(dynamo === undefined)('docs/lambda.md: an EventBridge target on 
 
 describe.skipIf(!haveDb)('docs/lambda.md: an HTTP API behind a Function URL', () => {
   it('201, then the replay, 422 for another body, 400 without a key; one order', async () => {
-    const file = 'examples/guides/lambda-http.mjs'
+    const file = 'examples/guides/lambda-http.ts'
     expectPageShows(PAGE, file)
     const stdout = await runExample(file)
     const lines = stdout.trim().split('\n')
@@ -47,7 +52,7 @@ describe.skipIf(!haveDb)('docs/lambda.md: an HTTP API behind a Function URL', ()
 
 describe.skipIf(!haveDb)('docs/lambda.md: functions on Postgres', () => {
   it('one shipment for two deliveries; the poison record reported alone, and nothing applied twice', async () => {
-    const file = 'examples/guides/lambda-postgres.mjs'
+    const file = 'examples/guides/lambda-postgres.ts'
     expectPageShows(PAGE, file)
     const stdout = await runExample(file)
     expect(stdout.trim().split('\n')).toEqual([

@@ -1,5 +1,5 @@
 import { execFile } from 'node:child_process'
-import { readFileSync } from 'node:fs'
+import { cpSync, readdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { promisify } from 'node:util'
 import amqplib from 'amqplib'
@@ -8,6 +8,7 @@ import pg from 'pg'
 import { expect } from 'vitest'
 import { DYNAMODB_URL } from '../support/dynamodb.js'
 import { PG_URL } from '../support/postgres.js'
+import { packedProject } from './packed-project.js'
 
 export const root = new URL('../..', import.meta.url).pathname
 export const AMQP_URL = process.env.IDEM_TEST_AMQP_URL ?? 'amqp://guest:guest@127.0.0.1:5672'
@@ -39,15 +40,78 @@ export async function packedFiles(): Promise<Set<string>> {
 }
 
 /**
- * Runs an example file with the test services' URLs; it must exit 0 and write nothing to
- * stderr. `nodeArgs` go before the file (`--import` a loader, say).
+ * What a strict app compiles the TypeScript examples with; `erasableSyntaxOnly` and
+ * `verbatimModuleSyntax` keep them runnable as they are by Node's type stripping
+ * (`node --experimental-strip-types`, 22.6+), Bun and Deno.
  */
-export async function runExample(file: string, nodeArgs: readonly string[] = []): Promise<string> {
+const EXAMPLES_TSCONFIG = {
+  compilerOptions: {
+    strict: true,
+    module: 'nodenext',
+    moduleResolution: 'nodenext',
+    target: 'es2022',
+    types: ['node'],
+    skipLibCheck: true,
+    erasableSyntaxOnly: true,
+    verbatimModuleSyntax: true,
+    noEmitOnError: true,
+    rootDir: 'examples',
+    outDir: 'build',
+  },
+  include: ['examples'],
+}
+
+let compiled: Promise<string> | undefined
+
+/**
+ * The TypeScript examples (examples/*.ts, examples/guides/*.ts, examples/webhooks/*.ts) compiled under
+ * `strict` in a fresh project where idem is installed from its packed tarball, once per
+ * test file: the project's directory, with the JavaScript under build/. A type error in
+ * any example fails every test that runs one, with tsc's message.
+ */
+export function compiledExamples(): Promise<string> {
+  compiled ??= (async () => {
+    const project = await packedProject('examples')
+    process.once('exit', () => project.remove())
+    for (const dir of ['guides', 'webhooks']) {
+      cpSync(join(root, 'examples', dir), join(project.dir, 'examples', dir), { recursive: true, filter: (src) => !/\.(mjs|js)$/.test(src) })
+    }
+    for (const file of readdirSync(join(root, 'examples')).filter((name) => name.endsWith('.ts'))) cpSync(join(root, 'examples', file), join(project.dir, 'examples', file))
+    writeFileSync(join(project.dir, 'tsconfig.json'), JSON.stringify(EXAMPLES_TSCONFIG, null, 2))
+    await run(join(root, 'node_modules/.bin/tsc'), ['-p', 'tsconfig.json', '--pretty', 'false'], { cwd: project.dir, timeout: 240_000 }).catch((error: { stdout?: string }) => {
+      throw new Error(`the TypeScript examples do not compile under strict:\n${error.stdout ?? String(error)}`)
+    })
+    return project.dir
+  })()
+  return compiled
+}
+
+/**
+ * Runs an example file with the test services' URLs; it must exit 0 and write nothing to
+ * stderr but idem's failure lines, exactly the ones `failures` names by code, in order
+ * (each refused webhook delivery writes `invalid-signature`, each dead letter
+ * `dead-lettered`…). `nodeArgs` go before the file (`--import` a loader, say). A `.ts`
+ * example runs as compiled by `compiledExamples`, against the packed package.
+ */
+export async function runExample(file: string, nodeArgs: readonly string[] = [], failures: readonly string[] = []): Promise<string> {
   // The AWS SDK warns on stderr, once per process, that Node 20 support ends in 2027.
   const env = { ...process.env, DATABASE_URL: PG_URL, AMQP_URL, REDIS_URL, DYNAMODB_URL, AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true' }
-  const { stdout, stderr } = await run(process.execPath, [...nodeArgs, join(root, file)], { env, timeout: 60_000 })
-  expect(stderr).toBe('')
+  const program = file.endsWith('.ts') ? join(await compiledExamples(), file.replace(/^examples\//, 'build/').replace(/\.ts$/, '.js')) : join(root, file)
+  const { stdout, stderr } = await run(process.execPath, [...nodeArgs, program], { env, timeout: 60_000 })
+  expect(failureCodes(stderr), `${file}'s stderr:\n${stderr}`).toEqual(failures)
   return stdout
+}
+
+/** The codes of idem's failure lines on `stderr` (one JSON object each); any other line fails the test. */
+function failureCodes(stderr: string): string[] {
+  return stderr
+    .split('\n')
+    .filter((line) => line !== '')
+    .map((line) => {
+      const parsed = (line.startsWith('{') ? JSON.parse(line) : {}) as { code?: string; msg?: string }
+      expect(parsed.msg?.startsWith('idem: ') && typeof parsed.code === 'string', `an idem failure line on stderr: ${line}`).toBe(true)
+      return parsed.code!
+    })
 }
 
 const probes: Record<string, [string, () => Promise<void>]> = {

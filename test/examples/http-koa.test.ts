@@ -1,14 +1,19 @@
-// examples/http-koa.mjs, which docs/http.md shows whole with what it prints: it runs as
+// examples/http-koa.ts, which docs/http.md shows whole with what it prints: it runs as
 // shown, on Koa 3 and on Koa 2 (through the loader that resolves `koa` to the `koa2`
 // install), and prints the same lines on both.
 import { execFile } from 'node:child_process'
 import { join } from 'node:path'
 import { promisify } from 'node:util'
-import { describe, expect, it } from 'vitest'
-import { expectPageShows, expectPageShowsOutput, root, runExample } from '../docs/support.js'
+import { beforeAll, describe, expect, it } from 'vitest'
+import { compiledExamples, expectPageShows, expectPageShowsOutput, root, runExample } from '../docs/support.js'
+
+// The TypeScript examples compile once, before the tests that run them (a minute on a loaded machine).
+beforeAll(async () => {
+  await compiledExamples()
+}, 300_000)
 
 const PAGE = 'docs/http.md'
-const EXAMPLE = 'examples/http-koa.mjs'
+const EXAMPLE = 'examples/http-koa.ts'
 const OLDER_MAJORS = ['--import', join(root, 'test/support/older-majors-loader.mjs')]
 
 describe(`${EXAMPLE}, shown in ${PAGE}`, () => {

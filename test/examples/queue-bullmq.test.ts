@@ -1,11 +1,16 @@
-// examples/queue-bullmq.mjs, which docs/queue.md shows whole with what it prints: on a
+// examples/queue-bullmq.ts, which docs/queue.md shows whole with what it prints: on a
 // real Redis, the failed first run is retried by BullMQ, the job added again under its
 // id completes without running, and the table holds one order.
-import { describe, expect, it } from 'vitest'
-import { expectPageShows, expectPageShowsOutput, runExample, servicesUp } from '../docs/support.js'
+import { beforeAll, describe, expect, it } from 'vitest'
+import { compiledExamples, expectPageShows, expectPageShowsOutput, runExample, servicesUp } from '../docs/support.js'
+
+// The TypeScript examples compile once, before the tests that run them (a minute on a loaded machine).
+beforeAll(async () => {
+  await compiledExamples()
+}, 300_000)
 
 const PAGE = 'docs/queue.md'
-const EXAMPLE = 'examples/queue-bullmq.mjs'
+const EXAMPLE = 'examples/queue-bullmq.ts'
 const haveRedis = await servicesUp('Redis')
 
 describe.skipIf(!haveRedis)(`${EXAMPLE}, shown in ${PAGE}`, () => {

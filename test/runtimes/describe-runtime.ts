@@ -73,9 +73,9 @@ export function describeRuntime(name: RuntimeName): void {
 
     it(`the guide's app (docs/guides/${name}.md) serves, replays a retry and refuses a changed request, as the guide shows`, async () => {
       const guide = `docs/guides/${name}.md`
-      expectPageShows(guide, 'examples/guides/hono-app.mjs')
+      expectPageShows(guide, 'examples/guides/hono-app.ts')
       const dir = mkdtempSync(join(tmpdir(), `idem-guide-${name}-`))
-      const app = await serveOn(runtime!, join(root, 'examples/guides/hono-app.mjs'), { ORDERS_DB: join(dir, 'orders.db') })
+      const app = await serveOn(runtime!, join(root, 'examples/guides/hono-app.ts'), { ORDERS_DB: join(dir, 'orders.db') })
       try {
         const lines: string[] = []
         for (const amount of [1500, 1500, 9999]) {

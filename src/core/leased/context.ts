@@ -2,6 +2,7 @@ import { callReporter, type CallOutcome, type ReportCall } from '../call.js'
 import { IdemError } from '../errors/idem-error.js'
 import type { CallDefaults } from '../engine-options.js'
 import type { EventStream, OutcomeEvent, OutcomeKind } from '../events.js'
+import { reportLease } from '../lease-report.js'
 import type { LeasedConfig, LeasedErrorPolicy } from './options.js'
 import type { LeasedStore } from './store.js'
 import { LeasedIo } from './io.js'
@@ -42,8 +43,7 @@ export class LeasedContext {
 
   /** Reports a change of a key's lease (`{ type: 'lease' }`) while someone listens. */
   leaseChanged(change: 'takeover' | 'lost' | 'fenced', scope: string): void {
-    const { events } = this
-    if (events.listening) events.emit({ type: 'lease', change, store: this.store.name, scope })
+    reportLease(this.events, change, this.store.name, scope)
   }
 
   /**

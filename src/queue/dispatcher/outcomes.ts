@@ -1,3 +1,4 @@
+import { reportDeadLetter } from '../events.js'
 import { errorText } from '../payload.js'
 import type { Outcome } from './attempt.js'
 import type { DispatchContext } from './context.js'
@@ -45,10 +46,8 @@ export class Outcomes {
     if (this.retry.length > 0) await table.retry(claimId, this.retry)
     if (this.dead.length > 0) {
       await table.deadLetter(claimId, this.dead)
-      if (events.listening) {
-        for (const { row, error } of this.deadRows) {
-          events.emit({ type: 'dead-letter', source: 'outbox', name: row.topic, key: row.dedupeKey, attempts: row.attempt, error })
-        }
+      for (const { row, error } of this.deadRows) {
+        reportDeadLetter(events, { type: 'dead-letter', source: 'outbox', name: row.topic, key: row.dedupeKey, attempts: row.attempt, error })
       }
     }
   }

@@ -77,10 +77,11 @@ export function fromKysely(trx: KyselyExecutor): PgClient {
   }
   const target = typeof trx.withoutPlugins === 'function' ? trx.withoutPlugins() : trx
   return {
-    async query(text, values = []) {
+    async query<Row extends object>(text: string, values: unknown[] = []) {
       const { rows, numAffectedRows } = await target.executeQuery(compiledQuery(text, values))
-      // Kysely reports a count only for INSERT, UPDATE, DELETE and MERGE.
-      return { rows, rowCount: numAffectedRows === undefined ? null : Number(numAffectedRows) }
+      // Kysely reports a count only for INSERT, UPDATE, DELETE and MERGE. The rows are the
+      // driver's: their shape is the one the caller declared (as with pg's own query<Row>).
+      return { rows: rows as Row[], rowCount: numAffectedRows === undefined ? null : Number(numAffectedRows) }
     },
     escapeLiteral,
   }
@@ -141,7 +142,7 @@ export function fromDrizzle(tx: DrizzleExecutor, sql: DrizzleSql): PgClient {
     throw new InvalidOptionError(`fromDrizzle: "sql" must be drizzle's sql tag (import { sql } from 'drizzle-orm'), got ${shown(sql)}`)
   }
   return {
-    async query(text, values = []) {
+    async query<Row extends object>(text: string, values: unknown[] = []) {
       let result: { rows: unknown[]; rowCount: number | null }
       try {
         result = await tx.execute(drizzleQuery(text, values, sql))
@@ -151,7 +152,7 @@ export function fromDrizzle(tx: DrizzleExecutor, sql: DrizzleSql): PgClient {
       if (!Array.isArray(result?.rows)) {
         throw new TypeError('fromDrizzle: tx.execute resolved without rows; only the node-postgres driver (drizzle-orm/node-postgres) is supported')
       }
-      return { rows: result.rows, rowCount: result.rowCount ?? null }
+      return { rows: result.rows as Row[], rowCount: result.rowCount ?? null }
     },
     escapeLiteral,
   }

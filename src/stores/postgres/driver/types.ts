@@ -4,8 +4,8 @@ import type { CancellableClient } from './cancel.js'
  * The parts of `pg` the store uses, typed by shape so that idem does not depend on
  * `pg`'s types: a `pg.Pool` and a `pg.PoolClient` (or `pg.Client`) fit.
  */
-export interface PgQueryResult {
-  rows: unknown[]
+export interface PgQueryResult<Row extends object = Record<string, unknown>> {
+  rows: Row[]
   rowCount: number | null
   command: string
 }
@@ -16,8 +16,15 @@ export interface PgQueryResult {
  * `fromDrizzle` (executors.ts) make one of an ORM's open transaction.
  */
 export interface PgExecutor {
-  /** Runs one statement with `$n` placeholders bound to `values`. */
-  query(text: string, values?: unknown[]): Promise<{ rows: unknown[]; rowCount: number | null }>
+  /**
+   * Runs one statement with `$n` placeholders bound to `values`. `Row` is the shape of the
+   * rows you expect, as with pg's own `query<Row>`: it is what you declare, not checked.
+   * @example
+   * const tx: PgClient = fromPg(await pool.connect())
+   * const { rows } = await tx.query<{ id: string }>('INSERT INTO orders (body) VALUES ($1) RETURNING id', [body])
+   * const id: string | undefined = rows[0]?.id
+   */
+  query<Row extends object = Record<string, unknown>>(text: string, values?: unknown[]): Promise<{ rows: Row[]; rowCount: number | null }>
 }
 
 /**
@@ -36,7 +43,7 @@ export interface PgPoolClient extends PgClient, CancellableClient {
   // idem's own sessions send several statements in one text (no values): pg then resolves
   // to one result per statement, which only a real pg client does.
   /** Runs a statement (or, without values, several in one text: one result each). */
-  query(text: string, values?: unknown[]): Promise<PgQueryResult>
+  query<Row extends object = Record<string, unknown>>(text: string, values?: unknown[]): Promise<PgQueryResult<Row>>
   /** Returns the client to the pool; with an error (or true) the pool destroys it instead. */
   release(destroy?: boolean | Error): void
   // A pg client is an EventEmitter; the store listens for its 'error' while it holds it (held-client.ts).

@@ -3,7 +3,7 @@
 // signing library for Node; this is their algorithm with node:crypto): the url_verification
 // Slack sends when the Request URL is saved, a good event, one whose body was changed on
 // the way, and a good one replayed ten minutes later.
-// node examples/webhooks/slack.mjs
+// node --experimental-strip-types examples/webhooks/slack.ts
 import { createHmac } from 'node:crypto'
 import { webhookReceiver } from 'idem/fetch'
 import { memoryStore } from 'idem/memory' // for trying it out; Postgres, SQLite… in production
@@ -25,7 +25,7 @@ const receive = webhookReceiver({
 const challenge = JSON.stringify({ token: 'Jhj5dZrVaK7ZwHHjRyZWjbDl', challenge: '3eZbrw1aBm2rZgRNFdxV2595E9CY3gmdALWMmHkvFXO7tYXAYM8P', type: 'url_verification' })
 const payload = JSON.stringify({ type: 'event_callback', event_id: 'Ev0PV52K25', event: { type: 'app_mention', text: 'hi' } })
 const now = Math.floor(Date.now() / 1000)
-for (const [what, timestamp, signed, body] of [['url_verification', now, challenge, challenge], ['signed', now, payload, payload], ['tampered', now, payload, payload.replace('hi', 'bye')], ['replayed', now - 600, payload, payload]]) {
+for (const [what, timestamp, signed, body] of [['url_verification', now, challenge, challenge], ['signed', now, payload, payload], ['tampered', now, payload, payload.replace('hi', 'bye')], ['replayed', now - 600, payload, payload]] as const) {
   const signature = `v0=${createHmac('sha256', secret).update(`v0:${timestamp}:${signed}`).digest('hex')}`
   const headers = { 'x-slack-signature': signature, 'x-slack-request-timestamp': String(timestamp) }
   const response = await receive(new Request('http://localhost/slack/events', { method: 'POST', headers, body }))

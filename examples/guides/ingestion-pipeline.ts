@@ -1,7 +1,7 @@
 // An ingestion pipeline made safe to replay without a key table: chunks are written under
 // ids derived from what they are, and the LLM's summary is pinned down with memo before it
 // is written, so a redelivered document, or two workers racing on it, leaves the same rows.
-// DATABASE_URL=postgres://postgres@127.0.0.1:5432/test node examples/guides/ingestion-pipeline.mjs
+// DATABASE_URL=postgres://postgres@127.0.0.1:5432/test node --experimental-strip-types examples/guides/ingestion-pipeline.ts
 import { randomBytes } from 'node:crypto'
 import pg from 'pg'
 import { contentId, createMemo, reconcile, upsert } from 'idem/data'
@@ -18,7 +18,7 @@ await pool.query(`CREATE TABLE ${schema}.summaries (id uuid PRIMARY KEY, doc_id 
 
 // A stand-in for a model at temperature > 0: new wording on every call.
 let llmCalls = 0
-async function llmSummarise(text) {
+async function llmSummarise(text: string): Promise<string> {
   llmCalls++
   await new Promise((resolve) => setTimeout(resolve, 50))
   return `Summary #${llmCalls}: ${text.split(' ').slice(0, 5).join(' ')}…`
@@ -29,7 +29,7 @@ const CHUNKER = 'chunker=v1' // in every id: a new chunker writes new rows inste
 const chunkSpec = { schema, table: 'chunks', key: 'id', columns: ['doc_id', 'n', 'text'] }
 const summarySpec = { schema, table: 'summaries', key: 'id', columns: ['doc_id', 'prompt_version', 'summary'] }
 
-async function ingest(doc, promptVersion = 'summary-v3') {
+async function ingest(doc: { id: string; text: string }, promptVersion = 'summary-v3'): Promise<string> {
   const words = doc.text.split(' ')
   for (let n = 0; n * 8 < words.length; n++) {
     const text = words.slice(n * 8, (n + 1) * 8).join(' ')
@@ -46,7 +46,7 @@ async function ingest(doc, promptVersion = 'summary-v3') {
   return summary
 }
 
-const count = async (table) => (await pool.query(`SELECT count(*)::int AS n FROM ${schema}.${table}`)).rows[0].n
+const count = async (table: string) => (await pool.query<{ n: number }>(`SELECT count(*)::int AS n FROM ${schema}.${table}`)).rows[0].n
 try {
   const doc = {
     id: 'claim-42',

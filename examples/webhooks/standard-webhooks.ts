@@ -3,7 +3,7 @@
 // spec's reference library: a good one, one under Svix's header names (svix-id, …, as
 // Svix, Clerk and Resend send them), one whose body was changed on the way, and one whose
 // timestamp is ten minutes ahead of this clock.
-// node examples/webhooks/standard-webhooks.mjs
+// node --experimental-strip-types examples/webhooks/standard-webhooks.ts
 import { Webhook } from 'standardwebhooks'
 import { webhookReceiver } from 'idem/fetch'
 import { memoryStore } from 'idem/memory' // for trying it out; Postgres, SQLite… in production
@@ -29,7 +29,7 @@ for (const [what, names, id, sentAt, body] of [
   ['svix-* headers', 'svix', 'msg_2KWPBgN3pbkRXmYjZ0aN7vL1qSe', now, payload],
   ['tampered', 'webhook', 'msg_2KWPBgLlAfxdpx2AI54pPJ85f4W', now, payload.replace('created', 'deleted')],
   ['from the future', 'webhook', 'msg_2KWPBgLlAfxdpx2AI54pPJ85f4W', now + 600_000, payload],
-]) {
+] as const) {
   const signature = new Webhook(secret).sign(id, new Date(sentAt), payload)
   const headers = { [`${names}-id`]: id, [`${names}-timestamp`]: String(Math.floor(sentAt / 1000)), [`${names}-signature`]: signature }
   const response = await receive(new Request('http://localhost/webhooks/users', { method: 'POST', headers, body }))

@@ -2,8 +2,9 @@
 // app's other routes use: it reads the raw bytes from the request itself and checks the
 // signature on them. Then three deliveries signed by GitHub's @octokit/webhooks-methods: a
 // push, GitHub's redelivery of it (same X-GitHub-Delivery), and one whose body was changed.
-// node examples/webhooks/koa.mjs
+// node --experimental-strip-types examples/webhooks/koa.ts
 import { sign } from '@octokit/webhooks-methods'
+import type { AddressInfo } from 'node:net'
 import Koa from 'koa'
 import { webhookReceiver } from 'idem/koa'
 import { memoryStore } from 'idem/memory' // for trying it out; Postgres, SQLite… in production
@@ -11,7 +12,14 @@ import { createInbox } from 'idem/queue'
 import { githubSignature } from 'idem/webhooks'
 
 const secret = process.env.GITHUB_WEBHOOK_SECRET ?? 'It5-a-s3cret-0nly-GitHub-kn0ws'
-const handled = []
+const handled: string[] = []
+
+// What a body parser declares on Koa's request (@koa/bodyparser does the same).
+declare module 'koa' {
+  interface Request {
+    body?: unknown
+  }
+}
 
 const github = webhookReceiver({
   inbox: createInbox({ store: memoryStore(), consumer: 'github-webhooks' }), // records each event id once
@@ -22,19 +30,21 @@ const app = new Koa()
 // A router's route in an app: router.post('/webhooks/github', github), before the body parser.
 app.use((ctx, next) => (ctx.method === 'POST' && ctx.path === '/webhooks/github' ? github(ctx, next) : next()))
 app.use(async (ctx, next) => {
-  const chunks = [] // the app's JSON body parser, for the other routes (@koa/bodyparser, say)
+  const chunks: Buffer[] = [] // the app's JSON body parser, for the other routes (@koa/bodyparser, say)
   for await (const chunk of ctx.req) chunks.push(chunk)
   ctx.request.body = chunks.length === 0 ? undefined : JSON.parse(Buffer.concat(chunks).toString('utf8'))
   await next()
 })
 
 // Trying it: the app on a free port, sent a push as GitHub delivers it.
-const server = await new Promise((resolve) => { const started = app.listen(0, '127.0.0.1', () => resolve(started)) })
+const server = app.listen(0, '127.0.0.1')
+await new Promise((listening) => server.once('listening', listening))
+const { port } = server.address() as AddressInfo
 const payload = JSON.stringify({ ref: 'refs/heads/main', after: '6113728f27ae82c7b1a177c8d03f9e96e0adf246' })
-for (const [what, body] of [['signed', payload], ['redelivered', payload], ['tampered', payload.replace('main', 'release')]]) {
+for (const [what, body] of [['signed', payload], ['redelivered', payload], ['tampered', payload.replace('main', 'release')]] as const) {
   const headers = { 'content-type': 'application/json', 'x-hub-signature-256': await sign(secret, payload), 'x-github-delivery': '72d3162e-cc78-11e3-81ab-4c9367dc0958', 'x-github-event': 'push' }
-  const response = await fetch(`http://127.0.0.1:${server.address().port}/webhooks/github`, { method: 'POST', headers, body })
-  const answer = await response.json()
+  const response = await fetch(`http://127.0.0.1:${port}/webhooks/github`, { method: 'POST', headers, body })
+  const answer: { check?: string } = await response.json()
   console.log(what, response.status, answer.check ?? JSON.stringify(answer))
 }
 console.log('handled:', handled.join(', '))

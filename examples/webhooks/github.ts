@@ -1,7 +1,7 @@
 // A GitHub webhook endpoint whose signature is checked on the raw bytes, before anything
 // is parsed, then three deliveries signed by GitHub's own @octokit/webhooks-methods: a good
 // one, one whose body was changed on the way, and one signed with another secret.
-// node examples/webhooks/github.mjs
+// node --experimental-strip-types examples/webhooks/github.ts
 import { sign } from '@octokit/webhooks-methods'
 import { webhookReceiver } from 'idem/fetch'
 import { memoryStore } from 'idem/memory' // for trying it out; Postgres, SQLite… in production

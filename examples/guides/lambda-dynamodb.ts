@@ -2,10 +2,11 @@
 // EventBridge rule's target that books a courier once per order event, however often
 // the event arrives. Invoked here the way Lambda invokes it (an event and a context whose
 // remaining time counts down), against DynamoDB Local.
-// DYNAMODB_URL=http://127.0.0.1:8000 node examples/guides/lambda-dynamodb.mjs
+// DYNAMODB_URL=http://127.0.0.1:8000 node --experimental-strip-types examples/guides/lambda-dynamodb.ts
 import { randomUUID } from 'node:crypto'
 import { DeleteTableCommand, DynamoDBClient } from '@aws-sdk/client-dynamodb'
-import { createLeasedIdem } from 'idem'
+import type { Context, EventBridgeEvent } from 'aws-lambda'
+import { createLeasedIdem, type StepContext } from 'idem'
 import { dynamodbStore } from 'idem/dynamodb'
 import { makeIdempotent } from 'idem/lambda'
 
@@ -18,18 +19,25 @@ const table = `guide_lambda_${randomUUID().slice(0, 8)}` // a table of its own, 
 const store = dynamodbStore({ client, table })
 await store.createTable() // pk/sk strings, TTL on `ttl`: what you would deploy once
 
+type OrderPlaced = EventBridgeEvent<'Order Placed', { orderId: string; parcels: number }>
+interface Booking {
+  bookingId: string
+  orderId: string
+}
+
 // The courier: an external API. It dedupes on the key we send (derived from the event).
-const bookings = new Map()
+const bookings = new Map<string, Booking>()
 const courier = {
-  async book(order, { idempotencyKey }) {
-    if (!bookings.has(idempotencyKey)) bookings.set(idempotencyKey, { bookingId: `bk_${bookings.size + 1}`, orderId: order.orderId })
-    return bookings.get(idempotencyKey)
+  async book(order: { orderId: string }, { idempotencyKey }: { idempotencyKey: string }): Promise<Booking> {
+    const booking = bookings.get(idempotencyKey) ?? { bookingId: `bk_${bookings.size + 1}`, orderId: order.orderId }
+    bookings.set(idempotencyKey, booking)
+    return booking
   },
 }
 
 let stall = false
 /** The label printer: hangs for 10 s when `stall` is set, unless the signal gives up first. */
-function printLabel(booking, { signal }) {
+function printLabel(booking: Booking, { signal }: { signal: AbortSignal }): Promise<void> {
   return new Promise((resolve) => {
     const timer = setTimeout(resolve, stall ? 10_000 : 0)
     signal.addEventListener('abort', () => (clearTimeout(timer), resolve()))
@@ -37,7 +45,7 @@ function printLabel(booking, { signal }) {
 }
 
 export const handler = makeIdempotent(
-  async (event, context, ctx) => {
+  async (event: OrderPlaced, context, ctx: StepContext) => {
     // A step runs once per event: after a timeout, the retry resumes after it.
     const booking = await ctx.step('book', () => courier.book(event.detail, { idempotencyKey: ctx.derive('book') }))
     await printLabel(booking, { signal: ctx.signal }) // idem's signal aborts at the invocation's deadline
@@ -50,12 +58,25 @@ export const handler = makeIdempotent(
 )
 
 /** The context Lambda hands an invocation configured with `timeoutMs`. */
-function invocation(timeoutMs) {
+function invocation(timeoutMs: number): Context {
   const deadline = Date.now() + timeoutMs
-  return { functionName: 'book-courier', awsRequestId: randomUUID(), getRemainingTimeInMillis: () => deadline - Date.now() }
+  return {
+    callbackWaitsForEmptyEventLoop: true,
+    functionName: 'book-courier',
+    functionVersion: '$LATEST',
+    invokedFunctionArn: 'arn:aws:lambda:us-east-1:123456789012:function:book-courier',
+    memoryLimitInMB: '512',
+    awsRequestId: randomUUID(),
+    logGroupName: '/aws/lambda/book-courier',
+    logStreamName: '2026/12/07/[$LATEST]0',
+    getRemainingTimeInMillis: () => deadline - Date.now(),
+    done: () => {},
+    fail: () => {},
+    succeed: () => {},
+  }
 }
 
-const event = {
+const event: OrderPlaced = {
   version: '0',
   id: '6a7e8feb-b491-4cf7-a9f1-bf3703467718',
   'detail-type': 'Order Placed',
@@ -73,7 +94,7 @@ try {
   await handler({ ...event, detail: { ...event.detail, parcels: 3 } }, invocation(3_000)).catch((error) => console.log('same id, other detail:', error.name))
 
   // Another order; this time the function hangs until the invocation's time is nearly out.
-  const late = { ...event, id: 'a1b2c3d4-0000-4000-8000-000000000002', detail: { orderId: 'o-1002', parcels: 1 } }
+  const late: OrderPlaced = { ...event, id: 'a1b2c3d4-0000-4000-8000-000000000002', detail: { orderId: 'o-1002', parcels: 1 } }
   stall = true
   await handler(late, invocation(2_000)).catch((error) => console.log('timed out:', error.name, `(${error.code})`))
   stall = false

@@ -1,14 +1,15 @@
 // The payments API of the Postgres guide with idem's keys in Redis: the route gets a step
 // context instead of a transaction, and the payment row no longer commits with the key,
 // so the write has to be idempotent by itself. The plain INSERT beside it shows why.
-// DATABASE_URL=postgres://postgres@127.0.0.1:5432/test REDIS_URL=redis://127.0.0.1:6379 node examples/guides/redis-keys.mjs
+// DATABASE_URL=postgres://postgres@127.0.0.1:5432/test REDIS_URL=redis://127.0.0.1:6379 node --experimental-strip-types examples/guides/redis-keys.ts
 import { randomBytes } from 'node:crypto'
+import type { AddressInfo } from 'node:net'
 import { serve } from '@hono/node-server'
 import { Hono } from 'hono'
 import { Redis } from 'ioredis'
 import pg from 'pg'
-import { createLeasedIdem } from 'idem'
-import { idempotency } from 'idem/hono'
+import { createLeasedIdem, type StepContext } from 'idem'
+import { idempotency, type IdemVariables } from 'idem/hono'
 import { redisStore } from 'idem/redis'
 
 const suffix = randomBytes(4).toString('hex')
@@ -26,13 +27,13 @@ await pool.query(`CREATE TABLE ${schema}.ledger (account text NOT NULL, amount i
 
 let ledgerDown = true // the first attempt fails after its writes, as a crash there would
 
-const app = new Hono()
+const app = new Hono<{ Variables: IdemVariables<StepContext> }>()
 app.use('/payments', idempotency({ idem, scope: (c) => c.req.header('authorization') ?? 'anonymous' }))
 app.post('/payments', async (c) => {
-  const { amount } = await c.req.json()
-  const { tx: ctx, scope } = c.get('idem') // the step context: there is no transaction to write through
+  const { amount } = await c.req.json<{ amount: number }>()
+  const { tx: ctx, scope } = c.get('idem')! // the step context: there is no transaction to write through
   // Keyed by the request's derived key: a retry that runs again lands on the same row.
-  const { rows } = await pool.query(
+  const { rows } = await pool.query<{ id: string }>(
     `INSERT INTO ${schema}.payments (payment_key, account, amount) VALUES ($1, $2, $3)
      ON CONFLICT (payment_key) DO UPDATE SET amount = excluded.amount RETURNING id`,
     [ctx.derive('payment'), scope, amount],
@@ -47,9 +48,9 @@ app.post('/payments', async (c) => {
 })
 app.onError((error, c) => c.json({ error: error.message }, 500))
 
-const count = async (table) => (await pool.query(`SELECT count(*)::int AS n FROM ${schema}.${table}`)).rows[0].n
-async function keysInRedis() {
-  const keys = []
+const count = async (table: string) => (await pool.query<{ n: number }>(`SELECT count(*)::int AS n FROM ${schema}.${table}`)).rows[0].n
+async function keysInRedis(): Promise<string[]> {
+  const keys: string[] = []
   let cursor = '0'
   do {
     const [next, batch] = await redis.scan(cursor, 'MATCH', `${prefix}*`, 'COUNT', 1000)
@@ -61,9 +62,10 @@ async function keysInRedis() {
 
 const server = serve({ fetch: app.fetch, port: 0, hostname: '127.0.0.1' })
 await new Promise((ready) => server.once('listening', ready))
+const { port } = server.address() as AddressInfo
 try {
-  for (const [key, amount] of [['pay-1', 1500], ['pay-1', 1500], ['pay-1', 1500], ['pay-1', 9999]]) {
-    const response = await fetch(`http://127.0.0.1:${server.address().port}/payments`, {
+  for (const [key, amount] of [['pay-1', 1500], ['pay-1', 1500], ['pay-1', 1500], ['pay-1', 9999]] as const) {
+    const response = await fetch(`http://127.0.0.1:${port}/payments`, {
       method: 'POST',
       headers: { authorization: 'Bearer acct_42', 'idempotency-key': `"${key}"`, 'content-type': 'application/json' },
       body: JSON.stringify({ amount }),

@@ -1,10 +1,11 @@
 // Operating idem against a real Postgres with the `idem` command, as a cron job or an
 // on-call engineer would: migrate, serve some traffic, then stats, prune, inspect and
 // reconcile, each with the exit code a scheduler sees.
-// DATABASE_URL=postgres://postgres@127.0.0.1:5432/test node examples/guides/operations.mjs
-import { execFile } from 'node:child_process'
+// DATABASE_URL=postgres://postgres@127.0.0.1:5432/test node --experimental-strip-types examples/guides/operations.ts
+import { execFile, type ExecFileException } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
 import { readFileSync } from 'node:fs'
+import type { AddressInfo } from 'node:net'
 import { fileURLToPath } from 'node:url'
 import { promisify } from 'node:util'
 import { serve } from '@hono/node-server'
@@ -12,8 +13,8 @@ import { Hono } from 'hono'
 import pg from 'pg'
 import { createIdem } from 'idem'
 import { reconcile } from 'idem/data'
-import { idempotency } from 'idem/hono'
-import { postgresDialect, postgresStore } from 'idem/postgres'
+import { idempotency, type IdemVariables } from 'idem/hono'
+import { postgresDialect, postgresStore, type PgClient } from 'idem/postgres'
 import { prometheusMetrics } from 'idem/prometheus'
 
 // The installed package's bin: the program `npx idem` runs. Each call is a child process,
@@ -21,20 +22,21 @@ import { prometheusMetrics } from 'idem/prometheus'
 const manifest = import.meta.resolve('idem/package.json')
 const bin = fileURLToPath(new URL(JSON.parse(readFileSync(new URL(manifest), 'utf8')).bin.idem, manifest))
 const run = promisify(execFile)
-async function idem(...args) {
+async function idem(...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
   try {
     const { stdout } = await run(process.execPath, [bin, ...args])
     return { code: 0, stdout: stdout.trim(), stderr: '' }
   } catch (error) {
-    if (typeof error.code !== 'number') throw error
-    return { code: error.code, stdout: error.stdout.trim(), stderr: error.stderr.trim() }
+    const failed = error as ExecFileException & { stdout: string; stderr: string } // what a failed execFile rejects with
+    if (typeof failed.code !== 'number') throw error
+    return { code: failed.code, stdout: failed.stdout.trim(), stderr: failed.stderr.trim() }
   }
 }
 
 /** Each line of a command's output, indented under its exit code. */
-const indented = (text) => text.split('\n').map((line) => `  ${line}`).join('\n')
+const indented = (text: string) => text.split('\n').map((line) => `  ${line}`).join('\n')
 
-const url = process.env.DATABASE_URL
+const url = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test'
 // A schema of its own, so that runs side by side never meet; dropped at the end.
 const schema = `guide_operations_${randomBytes(4).toString('hex')}`
 const db = ['--postgres', url, '--schema', schema]
@@ -51,18 +53,18 @@ try {
   // 2. A service: payments behind the middleware, with its metrics on /metrics.
   await pool.query(`CREATE TABLE ${schema}.payments (id bigserial PRIMARY KEY, account text NOT NULL, payment_key text NOT NULL, amount int NOT NULL)`)
   const store = postgresStore({ pool, schema })
-  const app = new Hono()
+  const app = new Hono<{ Variables: IdemVariables<PgClient> }>()
   app.get('/metrics', async (c) => c.text(await registry.metrics(), 200, { 'content-type': registry.contentType }))
   app.use('/payments', idempotency({ store, scope: (c) => c.req.header('authorization') ?? 'anonymous' }))
   app.post('/payments', async (c) => {
-    const { amount } = await c.req.json()
-    const { tx, scope, key } = c.get('idem')
+    const { amount } = await c.req.json<{ amount: number }>()
+    const { tx, scope, key } = c.get('idem')!
     await tx.query(`INSERT INTO ${schema}.payments (account, payment_key, amount) VALUES ($1, $2, $3)`, [scope, key, amount])
     return c.json({ amount }, 201)
   })
   const server = serve({ fetch: app.fetch, port: 0, hostname: '127.0.0.1' })
   await new Promise((ready) => server.once('listening', ready))
-  const service = `http://127.0.0.1:${server.address().port}`
+  const service = `http://127.0.0.1:${(server.address() as AddressInfo).port}`
   try {
     // Three payments, a client retrying one that succeeded, and one reusing a key for another amount.
     const answers = []
@@ -87,7 +89,7 @@ try {
     // 3. stats: the tables' counts, and the replay and conflict rates from the service's /metrics.
     const stats = await idem('stats', ...db, '--metrics', `${service}/metrics`, '--json')
     const { keys, requests } = JSON.parse(stats.stdout)
-    const pct = (rate) => `${(rate * 100).toFixed(1)}%`
+    const pct = (rate: number) => `${(rate * 100).toFixed(1)}%`
     console.log(`idem stats --metrics <service>/metrics --json: exit ${stats.code}`)
     console.log(`  keys ${keys.total} (${keys.live} live, ${keys.expired} expired awaiting prune); by stored status ${JSON.stringify(keys.byStatus)}`)
     console.log(`  requests ${requests.total}: replay rate ${pct(requests.replayRate)}, conflict rate ${pct(requests.conflictRate)}`)
@@ -103,7 +105,7 @@ try {
   console.log(`  deleted ${deleted} in ${batches} statements; keys now ${after.total} (${after.live} live, ${after.expired} expired)`)
 
   // 5. inspect: a live key (times shown as <time>), then a pruned one (exit 1).
-  const shown = (stdout) => stdout.replace(/ \(--postgres [^)]*\)/, '').replace(/\S+Z \(\d[^)]* ago\)/g, '<time> (<age> ago)').replace(/\d{4}-\S+Z/g, '<time>')
+  const shown = (stdout: string) => stdout.replace(/ \(--postgres [^)]*\)/, '').replace(/\S+Z \(\d[^)]* ago\)/g, '<time> (<age> ago)').replace(/\d{4}-\S+Z/g, '<time>')
   const live = await idem('inspect', 'acct_42', 'pay-1', ...db)
   console.log(`idem inspect acct_42 pay-1: exit ${live.code}\n${shown(live.stdout)}`)
   const gone = await idem('inspect', 'nightly-report', '2025-01-01', ...db)

@@ -2,18 +2,19 @@
 // result is saved before the handler goes on, and the provider gets a key derived from
 // ours, so a retry after a crash resumes instead of charging again. The example runs the
 // API in a child process and kills it twice, at the two worst moments.
-// DATABASE_URL=postgres://postgres@127.0.0.1:5432/test node examples/guides/payment-provider.mjs
+// DATABASE_URL=postgres://postgres@127.0.0.1:5432/test node --experimental-strip-types examples/guides/payment-provider.ts
 import { spawn } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
 import { once } from 'node:events'
 import { createServer } from 'node:http'
+import type { AddressInfo } from 'node:net'
 import { createInterface } from 'node:readline'
 import { fileURLToPath } from 'node:url'
 import { serve } from '@hono/node-server'
 import { Hono } from 'hono'
 import pg from 'pg'
-import { createLeasedIdem } from 'idem'
-import { idempotency } from 'idem/hono'
+import { createLeasedIdem, type StepContext } from 'idem'
+import { idempotency, type IdemVariables } from 'idem/hono'
 import { leasedPostgresStore } from 'idem/postgres'
 
 function newPool() {
@@ -22,17 +23,30 @@ function newPool() {
   return pool
 }
 
-/** The API process: `node payment-provider.mjs api '<config>'`. */
-async function api({ schema, providerUrl, crash }) {
+/** What the API process is started with: where its tables and the provider are, and where it dies. */
+interface ApiConfig {
+  schema: string
+  providerUrl: string
+  crash: 'after-provider' | 'after-charge-step' | 'none'
+}
+
+/** A charge, as the provider answers it. */
+interface Charge {
+  id: string
+  amount: number
+}
+
+/** The API process: `node payment-provider.ts api '<config>'`. */
+async function api({ schema, providerUrl, crash }: ApiConfig): Promise<void> {
   const pool = newPool()
   // A short lease, so that a retry takes over from a dead holder after half a second.
   const idem = createLeasedIdem({ store: leasedPostgresStore({ pool, schema }), leaseMs: 500 })
-  const app = new Hono()
+  const app = new Hono<{ Variables: IdemVariables<StepContext> }>()
   // waitMs: a retry that finds the dead holder's lease waits for it to run out, then takes over.
   app.use('/payments', idempotency({ idem, scope: (c) => c.req.header('authorization') ?? 'anonymous', waitMs: 5_000 }))
   app.post('/payments', async (c) => {
-    const { amount } = await c.req.json()
-    const { tx: ctx } = c.get('idem') // in leased mode, the step context
+    const { amount } = await c.req.json<{ amount: number }>()
+    const { tx: ctx } = c.get('idem')! // in leased mode, the step context
     const charge = await ctx.step('charge', async (signal) => {
       const response = await fetch(`${providerUrl}/charges`, {
         method: 'POST',
@@ -40,7 +54,7 @@ async function api({ schema, providerUrl, crash }) {
         body: JSON.stringify({ amount }),
         signal,
       })
-      const charged = await response.json()
+      const charged: Charge = await response.json()
       if (crash === 'after-provider') process.kill(process.pid, 'SIGKILL') // charged, but the step is not saved
       return charged
     })
@@ -57,12 +71,13 @@ async function api({ schema, providerUrl, crash }) {
   })
   const server = serve({ fetch: app.fetch, port: 0, hostname: '127.0.0.1' })
   await once(server, 'listening')
-  console.log(`listening ${server.address().port}`)
+  console.log(`listening ${(server.address() as AddressInfo).port}`)
 }
 
 /** Starts the API in a process of its own and resolves with its port once it listens. */
-async function startApi(config) {
-  const child = spawn(process.execPath, [fileURLToPath(import.meta.url), 'api', JSON.stringify(config)], { stdio: ['ignore', 'pipe', 'inherit'] })
+async function startApi(config: ApiConfig) {
+  // process.execArgv: the child runs as this process does (with --experimental-strip-types, say).
+  const child = spawn(process.execPath, [...process.execArgv, fileURLToPath(import.meta.url), 'api', JSON.stringify(config)], { stdio: ['ignore', 'pipe', 'inherit'] })
   const exited = once(child, 'exit')
   for await (const line of createInterface({ input: child.stdout })) {
     if (line.startsWith('listening ')) return { port: Number(line.slice('listening '.length)), child, exited }
@@ -78,30 +93,30 @@ async function main() {
   await pool.query(`CREATE TABLE ${schema}.payments (payment_key text PRIMARY KEY, charge_id text NOT NULL, amount int NOT NULL)`)
 
   // The fake provider dedupes on its Idempotency-Key, as real ones do, and counts what it sees.
-  const charges = new Map()
+  const charges = new Map<string, Charge>()
   let requests = 0
   const provider = createServer(async (req, res) => {
     requests++
     let body = ''
     for await (const chunk of req) body += chunk
-    const key = req.headers['idempotency-key']
+    const key = String(req.headers['idempotency-key'])
     if (!charges.has(key)) charges.set(key, { id: `ch_${charges.size + 1}`, amount: JSON.parse(body).amount })
     res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(charges.get(key)))
   })
   provider.listen(0, '127.0.0.1')
   await once(provider, 'listening')
-  const providerUrl = `http://127.0.0.1:${provider.address().port}`
+  const providerUrl = `http://127.0.0.1:${(provider.address() as AddressInfo).port}`
 
-  const pay = (port) =>
+  const pay = (port: number) =>
     fetch(`http://127.0.0.1:${port}/payments`, {
       method: 'POST',
       headers: { authorization: 'Bearer acct_42', 'idempotency-key': '"pay-1"', 'content-type': 'application/json' },
       body: JSON.stringify({ amount: 1500 }),
     })
-  let api
+  let api: Awaited<ReturnType<typeof startApi>> | undefined
   try {
     // Each attempt reaches a new API process, as after a restart.
-    for (const [attempt, crash] of [[1, 'after-provider'], [2, 'after-charge-step'], [3, 'none']]) {
+    for (const [attempt, crash] of [[1, 'after-provider'], [2, 'after-charge-step'], [3, 'none']] as const) {
       api = await startApi({ schema, providerUrl, crash })
       try {
         const response = await pay(api.port)
@@ -112,10 +127,11 @@ async function main() {
         await api.exited
       }
     }
+    if (api === undefined) throw new Error('no API process was started')
     const replay = await pay(api.port)
     console.log(`attempt 4: ${replay.status}${replay.headers.get('idempotent-replayed') === 'true' ? ' (replayed)' : ''} ${await replay.text()}`)
     console.log(`the provider saw ${requests} requests and made ${charges.size} charge`)
-    const { rows } = await pool.query(`SELECT count(*)::int AS n FROM ${schema}.payments`)
+    const { rows } = await pool.query<{ n: number }>(`SELECT count(*)::int AS n FROM ${schema}.payments`)
     console.log(`payments in the table: ${rows[0].n}`)
   } finally {
     api?.child.kill()

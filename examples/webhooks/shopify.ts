@@ -3,7 +3,7 @@
 // signing library; this is their algorithm with node:crypto): a good one, the same event
 // from a second subscription to its topic, one whose body was changed on the way, and one
 // whose signature header was cut short.
-// node examples/webhooks/shopify.mjs
+// node --experimental-strip-types examples/webhooks/shopify.ts
 import { createHmac } from 'node:crypto'
 import { webhookReceiver } from 'idem/fetch'
 import { memoryStore } from 'idem/memory' // for trying it out; Postgres, SQLite… in production

@@ -1,11 +1,12 @@
 // The same payments API on Express (5, or 4) and Postgres: the payment row is written in
 // the transaction that records the Idempotency-Key.
-// DATABASE_URL=postgres://postgres@127.0.0.1:5432/test node examples/guides/payments-express.mjs
+// DATABASE_URL=postgres://postgres@127.0.0.1:5432/test node --experimental-strip-types examples/guides/payments-express.ts
 import { randomBytes } from 'node:crypto'
-import express from 'express'
+import type { AddressInfo } from 'node:net'
+import express, { type ErrorRequestHandler } from 'express'
 import pg from 'pg'
-import { idempotency } from 'idem/express'
-import { postgresStore } from 'idem/postgres'
+import { idempotency, type IdempotencyContext } from 'idem/express'
+import { postgresStore, type PgClient } from 'idem/postgres'
 
 const pool = new pg.Pool({ connectionString: process.env.DATABASE_URL, connectionTimeoutMillis: 5_000 })
 pool.on('error', (error) => console.warn(error))
@@ -26,8 +27,8 @@ app.post(
   // Express 4 does not catch a rejected promise: pass the error on with next(error).
   async (req, res, next) => {
     try {
-      const { tx, scope } = req.idem
-      const { rows } = await tx.query(`INSERT INTO ${schema}.payments (account, amount) VALUES ($1, $2) RETURNING id`, [scope, req.body.amount])
+      const { tx, scope } = req.idem as IdempotencyContext<PgClient> // set on the routes idempotency() protects
+      const { rows } = await tx.query<{ id: string }>(`INSERT INTO ${schema}.payments (account, amount) VALUES ($1, $2) RETURNING id`, [scope, req.body.amount])
       if (ledgerDown) {
         ledgerDown = false
         throw new Error('the ledger went away')
@@ -39,13 +40,15 @@ app.post(
   },
 )
 // A 5xx from the error handler is the route's answer: it rolls back and is not stored.
-app.use((error, req, res, next) => res.status(500).json({ error: error.message }))
+const onError: ErrorRequestHandler = (error: Error, _req, res, _next) => void res.status(500).json({ error: error.message })
+app.use(onError)
 
 const server = app.listen(0, '127.0.0.1')
 await new Promise((ready) => server.once('listening', ready))
+const { port } = server.address() as AddressInfo
 try {
-  for (const [key, amount] of [['pay-1', 1500], ['pay-1', 1500], ['pay-1', 1500], ['pay-1', 9999]]) {
-    const response = await fetch(`http://127.0.0.1:${server.address().port}/payments`, {
+  for (const [key, amount] of [['pay-1', 1500], ['pay-1', 1500], ['pay-1', 1500], ['pay-1', 9999]] as const) {
+    const response = await fetch(`http://127.0.0.1:${port}/payments`, {
       method: 'POST',
       headers: { authorization: 'Bearer acct_42', 'idempotency-key': `"${key}"`, 'content-type': 'application/json' },
       body: JSON.stringify({ amount }),
@@ -53,7 +56,7 @@ try {
     const replayed = response.headers.get('idempotent-replayed') === 'true' ? ' (replayed)' : ''
     console.log(`${response.status}${replayed} ${await response.text()}`)
   }
-  const { rows } = await pool.query(`SELECT count(*)::int AS n FROM ${schema}.payments`)
+  const { rows } = await pool.query<{ n: number }>(`SELECT count(*)::int AS n FROM ${schema}.payments`)
   console.log(`payments in the table: ${rows[0].n}`)
 } finally {
   server.close()

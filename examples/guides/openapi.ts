@@ -1,13 +1,14 @@
 // An orders API's OpenAPI document, before and after idem describes its contract in it:
 // the same options serve the middleware and write the description, so the two cannot drift.
-// node examples/guides/openapi.mjs
+// node --experimental-strip-types examples/guides/openapi.ts
+import type { IncomingHttpHeaders } from 'node:http'
 import { Document, isScalar, parse, visit } from 'yaml'
 import { idempotencyOpenApi } from 'idem/openapi'
 
 // What the middleware is given (a store too, in the server: the description needs none).
 const options = {
   // scope gets the framework's own request: Express's, Koa's, Fastify's or Nest's here.
-  scope: (req) => req.headers.authorization ?? 'anonymous',
+  scope: (req: { headers: IncomingHttpHeaders }) => req.headers.authorization ?? 'anonymous',
   routes: ['/orders/*'],
   ttlMs: 48 * 60 * 60 * 1000,
   problemTypes: 'https://docs.example.com/errors',

@@ -1,12 +1,12 @@
 // An idempotent queue consumer on RabbitMQ and Postgres: an order message is applied once
 // however often it arrives, and the confirmation email it queues in the outbox is
 // published once, after the commit.
-// DATABASE_URL=postgres://postgres@127.0.0.1:5432/test AMQP_URL=amqp://guest:guest@127.0.0.1:5672 node examples/guides/queue-consumer.mjs
+// DATABASE_URL=postgres://postgres@127.0.0.1:5432/test AMQP_URL=amqp://guest:guest@127.0.0.1:5672 node --experimental-strip-types examples/guides/queue-consumer.ts
 import { randomBytes } from 'node:crypto'
 import amqplib from 'amqplib'
 import pg from 'pg'
-import { postgresStore } from 'idem/postgres'
-import { createDispatcher, createInbox, createOutbox, startConsumer } from 'idem/queue'
+import { postgresStore, type PgClient } from 'idem/postgres'
+import { createDispatcher, createInbox, createOutbox, startConsumer, type ConsumedMessage, type Delivery } from 'idem/queue'
 import { rabbitmqDeliverer, rabbitmqSource } from 'idem/queue/rabbitmq'
 
 const AMQP_URL = process.env.AMQP_URL ?? 'amqp://guest:guest@127.0.0.1:5672'
@@ -29,10 +29,17 @@ const channel = await connection.createChannel()
 await channel.assertQueue(ordersQueue, { durable: true })
 await channel.assertQueue(emailsQueue, { durable: true })
 
-const inbox = createInbox({ store, consumer: 'order-worker' })
+/** An order message's body, as the producer publishes it. */
+interface Order {
+  orderId: string
+  amount: number
+  email: string
+}
+
+const inbox = createInbox<PgClient, Order>({ store, consumer: 'order-worker' })
 const outbox = createOutbox({ store })
 let handled = 0
-async function applyOrder(tx, message) {
+async function applyOrder(tx: PgClient, message: ConsumedMessage<Order>): Promise<void> {
   handled++
   const { orderId, amount, email } = message.body
   await tx.query(`INSERT INTO ${schema}.orders (order_id, amount) VALUES ($1, $2)`, [orderId, amount])
@@ -41,13 +48,13 @@ async function applyOrder(tx, message) {
 }
 
 /** A worker process's consumer; `dieBeforeAck` makes it commit and then vanish without acking. */
-async function startWorker(name, { dieBeforeAck = false, expect }) {
+async function startWorker(name: string, { dieBeforeAck = false, expect }: { dieBeforeAck?: boolean; expect: number }) {
   const workerConnection = await amqplib.connect(AMQP_URL)
   const source = rabbitmqSource({ channel: await workerConnection.createChannel(), queue: ordersQueue, prefetch: 1 })
-  const subscribe = (onDelivery) =>
+  const subscribe = (onDelivery: (delivery: Delivery) => Promise<void>) =>
     source.subscribe((delivery) => onDelivery(dieBeforeAck ? { ...delivery, ack: () => workerConnection.close() } : delivery))
-  let done
-  const settled = new Promise((resolve) => (done = resolve))
+  let done = () => {}
+  const settled = new Promise<void>((resolve) => (done = resolve))
   let seen = 0
   const consumer = await startConsumer({
     inbox,
@@ -64,7 +71,7 @@ async function startWorker(name, { dieBeforeAck = false, expect }) {
 
 try {
   // The producer retried a publish whose confirm it never saw: the same message, twice.
-  const order = { orderId: 'order-1001', amount: 1500, email: 'ada@example.com' }
+  const order: Order = { orderId: 'order-1001', amount: 1500, email: 'ada@example.com' }
   for (let copy = 0; copy < 2; copy++) {
     channel.sendToQueue(ordersQueue, Buffer.from(JSON.stringify(order)), { messageId: order.orderId, persistent: true })
   }
@@ -74,7 +81,7 @@ try {
   await worker2.consumer.stop()
   await worker2.connection.close()
 
-  const { rows } = await pool.query(`SELECT count(*)::int AS n FROM ${schema}.orders`)
+  const { rows } = await pool.query<{ n: number }>(`SELECT count(*)::int AS n FROM ${schema}.orders`)
   console.log(`the handler ran ${handled} time; orders in the table: ${rows[0].n}`)
 
   // The dispatcher publishes what the outbox holds, with the dedupe key as the messageId.
@@ -84,6 +91,7 @@ try {
   await dispatcher.stop()
   const { messageCount } = await channel.checkQueue(emailsQueue)
   const email = await channel.get(emailsQueue, { noAck: true })
+  if (email === false) throw new Error('the dispatcher published no email')
   console.log(`emails published: ${messageCount} (messageId ${email.properties.messageId})`)
 } finally {
   await channel.deleteQueue(ordersQueue)

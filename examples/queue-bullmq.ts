@@ -1,11 +1,17 @@
 // A BullMQ worker whose jobs run once per job id: the order is written in the same
-// transaction as the id. Run: node examples/queue-bullmq.mjs (Redis at REDIS_URL)
+// transaction as the id. Run: node --experimental-strip-types examples/queue-bullmq.ts (Redis at REDIS_URL)
 import Database from 'better-sqlite3'
 import { Queue, Worker } from 'bullmq'
 import { randomUUID } from 'node:crypto'
 import { createInbox } from 'idem/queue'
 import { bullmqProcessor } from 'idem/queue/bullmq'
-import { sqliteStore } from 'idem/sqlite'
+import { sqliteStore, type SqliteDatabase } from 'idem/sqlite'
+
+/** An order job's data, as the producer adds it. */
+interface Order {
+  orderId: string
+  amount: number
+}
 
 const db = new Database(':memory:')
 db.exec('CREATE TABLE orders (order_id TEXT, amount INTEGER)')
@@ -20,7 +26,7 @@ let ledgerUp = false // the first run fails, and BullMQ retries it after its bac
 const worker = new Worker(
   queue.name,
   bullmqProcessor({
-    inbox: createInbox({ store, consumer: 'orders', maxAttempts: 3 }),
+    inbox: createInbox<SqliteDatabase, Order>({ store, consumer: 'orders', maxAttempts: 3 }),
     handler: (tx, job) => {
       tx.prepare('INSERT INTO orders (order_id, amount) VALUES (?, ?)').run(job.data.orderId, job.data.amount)
       if (!ledgerUp) {
@@ -32,14 +38,14 @@ const worker = new Worker(
   }),
   { connection },
 )
-worker.on('failed', (job, error) => console.log(`${job.id} attempt ${job.attemptsMade}: failed (${error.message})`))
+worker.on('failed', (job, error) => console.log(`${job?.id} attempt ${job?.attemptsMade}: failed (${error.message})`))
 const completed = () => new Promise((done) => worker.once('completed', done))
 worker.on('completed', (job, value) => {
   const returned = value === undefined ? 'nothing: a duplicate, the handler did not run' : JSON.stringify(value)
   console.log(`${job.id} attempt ${job.attemptsMade}: completed, returned ${returned}`)
 })
 
-const order = { orderId: 'order-1001', amount: 1500 }
+const order: Order = { orderId: 'order-1001', amount: 1500 }
 const options = { jobId: order.orderId, attempts: 3, backoff: { type: 'fixed', delay: 100 }, removeOnComplete: true }
 await queue.add('charge', order, options)
 await completed()
