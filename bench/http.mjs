@@ -82,7 +82,7 @@ async function serve() {
 }
 
 async function serveHono({ pool, store, insert, inTransaction, handWritten, account }) {
-  const [{ Hono }, { idempotency }] = await Promise.all([import('hono'), import('../dist/http/hono.js')])
+  const [{ Hono }, { idempotency }] = await Promise.all([import('hono'), import('../dist/http/adapters/hono/index.js')])
   const hono = new Hono()
   hono.post('/plain', async (c) => {
     const { rows } = await insert(pool, await c.req.text())
@@ -118,7 +118,7 @@ async function listenHono(hono) {
 }
 
 async function serveExpress({ pool, store, insert, inTransaction, handWritten, account }) {
-  const [{ default: express }, { idempotency }] = await Promise.all([import('express'), import('../dist/http/express.js')])
+  const [{ default: express }, { idempotency }] = await Promise.all([import('express'), import('../dist/http/adapters/express/index.js')])
   const app = express()
   app.set('etag', false)
   app.set('x-powered-by', false)
@@ -149,7 +149,7 @@ async function serveExpress({ pool, store, insert, inTransaction, handWritten, a
 }
 
 async function serveKoa({ pool, store, insert, inTransaction, handWritten, account }) {
-  const [{ default: Koa }, { idempotency }] = await Promise.all([import('koa'), import('../dist/http/koa.js')])
+  const [{ default: Koa }, { idempotency }] = await Promise.all([import('koa'), import('../dist/http/adapters/koa/index.js')])
   const app = new Koa()
   // When autocannon stops, it drops connections mid-request; Koa would log each failure.
   app.silent = true
@@ -192,7 +192,7 @@ async function serveKoa({ pool, store, insert, inTransaction, handWritten, accou
 
 /** The parent: starts the child, runs autocannon against each variant, prints ratios. */
 async function drive() {
-  if (!existsSync(new URL('../dist/http/hono.js', import.meta.url))) {
+  if (!existsSync(new URL('../dist/http/adapters/hono/index.js', import.meta.url))) {
     console.error('bench:http runs over dist/: run `npm run build` first')
     process.exit(1)
   }

@@ -50,7 +50,7 @@ async function serve() {
   ])
   const { createLeasedIdem } = await import('../dist/index.js')
   const { redisStore } = await import('../dist/stores/redis/index.js')
-  const { idempotency } = await import('../dist/http/hono.js')
+  const { idempotency } = await import('../dist/http/adapters/hono/index.js')
   const { SCRIPTS } = await import('../dist/stores/redis/scripts.js')
 
   const providers = await startProviders(Worker)
@@ -114,7 +114,7 @@ async function serve() {
 
 /** The parent: starts the child, runs autocannon against each variant, prints ratios. */
 async function drive() {
-  if (!existsSync(new URL('../dist/http/hono.js', import.meta.url))) {
+  if (!existsSync(new URL('../dist/http/adapters/hono/index.js', import.meta.url))) {
     console.error('bench:redis runs over dist/: run `npm run build` first')
     process.exit(1)
   }

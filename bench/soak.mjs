@@ -35,7 +35,7 @@ else await drive()
 
 /** The child: one Hono app on one store (SOAK_STORE). */
 async function serve() {
-  const [{ Hono }, { serve: serveHono }, { idempotency }] = await Promise.all([import('hono'), import('@hono/node-server'), import('../dist/http/hono.js')])
+  const [{ Hono }, { serve: serveHono }, { idempotency }] = await Promise.all([import('hono'), import('@hono/node-server'), import('../dist/http/adapters/hono/index.js')])
   const schema = process.env.SOAK_SCHEMA
   const closers = []
   const app = new Hono()
@@ -86,7 +86,7 @@ async function serve() {
 
 /** The parent: for each store, starts the child, sends the requests, reads memory. */
 async function drive() {
-  if (!existsSync(new URL('../dist/http/hono.js', import.meta.url))) {
+  if (!existsSync(new URL('../dist/http/adapters/hono/index.js', import.meta.url))) {
     console.error('bench:soak runs over dist/: run `npm run build` first')
     process.exit(1)
   }

@@ -7,7 +7,7 @@
 export * from './core/errors/index.js'
 export { BodyTooLargeError } from './http/body-too-large.js'
 export { CorruptBodyError } from './http/corrupt-body.js'
-export { RouteHijackedError } from './http/route-hijacked.js'
+export { RouteHijackedError } from './http/adapters/node/route-hijacked.js'
 export { UnsupportedEncodingError } from './http/unsupported-encoding.js'
 export { createIdem, DEFAULT_DEADLINE_MS, DEFAULT_TTL_MS, DEFAULT_WAIT_MS } from './core/engine.js'
 export type { EngineSettings, Idem, IdemOptions, OutcomeEvent, OutcomeKind, RunOptions, RunResult } from './core/engine.js'

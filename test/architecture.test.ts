@@ -42,7 +42,7 @@ const PLANTED: { rule: string; from: string; to: string }[] = [
   { rule: 'core-is-pure', from: 'src/core/identity.ts', to: 'src/headers/idempotency-key.ts' },
   { rule: 'headers-are-shared', from: 'src/headers/idempotency-key.ts', to: 'src/http/handler.ts' },
   { rule: 'front-ends-know-no-driver', from: 'src/queue/inbox.ts', to: 'src/stores/postgres/store.ts' },
-  { rule: 'queue-knows-no-http', from: 'src/queue/outbox.ts', to: 'src/http/webhook.ts' },
+  { rule: 'queue-knows-no-http', from: 'src/queue/outbox.ts', to: 'src/http/webhooks/receiver.ts' },
   { rule: 'data-stands-alone', from: 'src/data/once.ts', to: 'src/queue/dispatcher.ts' },
   { rule: 'http-is-a-front-end', from: 'src/http/handler.ts', to: 'src/cli/idem.ts' },
   { rule: 'lambda-is-a-front-end', from: 'src/lambda/sqs-batch.ts', to: 'src/ops/recorder.ts' },

@@ -61,7 +61,7 @@ async function fetchPostgres(pool) {
 }
 
 async function expressPostgres(pool) {
-  const [{ default: express }, { idempotency }] = await Promise.all([import('express'), import('../dist/http/express.js')])
+  const [{ default: express }, { idempotency }] = await Promise.all([import('express'), import('../dist/http/adapters/express/index.js')])
   const app = express()
   app.post('/orders', idempotency({ store: await postgresStoreOf(pool), scope: SCOPE }), (_req, res) => res.status(201).json({ ok: true }))
   const server = app.listen(0, '127.0.0.1')
@@ -73,7 +73,7 @@ async function honoRedis() {
   const [{ Hono }, { serve }, { idempotency }, { createLeasedIdem }, { redisStore }] = await Promise.all([
     import('hono'),
     import('@hono/node-server'),
-    import('../dist/http/hono.js'),
+    import('../dist/http/adapters/hono/index.js'),
     import('../dist/index.js'),
     import('../dist/stores/redis/index.js'),
   ])

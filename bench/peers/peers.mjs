@@ -35,7 +35,7 @@ if (!loopback(PG_URL) || !loopback(REDIS_URL)) throw new Error('bench:peers runs
 const here = (path) => new URL(path, import.meta.url)
 
 async function main() {
-  if (!existsSync(here('../../dist/http/express.js'))) fail('bench:peers runs over dist/: run `npm run build` first (npm run bench:peers does)')
+  if (!existsSync(here('../../dist/http/adapters/express/index.js'))) fail('bench:peers runs over dist/: run `npm run build` first (npm run bench:peers does)')
   if (!existsSync(here('node_modules/express-idempotency'))) fail('bench:peers needs its own packages: npm ci --prefix bench/peers (npm run bench:peers does)')
   printSetup()
   if (PROFILE !== undefined) mkdirSync(PROFILE, { recursive: true })

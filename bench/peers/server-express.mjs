@@ -27,7 +27,7 @@ const send = (res, { status, headers, body }) => void res.status(status).set(hea
 const inserting = (json) => [json, handler(async (req, res) => res.status(201).json(await insertOrder(pool, req.body, ref(req))))]
 
 async function idemRedis(app, json) {
-  const { idempotency } = await import('../../dist/http/express.js')
+  const { idempotency } = await import('../../dist/http/adapters/express/index.js')
   app.post('/orders', idempotency({ idem: await leasedIdem(), scope: () => SCOPE }), ...inserting(json))
 }
 
@@ -47,7 +47,7 @@ const routes = {
   },
 
   idem_pg: async (app, json) => {
-    const { idempotency } = await import('../../dist/http/express.js')
+    const { idempotency } = await import('../../dist/http/adapters/express/index.js')
     const { postgresStore } = await import('../../dist/stores/postgres/index.js')
     const store = postgresStore({ pool, schema })
     app.post(
@@ -64,7 +64,7 @@ const routes = {
   idem_redis_plain_client: idemRedis,
 
   idem_redis_prescribed: async (app, json) => {
-    const { idempotency } = await import('../../dist/http/express.js')
+    const { idempotency } = await import('../../dist/http/adapters/express/index.js')
     app.post(
       '/orders',
       idempotency({ idem: await leasedIdem(), scope: () => SCOPE }),

@@ -19,7 +19,7 @@ const ref = (req) => req.headers['x-bench-ref']
 const send = (reply, { status, headers, body }) => reply.code(status).headers(headers ?? {}).send(body)
 
 async function idemRedis(app, work) {
-  const { idempotency } = await import('../../dist/http/fastify.js')
+  const { idempotency } = await import('../../dist/http/adapters/fastify/index.js')
   await app.register(idempotency({ idem: await leasedIdem(), scope: () => SCOPE }))
   app.post('/orders', async (req, reply) => reply.code(201).send(await work(req)))
 }
@@ -36,7 +36,7 @@ const routes = {
   },
 
   idem_pg: async (app) => {
-    const { idempotency } = await import('../../dist/http/fastify.js')
+    const { idempotency } = await import('../../dist/http/adapters/fastify/index.js')
     const { postgresStore } = await import('../../dist/stores/postgres/index.js')
     await app.register(idempotency({ store: postgresStore({ pool, schema }), scope: () => SCOPE }))
     app.post('/orders', async (req, reply) => reply.code(201).send(await insertOrder(req.idem.tx, req.body, ref(req))))

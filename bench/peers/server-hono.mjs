@@ -4,7 +4,7 @@ import { handWritten, insertOrder, leasedIdem, pool, schema, SCOPE, upsertOrder 
 
 /** The Hono app of PEERS_VARIANT on @hono/node-server, listening on a port of its own; resolves with its http.Server. */
 export async function serve(variant) {
-  const [{ Hono }, { serve: listen }, { idempotency }] = await Promise.all([import('hono'), import('@hono/node-server'), import('../../dist/http/hono.js')])
+  const [{ Hono }, { serve: listen }, { idempotency }] = await Promise.all([import('hono'), import('@hono/node-server'), import('../../dist/http/adapters/hono/index.js')])
   const app = new Hono()
   app.get('/health', (c) => c.body(null, 200))
   const ref = (c) => c.req.header('x-bench-ref')

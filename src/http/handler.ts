@@ -20,7 +20,7 @@ import { hashRequest } from './request-fingerprint.js'
 import { resolveOptions, type ResolvedOptions } from './resolved-options.js'
 import { routeNotes, type RouteNotes } from './route-notes.js'
 import { storeResponse } from './stored-response.js'
-import { webReply, webRequest, webResponse, withRequestBody } from './web.js'
+import { webReply, webRequest, webResponse, withRequestBody } from './adapters/web/index.js'
 
 /**
  * The route handler behind the Fetch middleware. `request` carries the body (buffered,

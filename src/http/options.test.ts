@@ -15,12 +15,12 @@ import {
   SHARED_SCOPE,
   UnsupportedEncodingError,
 } from './fetch/index.js'
-import { idempotency as expressIdempotency } from './express.js'
-import { idempotency as fastifyIdempotency } from './fastify.js'
-import { idempotency as honoIdempotency } from './hono.js'
-import { IdempotencyInterceptor, IdempotencyModule } from './nestjs.js'
+import { idempotency as expressIdempotency } from './adapters/express/index.js'
+import { idempotency as fastifyIdempotency } from './adapters/fastify/index.js'
+import { idempotency as honoIdempotency } from './adapters/hono/index.js'
+import { IdempotencyInterceptor, IdempotencyModule } from './adapters/nestjs/index.js'
 import { memoryStore } from '../stores/memory/index.js'
-import { RouteHijackedError } from './route-hijacked.js'
+import { RouteHijackedError } from './adapters/node/route-hijacked.js'
 
 const store = memoryStore()
 const scope = (): string => 'acct'

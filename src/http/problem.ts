@@ -4,9 +4,9 @@ import { DEFAULT_PROBLEM_TYPE_BASE } from '../headers/problem-type.js'
 import type { BodyTooLargeError } from './body-too-large.js'
 import type { CorruptBodyError } from './corrupt-body.js'
 import type { HttpAnswer } from './exchange.js'
-import type { RouteHijackedError } from './route-hijacked.js'
+import type { RouteHijackedError } from './adapters/node/route-hijacked.js'
 import { DECODED_CODINGS, type UnsupportedEncodingError } from './unsupported-encoding.js'
-import { webResponse } from './web.js'
+import { webResponse } from './adapters/web/index.js'
 
 /** The media type of every error idem answers with (RFC 9457). */
 export const PROBLEM_CONTENT_TYPE = 'application/problem+json'

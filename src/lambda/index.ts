@@ -17,7 +17,7 @@ export { middyIdempotent, type IdemContext, type MiddyIdempotency, type MiddyReq
 export { makeHttpHandler, type HttpHandlerOptions, type IdempotentHttpFunction } from './http-handler.js'
 export type { LambdaHttpEvent, LambdaHttpResult } from './http-event.js'
 export { webhookReceiver } from './webhook-receiver.js'
-export type { WebhookEvent, WebhookEventId, WebhookReceiverOptions, WebhookVerify } from '../http/webhook.js'
+export type { WebhookEvent, WebhookEventId, WebhookReceiverOptions, WebhookVerify } from '../http/webhooks/receiver.js'
 export { makeSqsBatchHandler, type SqsBatchOptions, type SqsMessage, type SqsRecordHandler } from './sqs-batch.js'
 export { DEFAULT_MARGIN_MS } from './invocation.js'
 export type { LambdaEngine, StoreOf } from './engine.js'

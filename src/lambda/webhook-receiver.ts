@@ -1,4 +1,4 @@
-import { webhookReceiving, type WebhookReceiverOptions } from '../http/webhook.js'
+import { webhookReceiving, type WebhookReceiverOptions } from '../http/webhooks/receiver.js'
 import { exchangeRequest, httpRequestOf, httpResultOf, neutralAnswer, type LambdaHttpEvent, type LambdaHttpResult } from './http-event.js'
 
 /**

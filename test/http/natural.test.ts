@@ -1,7 +1,7 @@
 import { Hono } from 'hono'
 import { afterAll, describe, expect, it } from 'vitest'
 import { deleteResponse, putResponse } from '../../src/http/fetch/index.js'
-import { idempotency } from '../../src/http/hono.js'
+import { idempotency } from '../../src/http/adapters/hono/index.js'
 import { testSchema, type TestSchema } from '../support/postgres.js'
 import { postgresStore } from '../../src/stores/postgres/index.js'
 

@@ -5,7 +5,7 @@ import express from 'express'
 import http from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { describe, expect, it } from 'vitest'
-import { idempotency } from '../../src/http/express.js'
+import { idempotency } from '../../src/http/adapters/express/index.js'
 import { memoryStore } from '../../src/stores/memory/index.js'
 import { httpCall } from './support/frontends.js'
 

@@ -6,7 +6,7 @@
 import Database from 'better-sqlite3'
 import { randomUUID } from 'node:crypto'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { webhookReceiver } from '../../src/http/webhook.js'
+import { webhookReceiver } from '../../src/http/webhooks/receiver.js'
 import { InvalidKeyError } from '../../src/index.js'
 import { createInbox, listDeadLetters, messageKey, type WithDeadLetterTable } from '../../src/queue/index.js'
 import type { WithInboxTable } from '../../src/ports/inbox-table.js'

@@ -6,7 +6,7 @@
 import { Hono } from 'hono'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { createLeasedIdem, DEFAULT_LEASE_MS, type StepContext } from '../../src/index.js'
-import { idempotency } from '../../src/http/hono.js'
+import { idempotency } from '../../src/http/adapters/hono/index.js'
 import { redisStore } from '../../src/stores/redis/index.js'
 // @ts-expect-error -- a plain ESM fixture shared with the crashing process
 import { writeOrder } from '../fixtures/http-leased-order.mjs'

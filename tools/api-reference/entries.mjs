@@ -7,14 +7,14 @@ import { fileURLToPath } from 'node:url'
 
 export const root = join(dirname(fileURLToPath(import.meta.url)), '../..')
 
-/** `./dist/http/hono.d.ts` → `src/http/hono.ts`: the source each export's types are built from. */
+/** `./dist/http/adapters/hono/index.d.ts` → `src/http/adapters/hono/index.ts`: the source each export's types are built from. */
 function sourceOf(types) {
   const source = types.replace(/^\.\/dist\//, 'src/').replace(/\.d\.ts$/, '.ts')
   if (!existsSync(join(root, source))) throw new Error(`api-reference: no source ${source} for the export types ${types}`)
   return source
 }
 
-/** Every subpath export with types: `{ specifier: 'idem/hono', source: 'src/http/hono.ts' }`. */
+/** Every subpath export with types: `{ specifier: 'idem/hono', source: 'src/http/adapters/hono/index.ts' }`. */
 export function entryPoints() {
   const { exports } = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8'))
   return Object.entries(exports)

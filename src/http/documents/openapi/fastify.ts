@@ -4,7 +4,7 @@
  * runs on. `@fastify/swagger` itself is not imported.
  */
 import type { FastifyPluginCallback, FastifyRequest } from 'fastify'
-import { idempotency } from '../../fastify.js'
+import { idempotency } from '../../adapters/fastify/index.js'
 import type { IdempotencyOptions } from '../../options.js'
 import { describeIdempotency, type OpenApiDocumentLike, type OpenApiOptions } from './document.js'
 import { PROTECTED_MARK, takeMarks } from './marks.js'

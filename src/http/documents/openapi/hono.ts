@@ -5,7 +5,7 @@
  */
 import type { Context, MiddlewareHandler } from 'hono'
 import { InvalidOptionError } from '../../../core/errors/invalid-option.js'
-import { idempotency } from '../../hono.js'
+import { idempotency } from '../../adapters/hono/index.js'
 import type { IdempotencyOptions } from '../../options.js'
 import { describeIdempotency, type OpenApiOptions } from './document.js'
 import { routesReach, type Json } from './operations.js'

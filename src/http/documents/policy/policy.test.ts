@@ -9,7 +9,7 @@ import { createLeasedIdem } from '../../../core/leased/engine.js'
 import { memoryLeasedStore } from '../../../stores/memory/leased.js'
 import { memoryStore } from '../../../stores/memory/store.js'
 import { idempotencyPolicy, type IdempotencyOptions, type IdempotencyPolicyDocument } from '../../fetch/index.js'
-import { idempotency } from '../../hono.js'
+import { idempotency } from '../../adapters/hono/index.js'
 
 type Options = IdempotencyOptions<unknown, Context>
 const scope = (c: Context): string => c.req.header('authorization') ?? 'anonymous'

@@ -2,11 +2,11 @@
  * The route's reply on Fastify, as `idem/fastify`'s `onSend` hook hands it to the
  * middleware, and the answers it puts on the reply for Fastify to send.
  */
-import { wireValue } from './stored-response.js'
+import { wireValue } from '../../stored-response.js'
 import type { FastifyReply } from 'fastify'
-import { NO_BODY_STATUSES } from '../headers/no-body-statuses.js'
-import type { HttpAnswer, HttpBody, RouteResult } from './exchange.js'
-import { recordHeaders } from './node.js'
+import { NO_BODY_STATUSES } from '../../../headers/no-body-statuses.js'
+import type { HttpAnswer, HttpBody, RouteResult } from '../../exchange.js'
+import { recordHeaders } from '../node/response.js'
 
 /**
  * The route's reply as Fastify's `onSend` has it: its payload, sent as it is, with the

@@ -4,11 +4,11 @@
  * middleware that wraps the route); the middleware (`handler.ts`) holds all the behaviour.
  */
 import type { FastifyPluginCallback, FastifyReply, FastifyRequest } from 'fastify'
-import { protectionHooks } from './fastify-hooks.js'
-import { protectRequests } from './handler.js'
-import type { IdempotencyContext, IdempotencyOptions } from './options.js'
-import { webhookReceiving, type WebhookReceiverOptions } from './webhook.js'
-import { keptRawBody, nodeDelivery, sendToReply } from './webhook-node.js'
+import { protectionHooks } from './hooks.js'
+import { protectRequests } from '../../handler.js'
+import type { IdempotencyContext, IdempotencyOptions } from '../../options.js'
+import { webhookReceiving, type WebhookReceiverOptions } from '../../webhooks/receiver.js'
+import { keptRawBody, nodeDelivery, sendToReply } from '../../webhooks/node.js'
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -17,9 +17,9 @@ declare module 'fastify' {
   }
 }
 
-export type { IdempotencyContext, IdempotencyOptions } from './options.js'
-export type { WebhookEvent, WebhookEventId, WebhookReceiverOptions, WebhookVerify } from './webhook.js'
-export { RouteHijackedError } from './route-hijacked.js'
+export type { IdempotencyContext, IdempotencyOptions } from '../../options.js'
+export type { WebhookEvent, WebhookEventId, WebhookReceiverOptions, WebhookVerify } from '../../webhooks/receiver.js'
+export { RouteHijackedError } from '../node/route-hijacked.js'
 
 /**
  * Fastify 5 plugin. Register it before the routes it protects, where its hooks should

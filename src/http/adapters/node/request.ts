@@ -6,8 +6,8 @@
  */
 import type { IncomingMessage } from 'node:http'
 import { Readable } from 'node:stream'
-import { EMPTY_BODY, tooLarge } from './body.js'
-import type { HttpRequest } from './exchange.js'
+import { EMPTY_BODY, tooLarge } from '../../body.js'
+import type { HttpRequest } from '../../exchange.js'
 
 /** A Node request's body stream, read when the middleware asks, and whether reading it was started but not finished. */
 export interface NodeBody {

@@ -7,20 +7,20 @@
  */
 import type { OutgoingHttpHeaders } from 'node:http'
 import type { Context, Middleware, Next, ParameterizedContext } from 'koa'
-import { InvalidOptionError } from '../core/errors/invalid-option.js'
-import type { HttpAnswer, HttpRequest } from './exchange.js'
-import { protectRequests, type RouteCalls } from './handler.js'
-import { answerWith, koaReply, refuseTakeover, restoreHeaders, type Takeover } from './koa-reply.js'
-import { clientGone, declaresBody, isParsedObject, nodeBody, nodeRequest, parsedBody, refillRequest, type NodeBody } from './node-request.js'
-import { sendAnswer } from './node.js'
-import type { IdempotencyContext, IdempotencyOptions } from './options.js'
-import { problemAnswer } from './problem.js'
-import { webhookReceiving, type WebhookReceiverOptions } from './webhook.js'
-import { keptRawBody, nodeDelivery } from './webhook-node.js'
+import { InvalidOptionError } from '../../../core/errors/invalid-option.js'
+import type { HttpAnswer, HttpRequest } from '../../exchange.js'
+import { protectRequests, type RouteCalls } from '../../handler.js'
+import { answerWith, koaReply, refuseTakeover, restoreHeaders, type Takeover } from './reply.js'
+import { clientGone, declaresBody, isParsedObject, nodeBody, nodeRequest, parsedBody, refillRequest, type NodeBody } from '../node/request.js'
+import { sendAnswer } from '../node/response.js'
+import type { IdempotencyContext, IdempotencyOptions } from '../../options.js'
+import { problemAnswer } from '../../problem.js'
+import { webhookReceiving, type WebhookReceiverOptions } from '../../webhooks/receiver.js'
+import { keptRawBody, nodeDelivery } from '../../webhooks/node.js'
 
-export type { IdempotencyContext, IdempotencyOptions } from './options.js'
-export type { WebhookEvent, WebhookEventId, WebhookReceiverOptions, WebhookVerify } from './webhook.js'
-export { RouteHijackedError } from './route-hijacked.js'
+export type { IdempotencyContext, IdempotencyOptions } from '../../options.js'
+export type { WebhookEvent, WebhookEventId, WebhookReceiverOptions, WebhookVerify } from '../../webhooks/receiver.js'
+export { RouteHijackedError } from '../node/route-hijacked.js'
 
 /** The state the middleware adds to Koa's `ctx.state`: the held key and its transaction, unset when the request is not protected. */
 export interface IdemState<Tx> {

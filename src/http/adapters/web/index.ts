@@ -4,10 +4,10 @@
  * read for storing (a lightweight one of `@hono/node-server` without building it), and
  * idem's own answers as responses. Mapping only: no idempotency behaviour here.
  */
-import { EMPTY_BODY, readSource, tooLarge } from './body.js'
-import { NO_BODY_STATUSES } from '../headers/no-body-statuses.js'
-import type { HttpAnswer, HttpBody, HttpRequest, RouteReply } from './exchange.js'
-import { wireValue } from './stored-response.js'
+import { EMPTY_BODY, readSource, tooLarge } from '../../body.js'
+import { NO_BODY_STATUSES } from '../../../headers/no-body-statuses.js'
+import type { HttpAnswer, HttpBody, HttpRequest, RouteReply } from '../../exchange.js'
+import { wireValue } from '../../stored-response.js'
 
 /** A Web `Request` as the middleware reads it. */
 export function webRequest(request: Request): HttpRequest {

@@ -1,7 +1,7 @@
 import fc from 'fast-check'
 import type { IncomingMessage } from 'node:http'
 import { describe, expect, it } from 'vitest'
-import { jsonText, nodeRequest, parsedBody } from './node-request.js'
+import { jsonText, nodeRequest, parsedBody } from './request.js'
 const incoming = (headers: Record<string, string | string[]>, method = 'POST'): IncomingMessage => ({ method, headers }) as unknown as IncomingMessage
 
 describe('nodeRequest (the Express, Fastify and NestJS adapters)', () => {

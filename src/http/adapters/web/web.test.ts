@@ -1,6 +1,6 @@
 import { getRequestListener } from '@hono/node-server'
 import { describe, expect, it } from 'vitest'
-import { lightweightBody, webReply } from './web.js'
+import { lightweightBody, webReply } from './index.js'
 
 // @hono/node-server swaps the global Response for its lightweight one when a listener is
 // made. The middleware reads such responses' bodies without building them: if a new

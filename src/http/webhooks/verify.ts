@@ -1,9 +1,9 @@
 // The receiver's `verify` option made one check, decided once at construction: a
 // built-in verifier, the app's function, or none. Every way answers in the same terms,
 // so the receiver alone decides what each answer becomes.
-import { InvalidOptionError } from '../core/errors/invalid-option.js'
-import type { HttpRequest } from './exchange.js'
-import type { WebhookCheck, WebhookHandshakeReply, WebhookVerifier } from './webhooks/verifier.js'
+import { InvalidOptionError } from '../../core/errors/invalid-option.js'
+import type { HttpRequest } from '../exchange.js'
+import type { WebhookCheck, WebhookHandshakeReply, WebhookVerifier } from './verifier.js'
 
 /**
  * How a delivery's signature is checked, on the raw body bytes before anything is parsed

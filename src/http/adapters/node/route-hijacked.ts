@@ -1,6 +1,6 @@
-import { IdemError } from '../core/errors/idem-error.js'
+import { IdemError } from '../../../core/errors/idem-error.js'
 
-declare module '../core/errors/idem-error.js' {
+declare module '../../../core/errors/idem-error.js' {
   interface IdemErrorCodes {
     /** The HTTP front end's own: a protected route took its reply over (Fastify's `reply.hijack()`, Koa's `ctx.respond = false`; `RouteHijackedError`). */
     'route-hijacked': true

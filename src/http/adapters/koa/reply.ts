@@ -8,12 +8,12 @@
 import type { OutgoingHttpHeaders, ServerResponse } from 'node:http'
 import { Readable } from 'node:stream'
 import type { Context } from 'koa'
-import { NO_BODY_STATUSES } from '../headers/no-body-statuses.js'
-import type { HttpAnswer, HttpBody, HttpRequest, RouteReply } from './exchange.js'
-import { bytesOf } from './node.js'
-import { wireValue } from './stored-response.js'
-import { captureResponse, recordHeaders, release } from './node.js'
-import { RouteHijackedError } from './route-hijacked.js'
+import { NO_BODY_STATUSES } from '../../../headers/no-body-statuses.js'
+import type { HttpAnswer, HttpBody, HttpRequest, RouteReply } from '../../exchange.js'
+import { bytesOf } from '../node/response.js'
+import { wireValue } from '../../stored-response.js'
+import { captureResponse, recordHeaders, release } from '../node/response.js'
+import { RouteHijackedError } from '../node/route-hijacked.js'
 
 /**
  * The route's reply as Koa will send it: its status, its headers as they are now, and its

@@ -4,15 +4,15 @@
  * (`handler.ts`) holds all the behaviour.
  */
 import type { NextFunction, Request as ExpressRequest, RequestHandler, Response as ExpressResponse } from 'express'
-import { InvalidOptionError } from '../core/errors/invalid-option.js'
-import type { HttpBody, HttpRequest, RouteResult } from './exchange.js'
-import { protectRequests, type RouteCalls } from './handler.js'
-import { clientGone, declaresBody, isParsedObject, nodeBody, nodeRequest, parsedBody, refillRequest } from './node-request.js'
-import { captureResponse, release, sendAnswer, sendHeld } from './node.js'
-import type { IdempotencyContext, IdempotencyOptions } from './options.js'
-import { problemAnswer } from './problem.js'
-import { webhookReceiving, type WebhookReceiverOptions } from './webhook.js'
-import { keptRawBody, nodeDelivery, sendToResponse, type NodeDelivery } from './webhook-node.js'
+import { InvalidOptionError } from '../../../core/errors/invalid-option.js'
+import type { HttpBody, HttpRequest, RouteResult } from '../../exchange.js'
+import { protectRequests, type RouteCalls } from '../../handler.js'
+import { clientGone, declaresBody, isParsedObject, nodeBody, nodeRequest, parsedBody, refillRequest } from '../node/request.js'
+import { captureResponse, release, sendAnswer, sendHeld } from '../node/response.js'
+import type { IdempotencyContext, IdempotencyOptions } from '../../options.js'
+import { problemAnswer } from '../../problem.js'
+import { webhookReceiving, type WebhookReceiverOptions } from '../../webhooks/receiver.js'
+import { keptRawBody, nodeDelivery, sendToResponse, type NodeDelivery } from '../../webhooks/node.js'
 
 declare global {
   // eslint-disable-next-line @typescript-eslint/no-namespace
@@ -35,8 +35,8 @@ declare module 'http' {
   }
 }
 
-export type { IdempotencyContext, IdempotencyOptions } from './options.js'
-export type { WebhookEvent, WebhookEventId, WebhookReceiverOptions, WebhookVerify } from './webhook.js'
+export type { IdempotencyContext, IdempotencyOptions } from '../../options.js'
+export type { WebhookEvent, WebhookEventId, WebhookReceiverOptions, WebhookVerify } from '../../webhooks/receiver.js'
 
 /**
  * Express 4.17+ and 5 middleware. Mount it before body parsers (`express.json()` and friends):

@@ -25,19 +25,19 @@ import {
   type Provider,
 } from '@nestjs/common'
 import { Observable, type Subscription } from 'rxjs'
-import { InvalidOptionError } from '../core/errors/invalid-option.js'
-import { assertKnownOptions, optionNames } from '../core/validate.js'
-import type { AfterAnswer, HttpAnswer, HttpBody, HttpRequest, RouteResult } from './exchange.js'
-import { protectRequests, type RequestProtection, type RouteCalls } from './handler.js'
-import { declaresBody, isParsedObject, nodeBody, nodeRequest, parsedBody, refillRequest, type NodeRequestBody } from './node-request.js'
-import { answeredStatus, captureResponse, recordHeaders, sendAnswer, sendHeld } from './node.js'
-import type { IdempotencyContext, IdempotencyOptions } from './options.js'
-import { problemAnswer } from './problem.js'
-import { webhookReceiving, type WebhookReceiverOptions } from './webhook.js'
-import { keptRawBody, nodeDelivery, sendToReply, sendToResponse, type ReplyLike } from './webhook-node.js'
+import { InvalidOptionError } from '../../../core/errors/invalid-option.js'
+import { assertKnownOptions, optionNames } from '../../../core/validate.js'
+import type { AfterAnswer, HttpAnswer, HttpBody, HttpRequest, RouteResult } from '../../exchange.js'
+import { protectRequests, type RequestProtection, type RouteCalls } from '../../handler.js'
+import { declaresBody, isParsedObject, nodeBody, nodeRequest, parsedBody, refillRequest, type NodeRequestBody } from '../node/request.js'
+import { answeredStatus, captureResponse, recordHeaders, sendAnswer, sendHeld } from '../node/response.js'
+import type { IdempotencyContext, IdempotencyOptions } from '../../options.js'
+import { problemAnswer } from '../../problem.js'
+import { webhookReceiving, type WebhookReceiverOptions } from '../../webhooks/receiver.js'
+import { keptRawBody, nodeDelivery, sendToReply, sendToResponse, type ReplyLike } from '../../webhooks/node.js'
 
-export type { IdempotencyContext, IdempotencyOptions } from './options.js'
-export type { WebhookEvent, WebhookEventId, WebhookReceiverOptions, WebhookVerify } from './webhook.js'
+export type { IdempotencyContext, IdempotencyOptions } from '../../options.js'
+export type { WebhookEvent, WebhookEventId, WebhookReceiverOptions, WebhookVerify } from '../../webhooks/receiver.js'
 
 /**
  * The request as Nest hands it to guards and handlers: Express's `req` or Fastify's

@@ -4,16 +4,16 @@
  */
 import type { Context, HonoRequest, MiddlewareHandler } from 'hono'
 import { cloneRawRequest } from 'hono/request'
-import { protectRequests } from './handler.js'
-import type { IdempotencyContext, IdempotencyOptions } from './options.js'
-import { webReply, webRequest, webResponse } from './web.js'
-import { InvalidOptionError } from '../core/errors/invalid-option.js'
-import { tooLarge } from './body.js'
-import type { HttpRequest } from './exchange.js'
-import { webhookReceiving, type WebhookReceiverOptions } from './webhook.js'
+import { protectRequests } from '../../handler.js'
+import type { IdempotencyContext, IdempotencyOptions } from '../../options.js'
+import { webReply, webRequest, webResponse } from '../web/index.js'
+import { InvalidOptionError } from '../../../core/errors/invalid-option.js'
+import { tooLarge } from '../../body.js'
+import type { HttpRequest } from '../../exchange.js'
+import { webhookReceiving, type WebhookReceiverOptions } from '../../webhooks/receiver.js'
 
-export type { IdempotencyContext, IdempotencyOptions } from './options.js'
-export type { WebhookEvent, WebhookEventId, WebhookReceiverOptions, WebhookVerify } from './webhook.js'
+export type { IdempotencyContext, IdempotencyOptions } from '../../options.js'
+export type { WebhookEvent, WebhookEventId, WebhookReceiverOptions, WebhookVerify } from '../../webhooks/receiver.js'
 
 /** The context variable the middleware sets: `c.get('idem')`. */
 export type IdemVariables<Tx> = { idem: IdempotencyContext<Tx> | undefined }

@@ -6,9 +6,9 @@
  * Mapping only: no idempotency behaviour here.
  */
 import type { ServerResponse } from 'node:http'
-import { NO_BODY_STATUSES } from '../headers/no-body-statuses.js'
-import type { HttpAnswer, HttpBody, RouteReply } from './exchange.js'
-import { byteLength, wireValue } from './stored-response.js'
+import { NO_BODY_STATUSES } from '../../../headers/no-body-statuses.js'
+import type { HttpAnswer, HttpBody, RouteReply } from '../../exchange.js'
+import { byteLength, wireValue } from '../../stored-response.js'
 
 // A small body goes out as latin1 text (one byte per character, so any bytes survive):
 // Node then sends headers and body in one write instead of a writev of two buffers. Never

@@ -10,13 +10,13 @@
  */
 import { Readable } from 'node:stream'
 import type { FastifyReply, FastifyRequest, onErrorHookHandler, onRouteHookHandler, onSendHookHandler, preParsingHookHandler } from 'fastify'
-import type { AfterAnswer, HttpRequest, Protected, RouteResult } from './exchange.js'
-import { bufferOf, isWebResponse, routeReply, writeAnswer, writePayload, type Payload } from './fastify-reply.js'
-import type { RequestProtection } from './handler.js'
-import { nodeBody, nodeRequest, type NodeBody } from './node-request.js'
-import { captureResponse, release } from './node.js'
-import type { IdempotencyContext } from './options.js'
-import { RouteHijackedError } from './route-hijacked.js'
+import type { AfterAnswer, HttpRequest, Protected, RouteResult } from '../../exchange.js'
+import { bufferOf, isWebResponse, routeReply, writeAnswer, writePayload, type Payload } from './reply.js'
+import type { RequestProtection } from '../../handler.js'
+import { nodeBody, nodeRequest, type NodeBody } from '../node/request.js'
+import { captureResponse, release } from '../node/response.js'
+import type { IdempotencyContext } from '../../options.js'
+import { RouteHijackedError } from '../node/route-hijacked.js'
 
 /** A protected request between `preParsing` and `onSend`. */
 interface Held {

@@ -1,8 +1,8 @@
 // Where the receiver reads a delivery's event id (the key its inbox records), decided
 // once at construction: the verifier's own id, a named source, or the app's function.
 import { createHash } from 'node:crypto'
-import { InvalidOptionError } from '../core/errors/invalid-option.js'
-import type { HttpRequest } from './exchange.js'
+import { InvalidOptionError } from '../../core/errors/invalid-option.js'
+import type { HttpRequest } from '../exchange.js'
 
 /** Where a provider puts its event id, when `verify` is not a built-in verifier that reads it. */
 export type WebhookEventId<R = Request> =
