@@ -1,0 +1,3 @@
+export { mysqlStore, type MysqlStore, type MysqlStoreOptions, type MigrateResult, type PruneOptions } from './store.js'
+export { mysqlMigrations, mysqlMigrationScript, MYSQL_SCHEMA_VERSION, type MysqlMigration } from './dialect/migrations.js'
+export type { MysqlExecutor, MysqlPool, MysqlPoolConnection } from './driver/types.js'
