@@ -1,4 +1,5 @@
 import { InvalidOptionError } from '../../../core/errors/invalid-option.js'
+import { StoreUnavailableError } from '../../../core/errors/store-unavailable.js'
 import type { Connection, JoinUse, Joined, Plan, StoreDriver } from '../../sql/driver.js'
 import type { Result, Row, Statement, Step } from '../../sql/statement.js'
 import { classifyMysqlError, DEADLOCK, DUPLICATE_KEY, errnoOf } from './errors.js'
@@ -41,16 +42,33 @@ const OPENING_ATTEMPTS = 10
 // How long `abandon` waits for the server to let the connection's thread (and its row locks) go.
 const ABANDON_WAIT_MS = 5_000
 
-/** A connection of the store's own, holding one transaction. */
+/**
+ * A connection of the store's own, holding one transaction. It listens for the
+ * connection's end from checkout to hand-back, so that a connection the server closed
+ * under the call's function (killed, restarted, cut) is `lost`: the call then fails
+ * with `StoreUnavailableError`, whatever the function's own statement threw.
+ */
 class HeldConnection implements Connection<MysqlExecutor> {
   readonly tx: MysqlPoolConnection
+  lost: StoreUnavailableError | undefined
   #failed = false
+  readonly #onLost = (error?: Error): void => {
+    this.lost ??= new StoreUnavailableError(`MySQL is unavailable: the connection was lost (${error?.message ?? 'the server closed it'})`, { cause: error })
+  }
 
   constructor(
     connection: MysqlPoolConnection,
     private readonly pool: MysqlPool,
   ) {
     this.tx = connection
+    connection.on?.('end', this.#onLost)
+    connection.on?.('error', this.#onLost)
+  }
+
+  /** Stops listening: from here on the pool is in charge of the connection. */
+  #letGo(): void {
+    this.tx.removeListener?.('end', this.#onLost)
+    this.tx.removeListener?.('error', this.#onLost)
   }
 
   /**
@@ -87,11 +105,13 @@ class HeldConnection implements Connection<MysqlExecutor> {
   }
 
   release(): void {
+    this.#letGo()
     this.tx.release()
   }
 
   async end(cause?: unknown): Promise<void> {
-    if (cause === undefined && !this.#failed) {
+    this.#letGo()
+    if (cause === undefined && !this.#failed && this.lost === undefined) {
       try {
         await this.tx.query('ROLLBACK')
         this.tx.release()
@@ -110,6 +130,7 @@ class HeldConnection implements Connection<MysqlExecutor> {
    */
   async abandon(): Promise<void> {
     const id = this.tx.threadId
+    this.#letGo()
     this.tx.destroy()
     if (id === null) return
     const until = Date.now() + ABANDON_WAIT_MS

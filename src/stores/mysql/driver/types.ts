@@ -22,6 +22,11 @@ export interface MysqlPoolConnection extends MysqlExecutor {
   release(): void
   /** Closes the connection at once (the server rolls its transaction back). */
   destroy(): void
+  // A mysql2 connection is an EventEmitter; the store listens while it holds one (store-driver.ts).
+  /** Listens for the connection's end (the server closed it) or a fatal error. */
+  on?(event: 'end' | 'error', listener: (error?: Error) => void): unknown
+  /** Stops listening once idem hands the connection back. */
+  removeListener?(event: 'end' | 'error', listener: (error?: Error) => void): unknown
 }
 
 /** The pool the store takes connections from: a mysql2 promise `Pool` (`mysql.createPool(…)` from `mysql2/promise`) fits. */
