@@ -6,7 +6,7 @@ import { count } from './parse.js'
 import { withOperator } from './connect.js'
 import { keyLayoutOf, storeError, targetFlags, targetOf, withKeyLayoutOption, withTargetOptions, type KeyLayout, type Target, type TargetFlags } from './target.js'
 
-const KINDS = ['postgres', 'sqlite'] as const
+const KINDS = ['postgres', 'sqlite', 'mysql'] as const
 
 interface Flags extends TargetFlags {
   dryRun?: boolean

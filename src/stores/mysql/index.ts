@@ -1,3 +1,4 @@
 export { mysqlStore, type MysqlStore, type MysqlStoreOptions, type MigrateResult, type PruneOptions } from './store.js'
 export { mysqlMigrations, mysqlMigrationScript, MYSQL_SCHEMA_VERSION, type MysqlMigration } from './dialect/migrations.js'
 export type { MysqlExecutor, MysqlPool, MysqlPoolConnection } from './driver/types.js'
+export { mysqlOperator, type MysqlOperatorOptions } from './operator.js'

@@ -1,0 +1,40 @@
+import { afterAll, describe, expect, it } from 'vitest'
+import { createIdem } from '../../src/core/engine.js'
+import { MYSQL_SCHEMA_VERSION, mysqlStore } from '../../src/stores/mysql/index.js'
+import { testDatabase, type TestDatabase } from '../support/mysql.js'
+import { idem, noStack } from './support.js'
+
+const db = await testDatabase('idem_cli_mysql', 4)
+
+describe.skipIf(db === undefined)('idem on MySQL (--mysql)', () => {
+  const { pool, url } = db as TestDatabase
+  afterAll(() => db?.drop())
+
+  it('names missing tables and the migrate that creates them; a URL without a database is refused before connecting', async () => {
+    const ran = await idem(['stats', '--mysql', url])
+    expect(ran.code).toBe(2)
+    expect(ran.stderr).toBe(`idem stats: idem's tables are missing in ${url}, or older than this idem\n  fix: run: idem migrate --mysql ${url}\n`)
+    const bare = await idem(['prune', '--mysql', url.replace(/\/[^/]*$/, '/')])
+    expect(bare.stderr).toContain('names no database')
+    noStack(bare)
+  })
+
+  it('migrates (again: nothing to apply), then inspects, counts and prunes the records the store wrote', async () => {
+    expect((await idem(['migrate', '--mysql', url])).stdout).toContain(`idem: migrated from version 0 to ${MYSQL_SCHEMA_VERSION} (applied 1)\n`)
+    expect((await idem(['migrate', '--mysql', url])).stdout).toContain(`already at version ${MYSQL_SCHEMA_VERSION}`)
+    const engine = createIdem({ store: mysqlStore({ pool }), waitMs: 0 })
+    await engine.run({ scope: 'acct', key: 'kept', input: 1 }, async () => ({ status: 201 }))
+    await engine.run({ scope: 'acct', key: 'gone', input: 1, ttlMs: 1 }, async () => 'short')
+    await new Promise((resolve) => setTimeout(resolve, 5))
+
+    const inspected = JSON.parse((await idem(['inspect', '--mysql', url, 'acct', 'kept', '--json'])).stdout)
+    expect(inspected.record).toMatchObject({ expired: false, outcomeBytes: 14 })
+    const stats = JSON.parse((await idem(['stats', '--mysql', url, '--json'])).stdout)
+    expect(stats.keys).toMatchObject({ total: 2, live: 1, expired: 1, recent: 2 })
+    const pruned = await idem(['prune', '--mysql', url])
+    expect(pruned.code).toBe(0)
+    expect(pruned.stdout).toContain('pruned 1 expired record')
+    const [rows] = await pool.query("SELECT CONVERT(`key` USING utf8mb4) AS k FROM idem_keys WHERE fingerprint <> ''")
+    expect(rows).toEqual([{ k: 'kept' }])
+  })
+})
