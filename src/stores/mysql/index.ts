@@ -2,3 +2,11 @@ export { mysqlStore, type MysqlStore, type MysqlStoreOptions, type MigrateResult
 export { mysqlMigrations, mysqlMigrationScript, MYSQL_SCHEMA_VERSION, type MysqlMigration } from './dialect/migrations.js'
 export type { MysqlExecutor, MysqlPool, MysqlPoolConnection } from './driver/types.js'
 export { mysqlOperator, type MysqlOperatorOptions } from './operator.js'
+export {
+  fromDrizzle,
+  fromKysely,
+  type DrizzleMysqlExecutor,
+  type DrizzleMysqlSql,
+  type KyselyMysqlCompiledQuery,
+  type KyselyMysqlExecutor,
+} from './driver/executors.js'

@@ -1,8 +1,8 @@
-import { InvalidOptionError } from '../../../core/errors/invalid-option.js'
 import { StoreUnavailableError } from '../../../core/errors/store-unavailable.js'
 import type { Connection, JoinUse, Joined, Plan, StoreDriver } from '../../sql/driver.js'
 import type { Result, Row, Statement, Step } from '../../sql/statement.js'
 import { classifyMysqlError, DEADLOCK, DUPLICATE_KEY, errnoOf } from './errors.js'
+import { assertExecutor } from './executors.js'
 import { run } from './results.js'
 import type { MysqlExecutor, MysqlPool, MysqlPoolConnection } from './types.js'
 
@@ -161,7 +161,7 @@ class JoinedMysql<T> implements Joined<T, Promise<boolean>> {
     readonly tx: T,
     use: JoinUse,
   ) {
-    if (!isExecutor(tx)) throw new InvalidOptionError(`${CALLERS[use]} must be a mysql2 connection in an open transaction (or fromKysely(trx), fromDrizzle(tx)), got ${typeof tx}`)
+    assertExecutor(CALLERS[use], tx)
     this.#executor = tx
   }
 
