@@ -15,7 +15,6 @@ import { mysqlStoreDialect, pruneWalks } from './dialect/index.js'
 import { isExecutor, mysqlDriver } from './driver/store-driver.js'
 import type { MysqlExecutor, MysqlPool } from './driver/types.js'
 
-export type { MigrateResult, PruneOptions }
 
 /** What `mysqlStore` takes: the pool, and the largest outcome it stores. */
 export interface MysqlStoreOptions {

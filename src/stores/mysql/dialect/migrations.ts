@@ -134,6 +134,8 @@ export const migrationStatements: MigrationStatements = {
  * Every statement that brings the database from version `from` to the current one, as
  * `migrate()` runs them (each routine's text is one statement: in the `mysql` client,
  * set a `DELIMITER` other than `;` first).
+ * @example
+ * const statements = mysqlMigrationScript() // from an empty database to MYSQL_SCHEMA_VERSION
  */
 export function mysqlMigrationScript(from = 0): string[] {
   return migrationScript(migrationStatements, from)
