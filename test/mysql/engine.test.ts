@@ -18,6 +18,10 @@ function gate(): { wait: Promise<void>; open: () => void } {
   return { wait, open }
 }
 
+// Transactions of this file's database waiting for a lock.
+const WAITING =
+  "SELECT COUNT(*) AS n FROM information_schema.innodb_trx AS t JOIN information_schema.processlist AS p ON p.id = t.trx_mysql_thread_id WHERE t.trx_state = 'LOCK WAIT' AND p.db = DATABASE()"
+
 /** Polls `condition` until it holds (a hang guard of 20 s, never a timing assertion); when it never does, says what the database's sessions were doing. */
 async function until(condition: () => Promise<boolean>): Promise<void> {
   for (const stop = Date.now() + 20_000; !(await condition()); ) {
@@ -63,7 +67,7 @@ describe.skipIf(db === undefined)('mysql engine (MariaDB or MySQL, InnoDB)', () 
     await entered.wait
     const duplicates = Array.from({ length: 20 }, () => idem.run({ scope: 'acct', key, input: 1 }, fn))
     // The duplicates queue on the first one's row lock in the database: wait until some do.
-    await until(async () => Number(((await pool.query("SELECT COUNT(*) AS n FROM information_schema.innodb_trx WHERE trx_state = 'LOCK WAIT'"))[0] as { n: number }[])[0]!.n) >= 1)
+    await until(async () => Number(((await pool.query(WAITING))[0] as { n: number }[])[0]!.n) >= 1)
     expect(runs).toBe(1)
     release.open()
     const results = await Promise.all([first, ...duplicates])
