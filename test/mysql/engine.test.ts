@@ -120,6 +120,7 @@ describe.skipIf(db === undefined)('mysql engine (MariaDB or MySQL, InnoDB)', () 
     const [a, b] = [`dl-a-${randomUUID()}`, `dl-b-${randomUUID()}`]
     const bothHold = gate()
     let holding = 0
+    const restored: number[] = []
     const crossing = async (first: string, second: string) => {
       const connection = await pool.getConnection()
       try {
@@ -133,6 +134,9 @@ describe.skipIf(db === undefined)('mysql engine (MariaDB or MySQL, InnoDB)', () 
         await connection.rollback().catch(() => {})
         throw error
       } finally {
+        // The claim set the session's lock wait for its statement: a deadlock in it leaves the session as it was.
+        const [[session]] = (await connection.query('SELECT @@SESSION.innodb_lock_wait_timeout = @@GLOBAL.innodb_lock_wait_timeout AS restored')) as unknown as [[{ restored: number }]]
+        restored.push(Number(session.restored))
         connection.release()
       }
     }
@@ -142,6 +146,7 @@ describe.skipIf(db === undefined)('mysql engine (MariaDB or MySQL, InnoDB)', () 
     expect(refused[0]!.reason).toBeInstanceOf(StoreUnavailableError)
     expect((refused[0]!.reason as Error & { cause: { errno: number } }).cause.errno).toBe(1213)
     expect((await count(a)) + (await count(b))).toBe(2)
+    expect(restored).toEqual([1, 1])
   })
 
   it('a lock wait that runs out in the caller\'s transaction (innodb_lock_wait_timeout) is StoreUnavailableError', async () => {

@@ -16,8 +16,9 @@ export const HELD_UNTIL = '9223372036854775807'
  * no gap lock at any isolation level. A concurrent claim of the same key therefore
  * waits on the first transaction's row (its INSERT's duplicate check) until it commits
  * or rolls back. `held` is false when the wait ran out (error 1205, which InnoDB rolls
- * back as the statement alone). A deadlock (1213) is not caught: InnoDB rolled the
- * transaction back, and the caller's retry runs it again.
+ * back as the statement alone). Any other error (a deadlock, 1213: InnoDB rolled the
+ * transaction back, and the caller's retry runs it again) is raised again, the
+ * session's lock wait restored first, so a pooled connection never keeps the claim's.
  */
 export const lockProcedure = `CREATE PROCEDURE idem_lock(IN p_scope VARBINARY(3072), IN p_key VARBINARY(3072), IN p_wait_ms BIGINT, IN p_now BIGINT, OUT o_held BOOLEAN)
 MODIFIES SQL DATA
@@ -27,6 +28,12 @@ BEGIN
   BEGIN
     SET SESSION innodb_lock_wait_timeout = v_timeout;
     SET o_held = FALSE;
+  END;
+  -- Any other failure (a deadlock, a lost connection's kill) leaves the session as it was.
+  DECLARE EXIT HANDLER FOR SQLEXCEPTION
+  BEGIN
+    SET SESSION innodb_lock_wait_timeout = v_timeout;
+    RESIGNAL;
   END;
   SET SESSION innodb_lock_wait_timeout = CEIL(GREATEST(p_wait_ms, 0) / 1000);
   INSERT INTO idem_keys (scope, \`key\`, fingerprint, outcome, created_at, expires_at)
