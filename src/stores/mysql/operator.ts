@@ -40,6 +40,7 @@ export function mysqlOperator(options: MysqlOperatorOptions): StoreOperator & Re
     stats: reads.stats,
     expiredCount: reads.expiredCount,
     prune: (prune) => store.prune(prune),
-    migrations: { ...migrationOperator(migrationStatements, driver, reads.tables), migrate: () => store.migrate() },
+    // MySQL commits DDL as it runs it: every statement of a migration can run again instead.
+    migrations: { ...migrationOperator(migrationStatements, driver, reads.tables), migrate: () => store.migrate(), transactional: false },
   }
 }
