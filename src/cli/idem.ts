@@ -13,6 +13,7 @@ import { registerPrune } from './prune.js'
 import { registerReconcile } from './reconcile.js'
 import { registerSql } from './sql.js'
 import { registerStats } from './stats.js'
+import { registerUninstall } from './uninstall.js'
 
 const { version } = createRequire(import.meta.url)('../../package.json') as { version: string }
 
@@ -21,7 +22,7 @@ export function program(io: CliIo, exit: (code: number) => void, argv: readonly 
   // io.out and io.err add the line break commander already wrote.
   const line = (write: (line: string) => void) => (text: string) => write(text.replace(/\n$/, ''))
   const idem = new Command('idem')
-    .description('Operate idem: migrate, prune, inspect and count its tables, and reconcile your own.')
+    .description('Operate idem: migrate, prune, inspect and count its tables, reconcile your own, and uninstall it.')
     .version(version, '-V, --version', "print idem's version")
     .helpOption('-h, --help', 'show help for a command')
     .exitOverride()
@@ -42,6 +43,7 @@ Docs: docs/operating.md`,
   registerStats(idem, context)
   registerReconcile(idem, context)
   registerPolicy(idem, context)
+  registerUninstall(idem, context)
   for (const command of idem.commands) command.showHelpAfterError(`(run idem ${command.name()} --help for its options and an example)`)
   return idem
 }

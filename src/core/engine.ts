@@ -218,7 +218,7 @@ class TransactionalEngine<Tx> {
     const { outcome } = returned
     // A UTF-16 unit is at most 3 bytes of UTF-8: most outcomes are measured by their length alone.
     const outcomeBytes = outcome.length * 3 <= this.#maxOutcomeBytes ? undefined : bytesOver(outcome, this.#maxOutcomeBytes)
-    if (outcomeBytes !== undefined) return this.#rolledBack(session, this.#tooLarge(call, outcomeBytes), call, started)
+    if (outcomeBytes !== undefined) return this.#rolledBack(session, tooLarge(call, outcomeBytes, this.#maxOutcomeBytes, this.#store.name), call, started)
     const events = this.#events
     try {
       const record = { fingerprint: call.fingerprint, outcome, ttlMs: call.ttlMs }
@@ -261,15 +261,6 @@ class TransactionalEngine<Tx> {
     throw error
   }
 
-  #tooLarge(call: CheckedCall, outcomeBytes: number): OutcomeTooLargeError {
-    const maxOutcomeBytes = this.#maxOutcomeBytes
-    return new OutcomeTooLargeError(
-      `The outcome of key ${JSON.stringify(call.key)} is ${outcomeBytes} bytes, more than the ${this.#store.name} store holds (${maxOutcomeBytes} bytes): ` +
-        'the call was rolled back, so nothing happened',
-      { outcomeBytes, maxOutcomeBytes },
-    )
-  }
-
   // A session the store cannot end under its running function (SQLite's one connection,
   // a transaction the caller owns) stays until the function ends; the deadline says so.
   #held(session: Session<Tx>, call: CheckedCall): undefined {
@@ -287,5 +278,13 @@ class TransactionalEngine<Tx> {
 function overranError(call: { key: string; deadlineMs: number }): OverranError {
   return new OverranError(
     `The call with key ${JSON.stringify(call.key)} still ran ${call.deadlineMs} ms after it took its key (deadlineMs): its transaction was rolled back and the key freed; retry with the same key`,
+  )
+}
+
+function tooLarge(call: CheckedCall, outcomeBytes: number, maxOutcomeBytes: number, store: string): OutcomeTooLargeError {
+  return new OutcomeTooLargeError(
+    `The outcome of key ${JSON.stringify(call.key)} is ${outcomeBytes} bytes, more than the ${store} store holds (${maxOutcomeBytes} bytes): ` +
+      'the call was rolled back, so nothing happened',
+    { outcomeBytes, maxOutcomeBytes },
   )
 }

@@ -89,67 +89,21 @@ export function makeSqsBatchHandler<Tx, Body = unknown>(
   if (typeof decode !== 'function') throw new InvalidOptionError(`${caller}: option "decode" must be a function (body, record) => value`)
   assertCount(`${caller}: option "concurrency"`, concurrency, 1, 10_000)
   assertDuration(`${caller}: option "marginMs"`, marginMs, 0)
-
-  function idOf(record: SQSRecord): string | undefined {
-    const attributes = record.messageAttributes ?? {}
-    if (idAttribute !== undefined) return attributes[idAttribute]?.stringValue
-    return attributes[IDEM_ID_ATTRIBUTE]?.stringValue ?? record.messageId
-  }
-
-  /** Consumes one record; true when it is done (processed, a duplicate, or a dead letter). */
-  async function settle(record: SQSRecord, context: Context): Promise<boolean> {
-    let deadlineMs: number | undefined
-    try {
-      deadlineMs = timeLeft(context, marginMs, undefined, caller)
-    } catch {
-      // No time left to run it: it comes back to the queue untouched.
-      return false
-    }
-    let body: Body
-    let decodeError: unknown
-    try {
-      body = decode(record.body, record)
-    } catch (error) {
-      decodeError = error
-      body = record.body as Body
-    }
-    const count = Number(record.attributes?.ApproximateReceiveCount)
-    const message: InboxMessage<Body> = {
-      id: idOf(record),
-      body,
-      deliveryCount: Number.isInteger(count) && count > 0 ? count : undefined,
-    }
-    let result: ConsumeResult
-    try {
-      result = await inbox.consume(
-        message,
-        (tx, _message, key) => {
-          if (decodeError !== undefined) throw decodeError
-          return handler(tx, { id: message.id, key, body, record }, context)
-        },
-        // A duplicate in flight elsewhere is waited for within this invocation's time only.
-        deadlineMs === undefined ? undefined : { deadlineMs, waitMs: Math.min(inbox.waitMs, deadlineMs) },
-      )
-    } catch {
-      // The store failed: nothing was committed or counted.
-      return false
-    }
-    return result.status === 'processed' || result.status === 'duplicate' || result.status === 'dead-lettered'
-  }
+  const batch: RecordSettling<Tx, Body> = { caller, handler, inbox, idAttribute, decode, marginMs }
 
   return async function sqsBatchHandler(event: SQSEvent, context: Context): Promise<SQSBatchResponse> {
     const records = event.Records
     const failed = new Set<SQSRecord>()
     if (records.some(isFifo)) {
       for (const record of records) {
-        if (failed.size > 0 || !(await settle(record, context))) failed.add(record)
+        if (failed.size > 0 || !(await settleRecord(batch, record, context))) failed.add(record)
       }
     } else {
       let next = 0
       const worker = async (): Promise<void> => {
         while (next < records.length) {
           const record = records[next++]!
-          if (!(await settle(record, context))) failed.add(record)
+          if (!(await settleRecord(batch, record, context))) failed.add(record)
         }
       }
       await Promise.all(Array.from({ length: Math.min(concurrency, records.length) }, worker))
@@ -157,6 +111,60 @@ export function makeSqsBatchHandler<Tx, Body = unknown>(
     const batchItemFailures: SQSBatchItemFailure[] = records.filter((record) => failed.has(record)).map((record) => ({ itemIdentifier: record.messageId }))
     return { batchItemFailures }
   }
+}
+
+/** What settling one record takes: the handler, the inbox, how ids and bodies are read, the margin kept before Lambda's timeout. */
+interface RecordSettling<Tx, Body> {
+  readonly caller: string
+  readonly handler: SqsRecordHandler<Tx, Body>
+  readonly inbox: SqsBatchOptions<Tx, Body>['inbox']
+  readonly idAttribute: string | undefined
+  readonly decode: (body: string, record: SQSRecord) => Body
+  readonly marginMs: number
+}
+
+function idOf(record: SQSRecord, idAttribute: string | undefined): string | undefined {
+  const attributes = record.messageAttributes ?? {}
+  if (idAttribute !== undefined) return attributes[idAttribute]?.stringValue
+  return attributes[IDEM_ID_ATTRIBUTE]?.stringValue ?? record.messageId
+}
+
+/** Consumes one record; true when it is done (processed, a duplicate, or a dead letter). */
+async function settleRecord<Tx, Body>(batch: RecordSettling<Tx, Body>, record: SQSRecord, context: Context): Promise<boolean> {
+  const { caller, handler, inbox, decode, marginMs } = batch
+  let deadlineMs: number | undefined
+  try {
+    deadlineMs = timeLeft(context, marginMs, undefined, caller)
+  } catch {
+    // No time left to run it: it comes back to the queue untouched.
+    return false
+  }
+  let body: Body
+  let decodeError: unknown
+  try {
+    body = decode(record.body, record)
+  } catch (error) {
+    decodeError = error
+    body = record.body as Body
+  }
+  const count = Number(record.attributes?.ApproximateReceiveCount)
+  const message: InboxMessage<Body> = { id: idOf(record, batch.idAttribute), body, deliveryCount: Number.isInteger(count) && count > 0 ? count : undefined }
+  let result: ConsumeResult
+  try {
+    result = await inbox.consume(
+      message,
+      (tx, _message, key) => {
+        if (decodeError !== undefined) throw decodeError
+        return handler(tx, { id: message.id, key, body, record }, context)
+      },
+      // A duplicate in flight elsewhere is waited for within this invocation's time only.
+      deadlineMs === undefined ? undefined : { deadlineMs, waitMs: Math.min(inbox.waitMs, deadlineMs) },
+    )
+  } catch {
+    // The store failed: nothing was committed or counted.
+    return false
+  }
+  return result.status === 'processed' || result.status === 'duplicate' || result.status === 'dead-lettered'
 }
 
 function isFifo(record: SQSRecord): boolean {

@@ -34,6 +34,19 @@ export interface StoreOperator {
    * reads the caller's own tables through. Absent where the backend is not SQL (Redis, DynamoDB).
    */
   readonly sql?: SqlConnection
+  /**
+   * Removes everything of idem's from the backend: what `idem uninstall` runs. Absent
+   * where idem made nothing that outlives its keys (Redis: each key carries its retention).
+   */
+  readonly uninstall?: StoreUninstall
+}
+
+/** The way out: what idem made in a backend, and its removal. */
+export interface StoreUninstall {
+  /** What `run()` would remove now, one line each (a SQL statement, or the DynamoDB request): nothing is changed. */
+  plan(): Promise<string[]>
+  /** Removes it (on SQL, in one transaction) and returns what it ran, as `plan()` lists it; nothing when idem left nothing. */
+  run(): Promise<string[]>
 }
 
 /** What `StoreOperator.prune` takes. */

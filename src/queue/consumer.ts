@@ -103,14 +103,7 @@ export async function handleDelivery<Tx, Body>(
   storeRetryMs = 1_000,
   onSettled?: ConsumerOptions<Tx, Body>['onSettled'],
 ): Promise<ConsumeResult | { status: 'error'; error: unknown }> {
-  let body: Body
-  let decodeError: unknown
-  try {
-    body = decode(delivery.data)
-  } catch (error) {
-    decodeError = error
-    body = delivery.data as Body
-  }
+  const { body, decodeError } = decoded(delivery, decode)
   const message: InboxMessage<Body> = {
     id: delivery.id,
     body,
@@ -136,6 +129,26 @@ export async function handleDelivery<Tx, Body>(
     // The store failed: nothing was committed or counted. The broker redelivers.
     result = { status: 'error', error }
   }
+  await settle(delivery, result, retryDelay, storeRetryMs)
+  try {
+    onSettled?.(result, delivery)
+  } catch {
+    // A metrics hook must not change how a message is settled.
+  }
+  return result
+}
+
+/** The delivery's body decoded, or its bytes and why they do not decode (the handler's run then fails with that, counted as a failure). */
+function decoded<Body>(delivery: Delivery, decode: (data: Uint8Array) => Body): { body: Body; decodeError?: unknown } {
+  try {
+    return { body: decode(delivery.data) }
+  } catch (error) {
+    return { body: delivery.data as Body, decodeError: error }
+  }
+}
+
+/** Tells the broker what became of the message: done, dead-lettered, or to come again after a delay. */
+async function settle(delivery: Delivery, result: ConsumeResult | { status: 'error'; error: unknown }, retryDelay: (attempt: number) => number, storeRetryMs: number): Promise<void> {
   switch (result.status) {
     case 'processed':
     case 'duplicate':
@@ -154,10 +167,4 @@ export async function handleDelivery<Tx, Body>(
       await delivery.nack(storeRetryMs)
       break
   }
-  try {
-    onSettled?.(result, delivery)
-  } catch {
-    // A metrics hook must not change how a message is settled.
-  }
-  return result
 }

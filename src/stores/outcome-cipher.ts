@@ -65,16 +65,8 @@ export function recordCipher(cipher: OutcomeCipher): RecordCipher {
   }
 }
 
-const OPTIONS = optionNames<EncryptionOptions>({ keys: true, current: true, acceptPlaintext: true })
-
-/**
- * The AES-256-GCM cipher of `options`, checked: seals with the current key, opens with the
- * key id a row names.
- * @throws InvalidOptionError naming the option
- */
-export function outcomeCipher(options: EncryptionOptions): OutcomeCipher {
-  assertKnownOptions('encryptedStore', options, OPTIONS)
-  const { keys, current, acceptPlaintext = false } = options
+/** The keys option, checked: each id to its 32 bytes. */
+function keysById(keys: EncryptionOptions['keys']): Map<string, Buffer> {
   if (keys === null || typeof keys !== 'object') throw new InvalidOptionError('encryptedStore: option "keys" must be an object of key id → 32-byte key')
   const byId = new Map<string, Buffer>()
   for (const [id, value] of Object.entries(keys)) {
@@ -85,6 +77,20 @@ export function outcomeCipher(options: EncryptionOptions): OutcomeCipher {
     }
     byId.set(id, bytes)
   }
+  return byId
+}
+
+const OPTIONS = optionNames<EncryptionOptions>({ keys: true, current: true, acceptPlaintext: true })
+
+/**
+ * The AES-256-GCM cipher of `options`, checked: seals with the current key, opens with the
+ * key id a row names.
+ * @throws InvalidOptionError naming the option
+ */
+export function outcomeCipher(options: EncryptionOptions): OutcomeCipher {
+  assertKnownOptions('encryptedStore', options, OPTIONS)
+  const { keys, current, acceptPlaintext = false } = options
+  const byId = keysById(keys)
   if (typeof current !== 'string' || !byId.has(current)) {
     throw new InvalidOptionError(`encryptedStore: option "current" must name one of the keys (${[...byId.keys()].join(', ') || 'none given'})`)
   }

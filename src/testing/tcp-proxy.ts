@@ -47,6 +47,40 @@ export interface TcpFaultProxy {
   close(): Promise<void>
 }
 
+/** A client's connection and the proxy's to the target, relayed both ways. */
+interface Pair {
+  client: net.Socket
+  server: net.Socket
+}
+
+/** Relays `client` to the target until either side goes, counting it in `stats`: a relay holds no half-open connection. */
+function relay(client: net.Socket, upstream: { host: string; port: number }, connectTimeoutMs: number, open: Set<Pair>, stats: TcpFaultProxyStats): void {
+  const server = net.connect({ host: upstream.host, port: upstream.port })
+  const pair = { client, server }
+  open.add(pair)
+  let connected = false
+  const timer = setTimeout(() => end(), connectTimeoutMs)
+  // Either side going away takes the other with it.
+  const end = (): void => {
+    clearTimeout(timer)
+    if (!open.delete(pair)) return
+    if (!connected) stats.refused++
+    client.destroy()
+    server.destroy()
+  }
+  server.once('connect', () => {
+    clearTimeout(timer)
+    connected = true
+    stats.accepted++
+  })
+  client.pipe(server)
+  server.pipe(client)
+  for (const socket of [client, server]) {
+    socket.on('error', end)
+    socket.on('close', end)
+  }
+}
+
 const LOOPBACK_HOSTS = new Set(['localhost', '::1', '[::1]'])
 
 const OPTIONS = optionNames<TcpFaultProxyOptions>({ target: true, maxConnections: true, connectTimeoutMs: true })
@@ -77,9 +111,8 @@ export async function startTcpFaultProxy(options: TcpFaultProxyOptions): Promise
   const upstream = loopbackTarget(target)
   assertCount('startTcpFaultProxy: option "maxConnections"', maxConnections, 1, 10_000)
   assertDuration('startTcpFaultProxy: option "connectTimeoutMs"', connectTimeoutMs, 1)
-
   const stats: TcpFaultProxyStats = { accepted: 0, refused: 0, cut: 0 }
-  const open = new Set<{ client: net.Socket; server: net.Socket }>()
+  const open = new Set<Pair>()
   let refusing = false
 
   const proxy = net.createServer((client) => {
@@ -88,30 +121,7 @@ export async function startTcpFaultProxy(options: TcpFaultProxyOptions): Promise
       client.destroy()
       return
     }
-    const server = net.connect({ host: upstream.host, port: upstream.port })
-    const pair = { client, server }
-    open.add(pair)
-    let connected = false
-    const timer = setTimeout(() => end(), connectTimeoutMs)
-    // Either side going away takes the other with it: a relay holds no half-open connection.
-    const end = (): void => {
-      clearTimeout(timer)
-      if (!open.delete(pair)) return
-      if (!connected) stats.refused++
-      client.destroy()
-      server.destroy()
-    }
-    server.once('connect', () => {
-      clearTimeout(timer)
-      connected = true
-      stats.accepted++
-    })
-    client.pipe(server)
-    server.pipe(client)
-    for (const socket of [client, server]) {
-      socket.on('error', end)
-      socket.on('close', end)
-    }
+    relay(client, upstream, connectTimeoutMs, open, stats)
   })
   await new Promise<void>((resolve, reject) => {
     proxy.once('error', reject)

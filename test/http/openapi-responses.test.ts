@@ -9,7 +9,7 @@
 import { createRoute, OpenAPIHono, z } from '@hono/zod-openapi'
 import pg from 'pg'
 import { afterAll, describe, expect, it } from 'vitest'
-import { idempotencyWithOpenApi } from '../../src/http/openapi/hono.js'
+import { idempotencyWithOpenApi } from '../../src/http/documents/openapi/hono.js'
 import { memoryStore } from '../../src/stores/memory/index.js'
 import { postgresStore } from '../../src/stores/postgres/index.js'
 import { documentedResponses, itAnswersTheSharedProblems, expectValidOpenApi } from './support/openapi.js'

@@ -4,7 +4,7 @@
 // table of its own, and asserts what the script printed and what it left in the service.
 import { GetItemCommand, type DynamoDBClient } from '@aws-sdk/client-dynamodb'
 import { describe, expect, it } from 'vitest'
-import { idempotencyOpenApi } from '../../src/http/openapi/index.js'
+import { idempotencyOpenApi } from '../../src/http/documents/openapi/index.js'
 import { expectDescribed, expectValidOpenApi } from '../http/support/openapi.js'
 import { REDIS_URL, testRedis } from '../leased/support.js'
 import { testDynamo, type TestDynamo } from '../support/dynamodb.js'

@@ -34,4 +34,4 @@ export {
 export { webhookReceiver, type WebhookEvent, type WebhookEventId, type WebhookReceiverOptions, type WebhookVerify } from '../webhook.js'
 export { REPLAYED_HEADER, STORED_HEADERS_ROOM, TRANSIENT_STATUSES, defaultStoreStatus, largestStoredBody, type StoredResponse } from '../stored-response.js'
 export { putResponse, deleteResponse, type PutResult } from '../natural-idempotency.js'
-export { idempotencyPolicy, type IdempotencyPolicyDocument, type PolicyError, type PolicyFormat } from '../policy.js'
+export { idempotencyPolicy, type IdempotencyPolicyDocument, type PolicyError, type PolicyFormat } from '../documents/policy/index.js'

@@ -29,22 +29,9 @@ export async function consume<Tx, Body, T>(
   if (options !== undefined) assertConsumeOptions(options)
   const heldFor = options?.deadlineMs ?? context.deadlineMs
   const started = performance.now()
-  let id: string
-  try {
-    id = idOfMessage(context, message)
-  } catch (error) {
-    // A message that cannot be keyed can never be deduplicated: it is poison.
-    if (!(error instanceof MissingKeyError)) throw error
-    return report(context, await unkeyed<Tx, Body, T>(context, message, error), started)
-  }
-  let key: string
-  try {
-    key = messageKey(id)
-  } catch (error) {
-    if (!(error instanceof InvalidKeyError)) throw error
-    // Refused, never folded into another id's key: dead-lettered under a key of its own.
-    return report(context, await deadLetter<Tx, Body, T>(context, refusedMessageKey(id), message, 1, errorText(error)), started)
-  }
+  const keyed = keyOrRefusal<Tx, Body, T>(context, message)
+  if (typeof keyed !== 'string') return report(context, await keyed(), started)
+  const key = keyed
   let session: InboxSession<Tx>
   try {
     // As `failures.ts`'s `claim`, spelled out: one async layer less on every message.
@@ -71,6 +58,40 @@ export async function consume<Tx, Body, T>(
       return report(context, { status: 'dead-lettered', key, ...given }, started)
     }
   }
+  return runHandler(context, session, message, key, handler, heldFor, started)
+}
+
+/**
+ * The message's key, or, for a message that cannot be keyed, its refusal to run: one
+ * without an id can never be deduplicated (poison); one whose id is refused is
+ * dead-lettered under a key of its own, never folded into another id's key.
+ */
+function keyOrRefusal<Tx, Body, T>(context: InboxContext<Tx, Body>, message: InboxMessage<Body>): string | (() => Promise<ConsumeResult<T>>) {
+  let id: string
+  try {
+    id = idOfMessage(context, message)
+  } catch (error) {
+    if (!(error instanceof MissingKeyError)) throw error
+    return () => unkeyed<Tx, Body, T>(context, message, error)
+  }
+  try {
+    return messageKey(id)
+  } catch (error) {
+    if (!(error instanceof InvalidKeyError)) throw error
+    return () => deadLetter<Tx, Body, T>(context, refusedMessageKey(id), message, 1, errorText(error))
+  }
+}
+
+/** Runs the handler in the claimed session within `heldFor`, and commits its work, or rolls back and counts the failure. */
+async function runHandler<Tx, Body, T>(
+  context: InboxContext<Tx, Body>,
+  session: InboxSession<Tx>,
+  message: InboxMessage<Body>,
+  key: string,
+  handler: InboxHandler<Tx, Body, T>,
+  heldFor: number,
+  started: number,
+): Promise<ConsumeResult<T>> {
   let value: T
   let overran: OverranError | undefined
   try {

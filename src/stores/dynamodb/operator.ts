@@ -1,6 +1,7 @@
 import { InvalidOptionError } from '../../core/errors/invalid-option.js'
 import { assertDuration, assertKnownOptions, optionNames } from '../../core/validate.js'
 import type { StoreOperator } from '../../ports/operator.js'
+import { idemTableUninstall } from './create-table.js'
 import { expiredCount, prune } from './operations/expired.js'
 import { inspect } from './operations/inspect.js'
 import { stats } from './operations/stats.js'
@@ -24,14 +25,14 @@ const OPTIONS = optionNames<DynamoOperatorOptions>({ client: true, table: true, 
  * deletes expired items itself, but only eventually (typically within days), and the
  * store never reads them; `prune` deletes them now, each with a condition that it is
  * still expired. Counting and pruning scan the whole table: run them off-peak on large
- * ones. What `idem stats|inspect|prune --dynamodb` run. Time is this machine's clock,
+ * ones. What `idem stats|inspect|prune|uninstall --dynamodb` run; `uninstall` deletes the table. Time is this machine's clock,
  * as the store's.
  * @example
  * const operator = dynamodbOperator({ client: new DynamoDBClient({}), table: 'idem' })
  * const { leases } = await operator.stats(86_400_000)
  * await operator.prune({ batchSize: 500 })
  */
-export function dynamodbOperator(options: DynamoOperatorOptions): StoreOperator & Required<Pick<StoreOperator, 'stats' | 'expiredCount' | 'prune'>> {
+export function dynamodbOperator(options: DynamoOperatorOptions): StoreOperator & Required<Pick<StoreOperator, 'stats' | 'expiredCount' | 'prune' | 'uninstall'>> {
   if (options === null || typeof options !== 'object') throw new InvalidOptionError('dynamodbOperator: pass { client, table }')
   assertKnownOptions('dynamodbOperator', options, OPTIONS)
   const { client, table, timeoutMs = 10_000 } = options
@@ -50,5 +51,6 @@ export function dynamodbOperator(options: DynamoOperatorOptions): StoreOperator 
     stats: (windowMs) => stats(wire, windowMs),
     expiredCount: () => expiredCount(wire),
     prune: (pruning) => prune(wire, pruning),
+    uninstall: idemTableUninstall(client, table),
   }
 }

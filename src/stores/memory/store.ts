@@ -38,6 +38,30 @@ interface StoredRecord extends KeyRecord {
   expiresAt: number
 }
 
+/** What one memory store holds: its records, its collections, whether it was closed. */
+interface MemoryState {
+  readonly records: Map<string, StoredRecord>
+  readonly collections: Map<string, Map<string, unknown>>
+  readonly gate: KeyGate
+  closed: boolean
+}
+
+function live(state: MemoryState, id: string): KeyRecord | undefined {
+  const record = state.records.get(id)
+  if (record === undefined || record.expiresAt <= Date.now()) return undefined
+  return { fingerprint: record.fingerprint, outcome: record.outcome }
+}
+
+function table(state: MemoryState, name: string): Map<string, unknown> {
+  let map = state.collections.get(name)
+  if (map === undefined) state.collections.set(name, (map = new Map()))
+  return map
+}
+
+function checkOpen(state: MemoryState): void {
+  if (state.closed) throw new StoreUnavailableError('The memory store is closed')
+}
+
 /**
  * An in-process store for unit tests, examples and docs. Not durable and not shared
  * between processes; everything else (locking, expiry, atomic effects) behaves as in
@@ -45,83 +69,90 @@ interface StoredRecord extends KeyRecord {
  * @example const idem = createIdem({ store: memoryStore() })
  */
 export function memoryStore(): MemoryStore {
-  const records = new Map<string, StoredRecord>()
-  const collections = new Map<string, Map<string, unknown>>()
-  const gate = new KeyGate()
-  let closed = false
-
-  function live(id: string): KeyRecord | undefined {
-    const record = records.get(id)
-    if (record === undefined || record.expiresAt <= Date.now()) return undefined
-    return { fingerprint: record.fingerprint, outcome: record.outcome }
-  }
-
-  function table(name: string): Map<string, unknown> {
-    let map = collections.get(name)
-    if (map === undefined) collections.set(name, (map = new Map()))
-    return map
-  }
-
-  function checkOpen(): void {
-    if (closed) throw new StoreUnavailableError('The memory store is closed')
-  }
-
-  async function begin({ scope, key, waitMs, tx }: BeginRequest<MemoryTx>): Promise<Session<MemoryTx>> {
-    checkOpen()
-    if (tx !== undefined) throw new TypeError('The memory store cannot join a transaction; omit "tx"')
-    const id = keyId(scope, key)
-    // A committed record is final until it expires: replays need not wait for the gate.
-    const committed = live(id)
-    const leave = committed === undefined ? await gate.enter(id, waitMs) : () => {}
-    const staged = new Map<string, Map<string, unknown>>()
-    let ended = false
-    const memoryTx: MemoryTx = {
-      set(collection, docId, value) {
-        // A write after the end (a function that ran past its deadline) must not vanish silently.
-        if (ended) throw new RangeError('idem/memory: this transaction has ended; the write was not made')
-        let writes = staged.get(collection)
-        if (writes === undefined) staged.set(collection, (writes = new Map()))
-        // A structured clone keeps later mutation by the caller out of the store.
-        writes.set(docId, structuredClone(value))
+  const state: MemoryState = { records: new Map(), collections: new Map(), gate: new KeyGate(), closed: false }
+  const begin = (request: BeginRequest<MemoryTx>): Promise<Session<MemoryTx>> => beginSession(state, request)
+  return {
+    name: 'memory',
+    maxOutcomeBytes: MAX_OUTCOME_BYTES,
+    begin,
+    inbox: memoryInbox(state, begin),
+    deadLetters: {
+      async list({ source, name, limit }) {
+        checkOpen(state)
+        const rows = [...(state.collections.get(DEAD_LETTERS)?.values() ?? [])] as DeadLetterRow[]
+        return rows
+          .filter((row) => row.source === source && (name === null || row.name === name))
+          .reverse()
+          .slice(0, limit)
+          .map((row) => structuredClone(row))
       },
-      get(collection, docId) {
-        const writes = staged.get(collection)
-        return writes?.has(docId) ? writes.get(docId) : collections.get(collection)?.get(docId)
-      },
-    }
-    if (leave === undefined) return { tx: memoryTx, claim: { state: 'locked' }, joined: false, commit: async () => {}, rollback: async () => {} }
-    const record = live(id)
-    const claim: Claim = record === undefined ? { state: 'new' } : { state: 'found', record }
-    return {
-      tx: memoryTx,
-      claim,
-      joined: false,
-      async commit(record: NewRecord) {
-        ended = true
-        try {
-          checkOpen()
-          for (const [name, writes] of staged) for (const [docId, value] of writes) table(name).set(docId, value)
-          records.set(id, { fingerprint: record.fingerprint, outcome: record.outcome, expiresAt: Date.now() + record.ttlMs })
-        } finally {
-          leave()
-        }
-      },
-      async rollback() {
-        if (ended) return
-        ended = true
+    },
+    collection: (name) => new Map(state.collections.get(name)),
+    close: () => {
+      state.closed = true
+    },
+  }
+}
+
+/** A transaction's staged writes, read through by its own `get`; `ended` says whether a write may still be made. */
+function stagedTx(state: MemoryState, staged: Map<string, Map<string, unknown>>, ended: () => boolean): MemoryTx {
+  return {
+    set(collection, docId, value) {
+      // A write after the end (a function that ran past its deadline) must not vanish silently.
+      if (ended()) throw new RangeError('idem/memory: this transaction has ended; the write was not made')
+      let writes = staged.get(collection)
+      if (writes === undefined) staged.set(collection, (writes = new Map()))
+      // A structured clone keeps later mutation by the caller out of the store.
+      writes.set(docId, structuredClone(value))
+    },
+    get(collection, docId) {
+      const writes = staged.get(collection)
+      return writes?.has(docId) ? writes.get(docId) : state.collections.get(collection)?.get(docId)
+    },
+  }
+}
+
+async function beginSession(state: MemoryState, { scope, key, waitMs, tx }: BeginRequest<MemoryTx>): Promise<Session<MemoryTx>> {
+  checkOpen(state)
+  if (tx !== undefined) throw new TypeError('The memory store cannot join a transaction; omit "tx"')
+  const id = keyId(scope, key)
+  // A committed record is final until it expires: replays need not wait for the gate.
+  const leave = live(state, id) === undefined ? await state.gate.enter(id, waitMs) : () => {}
+  const staged = new Map<string, Map<string, unknown>>()
+  let ended = false
+  const memoryTx = stagedTx(state, staged, () => ended)
+  if (leave === undefined) return { tx: memoryTx, claim: { state: 'locked' }, joined: false, commit: async () => {}, rollback: async () => {} }
+  const record = live(state, id)
+  const claim: Claim = record === undefined ? { state: 'new' } : { state: 'found', record }
+  // The staged writes are dropped on a rollback or an abandon, and the function's later writes throw.
+  const end = async (): Promise<void> => {
+    if (ended) return
+    ended = true
+    leave()
+  }
+  return {
+    tx: memoryTx,
+    claim,
+    joined: false,
+    async commit(record: NewRecord) {
+      ended = true
+      try {
+        checkOpen(state)
+        for (const [name, writes] of staged) for (const [docId, value] of writes) table(state, name).set(docId, value)
+        state.records.set(id, { fingerprint: record.fingerprint, outcome: record.outcome, expiresAt: Date.now() + record.ttlMs })
+      } finally {
         leave()
-      },
-      // The staged writes are dropped, and the function's later writes throw.
-      async abandon() {
-        if (ended) return
-        ended = true
-        leave()
-      },
-    }
+      }
+    },
+    rollback: end,
+    abandon: end,
   }
+}
 
+/** The inbox over the store's keys: failure counts and dead letters in collections of their own. */
+function memoryInbox(state: MemoryState, begin: KeyStore<MemoryTx>['begin']): MemoryStore['inbox'] {
   let deadLetterSequence = 0
-  const inbox = inboxOverKeys<MemoryTx>(
+  return inboxOverKeys<MemoryTx>(
     { begin },
     {
       async takeFailures(tx, consumer, key) {
@@ -146,35 +177,13 @@ export function memoryStore(): MemoryStore {
       },
       // Synchronous inside: atomic against every other call.
       async recordFailure(consumer, key, error) {
-        checkOpen()
+        checkOpen(state)
         const id = keyId(consumer, key)
-        const row = table(ATTEMPTS).get(id) as PriorFailures | null | undefined
+        const row = table(state, ATTEMPTS).get(id) as PriorFailures | null | undefined
         const attempts = (row?.attempts ?? 0) + 1
-        table(ATTEMPTS).set(id, { attempts, lastError: error, firstFailedAt: row?.firstFailedAt ?? new Date() })
+        table(state, ATTEMPTS).set(id, { attempts, lastError: error, firstFailedAt: row?.firstFailedAt ?? new Date() })
         return attempts
       },
     },
   )
-
-  return {
-    name: 'memory',
-    maxOutcomeBytes: MAX_OUTCOME_BYTES,
-    begin,
-    inbox,
-    deadLetters: {
-      async list({ source, name, limit }) {
-        checkOpen()
-        const rows = [...(collections.get(DEAD_LETTERS)?.values() ?? [])] as DeadLetterRow[]
-        return rows
-          .filter((row) => row.source === source && (name === null || row.name === name))
-          .reverse()
-          .slice(0, limit)
-          .map((row) => structuredClone(row))
-      },
-    },
-    collection: (name) => new Map(collections.get(name)),
-    close: () => {
-      closed = true
-    },
-  }
 }

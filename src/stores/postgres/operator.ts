@@ -2,7 +2,7 @@ import { InvalidOptionError } from '../../core/errors/invalid-option.js'
 import { assertKnownOptions, optionNames } from '../../core/validate.js'
 import type { StoreOperator } from '../../ports/operator.js'
 import { migrationOperator } from '../sql/migrations.js'
-import { operatorReads } from '../sql/operator.js'
+import { operatorReads, sqlUninstall } from '../sql/operator.js'
 import { postgresDialect } from './dialect/data-dialect.js'
 import { migrationStatements } from './dialect/migrations.js'
 import { operatorStatements } from './dialect/operator.js'
@@ -32,7 +32,7 @@ const OPTIONS = optionNames<PostgresOperatorOptions>({ pool: true, schema: true,
  * const { keys } = await operator.stats(86_400_000)
  * await operator.prune({ batchSize: 5_000 })
  */
-export function postgresOperator(options: PostgresOperatorOptions): StoreOperator & Required<Pick<StoreOperator, 'stats' | 'expiredCount' | 'prune' | 'migrations' | 'sql'>> {
+export function postgresOperator(options: PostgresOperatorOptions): StoreOperator & Required<Pick<StoreOperator, 'stats' | 'expiredCount' | 'prune' | 'migrations' | 'sql' | 'uninstall'>> {
   if (options === null || typeof options !== 'object') throw new InvalidOptionError('postgresOperator: pass { pool, schema? }')
   assertKnownOptions('postgresOperator', options, OPTIONS)
   const { pool, schema = 'public', keyLayout } = options
@@ -40,7 +40,8 @@ export function postgresOperator(options: PostgresOperatorOptions): StoreOperato
   const keys = postgresStore({ pool, schema, ...(keyLayout === undefined ? {} : { keyLayout }) })
   const leases = leasedPostgresStore({ pool, schema })
   const driver = postgresDriver(pool, schema)
-  const reads = operatorReads(operatorStatements(schema), driver)
+  const statements = operatorStatements(schema)
+  const reads = operatorReads(statements, driver)
   return {
     backend: 'Postgres',
     inspect: reads.inspect,
@@ -53,5 +54,6 @@ export function postgresOperator(options: PostgresOperatorOptions): StoreOperato
     },
     sql: { dialect: postgresDialect, client: pool },
     migrations: { ...migrationOperator(migrationStatements(schema), driver, reads.tables), migrate: () => keys.migrate() },
+    uninstall: sqlUninstall(statements, driver),
   }
 }

@@ -11,6 +11,12 @@ import type { Statement } from './statement.js'
 export interface OperatorStatements {
   /** Rows of `name`: every table of idem's (named `idem_…`) in the schema, in order. */
   readonly tables: Statement
+  /**
+   * Rows of `drop`: one statement per object of idem's in the schema (its tables, with
+   * their indexes, partitions and triggers; its functions), in an order that runs:
+   * what `idem uninstall` runs in one transaction.
+   */
+  readonly objects: Statement
   /** Expired rows a prune would delete now (keys, inbox ids, leases): each statement one row, `n`, summed. */
   expired(present: ReadonlySet<string>, now: number): Statement[]
   inspect(present: ReadonlySet<string>, scope: string, key: string, now: number): InspectStatements

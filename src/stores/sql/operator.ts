@@ -1,4 +1,4 @@
-import type { KeyInspection, TableStats } from '../../ports/operator.js'
+import type { KeyInspection, StoreUninstall, TableStats } from '../../ports/operator.js'
 import { statusOf } from '../inspection.js'
 import type { StoreDriver } from './driver.js'
 import type { OperatorStatements, StatsStatements } from './operator-dialect.js'
@@ -16,6 +16,22 @@ export interface OperatorReads {
 }
 
 type Reader = Pick<StoreDriver<unknown, boolean | Promise<boolean>>, 'query'>
+
+/**
+ * `idem uninstall` on a SQL store: the statements that drop each of idem's objects found
+ * now, run in one transaction (all or none; the version table goes with the rest).
+ */
+export function sqlUninstall(statements: Pick<OperatorStatements, 'objects'>, driver: Reader & Pick<StoreDriver<unknown, boolean | Promise<boolean>>, 'transaction'>): StoreUninstall {
+  const plan = async (): Promise<string[]> => (await driver.query(statements.objects)).rows.map((row) => String((row as Row).drop))
+  return {
+    plan,
+    async run() {
+      const drops = await plan()
+      if (drops.length > 0) await driver.transaction(drops.map((text) => ({ text, values: [] })))
+      return drops
+    },
+  }
+}
 
 /** The operator's reads over `statements`, each statement run on its own through `driver` (those of one command at once). */
 export function operatorReads(statements: OperatorStatements, driver: Reader): OperatorReads {

@@ -2,7 +2,7 @@ import { assertKnownOptions, optionNames } from '../../core/validate.js'
 import type { StoreOperator } from '../../ports/operator.js'
 import type { SqliteDatabase } from '../../ports/sql-clients.js'
 import { migrationOperator } from '../sql/migrations.js'
-import { operatorReads } from '../sql/operator.js'
+import { operatorReads, sqlUninstall } from '../sql/operator.js'
 import { sqliteDialect } from './dialect/data-dialect.js'
 import { migrationStatements } from './dialect/migrations.js'
 import { operatorStatements } from './dialect/operator.js'
@@ -28,7 +28,7 @@ const OPTIONS = optionNames<SqliteOperatorOptions>({ db: true })
  * const operator = sqliteOperator({ db: await openSqlite('app.db') })
  * console.log(await operator.inspect('acct_1', 'order-42'))
  */
-export function sqliteOperator(options: SqliteOperatorOptions): StoreOperator & Required<Pick<StoreOperator, 'stats' | 'expiredCount' | 'prune' | 'migrations' | 'sql'>> {
+export function sqliteOperator(options: SqliteOperatorOptions): StoreOperator & Required<Pick<StoreOperator, 'stats' | 'expiredCount' | 'prune' | 'migrations' | 'sql' | 'uninstall'>> {
   assertKnownOptions('sqliteOperator', options, OPTIONS)
   const { db } = options
   assertSqliteDatabase(db, 'sqliteOperator')
@@ -49,5 +49,6 @@ export function sqliteOperator(options: SqliteOperatorOptions): StoreOperator & 
     },
     sql: { dialect: sqliteDialect, client: db },
     migrations: { ...migrationOperator(migrationStatements, driver, reads.tables), migrate: async () => sqliteStore({ db }).migrate() },
+    uninstall: sqlUninstall(operatorStatements, driver),
   }
 }

@@ -22,6 +22,13 @@ const day = (column: string): string => `DATE_FORMAT(DATE_ADD('1970-01-01', INTE
  */
 export const operatorStatements: OperatorStatements = {
   tables: text("SELECT table_name AS name FROM information_schema.tables WHERE table_schema = DATABASE() AND table_name LIKE 'idem\\_%' ORDER BY 1"),
+  // The routines first, then the tables (none refers to another). MySQL commits each DROP as it runs it.
+  objects: text(
+    "SELECT CONCAT('DROP PROCEDURE `', REPLACE(routine_name, '`', '``'), '`') AS `drop`, 1 AS o FROM information_schema.routines " +
+      "WHERE routine_schema = DATABASE() AND routine_name LIKE 'idem\\_%' " +
+      "UNION ALL SELECT CONCAT('DROP TABLE `', REPLACE(table_name, '`', '``'), '`'), 2 FROM information_schema.tables " +
+      "WHERE table_schema = DATABASE() AND table_name LIKE 'idem\\_%' ORDER BY o, `drop`",
+  ),
   expired: (_present, now) => [text(`SELECT COUNT(*) AS n FROM idem_keys WHERE expires_at <= ? AND ${RECORD}`, now)],
   inspect: (_present, scope, key, now) => ({
     now: text('SELECT ? AS now', now),

@@ -17,6 +17,19 @@ export function operatorStatements(schema: string): OperatorStatements {
       `SELECT table_name AS name FROM information_schema.tables WHERE table_schema = $1 AND table_name LIKE 'idem\\_%' ORDER BY 1`,
       [schema],
     ),
+    // Tables first (a partitioned table takes its partitions, and CASCADE what refers to it), then functions.
+    objects: text(
+      `SELECT "drop" FROM (
+         SELECT format('DROP TABLE %I.%I CASCADE', n.nspname, c.relname) AS "drop", 1 AS kind, c.relname AS name
+           FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+          WHERE n.nspname = $1 AND c.relkind IN ('r', 'p') AND NOT c.relispartition AND c.relname LIKE 'idem\\_%'
+         UNION ALL
+         SELECT format('DROP ROUTINE %I.%I(%s)', n.nspname, p.proname, pg_get_function_identity_arguments(p.oid)), 2, p.proname
+           FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace
+          WHERE n.nspname = $1 AND p.proname LIKE 'idem\\_%'
+       ) o ORDER BY kind, name, "drop"`,
+      [schema],
+    ),
     expired: (present) => [
       text(
         `SELECT (SELECT count(*) FROM ${keyRows(s, present)} WHERE expires_at <= now()) + (SELECT count(*) FROM ${s}.idem_inbox WHERE expires_at <= now()) + ` +

@@ -13,6 +13,10 @@ const size = (...names: string[]): Statement => text(`SELECT coalesce(sum(pgsize
  */
 export const operatorStatements: OperatorStatements = {
   tables: text("SELECT name FROM sqlite_master WHERE type = 'table' AND name LIKE 'idem\\_%' ESCAPE '\\' ORDER BY 1"),
+  // The newest first: a table that refers to another goes before it. Indexes and triggers go with their table.
+  objects: text(
+    `SELECT 'DROP TABLE "' || replace(name, '"', '""') || '"' AS "drop" FROM sqlite_master WHERE type = 'table' AND name LIKE 'idem\\_%' ESCAPE '\\' ORDER BY rowid DESC`,
+  ),
   expired: (present, now) => [
     text('SELECT count(*) AS n FROM idem_keys WHERE expires_at <= ?', now),
     ...(present.has('idem_leases') ? [text('SELECT count(*) AS n FROM idem_leases WHERE expires_at <= ?', now)] : []),

@@ -4,8 +4,8 @@
  * runs on. `@fastify/swagger` itself is not imported.
  */
 import type { FastifyPluginCallback, FastifyRequest } from 'fastify'
-import { idempotency } from '../fastify.js'
-import type { IdempotencyOptions } from '../options.js'
+import { idempotency } from '../../fastify.js'
+import type { IdempotencyOptions } from '../../options.js'
 import { describeIdempotency, type OpenApiDocumentLike, type OpenApiOptions } from './document.js'
 import { PROTECTED_MARK, takeMarks } from './marks.js'
 import type { Json } from './operations.js'

@@ -4,7 +4,7 @@
  * is not imported.
  */
 import type { INestApplication } from '@nestjs/common'
-import { IdempotencyInterceptor, type NestIdempotencyOptions } from '../nestjs.js'
+import { IdempotencyInterceptor, type NestIdempotencyOptions } from '../../nestjs.js'
 import { describeIdempotency, type OpenApiDocumentLike, type OpenApiOptions } from './document.js'
 import { PROTECTED_MARK, takeMarks } from './marks.js'
 import type { Json } from './operations.js'

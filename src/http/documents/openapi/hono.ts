@@ -4,9 +4,9 @@
  * route's own OpenAPI description. `@hono/zod-openapi` itself is not imported.
  */
 import type { Context, MiddlewareHandler } from 'hono'
-import { InvalidOptionError } from '../../core/errors/invalid-option.js'
-import { idempotency } from '../hono.js'
-import type { IdempotencyOptions } from '../options.js'
+import { InvalidOptionError } from '../../../core/errors/invalid-option.js'
+import { idempotency } from '../../hono.js'
+import type { IdempotencyOptions } from '../../options.js'
 import { describeIdempotency, type OpenApiOptions } from './document.js'
 import { routesReach, type Json } from './operations.js'
 

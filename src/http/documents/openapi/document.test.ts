@@ -1,8 +1,8 @@
 import { compileErrors, validate } from '@readme/openapi-parser'
 import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
-import { InvalidOptionError } from '../../core/errors/invalid-option.js'
-import { parseIdempotencyKey } from '../../headers/idempotency-key.js'
+import { InvalidOptionError } from '../../../core/errors/invalid-option.js'
+import { parseIdempotencyKey } from '../../../headers/idempotency-key.js'
 import { idempotencyOpenApi } from './document.js'
 
 type Json = Record<string, any>

@@ -1,5 +1,5 @@
-import { InvalidOptionError } from '../../core/errors/invalid-option.js'
-import { routingPath } from '../routes.js'
+import { InvalidOptionError } from '../../../core/errors/invalid-option.js'
+import { routingPath } from '../../routes.js'
 
 /** The HTTP methods an OpenAPI path item holds operations under (3.0 and 3.1). */
 export const OPENAPI_METHODS: readonly string[] = ['get', 'put', 'post', 'delete', 'options', 'head', 'patch', 'trace']

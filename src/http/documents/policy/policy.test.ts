@@ -3,13 +3,13 @@
 // replayed headers, problem types, Retry-After, required, strict, body limit, storage).
 import { Hono, type Context } from 'hono'
 import { describe, expect, it } from 'vitest'
-import { createIdem } from '../core/engine.js'
-import { InvalidOptionError } from '../core/errors/invalid-option.js'
-import { createLeasedIdem } from '../core/leased/engine.js'
-import { memoryLeasedStore } from '../stores/memory/leased.js'
-import { memoryStore } from '../stores/memory/store.js'
-import { idempotencyPolicy, type IdempotencyOptions, type IdempotencyPolicyDocument } from './fetch/index.js'
-import { idempotency } from './hono.js'
+import { createIdem } from '../../../core/engine.js'
+import { InvalidOptionError } from '../../../core/errors/invalid-option.js'
+import { createLeasedIdem } from '../../../core/leased/engine.js'
+import { memoryLeasedStore } from '../../../stores/memory/leased.js'
+import { memoryStore } from '../../../stores/memory/store.js'
+import { idempotencyPolicy, type IdempotencyOptions, type IdempotencyPolicyDocument } from '../../fetch/index.js'
+import { idempotency } from '../../hono.js'
 
 type Options = IdempotencyOptions<unknown, Context>
 const scope = (c: Context): string => c.req.header('authorization') ?? 'anonymous'
