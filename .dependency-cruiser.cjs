@@ -7,12 +7,12 @@
  *   ports     the contracts front ends ask of stores beyond core's two: the inbox, outbox,
  *             dead-letter and once tables, the SQL dialect of the data helpers, the SQL client shapes (one SqliteDatabase for
  *             store and helpers). Types only; they import core at most.
- *   stores    one folder per backend (postgres, sqlite, memory, redis, dynamodb): the only
+ *   stores    one folder per backend (postgres, sqlite, mysql, memory, redis, dynamodb): the only
  *             code that knows a driver, its SQL and its error codes. Implements core's and
  *             ports' contracts; imports core, ports and the shared helpers in stores/.
  *             sql/ is the SQL stores' protocol written once (sessions, inbox, outbox,
  *             once, prune, migrations, the operator) over a dialect and a driver
- *             interface; it imports no store folder. postgres and sqlite each split their
+ *             interface; it imports no store folder. postgres, sqlite and mysql each split their
  *             dialect (dialect/: statements, migrations, pure) from their driver
  *             (driver/: the client library's shapes, connections, errors); the store,
  *             one folder up, puts them together over sql/.

@@ -42,6 +42,12 @@ const loadRedis = () =>
     const ioredis = await import('ioredis')
     return ioredis.Redis ?? ioredis.default
   })
+// mysql2, and the store's operator with it, are loaded only for --mysql.
+const loadMysql = () =>
+  driver('mysql2', 'MySQL', async () => ({
+    createPool: (await import('mysql2/promise')).createPool,
+    mysqlOperator: (await import('../stores/mysql/index.js')).mysqlOperator,
+  }))
 // The SDK and the store's operator, which imports it, are loaded only for --dynamodb.
 const loadDynamo = () =>
   driver('@aws-sdk/client-dynamodb', 'DynamoDB', async () => ({
@@ -170,10 +176,26 @@ export async function withOperator<T>(target: Target, access: Access, work: (ope
       return withPostgres(target, (pool) => work(postgresOperator({ pool, schema: target.schema, ...(access.keyLayout === undefined ? {} : { keyLayout: access.keyLayout }) })))
     case 'sqlite':
       return withSqlite(target, access, (db) => work(sqliteOperator({ db })))
+    case 'mysql':
+      return withMysql(target, work)
     case 'redis':
       return withRedis(target, (client) => work(redisOperator({ client, prefix: target.prefix })))
     case 'dynamodb':
       return withDynamo(target, work)
+  }
+}
+
+/** Opens a small pool on the target's database, runs `work` with its operator, and ends the pool. */
+async function withMysql<T>(target: Extract<Target, { kind: 'mysql' }>, work: (operator: StoreOperator) => Promise<T>): Promise<T> {
+  const { createPool, mysqlOperator } = await loadMysql()
+  const pool = createPool({ uri: target.url, connectionLimit: 2, connectTimeout: 10_000, charset: 'utf8mb4' })
+  try {
+    await pool.query('SELECT 1').catch((error: unknown) => {
+      throw connectionError('MySQL', target.url, error)
+    })
+    return await work(mysqlOperator({ pool }))
+  } finally {
+    await pool.end()
   }
 }
 
@@ -197,10 +219,10 @@ export function connectionError(what: string, given: string, error: unknown): Cl
   const code = (error as { code?: string }).code
   const where = /^[a-z][a-z0-9+.-]*:\/\//i.test(given) ? 'the URL' : 'the connection string'
   // Postgres refuses a login with 28P01 or 28000, Redis with a WRONGPASS or NOAUTH reply.
-  const refused = code === '28P01' || code === '28000' || (error instanceof Error && /^(WRONGPASS|NOAUTH)\b/.test(error.message))
+  const refused = code === '28P01' || code === '28000' || code === 'ER_ACCESS_DENIED_ERROR' || (error instanceof Error && /^(WRONGPASS|NOAUTH)\b/.test(error.message))
   const fix = refused
     ? `check the user and password in ${where}`
-    : code === '3D000'
+    : code === '3D000' || code === 'ER_BAD_DB_ERROR'
       ? `check the database name in ${where}, or create it`
       : `check ${where} and that ${what} is running and accepts connections from here`
   const shown = /\s/.test(given) ? JSON.stringify(masked(given)) : masked(given)

@@ -3,7 +3,7 @@ import { CliError } from './io.js'
 import { libpqSettings, type LibpqPair } from './libpq.js'
 
 /**
- * The connection strings `--postgres` and `--redis` take, checked before anything
+ * The connection strings `--postgres`, `--mysql` and `--redis` take, checked before anything
  * connects: a URL that is not one fails here, not as a DNS error about a host it made
  * up. Every message shows the string `masked`.
  */
@@ -11,11 +11,12 @@ import { libpqSettings, type LibpqPair } from './libpq.js'
 /** What `--postgres` names: a URL, which pg reads itself, or libpq's keyword/value pairs. */
 export type PostgresConnection = { form: 'url'; url: string } | { form: 'keywords'; pairs: readonly LibpqPair[] }
 
-type UrlFlag = 'postgres' | 'redis'
+type UrlFlag = 'postgres' | 'redis' | 'mysql'
 
 const URL_FORMS: Record<UrlFlag, { name: string; protocols: readonly string[]; example: string }> = {
   postgres: { name: 'Postgres', protocols: ['postgres:', 'postgresql:'], example: 'postgres://user@127.0.0.1:5432/app' },
   redis: { name: 'Redis', protocols: ['redis:', 'rediss:'], example: 'redis://127.0.0.1:6379' },
+  mysql: { name: 'MySQL', protocols: ['mysql:'], example: 'mysql://user@127.0.0.1:3306/app' },
 }
 
 const KEYWORDS_EXAMPLE = "'host=127.0.0.1 port=5432 user=app dbname=app'"

@@ -6,7 +6,7 @@ import { human } from './parse.js'
 import { withOperator } from './connect.js'
 import { storeError, targetFlags, targetOf, withTargetOptions, type TargetFlags } from './target.js'
 
-const KINDS = ['postgres', 'sqlite', 'redis', 'dynamodb'] as const
+const KINDS = ['postgres', 'sqlite', 'mysql', 'redis', 'dynamodb'] as const
 
 export function registerInspect(program: Command, { io, exit }: CommandContext): void {
   const command = program

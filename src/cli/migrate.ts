@@ -6,7 +6,7 @@ import { count } from './parse.js'
 import { withOperator } from './connect.js'
 import { keyLayoutOf, storeError, targetFlags, targetOf, withKeyLayoutOption, withTargetOptions, type KeyLayout, type Target, type TargetFlags } from './target.js'
 
-const KINDS = ['postgres', 'sqlite'] as const
+const KINDS = ['postgres', 'sqlite', 'mysql'] as const
 
 interface Flags extends TargetFlags {
   dryRun?: boolean
@@ -57,7 +57,7 @@ Examples:
     .action(async (flags: Flags) => {
       const target = targetOf(flags, KINDS)
       // What it will do, printed before it does it (with --json, in the report instead).
-      const announce = flags.json ? undefined : (from: number, pending: PendingVersion[]) => io.out(planText(from, pending))
+      const announce = flags.json ? undefined : (from: number, pending: PendingVersion[], transactional: boolean) => io.out(planText(from, pending, transactional))
       const report = await migrate(target, flags, announce).catch((error: unknown) => {
         throw storeError(error, target)
       })
@@ -80,8 +80,9 @@ const DAY_PARTITIONS_NOTE =
   "of today (UTC, on the server's clock) and the days ahead, as idem prune makes them"
 
 /** The plan, as printed before it is carried out. */
-function planText(from: number, pending: PendingVersion[]): string {
-  return [`idem: schema at version ${from}; applying, in one transaction:`, ...pending.map(({ version, description }) => `  version ${version}: ${description}`)].join('\n')
+function planText(from: number, pending: PendingVersion[], transactional: boolean): string {
+  const how = transactional ? 'in one transaction' : 'each statement safe to run again (DDL commits as it runs here)'
+  return [`idem: schema at version ${from}; applying, ${how}:`, ...pending.map(({ version, description }) => `  version ${version}: ${description}`)].join('\n')
 }
 
 async function migrate(target: Target, flags: Flags, announce?: Announce): Promise<MigrateReport> {
@@ -92,7 +93,7 @@ async function migrate(target: Target, flags: Flags, announce?: Announce): Promi
 }
 
 /** Told the version found and what will be applied, before anything is (not called when nothing is to be). */
-type Announce = (from: number, pending: PendingVersion[]) => void
+type Announce = (from: number, pending: PendingVersion[], transactional: boolean) => void
 
 /** The versions a migration script applies, from its `-- version N: description` lines. */
 function pendingIn(script: string[]): PendingVersion[] {
@@ -128,7 +129,7 @@ export async function migrateWith(
   // Read again where the version may have moved: a baseline, or another instance migrating meanwhile.
   if (flags.baseline !== undefined || from === 0) from = await migrations.current()
   const pending = from >= migrations.latest ? [] : pendingIn(migrations.script(from))
-  if (pending.length > 0) announce?.(from, pending)
+  if (pending.length > 0) announce?.(from, pending, migrations.transactional !== false)
   const result = await migrations.migrate()
   return { target: where, from: result.from, to: result.to, pending, applied: result.applied, dryRun: false }
 }

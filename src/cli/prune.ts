@@ -5,7 +5,7 @@ import { count, duration, grouped, human } from './parse.js'
 import { withOperator } from './connect.js'
 import { keyLayoutOf, storeError, targetFlags, targetOf, withKeyLayoutOption, withTargetOptions, type KeyLayout, type TargetFlags } from './target.js'
 
-const KINDS = ['postgres', 'sqlite', 'redis', 'dynamodb'] as const
+const KINDS = ['postgres', 'sqlite', 'mysql', 'redis', 'dynamodb'] as const
 
 interface Flags extends TargetFlags {
   batchSize: number

@@ -8,7 +8,7 @@ import { bytes, duration, grouped, httpUrl, human } from './parse.js'
 import { withOperator } from './connect.js'
 import { storeError, targetFlags, targetOf, withTargetOptions, type TargetFlags } from './target.js'
 
-const KINDS = ['postgres', 'sqlite', 'dynamodb'] as const
+const KINDS = ['postgres', 'sqlite', 'mysql', 'dynamodb'] as const
 
 /** The seed's alert levels, shown beside the rates. */
 const REPLAY_ALERT = 0.02

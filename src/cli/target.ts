@@ -10,12 +10,13 @@ import { identifier } from './parse.js'
 export type Target =
   | { kind: 'postgres'; given: string; connection: PostgresConnection; schema: string }
   | { kind: 'sqlite'; file: string }
+  | { kind: 'mysql'; url: string }
   | { kind: 'redis'; url: string; prefix: string }
   | { kind: 'dynamodb'; table: string; endpoint?: string; region?: string }
 
 export type TargetKind = Target['kind']
 
-const FLAG: Record<TargetKind, string> = { postgres: '--postgres <url>', sqlite: '--sqlite <file>', redis: '--redis <url>', dynamodb: '--dynamodb <table>' }
+const FLAG: Record<TargetKind, string> = { postgres: '--postgres <url>', sqlite: '--sqlite <file>', mysql: '--mysql <url>', redis: '--redis <url>', dynamodb: '--dynamodb <table>' }
 
 /** Adds the connection flags a command accepts. */
 export function withTargetOptions(command: Command, kinds: readonly TargetKind[]): Command {
@@ -24,6 +25,7 @@ export function withTargetOptions(command: Command, kinds: readonly TargetKind[]
     command.option('--schema <name>', "Postgres schema holding idem's tables", identifier, 'public')
   }
   if (kinds.includes('sqlite')) command.option('--sqlite <file>', 'SQLite database file')
+  if (kinds.includes('mysql')) command.option('--mysql <url>', "MySQL or MariaDB URL (mysql://user[:password]@host[:port]/database): the database holding idem's tables")
   if (kinds.includes('redis')) {
     command.option('--redis <url>', 'Redis URL (redis://[user:password@]host[:port][/db])')
     command.option('--prefix <prefix>', "prefix of idem's Redis keys", 'idem:')
@@ -81,6 +83,7 @@ export function targetOf<K extends TargetKind>(
 export interface TargetFlags {
   postgres?: string
   sqlite?: string
+  mysql?: string
   redis?: string
   dynamodb?: string
   schema?: string
@@ -105,13 +108,14 @@ function checkedTarget(flags: TargetFlags, kinds: readonly TargetKind[]): Target
     if (!/^[A-Za-z0-9_.-]{3,255}$/.test(table)) throw new CliError(`--dynamodb ${JSON.stringify(table)} is not a DynamoDB table name`, 'pass the table of dynamodbStore({ table }): 3–255 of A-Z a-z 0-9 _ . -')
     return { kind, table, ...(flags.endpoint === undefined ? {} : { endpoint: flags.endpoint }), ...(flags.region === undefined ? {} : { region: flags.region }) }
   }
+  if (kind === 'mysql') return { kind, url: checkedMysqlUrl(flags.mysql!) }
   if (kind === 'postgres') return { kind, given: flags.postgres!, connection: postgresConnection(flags.postgres!), schema: flags.schema ?? 'public' }
   return { kind, url: checkedUrl('redis', flags.redis!), prefix: flags.prefix ?? 'idem:' }
 }
 
 /** An idem error from a store (unavailable, tables missing), as cause and fix. */
 export function storeError(error: unknown, target: Target): unknown {
-  const where = target.kind === 'postgres' ? `schema "${target.schema}"` : target.kind === 'sqlite' ? target.file : target.kind === 'redis' ? masked(target.url) : `DynamoDB table "${target.table}"`
+  const where = target.kind === 'postgres' ? `schema "${target.schema}"` : target.kind === 'sqlite' ? target.file : target.kind === 'redis' || target.kind === 'mysql' ? masked(target.url) : `DynamoDB table "${target.table}"`
   const missing = (cause: unknown) =>
     target.kind === 'dynamodb'
       ? new CliError(`${where} does not exist`, `create it: await dynamodbStore({ client, table: '${target.table}' }).createTable() (docs/dynamodb.md)`, { cause })
@@ -121,20 +125,21 @@ export function storeError(error: unknown, target: Target): unknown {
     if (error.code === 'store-unavailable') return new CliError(unquoted(error.message, connectionStrings(target)), 'check that the database is running and reachable, then run the command again', { cause: error })
     return error
   }
-  if (error instanceof Error && /no such table: idem_|relation "[^"]*idem_\w+" does not exist/.test(error.message)) return missing(error)
+  if (error instanceof Error && /no such table: idem_|relation "[^"]*idem_\w+" does not exist|Table '[^']*\.idem_\w+' doesn't exist/.test(error.message)) return missing(error)
   return error
 }
 
 /** The connection strings of `target`, whose credentials no message may quote. */
 function connectionStrings(target: Target): string[] {
   if (target.kind === 'postgres') return [target.given]
-  if (target.kind === 'redis') return [target.url]
+  if (target.kind === 'redis' || target.kind === 'mysql') return [target.url]
   return target.kind === 'dynamodb' && target.endpoint !== undefined ? [target.endpoint] : []
 }
 
 /** The flags that name `target`, for a suggested command line (and `--json`'s `target`): credentials masked, each value quoted for a shell where it needs it. */
 export function targetFlags(target: Target): string {
   if (target.kind === 'sqlite') return `--sqlite ${shellWord(target.file)}`
+  if (target.kind === 'mysql') return `--mysql ${shellWord(masked(target.url))}`
   if (target.kind === 'postgres') return `--postgres ${shellWord(masked(target.given))}${target.schema === 'public' ? '' : ` --schema ${target.schema}`}`
   if (target.kind === 'dynamodb') return `--dynamodb ${target.table}${target.endpoint === undefined ? '' : ` --endpoint ${shellWord(masked(target.endpoint))}`}${target.region === undefined ? '' : ` --region ${shellWord(target.region)}`}`
   return `--redis ${shellWord(masked(target.url))}`
@@ -143,4 +148,13 @@ export function targetFlags(target: Target): string {
 // `&` in a query, spaces in keyword/value pairs, the mask's `*`: a shell would read them.
 function shellWord(text: string): string {
   return /^[\w@%+=:,./-]+$/.test(text) ? text : `'${text.replaceAll("'", `'\\''`)}'`
+}
+
+/** `--mysql`: a `mysql://` URL with a host and the database holding idem's tables. */
+function checkedMysqlUrl(text: string): string {
+  const url = checkedUrl('mysql', text)
+  if (new URL(url).pathname.replace(/^\//, '') === '') {
+    throw new CliError(`--mysql ${JSON.stringify(masked(text))} names no database`, "pass the database holding idem's tables, such as mysql://user@127.0.0.1:3306/app")
+  }
+  return url
 }

@@ -5,7 +5,7 @@ import { withOperator } from './connect.js'
 import { storeError, targetFlags, targetOf, withTargetOptions, type TargetFlags } from './target.js'
 
 // Redis is not among them: each of idem's keys there carries its retention and goes by itself.
-const KINDS = ['postgres', 'sqlite', 'dynamodb'] as const
+const KINDS = ['postgres', 'sqlite', 'mysql', 'dynamodb'] as const
 
 interface Flags extends TargetFlags {
   dryRun?: boolean
@@ -27,7 +27,7 @@ export function registerUninstall(program: Command, { io }: CommandContext): voi
     .summary("remove idem's tables and functions, and everything in them")
     .description(
       "Removes everything idem made in the store: on Postgres and SQLite its tables (idem_…, with their indexes and partitions) and functions, " +
-        'in one transaction; on DynamoDB its table. Every stored key, inbox id, outbox row and dead letter goes with them, so it asks for --yes; ' +
+        'in one transaction; on MySQL its tables and routines (each DROP commits as it runs there); on DynamoDB its table. Every stored key, inbox id, outbox row and dead letter goes with them, so it asks for --yes; ' +
         '--dry-run prints what it would remove and removes nothing. Your own tables are never touched.',
     )
   withTargetOptions(command, KINDS)

@@ -27,7 +27,7 @@ export interface LambdaEngine<Tx> {
 }
 
 /**
- * A store a Lambda front end makes its engine on: a key store (`postgresStore`,
+ * A store a Lambda front end makes its engine on: a key store (`postgresStore`, `mysqlStore`,
  * `sqliteStore`, `memoryStore`: the handler gets the open transaction) or a leased store
  * (`dynamodbStore`, `redisStore`, `leasedPostgresStore`: the handler gets the step
  * context, so its `Tx` is `StepContext`).
@@ -69,5 +69,5 @@ export function engineOf<Tx>(
     if (cause instanceof InvalidOptionError) fail('store', `is invalid: ${cause.message}`)
     throw cause
   }
-  return fail('store', 'must be a key store (postgresStore, sqliteStore, memoryStore) or a leased store (dynamodbStore, redisStore, leasedPostgresStore)')
+  return fail('store', 'must be a key store (postgresStore, mysqlStore, sqliteStore, memoryStore) or a leased store (dynamodbStore, redisStore, leasedPostgresStore)')
 }

@@ -81,6 +81,11 @@ export interface SchemaMigrations {
   baseline(version: number): Promise<void>
   /** Applies the missing versions under a lock: safe from many instances at once. */
   migrate(): Promise<{ from: number; to: number; applied: number[] }>
+  /**
+   * False where the database commits DDL as it runs it (MySQL): a migration is then no
+   * transaction, and each of its statements is safe to run again. @default true
+   */
+  readonly transactional?: boolean
 }
 
 /** One key's records, the same shape from every store, read without taking any lock. */

@@ -9,13 +9,14 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { PG_URL, testSchema, type TestSchema } from '../support/postgres.js'
+import { testDatabase } from '../support/mysql.js'
 import { REDIS_URL, testRedis } from '../leased/support.js'
-import { prepareSchema, prepareSqlite, postOrder, sleep, startService, type Mode, type ServiceConfig } from './support/service.js'
+import { prepareMysql, prepareSchema, prepareSqlite, postOrder, sleep, startService, type Mode, type ServiceConfig } from './support/service.js'
 import { report, scale } from './support/table.js'
 
 const BOUNDARIES = ['after-claim', 'after-effect-write', 'after-step', 'before-commit', 'after-outcome-stored', 'after-commit-before-response'] as const
 type Boundary = (typeof BOUNDARIES)[number]
-const MODES: Mode[] = ['postgres', 'sqlite', 'leased-redis', 'leased-postgres']
+const MODES: Mode[] = ['postgres', 'sqlite', 'mysql', 'leased-redis', 'leased-postgres']
 const REPEATS = scale(1, 3)
 const LEASE_MS = 400
 
@@ -23,12 +24,14 @@ const LEASE_MS = 400
 const storedBefore: Record<Mode, ReadonlySet<Boundary>> = {
   postgres: new Set(['after-commit-before-response']),
   sqlite: new Set(['after-commit-before-response']),
+  mysql: new Set(['after-commit-before-response']),
   'leased-redis': new Set(['after-outcome-stored', 'after-commit-before-response']),
   'leased-postgres': new Set(['after-outcome-stored', 'after-commit-before-response']),
 }
 
 const db = await testSchema('idem_chaos_crash')
 const redis = await testRedis('chaos-crash')
+const mysqlDb = await testDatabase('idem_chaos_crash', 4)
 const dir = mkdtempSync(join(tmpdir(), 'idem-chaos-crash-'))
 const sqliteFile = join(dir, 'chaos.db')
 
@@ -38,10 +41,12 @@ describe.skipIf(db === undefined)('crash matrix: SIGKILL at every boundary, rest
   beforeAll(async () => {
     await prepareSchema(pool, schema)
     sqlite = prepareSqlite(sqliteFile)
+    if (mysqlDb !== undefined) await prepareMysql(mysqlDb.pool)
   })
   afterAll(async () => {
     sqlite?.close()
     await redis?.drop()
+    await mysqlDb?.drop()
     await db?.drop()
     rmSync(dir, { recursive: true, force: true })
   })
@@ -51,6 +56,7 @@ describe.skipIf(db === undefined)('crash matrix: SIGKILL at every boundary, rest
     schema,
     pgUrl: PG_URL,
     sqliteFile,
+    ...(mysqlDb === undefined ? {} : { mysqlUrl: mysqlDb.url }),
     redisUrl: REDIS_URL,
     prefix: redis?.prefix ?? 'idem-test:none:',
     leaseMs: LEASE_MS,
@@ -65,6 +71,11 @@ describe.skipIf(db === undefined)('crash matrix: SIGKILL at every boundary, rest
       const shipments = (sqlite.prepare("SELECT count(*) AS n FROM idem_outbox WHERE dedupe_key = ?").get(`ship:${intent}`) as { n: number }).n
       return { ids, extra: shipments }
     }
+    if (mode === 'mysql') {
+      const [rows] = (await mysqlDb!.pool.query('SELECT id FROM orders WHERE intent = ?', [intent])) as unknown as [{ id: number }[]]
+      const [shipments] = (await mysqlDb!.pool.query('SELECT COUNT(*) AS n FROM idem_outbox WHERE dedupe_key = ?', [`ship:${intent}`])) as unknown as [{ n: number }[]]
+      return { ids: rows.map((row) => row.id), extra: Number(shipments[0]!.n) }
+    }
     if (mode === 'postgres') {
       const { rows } = await pool.query(`SELECT id FROM "${schema}".orders WHERE intent = $1`, [intent])
       const shipments = await pool.query(`SELECT count(*)::int AS n FROM "${schema}".idem_outbox WHERE dedupe_key = $1`, [`ship:${intent}`])
@@ -78,6 +89,7 @@ describe.skipIf(db === undefined)('crash matrix: SIGKILL at every boundary, rest
   for (const mode of MODES) {
     it(`${mode}: ${BOUNDARIES.length} boundaries × ${REPEATS}`, async ({ task, skip }) => {
       if (mode === 'leased-redis' && redis === undefined) return skip('Redis is unreachable')
+      if (mode === 'mysql' && mysqlDb === undefined) return skip('MySQL is unreachable')
       let duplicates = 0
       let lost = 0
       let unexpected = 0

@@ -171,6 +171,7 @@ async function runApp(project: string): Promise<Map<string, { version: string; s
     env: {
       ...env,
       IDEM_TEST_PG_URL: process.env.IDEM_TEST_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/test',
+      IDEM_TEST_MYSQL_URL: process.env.IDEM_TEST_MYSQL_URL ?? 'mysql://root@127.0.0.1:3306/test',
       IDEM_TEST_REDIS_URL: process.env.IDEM_TEST_REDIS_URL ?? 'redis://127.0.0.1:6379',
       IDEM_TEST_AMQP_URL: process.env.IDEM_TEST_AMQP_URL ?? 'amqp://guest:guest@127.0.0.1:5672',
       IDEM_TEST_NATS_URL: process.env.IDEM_TEST_NATS_URL ?? 'nats://127.0.0.1:4222',
@@ -201,7 +202,7 @@ function expectEveryPeer(lines: Map<string, { version: string; saw: string }>, v
   expect(saw('@nestjs/platform-express')).toBe(REPLAY)
   expect(saw('@nestjs/platform-fastify')).toBe(REPLAY)
   for (const front of ['express', 'koa', 'fastify', 'hono']) expect(saw(front), front).toBe(REPLAY)
-  for (const store of ['pg', 'better-sqlite3', 'ioredis', 'iovalkey', 'redis', '@aws-sdk/client-dynamodb']) expect(saw(store), store).toBe(RAN_ONCE)
+  for (const store of ['pg', 'mysql2', 'better-sqlite3', 'ioredis', 'iovalkey', 'redis', '@aws-sdk/client-dynamodb']) expect(saw(store), store).toBe(RAN_ONCE)
   expect(saw('amqplib')).toBe('2 delivered, handled 1')
   expect(saw('@nats-io/jetstream')).toBe('1 delivered, handled 1')
   expect(saw('@aws-sdk/client-sqs')).toBe('2 delivered, handled 1')
@@ -236,7 +237,7 @@ describe('fresh install from the packed tarball', () => {
   }, 120_000)
 
   it('the app covers every peer range', () => {
-    const covered = ['@nestjs/common', '@nestjs/core', '@nestjs/platform-express', '@nestjs/platform-fastify', 'reflect-metadata', 'rxjs', 'express', 'koa', 'fastify', 'hono', 'pg', 'better-sqlite3', 'ioredis', 'iovalkey', 'redis', '@aws-sdk/client-dynamodb', 'amqplib', '@nats-io/jetstream', '@aws-sdk/client-sqs', 'kafkajs', 'bullmq', 'prom-client', '@opentelemetry/api']
+    const covered = ['@nestjs/common', '@nestjs/core', '@nestjs/platform-express', '@nestjs/platform-fastify', 'reflect-metadata', 'rxjs', 'express', 'koa', 'fastify', 'hono', 'pg', 'mysql2', 'better-sqlite3', 'ioredis', 'iovalkey', 'redis', '@aws-sdk/client-dynamodb', 'amqplib', '@nats-io/jetstream', '@aws-sdk/client-sqs', 'kafkajs', 'bullmq', 'prom-client', '@opentelemetry/api']
     expect(peers.filter((peer) => !covered.includes(peer))).toEqual([])
     expect(lowest('^4.17.0 || ^5.0.0')).toBe('4.17.0')
     expect(lowest('>=11 <13')).toBe('11.0.0')

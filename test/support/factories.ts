@@ -12,6 +12,7 @@ import { metrics } from '@opentelemetry/api'
 import Database from 'better-sqlite3'
 import { Redis } from 'ioredis'
 import { Kafka, logLevel } from 'kafkajs'
+import mysql from 'mysql2/promise'
 import pg from 'pg'
 import { Registry } from 'prom-client'
 import { freePort } from './free-port.js'
@@ -43,6 +44,8 @@ export function load(entry: string): Promise<Record<string, unknown>> {
 export interface Resources {
   closedPort: number
   pool: pg.Pool
+  /** A mysql2 pool on the closed port (it connects only when used). */
+  mysqlPool: mysql.Pool
   db: Database.Database
   sqlite: Fn
   /** The SQL dialects of `idem/data`'s helpers, from their stores. */
@@ -73,6 +76,7 @@ export async function openResources(): Promise<Resources> {
   const closedPort = await freePort()
   const pool = new pg.Pool({ connectionString: `postgres://postgres@127.0.0.1:${closedPort}/none`, connectionTimeoutMillis: 1_000 })
   pool.on('error', () => {})
+  const mysqlPool = mysql.createPool({ uri: `mysql://root@127.0.0.1:${closedPort}/none`, connectTimeout: 1_000 })
   const db = new Database(':memory:')
   const sqlite = sqliteStore({ db })
   sqlite.migrate()
@@ -82,6 +86,7 @@ export async function openResources(): Promise<Resources> {
   return {
     closedPort,
     pool,
+    mysqlPool,
     db,
     sqlite,
     sqliteDialect,
@@ -100,6 +105,7 @@ export async function openResources(): Promise<Resources> {
       redis.disconnect()
       db.close()
       await pool.end()
+      await mysqlPool.end()
     },
   }
 }
@@ -191,6 +197,16 @@ export const TARGETS: OptionTarget[] = [
     typos: [['onbatch', 'onBatch']],
   },
   { entry: 'idem/postgres', export: 'migratePostgres', caller: 'migratePostgres', minimal: () => ({}), call: (f, o, r) => f(r.pool, o), typos: [['shema', 'schema']] },
+
+  // idem/mysql
+  { entry: 'idem/mysql', export: 'mysqlStore', caller: 'mysqlStore', minimal: (r) => ({ pool: r.mysqlPool }), call: (f, o) => f(o), typos: [['maxOutcomeBytess', 'maxOutcomeBytes'], ['Pool', 'pool']] },
+  {
+    entry: 'idem/mysql', export: 'mysqlStore', part: 'prune', caller: 'prune',
+    minimal: () => ({}),
+    call: (f, o, r) => f({ pool: r.mysqlPool }).prune(o),
+    typos: [['batchsize', 'batchSize'], ['deliveredOutboxOlderThan', 'deliveredOutboxOlderThanMs']],
+  },
+  { entry: 'idem/mysql', export: 'mysqlOperator', caller: 'mysqlOperator', minimal: (r) => ({ pool: r.mysqlPool }), call: (f, o) => f(o), typos: [['pol', 'pool']] },
 
   // idem/sqlite
   { entry: 'idem/sqlite', export: 'sqliteStore', caller: 'sqliteStore', minimal: (r) => ({ db: r.db }), call: (f, o) => f(o), typos: [['busyTimeoutMS', 'busyTimeoutMs'], ['DB', 'db']] },
@@ -541,6 +557,9 @@ export const NOT_FACTORIES: Record<string, string> = {
   'idem/queue#idFromBytes': 'the bytes of an id',
   'idem/queue/bullmq#bullmqMessageId': 'a BullMQ job',
   'idem/postgres#fromPg': 'wraps a client',
+  'idem/mysql#mysqlMigrationScript': 'a version',
+  'idem/mysql#fromKysely': 'wraps a transaction',
+  'idem/mysql#fromDrizzle': 'wraps a transaction and its sql tag',
   'idem/postgres#postgresMigrationScript': 'a schema and a version',
   'idem/sqlite#sqliteMigrationScript': 'a version',
   'idem/postgres#fromKysely': 'wraps a transaction',

@@ -3,9 +3,10 @@ import { fileURLToPath } from 'node:url'
 import type pg from 'pg'
 import { postgresStore, leasedPostgresStore } from '../../../src/stores/postgres/index.js'
 import { sqliteStore } from '../../../src/stores/sqlite/index.js'
+import { mysqlStore, type MysqlPool } from '../../../src/stores/mysql/index.js'
 import { startFixture, type Fixture } from '../../leased/support.js'
 
-export type Mode = 'postgres' | 'sqlite' | 'leased-redis' | 'leased-postgres'
+export type Mode = 'postgres' | 'sqlite' | 'mysql' | 'leased-redis' | 'leased-postgres'
 
 export interface ServiceConfig {
   mode: Mode
@@ -14,6 +15,8 @@ export interface ServiceConfig {
   pgUrl?: string
   pg?: { host: string; port: number; database?: string }
   sqliteFile?: string
+  /** The URL of the MySQL database the mysql mode writes to. */
+  mysqlUrl?: string
   redisUrl?: string
   prefix?: string
   leaseMs?: number
@@ -88,3 +91,9 @@ export function postOrder(url: string, key: string, intent: string, amount: numb
 }
 
 export const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
+
+/** The tables the mysql mode writes, and idem's, in a MySQL database of the test's own. */
+export async function prepareMysql(pool: MysqlPool & { query(text: string): Promise<unknown> }): Promise<void> {
+  await mysqlStore({ pool }).migrate()
+  await pool.query('CREATE TABLE IF NOT EXISTS orders (id INT AUTO_INCREMENT PRIMARY KEY, intent VARCHAR(64) NOT NULL, amount INT NOT NULL) ENGINE=InnoDB')
+}

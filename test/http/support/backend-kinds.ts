@@ -22,7 +22,7 @@ export type Protection<Tx> = Pick<IdempotencyOptions<Tx>, 'store' | 'idem'>
 
 /** A real backend plus what the tests need to look behind it: effect rows and key rows. */
 export interface Backend<Tx = unknown> {
-  name: 'postgres' | 'sqlite' | 'redis' | 'dynamodb'
+  name: 'postgres' | 'sqlite' | 'mysql' | 'redis' | 'dynamodb'
   /** The middleware's `store` (transactional backends) or `idem` (a leased engine); with `down`, over a backend that is unreachable. */
   protection(down?: 'down'): Protection<Tx>
   /**

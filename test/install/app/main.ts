@@ -28,6 +28,7 @@ import Redis from 'ioredis' // the default: ioredis exports the class by name on
 import { Redis as Valkey } from 'iovalkey'
 import Koa = require('koa')
 import { Kafka, logLevel, Partitioners } from 'kafkajs'
+import { createPool } from 'mysql2/promise'
 import { Pool } from 'pg'
 import { Registry } from 'prom-client'
 import { createClient } from 'redis'
@@ -38,6 +39,7 @@ import { idempotency as fastifyIdempotency } from 'idem/fastify'
 import { idempotency as honoIdempotency } from 'idem/hono'
 import { idempotency as koaIdempotency } from 'idem/koa'
 import { memoryStore } from 'idem/memory'
+import { mysqlStore } from 'idem/mysql'
 import { IdempotencyInterceptor, IdempotencyModule } from 'idem/nestjs'
 import { openTelemetryMetrics } from 'idem/opentelemetry'
 import { postgresStore } from 'idem/postgres'
@@ -168,6 +170,24 @@ async function stores(): Promise<void> {
   } finally {
     await pool.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`)
     await pool.end()
+  }
+
+  // MySQL (MariaDB here) in a database of its own, made and dropped through the same pool's server.
+  const database = `idem_install_${suffix}`
+  const admin = createPool({ uri: env('IDEM_TEST_MYSQL_URL'), connectionLimit: 1 })
+  await admin.query(`CREATE DATABASE \`${database}\``)
+  const url = new URL(env('IDEM_TEST_MYSQL_URL'))
+  url.pathname = `/${database}`
+  const mysqlPool = createPool({ uri: url.toString(), connectionLimit: 4, charset: 'utf8mb4' })
+  try {
+    const store = mysqlStore({ pool: mysqlPool })
+    await store.migrate()
+    const onMysql = createIdem({ store })
+    say('mysql2', await runTwice((effect) => onMysql.run({ scope: 'a', key: 'k-1', input: { amount: 5 } }, effect)))
+  } finally {
+    await mysqlPool.end()
+    await admin.query(`DROP DATABASE IF EXISTS \`${database}\``)
+    await admin.end()
   }
 
   const db = new Database(':memory:')

@@ -1,0 +1,14 @@
+export { mysqlStore, type MysqlStore, type MysqlStoreOptions } from './store.js'
+export type { MigrateResult } from '../sql/migrations.js'
+export type { PruneOptions } from '../sql/prune.js'
+export { mysqlMigrations, mysqlMigrationScript, MYSQL_SCHEMA_VERSION, type MysqlMigration } from './dialect/migrations.js'
+export type { MysqlExecutor, MysqlPool, MysqlPoolConnection } from './driver/types.js'
+export { mysqlOperator, type MysqlOperatorOptions } from './operator.js'
+export {
+  fromDrizzle,
+  fromKysely,
+  type DrizzleMysqlExecutor,
+  type DrizzleMysqlSql,
+  type KyselyMysqlCompiledQuery,
+  type KyselyMysqlExecutor,
+} from './driver/executors.js'
