@@ -49,8 +49,10 @@ Examples:
         throw new CliError("uninstall deletes idem's tables and every record in them", `review what goes with: idem uninstall ${where} --dry-run; then run it with --yes`)
       }
       const access = { create: false, dryRun: flags.dryRun === true }
+      let transactional = true
       const removed = await withOperator(target, access, async (operator) => {
         if (operator.uninstall === undefined) throw new CliError(`${operator.backend} keeps nothing of idem's that outlives its keys`, 'nothing to uninstall')
+        transactional = operator.migrations?.transactional !== false
         return flags.dryRun ? operator.uninstall.plan() : operator.uninstall.run()
       }).catch((error: unknown) => {
         throw storeError(error, target)
@@ -59,7 +61,8 @@ Examples:
       if (flags.json) return printJson(io, report)
       if (removed.length === 0) return io.out(`idem: nothing of idem's in ${where}`)
       if (flags.dryRun) {
-        io.out(`-- idem uninstall ${where} would run, in one transaction; nothing was removed`)
+        const how = transactional ? 'in one transaction' : 'each statement on its own (DDL commits as it runs here)'
+        io.out(`-- idem uninstall ${where} would run, ${how}; nothing was removed`)
         for (const line of removed) io.out(`${line};`)
         return
       }

@@ -47,6 +47,7 @@ describe.skipIf(db === undefined)('idem on MySQL (--mysql)', () => {
     expect(dry.stdout).toContain('DROP PROCEDURE `idem_keys_claim`;')
     expect(dry.stdout).toContain('DROP TABLE `idem_keys`;')
     expect(dry.stdout).not.toContain('app_orders')
+    expect(dry.stdout).toContain('each statement on its own (DDL commits as it runs here); nothing was removed')
     const names = async () => ((await pool.query("SELECT table_name AS t FROM information_schema.tables WHERE table_schema = DATABASE() ORDER BY 1"))[0] as { t: string }[]).map((row) => row.t)
     expect(await names()).toContain('idem_keys')
     const ran = await idem(['uninstall', '--mysql', url, '--yes'])
