@@ -7,7 +7,7 @@ import type { NextFunction, Request as ExpressRequest, RequestHandler, Response 
 import { InvalidOptionError } from '../../../core/errors/invalid-option.js'
 import type { HttpBody, HttpRequest, RouteResult } from '../../exchange.js'
 import { protectRequests, type RouteCalls } from '../../handler.js'
-import { clientGone, declaresBody, isParsedObject, nodeBody, nodeRequest, parsedBody, refillRequest } from '../node/request.js'
+import { declaresBody, isParsedObject, leftBeforeRoute, nodeBody, nodeRequest, parsedBody, refillRequest, type NodeBody } from '../node/request.js'
 import { captureResponse, release, sendAnswer, sendHeld } from '../node/response.js'
 import type { IdempotencyContext, IdempotencyOptions } from '../../options.js'
 import { problemAnswer } from '../../problem.js'
@@ -63,57 +63,34 @@ export type { WebhookEvent, WebhookEventId, WebhookReceiverOptions, WebhookVerif
  * })
  */
 export function idempotency<Tx>(options: IdempotencyOptions<Tx, ExpressRequest>): RequestHandler {
-  const { covers, protect, answeredThenFailed } = protectRequests<Tx, ExpressRequest>(options)
-
+  const protection = protectRequests<Tx, ExpressRequest>(options)
   return function idempotency(req: ExpressRequest, res: ExpressResponse, next: NextFunction): void {
-    if (!covers(req.method)) {
-      next()
-      return
-    }
-    // A body parser mounted earlier has read the stream; the parsed body is all there is.
-    const parsedEarlier = req.readableEnded
-    if (parsedEarlier && req.body === undefined && declaresBody(req)) {
-      // Something read the body and kept nothing: the fingerprint would miss the payload.
-      sendAnswer(res, problemAnswer(new InvalidOptionError(UNREADABLE_BODY), undefined), false)
-      return
-    }
-    const body = parsedEarlier ? undefined : nodeBody(req)
-    let request: HttpRequest
-    try {
-      // A parsed form or JSON body is fingerprinted as JSON, compared canonically.
-      request = body === undefined ? nodeRequest(req, req.originalUrl, parsedBody(req.body), isParsedObject(req.body) ? 'application/json' : undefined) : nodeRequest(req, req.originalUrl, body)
-    } catch (error) {
-      next(error)
-      return
-    }
-
+    if (!protection.covers(req.method)) return next()
+    const read = readRequest(req, res, next)
+    if (read === undefined) return
+    const { request, body } = read
     // The client left before its route started: the claim is rolled back, nothing is sent.
     let clientLeft = false
     const route: RouteCalls<Tx, HttpBody> = {
       pass: async () => next(),
       run: async (bytes, idem): Promise<RouteResult<HttpBody>> => {
-        // Express's body parsers skip a request whose client has gone ("already
-        // finished"), so a route started now would never see the body its key's
-        // fingerprint covers, and could store what it made of nothing. The client left
-        // while the key was being claimed (a long `wait`, say): roll back instead; its
-        // retry runs the route with the body. (Mount the body parser right after the
-        // middleware: a client that leaves during an async middleware in between is not
-        // seen here.)
-        if (body !== undefined && bytes.byteLength > 0 && clientGone(req)) {
+        // (Mount the body parser right after the middleware: a client that leaves during
+        // an async middleware in between is not seen here.)
+        const left = leftBeforeRoute(req, body !== undefined, bytes, '')
+        if (left !== undefined) {
           clientLeft = true
-          return { kind: 'discard', response: '', status: 499 }
+          return left
         }
         if (body !== undefined) refillRequest(req, bytes)
         req.idem = idem
         // Once the route has answered, its answer stands: an error handler's, after the
         // route threw or called next(err), is dropped and told.
-        const reply = captureResponse(res, (answered, second) => answeredThenFailed(request, answered, { secondAnswer: second }))
+        const reply = captureResponse(res, (answered, second) => protection.answeredThenFailed(request, answered, { secondAnswer: second }))
         next()
         return reply
       },
     }
-
-    protect(request, req, route).then(
+    protection.protect(request, req, route).then(
       (outcome) => {
         if (outcome.kind === 'passed') return
         // Nobody is left to answer.
@@ -129,6 +106,30 @@ export function idempotency<Tx>(options: IdempotencyOptions<Tx, ExpressRequest>)
         if (!res.headersSent && !res.writableEnded) next(error)
       },
     ).catch((error: unknown) => res.destroy(error as Error))
+  }
+}
+
+/**
+ * The request as the middleware's exchange, and its body stream when no parser has read
+ * it yet; `undefined` when it has answered (a body read and kept nowhere) or handed an
+ * error to Express.
+ */
+function readRequest(req: ExpressRequest, res: ExpressResponse, next: NextFunction): { request: HttpRequest; body: NodeBody | undefined } | undefined {
+  // A body parser mounted earlier has read the stream; the parsed body is all there is.
+  const parsedEarlier = req.readableEnded
+  if (parsedEarlier && req.body === undefined && declaresBody(req)) {
+    // Something read the body and kept nothing: the fingerprint would miss the payload.
+    sendAnswer(res, problemAnswer(new InvalidOptionError(UNREADABLE_BODY), undefined), false)
+    return undefined
+  }
+  const body = parsedEarlier ? undefined : nodeBody(req)
+  try {
+    // A parsed form or JSON body is fingerprinted as JSON, compared canonically.
+    const request = body === undefined ? nodeRequest(req, req.originalUrl, parsedBody(req.body), isParsedObject(req.body) ? 'application/json' : undefined) : nodeRequest(req, req.originalUrl, body)
+    return { request, body }
+  } catch (error) {
+    next(error)
+    return undefined
   }
 }
 

@@ -11,7 +11,7 @@ import { InvalidOptionError } from '../../../core/errors/invalid-option.js'
 import type { HttpAnswer, HttpRequest } from '../../exchange.js'
 import { protectRequests, type RouteCalls } from '../../handler.js'
 import { answerWith, koaReply, refuseTakeover, restoreHeaders, type Takeover } from './reply.js'
-import { clientGone, declaresBody, isParsedObject, nodeBody, nodeRequest, parsedBody, refillRequest, type NodeBody } from '../node/request.js'
+import { declaresBody, isParsedObject, leftBeforeRoute, nodeBody, nodeRequest, parsedBody, refillRequest, type NodeBody } from '../node/request.js'
 import { sendAnswer } from '../node/response.js'
 import type { IdempotencyContext, IdempotencyOptions } from '../../options.js'
 import { problemAnswer } from '../../problem.js'
@@ -87,12 +87,10 @@ function routeCalls<Tx>(ctx: ParameterizedContext<IdemState<Tx>>, next: Next, { 
       await next()
     },
     async run(bytes, idem) {
-      // A body parser after idem may skip a request whose client has gone, so a route
-      // started now could store what it made of no body: roll back instead, and the retry
-      // runs the route with its body (as on Express).
-      if (body !== undefined && bytes.byteLength > 0 && clientGone(ctx.req)) {
+      const left = leftBeforeRoute(ctx.req, body !== undefined, bytes, null)
+      if (left !== undefined) {
         route.clientLeft = true
-        return { kind: 'discard', response: null, status: 499 }
+        return left
       }
       if (body !== undefined) refillRequest(ctx.req, bytes)
       ctx.state.idem = idem

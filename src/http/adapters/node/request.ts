@@ -7,7 +7,7 @@
 import type { IncomingMessage } from 'node:http'
 import { Readable } from 'node:stream'
 import { EMPTY_BODY, tooLarge } from '../../body.js'
-import type { HttpRequest } from '../../exchange.js'
+import type { HttpRequest, RouteDiscarded } from '../../exchange.js'
 
 /** A Node request's body stream, read when the middleware asks, and whether reading it was started but not finished. */
 export interface NodeBody {
@@ -126,6 +126,20 @@ export function declaresBody(req: IncomingMessage): boolean {
  */
 export function clientGone(req: IncomingMessage): boolean {
   return req.socket === null || req.socket.destroyed || !req.socket.readable
+}
+
+/**
+ * What a protected route with a body to read gives back when its client left while the
+ * key was being claimed (a long `wait`, say): body parsers after idem skip a request
+ * whose client has gone (Express's, through on-finished: "already finished"), so a
+ * route started now would never see the body its key's fingerprint covers, and could
+ * store what it made of nothing. It is rolled back instead (499, nothing sent) and the
+ * retry runs the route with its body. `undefined` when the route may run. The one rule
+ * for every Node adapter whose body a parser after it may read (Express, Koa).
+ */
+export function leftBeforeRoute<R>(req: IncomingMessage, readsBody: boolean, bytes: Uint8Array, nothing: R): RouteDiscarded<R> | undefined {
+  if (!readsBody || bytes.byteLength === 0 || !clientGone(req)) return undefined
+  return { kind: 'discard', response: nothing, status: 499 }
 }
 
 /** True for a body a parser turned into an object (JSON, a form), not text or bytes. */
