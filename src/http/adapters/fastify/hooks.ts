@@ -61,67 +61,100 @@ const UNSET: Promise<Protected<Payload>> = new Promise(() => {})
 
 /** Makes the hooks of one plugin, over its middleware. */
 export function protectionHooks<Tx>(protection: RequestProtection<Tx, FastifyRequest>): ProtectionHooks {
-  const { covers, protect, answeredThenFailed } = protection
-  const held = new WeakMap<FastifyRequest, Held>()
-  const answered = new WeakMap<FastifyRequest, Answered>()
+  const holds = new Holds(protection)
+  return { preParsing: preParsingHook(holds), onRoute: onRouteHook(holds), onError: onErrorHook(holds), onSend: onSendHook(holds) }
+}
 
-  const preParsing: preParsingHookHandler = (request, reply, payload, hookDone) => {
-    if (!covers(request.method)) return hookDone(null, payload)
-    const body = nodeBody(payload)
-    const exchange = nodeRequest(request.raw, request.url, body)
-    // Filled in below; `onSend` reads `decided`, long after `protect` returned it.
-    const entry: Held = { exchange, resolve: () => {}, reject: () => {}, decided: UNSET, started: false, closed: false, handlerDone: false }
-    entry.decided = protect(exchange, request, {
-      pass: async () => {
-        entry.started = true
-        hookDone(null, payload)
-      },
-      run: async (bytes, idem) => {
-        const route = new Promise<RouteResult<Payload>>((resolve, reject) => Object.assign(entry, { resolve, reject }))
-        startRoute(request, reply, entry, idem)
-        hookDone(null, Readable.from([Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength)]))
-        return route
-      },
-    })
-    entry.decided.then(
-      (outcome) => answerFor(request, reply, entry, outcome, body),
-      (error: unknown) => {
-        if (!entry.started) hookDone(error as Error)
-      },
-    )
+/** The plugin's protected requests: those whose route runs under the key, and those whose route has answered. */
+class Holds<Tx> {
+  readonly held = new WeakMap<FastifyRequest, Held>()
+  readonly answered = new WeakMap<FastifyRequest, Answered>()
+  readonly refuseHijack: (this: FastifyReply) => FastifyReply
+
+  constructor(readonly protection: RequestProtection<Tx, FastifyRequest>) {
+    this.refuseHijack = refuseHijackOf(this)
   }
 
-  function startRoute(request: FastifyRequest, reply: FastifyReply, entry: Held, idem: IdempotencyContext<Tx>): void {
+  startRoute(request: FastifyRequest, reply: FastifyReply, entry: Held, idem: IdempotencyContext<Tx>): void {
     entry.started = true
-    held.set(request, entry)
+    this.held.set(request, entry)
     request.idem = idem
-    reply.hijack = refuseHijack
+    reply.hijack = this.refuseHijack
     reply.raw.once('close', () => {
       entry.closed = true
-      abandonIfUnanswered(request)
+      this.abandonIfUnanswered(request)
     })
   }
 
   // What idem answers itself, before the route (a replay, a problem), or for a route
   // still running past its deadline: a reply the route sends later is Fastify's to
   // refuse ("already sent").
-  function answerFor(request: FastifyRequest, reply: FastifyReply, entry: Held, outcome: Protected<Payload>, body: NodeBody): void {
+  answerFor(request: FastifyRequest, reply: FastifyReply, entry: Held, outcome: Protected<Payload>, body: NodeBody): void {
     if (outcome.kind !== 'answer') return
     if (!entry.started) {
       const sent = writeAnswer(reply, outcome.answer, false)
       if (body.unfinished()) reply.header('connection', 'close')
       void reply.send(bufferOf(sent))
-    } else if (held.get(request) === entry) {
-      held.delete(request)
+    } else if (this.held.get(request) === entry) {
+      this.held.delete(request)
       release(reply.raw)
       void reply.send(bufferOf(writeAnswer(reply, outcome.answer, true)))
     }
   }
 
-  // Stands for `reply.hijack()` while idem holds the request: see RouteHijackedError.
-  function refuseHijack(this: FastifyReply): FastifyReply {
-    const entry = held.get(this.request)
-    const exchange = entry?.exchange ?? answered.get(this.request)?.exchange
+  // Once the route has answered, its answer stands: what fails after it is told, once.
+  tell(after: Answered, what: AfterAnswer): void {
+    if (after.told) return
+    after.told = true
+    this.protection.answeredThenFailed(after.exchange, after.status, what)
+  }
+
+  // The client went away and the route has finished without a reply reaching `onSend`:
+  // roll back. Never earlier: the route may still be writing through the transaction,
+  // and writes after a rollback would land outside it.
+  abandonIfUnanswered(request: FastifyRequest): void {
+    const entry = this.held.get(request)
+    if (entry === undefined || !entry.closed || !entry.handlerDone) return
+    this.held.delete(request)
+    // Nobody is left to answer: roll back, and the retry runs again.
+    entry.resolve({ kind: 'discard', response: { payload: null, status: 499, headers: [] }, status: 499 })
+    entry.decided.catch(() => {})
+  }
+}
+
+function preParsingHook<Tx>(holds: Holds<Tx>): preParsingHookHandler {
+  return (request, reply, payload, hookDone) => {
+    if (!holds.protection.covers(request.method)) return hookDone(null, payload)
+    const body = nodeBody(payload)
+    const exchange = nodeRequest(request.raw, request.url, body)
+    // Filled in below; `onSend` reads `decided`, long after `protect` returned it.
+    const entry: Held = { exchange, resolve: () => {}, reject: () => {}, decided: UNSET, started: false, closed: false, handlerDone: false }
+    entry.decided = holds.protection.protect(exchange, request, {
+      pass: async () => {
+        entry.started = true
+        hookDone(null, payload)
+      },
+      run: async (bytes, idem) => {
+        const route = new Promise<RouteResult<Payload>>((resolve, reject) => Object.assign(entry, { resolve, reject }))
+        holds.startRoute(request, reply, entry, idem)
+        hookDone(null, Readable.from([Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength)]))
+        return route
+      },
+    })
+    entry.decided.then(
+      (outcome) => holds.answerFor(request, reply, entry, outcome, body),
+      (error: unknown) => {
+        if (!entry.started) hookDone(error as Error)
+      },
+    )
+  }
+}
+
+// Stands for `reply.hijack()` while idem holds the request: see RouteHijackedError.
+function refuseHijackOf<Tx>(holds: Holds<Tx>): (this: FastifyReply) => FastifyReply {
+  return function refuseHijack(this: FastifyReply): FastifyReply {
+    const entry = holds.held.get(this.request)
+    const exchange = entry?.exchange ?? holds.answered.get(this.request)?.exchange
     if (exchange === undefined) {
       // Its answer is sent: the reply is Fastify's again.
       Reflect.deleteProperty(this, 'hijack')
@@ -140,43 +173,49 @@ export function protectionHooks<Tx>(protection: RequestProtection<Tx, FastifyReq
     }
     throw refused
   }
+}
 
-  // Wraps each route's handler to learn when an async one settles: if its client has
-  // gone, Fastify may then send nothing, and the held transaction must be ended.
-  const onRoute: onRouteHookHandler = (route) => {
+// Wraps each route's handler to learn when an async one settles: if its client has
+// gone, Fastify may then send nothing, and the held transaction must be ended.
+function onRouteHook<Tx>(holds: Holds<Tx>): onRouteHookHandler {
+  return (route) => {
     const handler = route.handler
     route.handler = function idemRoute(this: unknown, request, reply) {
       const result: unknown = handler.call(this as never, request, reply)
-      if (held.has(request) && isThenable(result)) {
+      if (holds.held.has(request) && isThenable(result)) {
         const settled = (): void => {
-          const entry = held.get(request)
+          const entry = holds.held.get(request)
           if (entry === undefined) return
           entry.handlerDone = true
-          abandonIfUnanswered(request)
+          holds.abandonIfUnanswered(request)
         }
         result.then(settled, settled)
       }
       return result as ReturnType<typeof handler>
     }
   }
+}
 
-  const onError: onErrorHookHandler = (request, _reply, error, hookDone) => {
-    const after = answered.get(request)
-    if (after !== undefined) tell(after, { error })
+function onErrorHook<Tx>(holds: Holds<Tx>): onErrorHookHandler {
+  return (request, _reply, error, hookDone) => {
+    const after = holds.answered.get(request)
+    if (after !== undefined) holds.tell(after, { error })
     else {
-      const entry = held.get(request)
+      const entry = holds.held.get(request)
       if (entry !== undefined) entry.error = error
     }
     hookDone()
   }
+}
 
-  const onSend: onSendHookHandler = (request, reply, payload, hookDone) => {
+function onSendHook<Tx>(holds: Holds<Tx>): onSendHookHandler {
+  return (request, reply, payload, hookDone) => {
     // A second answer, after the route's own: told, and never sent (its hook never ends).
-    const after = answered.get(request)
-    if (after !== undefined) return tell(after, { secondAnswer: reply.statusCode })
-    const entry = held.get(request)
+    const after = holds.answered.get(request)
+    if (after !== undefined) return holds.tell(after, { secondAnswer: reply.statusCode })
+    const entry = holds.held.get(request)
     if (entry === undefined) return hookDone(null, payload)
-    held.delete(request)
+    holds.held.delete(request)
     // What the route wrote on the raw response after its hijack was refused goes nowhere.
     release(reply.raw)
     const failure = entry.refused ?? entry.error
@@ -190,40 +229,19 @@ export function protectionHooks<Tx>(protection: RequestProtection<Tx, FastifyReq
       return
     }
     const state: Answered = { exchange: entry.exchange, status: isWebResponse(payload) ? payload.status : reply.statusCode, told: false }
-    answered.set(request, state)
+    holds.answered.set(request, state)
     routeReply(reply, payload).then(entry.resolve, entry.reject)
     entry.decided.then(
       (outcome) => {
-        answered.delete(request)
+        holds.answered.delete(request)
         hookDone(null, outcome.kind === 'answer' ? writeAnswer(reply, outcome.answer, true) : outcome.kind === 'route' ? writePayload(reply, outcome.response, state.told) : payload)
       },
       (error: unknown) => {
-        answered.delete(request)
+        holds.answered.delete(request)
         hookDone(error as Error)
       },
     )
   }
-
-  // Once the route has answered, its answer stands: what fails after it is told, once.
-  function tell(after: Answered, what: AfterAnswer): void {
-    if (after.told) return
-    after.told = true
-    answeredThenFailed(after.exchange, after.status, what)
-  }
-
-  // The client went away and the route has finished without a reply reaching `onSend`:
-  // roll back. Never earlier: the route may still be writing through the transaction,
-  // and writes after a rollback would land outside it.
-  function abandonIfUnanswered(request: FastifyRequest): void {
-    const entry = held.get(request)
-    if (entry === undefined || !entry.closed || !entry.handlerDone) return
-    held.delete(request)
-    // Nobody is left to answer: roll back, and the retry runs again.
-    entry.resolve({ kind: 'discard', response: { payload: null, status: 499, headers: [] }, status: 499 })
-    entry.decided.catch(() => {})
-  }
-
-  return { preParsing, onRoute, onError, onSend }
 }
 
 function isThenable(value: unknown): value is PromiseLike<unknown> {
