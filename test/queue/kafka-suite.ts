@@ -216,7 +216,12 @@ export async function kafkaSuite(kut: KafkaUnderTest | undefined, schemaName: st
       const ofA = intakes.filter((intake) => fromA.assignment!.includes(intake.partition))
       const firstOfA = ofA.filter((intake) => intake.intakeId.endsWith('-1')).map((intake) => intake.intakeId)
       const secondOfA = ofA.filter((intake) => intake.intakeId.endsWith('-2')).map((intake) => intake.intakeId)
-      await eventually(() => firstOfA.every((id) => fromA.wrote.has(id)) && secondOfA.every((id) => fromA.memoised.has(id)), 20_000, 'consumer A to write and memoise')
+      const heldAtProduce = { A: fromA.assignment, B: assignmentOfB() }
+      await eventually(() => firstOfA.every((id) => fromA.wrote.has(id)) && secondOfA.every((id) => fromA.memoised.has(id)), 20_000, 'consumer A to write and memoise').catch((error: Error) => {
+        // Which of the two moved: an assignment changed after the group was seen balanced, or A stalled on its own partitions.
+        const now = { A: fromA.assignment, B: assignmentOfB(), wrote: [...fromA.wrote.keys()], memoised: [...fromA.memoised.keys()], settledByB: [...settledByB.keys()] }
+        throw new Error(`${error.message}; held when produced ${JSON.stringify(heldAtProduce)}, now ${JSON.stringify(now)}; A's stderr: ${stderr.slice(0, 2_000)}`)
+      })
       const committedByA = (await pool.query(`SELECT intake_id, summary FROM ${summaries} WHERE intake_id = ANY($1)`, [firstOfA])).rows
       expect(committedByA).toHaveLength(firstOfA.length)
       consumerA.child.kill('SIGKILL')
