@@ -1,5 +1,6 @@
 import { availableParallelism } from 'node:os'
 import { defineConfig } from 'vitest/config'
+import { patience } from './test/support/patience.js'
 
 export default defineConfig({
   // NestJS apps (the nestjs front ends, docs/nestjs.md's guide) use TypeScript's legacy
@@ -15,8 +16,10 @@ export default defineConfig({
     // than the cores, runs them one at a time on two). Each file has its own schema,
     // prefix, queues and servers, so files in parallel never share state.
     maxWorkers: availableParallelism() + 1,
-    testTimeout: 60_000,
-    hookTimeout: 60_000,
+    // Hang guards, not budgets: a minute on an idle machine, longer on a loaded one
+    // (test/support/patience.ts); no test asserts how long anything took.
+    testTimeout: patience(60_000),
+    hookTimeout: patience(60_000),
     // The chaos table (test/chaos/): printed once at the end when a chaos scenario ran; then
     // the failed tests and unhandled errors, one line each, as the last lines of the run.
     reporters: ['default', './test/chaos/reporter.ts', './test/support/failures-reporter.ts'],

@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { promisify } from 'node:util'
 import { afterAll, describe, expect, it } from 'vitest'
+import { patience } from '../support/patience.js'
 
 const run = promisify(execFile)
 const root = new URL('../..', import.meta.url).pathname
@@ -14,7 +15,7 @@ describe('npm start (the claims-intake demo)', () => {
   afterAll(() => rmSync(data, { recursive: true, force: true }))
 
   it('runs naive and idem on the same faulty traffic, and exits 0 with every invariant holding', async () => {
-    const { stdout } = await run(process.execPath, [demo, '--orders', '80', '--claims', '2', '--seed', '7', '--data', data], { timeout: 120_000 })
+    const { stdout } = await run(process.execPath, [demo, '--orders', '80', '--claims', '2', '--seed', '7', '--data', data], { timeout: patience(120_000) })
     const row = (label: string) => {
       const line = stdout.split('\n').find((l) => l.startsWith(label))
       expect(line, `the table has a row "${label}"`).toBeDefined()
@@ -41,7 +42,7 @@ describe('npm start (the claims-intake demo)', () => {
     expect(stdout).toMatch(/\d+ client retries \(requests sent again, over all orders\)/)
     expect(stdout).not.toContain('FAIL')
     expect(stdout).toContain('Every intent took effect exactly once under idem.')
-  })
+  }, patience(150_000))
 
   it('explains itself with --help and refuses bad options with exit code 2', async () => {
     const { stdout } = await run(process.execPath, [demo, '--help'])
@@ -56,12 +57,12 @@ describe('npm start (the claims-intake demo)', () => {
     const { stdout } = await run(
       process.execPath,
       [demo, '--orders', '40', '--claims', '2', '--drop', '0.97', '--crash', '0.9', '--seed', '3', '--data', join(data, 'heavy')],
-      { timeout: 120_000 },
+      { timeout: patience(120_000) },
     )
     expect(stdout).not.toContain('FAIL')
     expect(stdout).not.toContain('An idem invariant failed')
     expect(stdout).toMatch(/No intent took effect twice under idem\. \d+ of 42 clients gave up after 40 attempts without an answer/)
     const rows = stdout.split('\n').find((l) => l.startsWith('duplicate rows found by reconcile'))!
     expect(rows.trim().split(/\s+/).at(-2)).toBe('0')
-  })
+  }, patience(150_000))
 })

@@ -20,6 +20,7 @@ import { createEventStream, type EventStream, type WarningEvent } from '../../sr
 import { latch, type Latch } from './support/app.js'
 import { sqliteBackend } from './support/backends.js'
 import { httpCall } from './support/frontends.js'
+import { patience } from '../support/patience.js'
 
 // What is particular to each adapter's wiring, beyond the shared conformance table:
 // body parsers before and after the middleware, validation, and clients that leave.
@@ -27,9 +28,10 @@ import { httpCall } from './support/frontends.js'
 const backend = sqliteBackend('idem-http-adapters')
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms))
 
-/** Polls a condition that settles after a response was sent (a commit), at most ~2 s. */
+/** Polls a condition that settles after a response was sent (a commit); gives up after a hang guard (2 s, scaled by the machine's load). */
 async function eventually(condition: () => Promise<boolean>): Promise<void> {
-  for (let i = 0; i < 400 && !(await condition()); i++) await sleep(5)
+  const deadline = Date.now() + patience(2_000)
+  while (Date.now() < deadline && !(await condition())) await sleep(5)
   expect(await condition()).toBe(true)
 }
 afterAll(() => backend.close())

@@ -16,14 +16,16 @@ import { redisClients } from '../support/redis-clients.js'
 import { freePort } from '../support/free-port.js'
 import { clusterSlot } from './support.js'
 import { startRedisCluster, type TestCluster } from '../support/redis-cluster.js'
+import { patience } from '../support/patience.js'
 
 const cluster = await startRedisCluster({ masters: 3 })
 const clients = redisClients()
 
 async function until(what: string, check: () => Promise<boolean>): Promise<void> {
-  const deadline = Date.now() + 30_000
+  const timeoutMs = patience(30_000)
+  const deadline = Date.now() + timeoutMs
   while (!(await check().catch(() => false))) {
-    if (Date.now() > deadline) throw new Error(`${what}: not within 30 s`)
+    if (Date.now() > deadline) throw new Error(`${what}: not within ${timeoutMs} ms`)
     await new Promise((resolve) => setTimeout(resolve, 50))
   }
 }

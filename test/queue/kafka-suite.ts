@@ -19,6 +19,7 @@ import { kafkaDeliverer, kafkaSource, type KafkaClient, type KafkaDeliverer } fr
 import { postgresStore } from '../../src/stores/postgres/index.js'
 import type { PgClient } from '../../src/stores/postgres/driver/types.js'
 import { startKafkaMock, type KafkaMock } from '../support/kafka-mock.js'
+import { patience } from '../support/patience.js'
 import { testSchema, type TestSchema } from '../support/postgres.js'
 import { CONFLUENT_DIR, CONSUMER_SETTINGS, type GroupWatch, type KafkaUnderTest, type SourceChoice } from './kafka-clients.js'
 import { chaosScenario, delivererScenario, eventually, poisonScenario, reach, seedScenario, unique, type BrokerHarness } from './support.js'
@@ -188,7 +189,7 @@ export async function kafkaSuite(kut: KafkaUnderTest | undefined, schemaName: st
       const rejoin = async () => {
         await consumerB.stop()
         watchB = undefined
-        const took = await eventually(aloneA, 15_000, 'A to take every partition').then(() => true, () => false)
+        const took = await holdsWithin(aloneA, 15_000)
         if (!took) {
           consumerA.child.kill('SIGTERM')
           const gone = setTimeout(() => consumerA.child.kill('SIGKILL'), 5_000)
@@ -196,7 +197,7 @@ export async function kafkaSuite(kut: KafkaUnderTest | undefined, schemaName: st
           clearTimeout(gone)
           fromA.assignment = undefined
           consumerA = spawnA()
-          await eventually(aloneA, 30_000, 'A, started again, to take every partition').catch(() => {})
+          await holdsWithin(aloneA, 30_000)
         }
         consumerB = await startB()
       }
@@ -215,7 +216,12 @@ export async function kafkaSuite(kut: KafkaUnderTest | undefined, schemaName: st
       const ofA = intakes.filter((intake) => fromA.assignment!.includes(intake.partition))
       const firstOfA = ofA.filter((intake) => intake.intakeId.endsWith('-1')).map((intake) => intake.intakeId)
       const secondOfA = ofA.filter((intake) => intake.intakeId.endsWith('-2')).map((intake) => intake.intakeId)
-      await eventually(() => firstOfA.every((id) => fromA.wrote.has(id)) && secondOfA.every((id) => fromA.memoised.has(id)), 20_000, 'consumer A to write and memoise')
+      const heldAtProduce = { A: fromA.assignment, B: assignmentOfB() }
+      await eventually(() => firstOfA.every((id) => fromA.wrote.has(id)) && secondOfA.every((id) => fromA.memoised.has(id)), 20_000, 'consumer A to write and memoise').catch((error: Error) => {
+        // Which of the two moved: an assignment changed after the group was seen balanced, or A stalled on its own partitions.
+        const now = { A: fromA.assignment, B: assignmentOfB(), wrote: [...fromA.wrote.keys()], memoised: [...fromA.memoised.keys()], settledByB: [...settledByB.keys()] }
+        throw new Error(`${error.message}; held when produced ${JSON.stringify(heldAtProduce)}, now ${JSON.stringify(now)}; A's stderr: ${stderr.slice(0, 2_000)}`)
+      })
       const committedByA = (await pool.query(`SELECT intake_id, summary FROM ${summaries} WHERE intake_id = ANY($1)`, [firstOfA])).rows
       expect(committedByA).toHaveLength(firstOfA.length)
       consumerA.child.kill('SIGKILL')
@@ -247,7 +253,7 @@ export async function kafkaSuite(kut: KafkaUnderTest | undefined, schemaName: st
         expect(calls.find((c) => c.intake_id === id)!.by).toBe('A')
       }
       expect(stderr).toBe('')
-    }, 300_000)
+    }, patience(300_000))
 
     it('a rebalance mid-batch: a member joins while the first is half way through its batches; each record is applied once, none is lost', async () => {
       const { pool, store, ledger } = await ledgerOf('rebalance_ledger')
@@ -255,8 +261,15 @@ export async function kafkaSuite(kut: KafkaUnderTest | undefined, schemaName: st
       const groupId = unique('ledger')
       const inbox = createInbox<PgClient, { n: number }>({ store, consumer: unique('ledger') })
       const total = 400
+      const head = 20
       const handledBy = { A: 0, B: 0 }
-      const start = async (name: 'A' | 'B', delayMs: number) => {
+      // A handles its first `head` records, then holds every record handed to it at this gate
+      // until the rebalance B's join starts has reached it (on kafkajs A's heartbeat inside its
+      // batch hears it) or has gone on without it (B holds partitions): the rebalance lands
+      // inside A's batches however slow or fast the machine. (With a delay per record instead,
+      // A once finished all 400 first, and nothing was tested.)
+      const rebalanced = gate()
+      const start = async (name: 'A' | 'B') => {
         const watch = under.watch(topic)
         const source = sourceOf({ groupId, topics: [topic], partitionsConsumedConcurrently: 4, consumerConfig: watch.consumerConfig })
         watch.attach(source)
@@ -264,21 +277,20 @@ export async function kafkaSuite(kut: KafkaUnderTest | undefined, schemaName: st
           inbox,
           source,
           handler: async (tx, message) => {
-            await new Promise((resolve) => setTimeout(resolve, delayMs))
+            if (name === 'A' && handledBy.A >= head) await rebalanced.opened
             await tx.query(`INSERT INTO ${ledger} VALUES ($1, $2)`, [message.id, name])
             handledBy[name]++
           },
         })
         cleanups.push(() => consumer.stop())
-        return { consumer, rebalances: () => watch.rebalances() }
+        return { consumer, rebalances: () => watch.rebalances(), holds: () => (watch.assignment() ?? []).length > 0 }
       }
       await tools.producer().send({ topic, messages: Array.from({ length: total }, (_, n) => ({ key: `k${n}`, value: JSON.stringify({ n }), partition: n % 4 })) })
-      // A takes 150 ms a record, about 15 s for all 400 over its 4 partitions: long enough that
-      // the rebalance B's join starts (the mock holds a join for about 3 s) reaches A inside its
-      // batches. At 20 ms a record A once finished all 400 first, and nothing was tested.
-      const a = await start('A', 150)
-      await eventually(() => handledBy.A >= 20, 20_000, 'A to be under way')
-      const b = await start('B', 0)
+      const a = await start('A')
+      await eventually(() => handledBy.A >= head, 20_000, 'A to be under way')
+      const b = await start('B')
+      await eventually(() => a.rebalances() > 0 || b.holds(), 60_000, "the rebalance B's join starts to reach A")
+      rebalanced.open()
       await eventually(async () => Number((await pool.query(`SELECT count(DISTINCT message_id)::int AS n FROM ${ledger}`)).rows[0].n) === total, 60_000, 'every record applied')
       await eventually(async () => (await uncommittedIn(topic, groupId)) === 0, 10_000, 'every offset committed')
       await a.consumer.stop()
@@ -292,7 +304,7 @@ export async function kafkaSuite(kut: KafkaUnderTest | undefined, schemaName: st
       expect(handledBy.B).toBeGreaterThan(0)
       const { rows } = await pool.query(`SELECT count(*)::int AS rows, count(DISTINCT message_id)::int AS messages FROM ${ledger}`)
       expect(rows[0]).toEqual({ rows: total, messages: total })
-    }, 120_000)
+    }, patience(120_000))
 
     it('a record that keeps failing holds back its partition\'s commit, though the records after it are done; after a crash the next member gets it again', async () => {
       const { pool, store, ledger } = await ledgerOf('held_ledger')
@@ -337,26 +349,26 @@ export async function kafkaSuite(kut: KafkaUnderTest | undefined, schemaName: st
       for (let n = 1; n < 10; n++) expect(new Set(b.statuses.get(n))).toEqual(new Set(['duplicate']))
       const { rows } = await pool.query(`SELECT count(*)::int AS rows, count(DISTINCT message_id)::int AS messages FROM ${ledger}`)
       expect(rows[0]).toEqual({ rows: 10, messages: 10 })
-    }, 90_000)
+    }, patience(90_000))
 
     it('seed scenario: commit, crash before the offset commit, the next member reads it again → 58 chunk rows and one email', async () => {
       await postgresStore({ pool: schemaDb.pool, schema: schemaDb.schema }).migrate()
       await seedScenario(harness(), schemaDb)
-    }, 60_000)
+    }, patience(60_000))
 
     it('a poison message is dead-lettered after 3 attempts (table and <topic>.dead); the consumer goes on', async () => {
       await poisonScenario(harness(), schemaDb)
-    }, 60_000)
+    }, patience(60_000))
 
     it('the outbox deliverer keys each record and puts the dedupe key in the idem-id header; a repeated send is consumed once', async () => {
       await delivererScenario(harness(), schemaDb)
-    }, 60_000)
+    }, patience(60_000))
 
     it('10,000 messages, 20% published twice, workers crashing mid-transaction and before offset commits: each applied exactly once, none lost', async () => {
       // The mock cluster is the slowest broker here: on a loaded CI machine it applied 7,128
       // messages in 180 s (about 40 a second), so it gets longer.
       await chaosScenario(harness(), schemaDb, { appliedWithinMs: 420_000 })
-    }, 540_000)
+    }, patience(540_000))
 
     it('a producer-set idem-id header is the id; without one the id is topic-partition-offset@timestamp', async () => {
       const topic = unique('ids')
@@ -372,7 +384,7 @@ export async function kafkaSuite(kut: KafkaUnderTest | undefined, schemaName: st
       expect(ids[0]).toBe('order-42')
       // The record's timestamp keeps the fallback apart from the same offset of a recreated topic.
       expect(ids[1]).toMatch(new RegExp(`^${topic}-1-1@\\d{13}$`))
-    }, 60_000)
+    }, patience(60_000))
 
     /** Consumes `topic` of `kafka` through `inbox` until `count` records are settled; their statuses and ids. */
     async function consumeAll(kafka: KafkaClient, topic: string, inbox: ReturnType<typeof createInbox<PgClient>>, count: number) {
@@ -401,7 +413,7 @@ export async function kafkaSuite(kut: KafkaUnderTest | undefined, schemaName: st
         { status: 'processed', id: 'hex:6865783a66663031' },
         { status: 'processed', id: '\ufffd\u0001' },
       ])
-    }, 90_000)
+    }, patience(90_000))
 
     it('a topic deleted and created again (a new cluster here: the mock cannot delete topics) starts at offset 0 again; its records are new messages, not duplicates', async () => {
       await postgresStore({ pool: schemaDb.pool, schema: schemaDb.schema }).migrate()
@@ -426,8 +438,21 @@ export async function kafkaSuite(kut: KafkaUnderTest | undefined, schemaName: st
       // On 4ef1791: ['duplicate', 'duplicate', 'duplicate'], the ids <topic>-0-0… of the first topic.
       expect(after.map((s) => s.status)).toEqual(['processed', 'processed', 'processed'])
       expect(after.map((s) => s.id!.split('@')[0])).toEqual(before.map((s) => s.id!.split('@')[0]))
-    }, 120_000)
+    }, patience(120_000))
   })
+}
+
+/**
+ * Whether `check` holds within `ms`. For a remedy's decision (give up on the group settling
+ * and try another way), not a hang guard, so `ms` is not scaled by the machine's load.
+ */
+async function holdsWithin(check: () => boolean, ms: number): Promise<boolean> {
+  const deadline = Date.now() + ms
+  while (!check()) {
+    if (Date.now() > deadline) return false
+    await new Promise((resolve) => setTimeout(resolve, 20))
+  }
+  return true
 }
 
 /** Records on the topic not yet committed by the group. */
@@ -457,7 +482,7 @@ async function recordsIn(admin: Admin, topic: string): Promise<number> {
  * while they joined, and to keep it so after the full member left and joined again five
  * times (the empty one was then another process); `rejoin` makes the member that holds
  * nothing leave and join again, which makes the coordinator rebalance, and is called when
- * the group stayed unbalanced for 15 s.
+ * the group stayed unbalanced for 20 s.
  */
 async function balanced(assignments: (() => number[] | undefined)[], count: number, rejoin: () => Promise<void>): Promise<void> {
   let held: number[][] = []
@@ -468,7 +493,9 @@ async function balanced(assignments: (() => number[] | undefined)[], count: numb
       const all = held.flat()
       if (held.every((partitions) => partitions.length > 0) && all.length === count && new Set(all).size === count) return true
       // A remedy gets time to settle: a rebalance waits up to its timeout (10 s) for every
-      // member, and the mock delays a join by about 3 s.
+      // member, and the mock delays a join by about 3 s. (A remedy's moment is a choice, not
+      // a hang guard, so it does not grow with the load: grown tenfold, waiting out remedies
+      // alone took minutes.)
       if (Date.now() - lastRejoin > 20_000) {
         await rejoin()
         lastRejoin = Date.now()
@@ -482,6 +509,13 @@ async function balanced(assignments: (() => number[] | undefined)[], count: numb
   ).catch((error: Error) => {
     throw new Error(`${error.message}; the members last said they hold ${JSON.stringify(held)}`)
   })
+}
+
+/** A promise the test resolves when it decides: what a handler waits on until an event was observed. */
+function gate(): { opened: Promise<void>; open(): void } {
+  let open = () => {}
+  const opened = new Promise<void>((resolve) => (open = resolve))
+  return { opened, open }
 }
 
 const PROMPT_VERSION = 'summary-prompt-v7'

@@ -3,6 +3,7 @@ import { afterAll, describe, expect, it } from 'vitest'
 import { createInbox } from '../../src/queue/index.js'
 import { sqsDeliverer, sqsSource } from '../../src/queue/sqs/index.js'
 import { postgresStore } from '../../src/stores/postgres/index.js'
+import { patience } from '../support/patience.js'
 import { testSchema, type TestSchema } from '../support/postgres.js'
 import { chaosScenario, delivererScenario, poisonScenario, reach, seedScenario, unique, type BrokerHarness } from './support.js'
 
@@ -69,7 +70,7 @@ describe.skipIf(db === undefined)('SQS adapter (@aws-sdk/client-sqs against the 
 
   it('10,000 messages, 20% published twice, workers crashing mid-transaction and before deletes: each applied exactly once, none lost', async () => {
     await chaosScenario(await harness(), schemaDb)
-  }, 240_000)
+  }, patience(240_000))
 
   it("reads the queue's retention period as the redelivery horizon, and the inbox warns when it keeps ids for less", async () => {
     const { QueueUrl } = await client!.send(new CreateQueueCommand({ QueueName: unique('idem-retention'), Attributes: { MessageRetentionPeriod: '1209600' } }))

@@ -7,6 +7,7 @@ import { createDispatcher, createInbox, createOutbox, handleDelivery, startConsu
 import type { Delivery, MessageSource } from '../../src/queue/index.js'
 import { postgresDialect, postgresStore } from '../../src/stores/postgres/index.js'
 import type { PgClient } from '../../src/stores/postgres/driver/types.js'
+import { patience } from '../support/patience.js'
 import type { TestSchema } from '../support/postgres.js'
 
 /** A name no other test file or rerun uses (queues, streams, subjects). */
@@ -15,10 +16,12 @@ export function unique(prefix: string): string {
 }
 
 /**
- * Connects to a broker within `timeoutMs`. Outside CI an unreachable broker makes the
- * file skip (with a SKIPPED line); with CI set it fails the run.
+ * Connects to a broker within `guardMs` (scaled by the machine's load: test/support/patience.ts).
+ * Outside CI an unreachable broker makes the file skip (with a SKIPPED line); with CI set it
+ * fails the run.
  */
-export async function reach<T>(name: string, url: string, connect: () => Promise<T>, timeoutMs = 5_000): Promise<T | undefined> {
+export async function reach<T>(name: string, url: string, connect: () => Promise<T>, guardMs = 5_000): Promise<T | undefined> {
+  const timeoutMs = patience(guardMs)
   let timer: NodeJS.Timeout | undefined
   try {
     return await Promise.race([
@@ -52,8 +55,13 @@ export function reachRedis(): Promise<Redis | undefined> {
   })
 }
 
-/** Polls `check` until it returns true, for at most `timeoutMs` (bounded waits, no sleeps in assertions). */
-export async function eventually(check: () => boolean | Promise<boolean>, timeoutMs = 15_000, what = 'condition'): Promise<void> {
+/**
+ * Polls `check` until it returns true. `guardMs` is a hang guard, written for an idle
+ * machine and scaled by its load (test/support/patience.ts): past it the wait is declared
+ * hung, and nothing is asserted about how long it took.
+ */
+export async function eventually(check: () => boolean | Promise<boolean>, guardMs = 15_000, what = 'condition'): Promise<void> {
+  const timeoutMs = patience(guardMs)
   const deadline = Date.now() + timeoutMs
   for (;;) {
     if (await check()) return
@@ -233,7 +241,7 @@ export interface ChaosOptions {
   workers?: number
   /** Crashes of each kind (mid-transaction, after commit before the ack), spread at random over the run. */
   crashesOfEachKind?: number
-  /** How long every message may take to be applied and acknowledged (180 s by default). */
+  /** The hang guard on every message being applied and acknowledged (180 s on an idle machine, scaled by its load). */
   appliedWithinMs?: number
 }
 

@@ -2,6 +2,7 @@ import pg from 'pg'
 import { connect, createServer, type AddressInfo, type Socket } from 'node:net'
 import { afterEach, beforeEach, expect } from 'vitest'
 import { PG_URL } from './postgres.js'
+import { patience } from './patience.js'
 
 /**
  * Fails each test during which an exception went uncaught. Outside a test runner, the
@@ -26,10 +27,11 @@ export function failOnUncaughtErrors(): void {
 
 /**
  * Polls `check` every 10 ms until it holds. The limit only bounds a hang (the test then
- * fails naming `what`); nothing here measures time.
+ * fails naming `what`), and grows with the machine's load (./patience.ts); nothing here
+ * measures time.
  */
 export async function until(what: string, check: () => boolean | Promise<boolean>, limitMs = 15_000): Promise<void> {
-  const deadline = Date.now() + limitMs
+  const deadline = Date.now() + patience(limitMs)
   while (!(await check())) {
     if (Date.now() > deadline) throw new Error(`gave up waiting for ${what}`)
     await new Promise((resolve) => setTimeout(resolve, 10))

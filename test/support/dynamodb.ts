@@ -5,6 +5,7 @@ import { createRequire } from 'node:module'
 import { dirname, join } from 'node:path'
 import { DeleteTableCommand, DynamoDBClient, ListTablesCommand } from '@aws-sdk/client-dynamodb'
 import { dynamodbStore, type DynamoStore, type DynamoStoreOptions } from '../../src/stores/dynamodb/index.js'
+import { HEALTHY_STORE_TIMEOUT_MS } from './contract.js'
 import { freePort } from './free-port.js'
 
 /** The DynamoDB Local the tests use (override with IDEM_TEST_DYNAMODB_URL); `.ci/run` starts one here. */
@@ -54,7 +55,9 @@ export async function testDynamo(label: string, makeStore: (options: DynamoStore
   }
   const client = localClient(endpoint)
   const table = `idem_test_${label}_${randomBytes(4).toString('hex')}`
-  const store = makeStore({ client, table, timeoutMs: 5_000 })
+  // DynamoDB Local (a JVM) answers a healthy request in milliseconds on an idle machine, but
+  // 100 concurrent claims took over 5 s on a loaded one: the timeout bounds a hung server only.
+  const store = makeStore({ client, table, timeoutMs: HEALTHY_STORE_TIMEOUT_MS })
   await store.createTable()
   return {
     client,

@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { Cluster, Redis } from 'ioredis'
 import { freePort } from './free-port.js'
+import { patience } from './patience.js'
 
 /** One `redis-server --cluster-enabled yes` of a test's own cluster. */
 export interface ClusterNode {
@@ -127,7 +128,8 @@ async function ask(port: number, ...command: string[]): Promise<string> {
   }
 }
 
-async function until(what: string, timeoutMs: number, check: () => Promise<boolean>): Promise<void> {
+async function until(what: string, guardMs: number, check: () => Promise<boolean>): Promise<void> {
+  const timeoutMs = patience(guardMs)
   const deadline = Date.now() + timeoutMs
   while (!(await check())) {
     if (Date.now() > deadline) throw new Error(`${what}: not within ${timeoutMs} ms`)

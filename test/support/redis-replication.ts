@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { Redis } from 'ioredis'
 import { freePort } from './free-port.js'
+import { patience } from './patience.js'
 
 /** One `redis-server` of a test's own, on a free loopback port, without persistence. */
 export interface RedisNode {
@@ -150,7 +151,8 @@ async function ask(port: number, command: Array<string | number>): Promise<unkno
   }
 }
 
-async function until(what: string, check: () => Promise<boolean>, timeoutMs = 20_000): Promise<void> {
+async function until(what: string, check: () => Promise<boolean>, guardMs = 20_000): Promise<void> {
+  const timeoutMs = patience(guardMs)
   const deadline = Date.now() + timeoutMs
   while (!(await check().catch(() => false))) {
     if (Date.now() > deadline) throw new Error(`${what}: not within ${timeoutMs} ms`)
