@@ -3,7 +3,7 @@ import { InvalidOptionError } from '../../core/errors/invalid-option.js'
 import { ioRedisTransport } from './ioredis.js'
 import { nodeRedisClusterTransport, nodeRedisTransport } from './node-redis.js'
 import { serverTraits, type ServerTraits } from './server-traits.js'
-import type { Transport } from './transport.js'
+import type { RawSend, Transport } from './transport.js'
 import type { IoRedisClient, NodeRedisClient, NodeRedisCluster } from './types.js'
 
 /** A Lua script and its SHA1, under which the server caches it. */
@@ -31,6 +31,8 @@ export interface RedisAdapter {
   readonly commandTimeoutMs: number | undefined
   /** The server's traits once `serverTraits()` has answered. */
   readonly traits: ServerTraits | undefined
+  /** The client's own send method (see `Caller`). */
+  readonly raw: RawSend
   /** Sends one command; `key`, its first key, routes it on a Cluster. */
   send(command: string[], key?: string): Promise<unknown>
   /** Runs a script by its SHA1 (`EVALSHA`), sent again whole (`EVAL`, which caches it) when the server lost it (NOSCRIPT). */
@@ -93,6 +95,10 @@ class Adapter implements RedisAdapter {
 
   get traits(): ServerTraits | undefined {
     return this.#traits
+  }
+
+  get raw(): RawSend {
+    return this.#transport.raw
   }
 
   send(command: string[], key?: string): Promise<unknown> {

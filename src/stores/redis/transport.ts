@@ -13,4 +13,15 @@ export interface Transport {
   sendThenWait(command: string[], key: string, wait: string[]): Promise<[unknown, unknown]>
   /** `INFO server` of every master (of the one server). */
   infos(): Promise<string[]>
+  /** The client's own send method, bound: what the store's `Caller` sends a command through, with nothing between. */
+  readonly raw: RawSend
 }
+
+/** A client's own way of sending any command. */
+export type RawSend =
+  /** ioredis, iovalkey: `call(name, ...args)`, the name in lower case (see `ioredis.ts`). */
+  | { readonly kind: 'call'; call(name: string, ...args: string[]): Promise<unknown> }
+  /** node-redis: `sendCommand(args)`. */
+  | { readonly kind: 'args'; sendCommand(args: string[]): Promise<unknown> }
+  /** A node-redis Cluster: `sendCommand(firstKey, isReadonly, args)`. */
+  | { readonly kind: 'cluster'; sendCommand(firstKey: string | undefined, isReadonly: boolean | undefined, args: string[]): Promise<unknown> }
