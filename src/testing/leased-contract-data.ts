@@ -21,7 +21,7 @@ export function leasedDataCases({ store, fresh, acquire, stepsOf }: LeasedCaseKi
       name: 'saved steps come back, byte for byte, to the next holder of the same request',
       async run() {
         const key = fresh('steps')
-        const { lease } = await acquire('acct', key, 'fp-1')
+        const { lease } = await acquire('acct', key, 'fp-1', 10_000)
         // A computed key: a literal `__proto__:` would set the prototype instead.
         const results = { charge: '{"id":"ch_1","amount":1000}', email: 'null', 'ünï 🧾': '"ω"', ['__proto__']: '{"a":[1,2]}' }
         for (const [name, result] of Object.entries(results)) assert.equal(await lease.saveStep(name, result), true)
@@ -56,7 +56,7 @@ export function leasedDataCases({ store, fresh, acquire, stepsOf }: LeasedCaseKi
       name: 'steps bind a key to its request: another request is refused while they live (released or lapsed)',
       async run() {
         const key = fresh('bound')
-        const { lease } = await acquire('acct', key, 'fp-1')
+        const { lease } = await acquire('acct', key, 'fp-1', 10_000)
         assert.equal(await lease.saveStep('charge', '1'), true)
         assert.equal(await lease.release(), true)
         assert.deepEqual(await store().claim('acct', key, 'fp-2', LEASE_MS, TTL_MS), { state: 'running', fingerprint: 'fp-1' })
@@ -72,7 +72,7 @@ export function leasedDataCases({ store, fresh, acquire, stepsOf }: LeasedCaseKi
         // Each write lands well inside its key's time (a store refuses writes to an expired
         // key, and a replica's acknowledgement can take hundreds of ms); only the waits outlast it.
         const done = fresh('expired-done')
-        const first = (await acquire('acct', done, 'fp-1')).lease
+        const first = (await acquire('acct', done, 'fp-1', 10_000)).lease
         assert.equal(await first.saveStep('charge', '1'), true)
         assert.equal(await first.complete('"old"', 50), true)
         const abandoned = fresh('expired-abandoned')
@@ -99,7 +99,8 @@ export function leasedDataCases({ store, fresh, acquire, stepsOf }: LeasedCaseKi
         ]
         const big = JSON.stringify({ text: 'ω'.repeat(50_000), quote: `"'\\` })
         const leases: Lease[] = []
-        for (const [scope, key] of pairs) leases.push((await acquire(scope, key, `fp ${scope} ${key}`)).lease)
+        // A lease that outlasts the test: a claim without steps may lapse with its lease (Redis).
+        for (const [scope, key] of pairs) leases.push((await acquire(scope, key, `fp ${scope} ${key}`, 10_000)).lease)
         for (const [i, [scope, key]] of pairs.entries()) {
           const lease = leases[i]!
           assert.equal(await lease.saveStep('n'.repeat(1000), big), true)
@@ -112,7 +113,7 @@ export function leasedDataCases({ store, fresh, acquire, stepsOf }: LeasedCaseKi
           })
         }
         const key = fresh('big-step')
-        const { lease } = await acquire('acct', key, 'fp')
+        const { lease } = await acquire('acct', key, 'fp', 10_000)
         assert.equal(await lease.saveStep('n'.repeat(1000), big), true)
         assert.equal(await lease.release(), true)
         assert.deepEqual(await stepsOf('acct', key, 'fp'), { ['n'.repeat(1000)]: big })

@@ -80,7 +80,7 @@ function fencingCases({ store, fresh, acquire }: LeasedCaseKit): ContractCase[] 
     {
       name: 'a first claim acquires the key with a lease and no steps; its fencing token is a positive safe integer, the same on every read',
       async run() {
-        const { lease, steps } = await acquire('acct', fresh('first'), 'fp-1')
+        const { lease, steps } = await acquire('acct', fresh('first'), 'fp-1', 10_000)
         assert.equal(steps.size, 0)
         const token = await tokenOf(lease)
         assert.equal(await lease.fencingToken(), token)
@@ -101,7 +101,7 @@ function fencingCases({ store, fresh, acquire }: LeasedCaseKit): ContractCase[] 
       name: 'complete stores the outcome once; later claims get the record; the lease is then spent',
       async run() {
         const key = fresh('complete')
-        const { lease } = await acquire('acct', key, 'fp-1')
+        const { lease } = await acquire('acct', key, 'fp-1', 10_000)
         assert.equal(await lease.complete('{"orderId":42}', TTL_MS), true)
         const record = { state: 'completed', record: { fingerprint: 'fp-1', outcome: '{"orderId":42}' } }
         assert.deepEqual(await store().claim('acct', key, 'fp-1', LEASE_MS, TTL_MS), record)
@@ -115,8 +115,8 @@ function fencingCases({ store, fresh, acquire }: LeasedCaseKit): ContractCase[] 
       async run() {
         const key = fresh('takeover')
         const zombie = (await acquire('acct', key, 'fp-1')).lease
-        const zombieToken = await tokenOf(zombie)
         assert.equal(await zombie.saveStep('charge', '{"id":"ch_1"}'), true)
+        const zombieToken = await tokenOf(zombie)
         await sleep(LAPSE_MS)
         const { lease, steps } = await acquire('acct', key, 'fp-1', 10_000)
         const token = await tokenOf(lease)
@@ -138,7 +138,7 @@ function fencingCases({ store, fresh, acquire }: LeasedCaseKit): ContractCase[] 
       name: 'fencing tokens grow with every claim of a key: after a release, a lapse and a takeover',
       async run() {
         const key = fresh('monotonic')
-        const first = (await acquire('acct', key, 'fp-1')).lease
+        const first = (await acquire('acct', key, 'fp-1', 10_000)).lease
         const tokens = [await tokenOf(first)]
         assert.equal(await first.release(), true)
         assert.equal(await first.fencingToken(), undefined, 'a released lease has no fencing token')

@@ -154,7 +154,7 @@ describe.skipIf(db === undefined)('isolation and secrets', () => {
         store,
         async (k) => {
           const { claim, steps } = store.keysOf('tenant', k)
-          return JSON.stringify([await redis.client.hgetall(claim), await redis.client.hgetall(steps)])
+          return JSON.stringify([await redis.client.get(claim), await redis.client.hgetall(steps)])
         },
       ])
     }
