@@ -200,8 +200,8 @@ class RedisLease implements Lease {
   }
 
   async fencingToken(): Promise<number | undefined> {
-    const { keys, claimId } = this.#claimed
-    const reply = await this.#scripts('fencingToken', 'idemFencingTokenV3', [keys.claim, keys.fence], [claimId, this.#token], (r) => (r === 0 ? '' : String(r)))
+    const { keys, claimId, retainMs } = this.#claimed
+    const reply = await this.#scripts('fencingToken', 'idemFencingTokenV3', [keys.claim, keys.fence], [claimId, this.#token, retainMs], (r) => (r === 0 ? '' : String(r)))
     if (reply === '') return undefined
     this.#token = reply
     return Number(reply)

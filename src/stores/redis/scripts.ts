@@ -75,15 +75,16 @@ return 1
 /**
  * ARGV: claimId, step name, result, retainMs (leaseMs + ttlMs). Returns 1, or 0 when
  * fenced. The first step turns the 3h value into 3s (its lease unchanged, the key now
- * kept retainMs), dropping steps an earlier lifetime of the key may have left.
+ * kept retainMs, and never less than its lease), dropping steps an earlier lifetime of
+ * the key may have left.
  */
 const SAVE_STEP = `${PRELUDE}
 local form, _, fp = holder(v, ARGV[1])
 if not form then return 0 end
 if form == 'h' then
-  local lease_until = now_ms() + redis.call('PTTL', KEYS[1])
+  local lease = redis.call('PTTL', KEYS[1])
   redis.call('DEL', KEYS[2])
-  redis.call('SET', KEYS[1], '3s ' .. ARGV[1] .. ' ' .. int(lease_until) .. ' ' .. fp, 'PX', ARGV[4])
+  redis.call('SET', KEYS[1], '3s ' .. ARGV[1] .. ' ' .. int(now_ms() + lease) .. ' ' .. fp, 'PX', math.max(tonumber(ARGV[4]), lease))
 end
 redis.call('HSET', KEYS[2], ARGV[2], ARGV[3])
 redis.call('PEXPIRE', KEYS[2], redis.call('PTTL', KEYS[1]))
@@ -147,10 +148,11 @@ return v
 
 /**
  * A fencing token, asked only when a call reads one. KEYS[2] here is the key's fence
- * (`<token> <claimId>`, kept as long as the claim). ARGV: claimId, the token this lease
- * was given already (or ''). Returns the token (as text), or 0 when fenced. A new token
+ * (`<token> <claimId>`). ARGV: claimId, the token this lease was given already (or ''),
+ * retainMs (leaseMs + ttlMs). Returns the token (as text), or 0 when fenced. A new token
  * is the previous one plus one, or the server's clock in microseconds if greater, so
- * tokens grow across claims, releases and the key's expiry.
+ * tokens grow across claims, releases and the key's expiry; the fence is kept retainMs
+ * (and as long as the claim), as protocol v2 kept its token in the claim.
  */
 const FENCING_TOKEN = `${PRELUDE}
 if not holder(v, ARGV[1]) then return 0 end
@@ -160,7 +162,7 @@ local fence = redis.call('GET', KEYS[2])
 if fence then previous = tonumber(string.sub(fence, 1, string.find(fence, ' ', 1, true) - 1)) end
 local t = redis.call('TIME')
 local token = int(math.max(previous + 1, tonumber(t[1]) * 1000000 + tonumber(t[2])))
-redis.call('SET', KEYS[2], token .. ' ' .. ARGV[1], 'PX', math.max(redis.call('PTTL', KEYS[1]), 1))
+redis.call('SET', KEYS[2], token .. ' ' .. ARGV[1], 'PX', math.max(redis.call('PTTL', KEYS[1]), tonumber(ARGV[3])))
 return token
 `
 
