@@ -62,9 +62,6 @@ export async function upsertOrder(db, effectKey, body, ref) {
   return { id: rows[0].id }
 }
 
-/** Thrown while a server is set up when its variant cannot run: the server says so and exits. */
-export class Skipped extends Error {}
-
 /** idem's leased engine on Redis with its defaults (the lease included), on the variant's client (PEERS_CLIENT). */
 export async function leasedIdem() {
   const client = REDIS_CLIENTS[clientName]

@@ -35,8 +35,6 @@ export interface RedisAdapter {
   readonly raw: RawSend
   /** Sends one command; `key`, its first key, routes it on a Cluster. */
   send(command: string[], key?: string): Promise<unknown>
-  /** Runs a script by its SHA1 (`EVALSHA`), sent again whole (`EVAL`, which caches it) when the server lost it (NOSCRIPT). */
-  run(script: Script, keys: readonly string[], args: readonly string[]): Promise<unknown>
   /**
    * A write followed by `WAIT replicas timeoutMs` in one round trip on the connection
    * that wrote (on a Cluster: the master of its key): its reply and how many replicas
@@ -103,15 +101,6 @@ class Adapter implements RedisAdapter {
 
   send(command: string[], key?: string): Promise<unknown> {
     return this.#transport.send(command, key)
-  }
-
-  async run(script: Script, keys: readonly string[], args: readonly string[]): Promise<unknown> {
-    try {
-      return await this.#transport.send(evalsha(script, keys, args), keys[0])
-    } catch (error) {
-      if (!isNoScript(error)) throw error
-      return await this.#transport.send(evalScript(script, keys, args), keys[0])
-    }
   }
 
   async waited(write: Write, replicas: number, timeoutMs: number): Promise<[unknown, number]> {

@@ -1,8 +1,9 @@
 /**
- * What each client does for the store's adapter (`adapter.ts`), in its own way: send a
- * command, send a write and its `WAIT` together, read every master's `INFO server`. The
- * rest (scripts by SHA1, `MOVED` after a `WAIT`, the server check) is the adapter's, common
- * to every client.
+ * What each client does for the store, in its own way: send a command (its own method,
+ * bound, `raw`, is what the store's `Caller` sends through), send a write and its `WAIT`
+ * together, read every master's `INFO server`. The rest (scripts by SHA1, `MOVED` after a
+ * `WAIT`, the server check) is the adapter's (`adapter.ts`) and the caller's, common to
+ * every client.
  */
 export interface Transport {
   /** The client's own timeout of every command, when it has one. */
