@@ -6,7 +6,7 @@ import { createLeasedIdem } from '../core/leased/engine.js'
 import type { Lease } from '../core/leased/store.js'
 import type { ContractCase } from './key-store-contract.js'
 import { peekOf } from './key-peek.js'
-import { LAPSE_MS, LEASE_MS, sleep, TTL_MS, type LeasedCaseKit } from './leased-contract-kit.js'
+import { LAPSE_MS, LEASE_MS, sleep, TTL_MS, WRITING_LEASE_MS, type LeasedCaseKit } from './leased-contract-kit.js'
 import { resultFields } from './result-fields.js'
 import { sizedValue } from './sized-value.js'
 
@@ -159,7 +159,7 @@ export function leasedDataCases({ store, fresh, acquire, stepsOf }: LeasedCaseKi
       name: 'through the engine: a holder that died after a step is taken over, and the step is not run again',
       async run() {
         const key = fresh('resume')
-        const dead = (await acquire('acct', key, fingerprintValue({ amount: 10 }))).lease
+        const dead = (await acquire('acct', key, fingerprintValue({ amount: 10 }), WRITING_LEASE_MS)).lease
         assert.equal(await dead.saveStep('charge', '{"chargeId":"ch_1"}'), true)
         // The dead holder never renews; the engine polls until its lease lapses.
         const idem = createLeasedIdem({ store: store(), leaseMs: 5_000, waitMs: 10_000 })

@@ -4,7 +4,7 @@ import { StoreUnavailableError } from '../core/errors/store-unavailable.js'
 import type { Lease, LeasedStore } from '../core/leased/store.js'
 import type { ContractCase } from './key-store-contract.js'
 import { leasedDataCases } from './leased-contract-data.js'
-import { LAPSE_MS, LEASE_MS, sleep, TTL_MS, type Acquired, type LeasedCaseKit } from './leased-contract-kit.js'
+import { LAPSE_MS, lapsed, LEASE_MS, sleep, TTL_MS, WRITING_LEASE_MS, type Acquired, type LeasedCaseKit } from './leased-contract-kit.js'
 
 /** What a leased-store author supplies to run the contract against their store. */
 export interface LeasedStoreHarness {
@@ -75,9 +75,6 @@ async function assertSpent(lease: Lease, why: string): Promise<void> {
   assert.equal(await lease.fencingToken(), undefined, `fencingToken ${why}`)
 }
 
-/** The first lease of the renewal case. */
-const FIRST_LEASE_MS = 1_000
-
 function fencingCases({ store, fresh, acquire }: LeasedCaseKit): ContractCase[] {
   return [
     {
@@ -117,10 +114,11 @@ function fencingCases({ store, fresh, acquire }: LeasedCaseKit): ContractCase[] 
       name: 'a lapsed lease is taken over with a greater fencing token; the replaced lease then changes nothing',
       async run() {
         const key = fresh('takeover')
-        const zombie = (await acquire('acct', key, 'fp-1')).lease
+        const claimedAt = Date.now()
+        const zombie = (await acquire('acct', key, 'fp-1', WRITING_LEASE_MS)).lease
         assert.equal(await zombie.saveStep('charge', '{"id":"ch_1"}'), true)
         const zombieToken = await tokenOf(zombie)
-        await sleep(LAPSE_MS)
+        await lapsed(claimedAt, WRITING_LEASE_MS)
         const { lease, steps } = await acquire('acct', key, 'fp-1', 10_000)
         const token = await tokenOf(lease)
         assert.ok(token > zombieToken, `takeover's fencing token ${token} is not greater than ${zombieToken}`)
@@ -145,11 +143,13 @@ function fencingCases({ store, fresh, acquire }: LeasedCaseKit): ContractCase[] 
         const tokens = [await tokenOf(first)]
         assert.equal(await first.release(), true)
         assert.equal(await first.fencingToken(), undefined, 'a released lease has no fencing token')
-        tokens.push(await tokenOf((await acquire('acct', key, 'fp-2')).lease))
-        await sleep(LAPSE_MS)
-        tokens.push(await tokenOf((await acquire('acct', key, 'fp-2')).lease))
-        await sleep(LAPSE_MS)
-        tokens.push(await tokenOf((await acquire('acct', key, 'fp-3')).lease))
+        let claimedAt = Date.now()
+        tokens.push(await tokenOf((await acquire('acct', key, 'fp-2', WRITING_LEASE_MS)).lease))
+        await lapsed(claimedAt, WRITING_LEASE_MS)
+        claimedAt = Date.now()
+        tokens.push(await tokenOf((await acquire('acct', key, 'fp-2', WRITING_LEASE_MS)).lease))
+        await lapsed(claimedAt, WRITING_LEASE_MS)
+        tokens.push(await tokenOf((await acquire('acct', key, 'fp-3', 10_000)).lease))
         for (let i = 1; i < tokens.length; i++) assert.ok(tokens[i]! > tokens[i - 1]!, `fencing tokens do not grow: ${tokens.join(' → ')}`)
       },
     },
@@ -173,9 +173,10 @@ function fencingCases({ store, fresh, acquire }: LeasedCaseKit): ContractCase[] 
       name: 'the claim decides, not the clock: a lapsed lease with steps that nobody took over still accepts its holder',
       async run() {
         const key = fresh('lapsed')
-        const { lease } = await acquire('acct', key, 'fp-1')
+        const claimedAt = Date.now()
+        const { lease } = await acquire('acct', key, 'fp-1', WRITING_LEASE_MS)
         assert.equal(await lease.saveStep('charge', '"ok"'), true)
-        await sleep(LAPSE_MS)
+        await lapsed(claimedAt, WRITING_LEASE_MS)
         assert.equal(await lease.renew(10_000), true)
         assert.equal(await lease.saveStep('email', '"sent"'), true)
         await sleep(LAPSE_MS)
@@ -187,12 +188,11 @@ function fencingCases({ store, fresh, acquire }: LeasedCaseKit): ContractCase[] 
       name: 'renew extends the lease beyond its first end',
       async run() {
         const key = fresh('renew')
-        // A first lease the renewal surely arrives within on a loaded machine (a claim
-        // without steps may lapse with its lease, as on Redis), then a wait past its end.
         const claimedAt = Date.now()
-        const { lease } = await acquire('acct', key, 'fp-1', FIRST_LEASE_MS)
+        const { lease } = await acquire('acct', key, 'fp-1', WRITING_LEASE_MS)
         assert.equal(await lease.renew(10_000), true)
-        await sleep(claimedAt + FIRST_LEASE_MS + LAPSE_MS - Date.now())
+        // Past the first lease's end.
+        await lapsed(claimedAt, WRITING_LEASE_MS)
         assert.deepEqual(await store().claim('acct', key, 'fp-2', LEASE_MS, TTL_MS), { state: 'running', fingerprint: 'fp-1' })
       },
     },
