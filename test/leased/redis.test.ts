@@ -87,7 +87,8 @@ describe.skipIf(redis === undefined)('redis store', () => {
   })
 
   it('1,000 concurrent calls on 10 keys through the engine: one holder per key at any moment', async () => {
-    const idem = createLeasedIdem({ store: redisStore({ client, prefix }), leaseMs: 30_000, waitMs: 60_000 })
+    // A generous timeout: 1,000 calls polling 10 keys on a shared machine; the deadlines are tested elsewhere.
+    const idem = createLeasedIdem({ store: redisStore({ client, prefix, timeoutMs: 10_000 }), leaseMs: 30_000, waitMs: 60_000 })
     const keys = Array.from({ length: 10 }, (_, i) => `holders-${i}`)
     const holds = new Map<string, Array<{ start: number; end: number; token: number }>>(keys.map((k) => [k, []]))
     // Every holder gives the key back (it discards its outcome, and it saved no
