@@ -6,18 +6,12 @@ import { readFileSync } from 'node:fs'
 
 /**
  * By name: `label`, the npm `package` it comes from, `connect(url)` resolving with the
- * connected `{ client, close }`; `refusedMeans`, where idem's redisStore may not accept the
- * client yet: the variant is then skipped with this reason and the store's error.
+ * connected `{ client, close }`. idem's redisStore takes each of them.
  */
 export const REDIS_CLIENTS = {
   ioredis: { label: 'ioredis, enableAutoPipelining', package: 'ioredis', connect: (url) => ioredis(url, true) },
   'ioredis-plain': { label: 'ioredis, without autopipelining', package: 'ioredis', connect: (url) => ioredis(url, false) },
-  'node-redis': {
-    label: 'node-redis (createClient)',
-    package: 'redis',
-    connect: nodeRedis,
-    refusedMeans: "idem's redisStore does not accept node-redis yet",
-  },
+  'node-redis': { label: 'node-redis (createClient)', package: 'redis', connect: nodeRedis },
 }
 
 async function ioredis(url, enableAutoPipelining) {

@@ -5,10 +5,11 @@
 //   unprotected      the route alone
 //   two_round_trips  the route between two plain Redis commands (a read before, a write
 //                    after), without idem: the floor for any claim-then-complete design
-//   scripts_by_hand  the route between idem's own claim and complete scripts, called by
-//                    hand through ioredis: the protocol's floor (a lease, a fencing
-//                    token, the steps hash, the body's SHA-256 as the fingerprint), with
-//                    no engine and no middleware
+//   scripts_by_hand  the route between idem's own claim and completion (protocol v3:
+//                    SET NX PX GET, then the compare-and-set script, or SET IFEQ where
+//                    the server has it), sent by hand through ioredis: the protocol's
+//                    floor (a lease, a claimId, the body's SHA-256 as the fingerprint),
+//                    with no engine and no middleware
 //   fresh            the route behind the Idempotency-Key middleware (idem/hono) on the
 //                    leased engine with the Redis store, a new key per request
 //   replay           retries of keys the fresh requests stored (the route does not run)
@@ -21,7 +22,7 @@
 // and SET.
 // Build first (`npm run build`): this runs over dist/.
 import { Redis } from 'ioredis'
-import { createHash } from 'node:crypto'
+import { createHash, randomUUID } from 'node:crypto'
 import { existsSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'
 import { keyedVariants, measureVariants, serveParent, startServer } from './autocannon.mjs'
@@ -96,12 +97,12 @@ async function serve() {
       const text = await c.req.text()
       const fingerprint = createHash('sha256').update(text).digest('hex')
       const keys = byHandKeys(prefix, 'bench', c.req.header('idempotency-key'))
-      const [state, token] = await client.idemByHandClaim(keys.claim, keys.steps, fingerprint, 5_000, 86_400_000, '0')
-      if (state !== 'acquired') return c.json({ state }, 409)
+      const held = await claimByHand(client, keys, fingerprint)
+      if (held === undefined) return c.json({ state: 'found' }, 409)
       const order = JSON.parse(text)
       const { id } = await post(providerUrl, JSON.stringify({ amount: order.amount }))
       const body = JSON.stringify({ chargeId: id, amount: order.amount })
-      await client.idemByHandComplete(keys.claim, keys.steps, String(token), JSON.stringify({ status: 201, body }), 86_400_000)
+      await completeByHand(client, keys, held, fingerprint, JSON.stringify({ status: 201, body }))
       return c.body(body, 201, { 'content-type': 'application/json' })
     })
     app.use(`/${name}/idem`, idempotency({ idem, scope: () => 'bench' }))
@@ -172,10 +173,20 @@ async function drive() {
   ratio('redis.fresh_vs_scripts_by_hand', instant.fresh / instant.scripts_by_hand)
 }
 
-/** idem's claim and complete scripts, as commands of their own on `client`, to call by hand. */
+/** idem's compare-and-set script (protocol v3's completion on a server without SET IFEQ), as a command of its own on `client`. */
 function defineByHand(client, scripts) {
-  client.defineCommand('idemByHandClaim', { lua: scripts.idemLeaseClaimV1, numberOfKeys: 2 })
-  client.defineCommand('idemByHandComplete', { lua: scripts.idemLeaseCompleteV1, numberOfKeys: 2 })
+  client.defineCommand('idemByHandSwap', { lua: scripts.idemSwapV3, numberOfKeys: 1 })
+}
+
+/** Protocol v3's claim by hand: the 3h value it wrote, or undefined when the key held one already. */
+async function claimByHand(client, keys, fingerprint) {
+  const held = `3h ${randomUUID()} ${fingerprint}`
+  return (await client.set(keys.claim, held, 'NX', 'PX', 5_000, 'GET')) === null ? held : undefined
+}
+
+/** Protocol v3's completion by hand, of a claim without steps. */
+async function completeByHand(client, keys, held, fingerprint, outcome) {
+  await client.idemByHandSwap(keys.claim, held, `3c ${fingerprint.length} ${fingerprint}${outcome}`, 86_400_000)
 }
 
 /** The keys the store would use (see src/stores/redis/keys.ts), for keys that need no encoding. */
@@ -248,8 +259,7 @@ async function scriptCost(prefix) {
     },
     scripts_by_hand: async () => {
       const byHand = byHandKeys(prefix, 'bench', `hand-${++keys}`)
-      const [, token] = await client.idemByHandClaim(byHand.claim, byHand.steps, fingerprint, 5_000, 86_400_000, '0')
-      await client.idemByHandComplete(byHand.claim, byHand.steps, String(token), outcome, 86_400_000)
+      await completeByHand(client, byHand, await claimByHand(client, byHand, fingerprint), fingerprint, outcome)
     },
     hget_set: async () => {
       const key = `${prefix}plain:${++keys}`

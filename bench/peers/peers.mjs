@@ -65,16 +65,10 @@ async function main() {
       `CREATE TABLE "${SCHEMA}".orders_keyed (id bigserial PRIMARY KEY, effect_key text NOT NULL UNIQUE, body jsonb NOT NULL, created_at timestamptz NOT NULL DEFAULT now())`,
     )
 
-    const skipped = []
-    for (const server of serversToRun()) {
-      const started = await startServer(server)
-      if (started.skipped === undefined) servers.push(Object.assign(server, { process: started }))
-      else skipped.push({ ...server, skipped: started.skipped })
-    }
-    for (const { slug, skipped: reason } of skipped) console.log(`${slug}: skipped: ${reason}`)
+    for (const server of serversToRun()) servers.push(Object.assign(server, { process: await startServer(server) }))
 
     await throughput(servers, admin)
-    if (PROFILE !== undefined) return printProfiles(servers, skipped)
+    if (PROFILE !== undefined) return printProfiles(servers)
     console.log(`\nscenarios (${RACE_KEYS} keys × ${RACE_COPIES} simultaneous requests, another body, a crash after the INSERT with retries for up to ${CRASH_WAIT_S} s)…`)
     for (const server of servers) {
       server.race = await race(server, admin)
@@ -86,8 +80,8 @@ async function main() {
       await Promise.all(crashing.map(async (server) => (server.crash = await crash(server, admin, startServer))))
     }
 
-    printTables(servers, skipped)
-    printRatios(servers, skipped)
+    printTables(servers)
+    printRatios(servers)
   } finally {
     await cleanUp()
   }

@@ -33,14 +33,13 @@ const pad = (text, width) => String(text).padEnd(width)
 const lpad = (text, width) => String(text).padStart(width)
 const whole = (value) => (value === undefined ? '—' : value.toFixed(0))
 const LABEL = 50
-/** The rows of a framework, in the order they ran, the skipped ones in their place. */
-const rowsOf = (framework, servers, skipped) =>
-  [...servers, ...skipped].filter((server) => server.framework === framework).sort((a, b) => a.order - b.order)
+/** The rows of a framework, in the order they ran. */
+const rowsOf = (framework, servers) => servers.filter((server) => server.framework === framework).sort((a, b) => a.order - b.order)
 
 /** Per framework: the throughput table and the correctness table. */
-export function printTables(servers, skipped) {
+export function printTables(servers) {
   for (const framework of FRAMEWORKS) {
-    const rows = rowsOf(framework, servers, skipped)
+    const rows = rowsOf(framework, servers)
     if (rows.length === 0) continue
     const baseline = summary(servers.find((server) => server.framework === framework && server.variant === 'unprotected').samples.fresh)
     console.log(`\n${framework}: throughput (median of ${ROUNDS} round(s), min–max; × = against ${framework} unprotected; CPU µs = the server process's CPU per request)`)
@@ -49,10 +48,6 @@ export function printTables(servers, skipped) {
         `${lpad('replay req/s', 13)} ${pad('(min–max)', 13)}${lpad('×', 6)}${lpad('CPU µs', 8)}  replay rows`,
     )
     for (const server of rows) {
-      if (server.skipped !== undefined) {
-        console.log(`  ${pad(labelOf(server), LABEL)}skipped: ${server.skipped}`)
-        continue
-      }
       const fresh = summary(server.samples.fresh)
       const replay = summary(server.samples.replay)
       const bad = [fresh, replay].filter((s) => s?.bad > 0).map((s) => JSON.stringify(s.statuses))
@@ -69,7 +64,6 @@ export function printTables(servers, skipped) {
     console.log(`${framework}: correctness`)
     console.log(`  ${pad('variant', LABEL)}${pad('races: runs/key', 17)}${pad('rows/key', 10)}${pad('statuses', 26)}${pad('other body', 23)}crash after INSERT, restart, retry`)
     for (const server of rows) {
-      if (server.skipped !== undefined) continue
       const { runs, rows: raceRows, statuses } = server.race
       console.log(`  ${pad(labelOf(server), LABEL)}${pad(runs, 17)}${pad(raceRows, 10)}${pad(statuses, 26)}${pad(server.otherBody, 23)}${server.crash}`)
     }
@@ -88,7 +82,7 @@ function ratios(name, idem, { fastest, cheapest }, into) {
 }
 
 /** The RATIO lines: per framework (and Redis client), then the headlines, the lowest of each over them. */
-export function printRatios(servers, skipped) {
+export function printRatios(servers) {
   const fresh = (framework, variant, client) => {
     const server = servers.find((s) => s.framework === framework && s.variant === variant && s.client === client)
     return server === undefined ? undefined : { server, ...summary(server.samples.fresh) }
@@ -113,13 +107,11 @@ export function printRatios(servers, skipped) {
         const name = `peers.${framework}.${client}.${variant}_vs_best_peer`
         const idem = fresh(framework, variant, client)
         if (idem !== undefined) ratios(name, idem, best, headlines[`${variant}_vs_best_peer`])
-        const skip = skipped.find((s) => s.framework === framework && s.variant === variant && s.client === client)
-        if (skip !== undefined) console.log(`(${name}: not measured; skipped: ${skip.skipped})`)
       }
     }
   }
   const over = `${FRAMEWORKS.join(', ')}; clients ${CLIENTS.join(', ')}`
-  console.log(`(the headlines: the lowest of the lines above, over ${over}${skipped.length > 0 ? `; ${skipped.length} server(s) skipped, left out` : ''})`)
+  console.log(`(the headlines: the lowest of the lines above, over ${over})`)
   for (const [name, { throughput, cpu }] of Object.entries(headlines)) {
     if (throughput.length === 0) continue
     ratio(`peers.${name}.throughput`, Math.min(...throughput))

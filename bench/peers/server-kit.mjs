@@ -62,9 +62,6 @@ export async function upsertOrder(db, effectKey, body, ref) {
   return { id: rows[0].id }
 }
 
-/** Thrown while a server is set up when its variant cannot run: the server says so and exits. */
-export class Skipped extends Error {}
-
 /** idem's leased engine on Redis with its defaults (the lease included), on the variant's client (PEERS_CLIENT). */
 export async function leasedIdem() {
   const client = REDIS_CLIENTS[clientName]
@@ -73,14 +70,7 @@ export async function leasedIdem() {
   const { redisStore } = await import('../../dist/stores/redis/index.js')
   const connected = await client.connect(redisUrl)
   closers.push(() => connected.close())
-  let store
-  try {
-    store = redisStore({ client: connected.client, prefix })
-  } catch (error) {
-    if (client.refusedMeans === undefined) throw error
-    throw new Skipped(`${client.refusedMeans} (${error.message})`)
-  }
-  return createLeasedIdem({ store })
+  return createLeasedIdem({ store: redisStore({ client: connected.client, prefix }) })
 }
 
 /** The hand-written key row around the route's INSERT: `request` is { key, method, path, text (the body as sent), body, ref }. */

@@ -6,8 +6,7 @@ import { PG_URL, POOL_SIZE, PREFIX, REDIS_URL, SCHEMA } from './settings.mjs'
 
 /**
  * Forks server.mjs for `server` (`extra`: more environment); resolves once it listens
- * with `{ port, pid, exited, cpu(), runs(), profile(what, file), stop() }`, or with
- * `{ skipped: reason }` when its variant cannot run (the process has then exited).
+ * with `{ port, pid, exited, cpu(), runs(), profile(what, file), stop() }`.
  */
 export async function startServer(server, extra = {}) {
   const child = fork(fileURLToPath(new URL('server.mjs', import.meta.url)), [], {
@@ -29,10 +28,6 @@ export async function startServer(server, extra = {}) {
     child.once('message', resolve)
     child.once('exit', (code, signal) => reject(new Error(`${server.slug}: server exited (${code ?? signal}) before listening`)))
   })
-  if (started.skipped !== undefined) {
-    await exited
-    return { skipped: started.skipped }
-  }
   const ask = (question, field) =>
     new Promise((resolve) => {
       const answer = (message) => {

@@ -66,7 +66,7 @@ function describe(report: KeyInspection, where: string): string[] {
     lines.push('  leased claim')
     lines.push(`    state         ${l.state}${l.state === 'held' ? (l.leaseLive ? ' — a holder is running' : ' — its lease ran out: the next call takes over') : ''}`)
     lines.push(`    fingerprint   ${l.fingerprint}`)
-    lines.push(`    holder        fencing token ${l.token}${l.leaseUntil === null ? '' : `, lease until ${when(l.leaseUntil)}`}`)
+    lines.push(`    holder        fencing token ${l.token === '' ? '(none asked for yet)' : l.token}${l.leaseUntil === null ? '' : `, lease until ${when(l.leaseUntil)}`}`)
     lines.push(`    expires       ${when(l.expiresAt)}${l.expired ? ' — EXPIRED' : ''}`)
     if (l.status !== null) lines.push(`    stored        HTTP ${l.status}`)
     lines.push(`    steps done    ${l.steps.length === 0 ? 'none' : l.steps.map((s) => (s.savedAt === null ? s.name : `${s.name} (${s.savedAt})`)).join(', ')}`)

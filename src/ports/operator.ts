@@ -108,7 +108,7 @@ export interface KeyInspection {
   lease?: {
     state: 'held' | 'free' | 'completed'
     fingerprint: string
-    /** The fencing token of the current (or last) holder. */
+    /** The fencing token of the current (or last) holder; '' where the store makes one only when a call asks and none did (Redis). */
     token: string
     leaseUntil: string | null
     /** True while a holder's lease runs. */

@@ -9,6 +9,12 @@ import type { LeaseClaim, LeasedStore } from '../core/leased/store.js'
 export const LEASE_MS = 100
 /** A wait comfortably longer than `LEASE_MS`: a lease claimed with it has lapsed after. */
 export const LAPSE_MS = 300
+/**
+ * The lease of a claim a case writes through (a step, a token, a renewal) before letting
+ * it lapse: long enough for the write to land on a loaded machine, since a claim without
+ * steps may lapse with its lease (a Redis `3h` claim does).
+ */
+export const WRITING_LEASE_MS = 1_000
 /** The retention the cases claim with unless they test expiry. */
 export const TTL_MS = 60_000
 
@@ -30,4 +36,9 @@ export type Acquired = Extract<LeaseClaim, { state: 'acquired' }>
 /** Waits `ms`: what the cases wait for is a lease's (or a key's) time running out on the store's clock. */
 export function sleep(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms))
+}
+
+/** Waits until a lease of `leaseMs` claimed at `claimedAt` (`Date.now()` before the claim was sent) has surely lapsed. */
+export function lapsed(claimedAt: number, leaseMs: number): Promise<void> {
+  return sleep(claimedAt + leaseMs + LAPSE_MS - Date.now())
 }

@@ -4,7 +4,7 @@ import { StoreUnavailableError } from '../core/errors/store-unavailable.js'
 import type { Lease, LeasedStore } from '../core/leased/store.js'
 import type { ContractCase } from './key-store-contract.js'
 import { leasedDataCases } from './leased-contract-data.js'
-import { LAPSE_MS, LEASE_MS, sleep, TTL_MS, type Acquired, type LeasedCaseKit } from './leased-contract-kit.js'
+import { LAPSE_MS, lapsed, LEASE_MS, sleep, TTL_MS, WRITING_LEASE_MS, type Acquired, type LeasedCaseKit } from './leased-contract-kit.js'
 
 /** What a leased-store author supplies to run the contract against their store. */
 export interface LeasedStoreHarness {
@@ -80,7 +80,7 @@ function fencingCases({ store, fresh, acquire }: LeasedCaseKit): ContractCase[] 
     {
       name: 'a first claim acquires the key with a lease and no steps; its fencing token is a positive safe integer, the same on every read',
       async run() {
-        const { lease, steps } = await acquire('acct', fresh('first'), 'fp-1')
+        const { lease, steps } = await acquire('acct', fresh('first'), 'fp-1', 10_000)
         assert.equal(steps.size, 0)
         const token = await tokenOf(lease)
         assert.equal(await lease.fencingToken(), token)
@@ -101,7 +101,7 @@ function fencingCases({ store, fresh, acquire }: LeasedCaseKit): ContractCase[] 
       name: 'complete stores the outcome once; later claims get the record; the lease is then spent',
       async run() {
         const key = fresh('complete')
-        const { lease } = await acquire('acct', key, 'fp-1')
+        const { lease } = await acquire('acct', key, 'fp-1', 10_000)
         assert.equal(await lease.complete('{"orderId":42}', TTL_MS), true)
         const record = { state: 'completed', record: { fingerprint: 'fp-1', outcome: '{"orderId":42}' } }
         assert.deepEqual(await store().claim('acct', key, 'fp-1', LEASE_MS, TTL_MS), record)
@@ -114,10 +114,11 @@ function fencingCases({ store, fresh, acquire }: LeasedCaseKit): ContractCase[] 
       name: 'a lapsed lease is taken over with a greater fencing token; the replaced lease then changes nothing',
       async run() {
         const key = fresh('takeover')
-        const zombie = (await acquire('acct', key, 'fp-1')).lease
-        const zombieToken = await tokenOf(zombie)
+        const claimedAt = Date.now()
+        const zombie = (await acquire('acct', key, 'fp-1', WRITING_LEASE_MS)).lease
         assert.equal(await zombie.saveStep('charge', '{"id":"ch_1"}'), true)
-        await sleep(LAPSE_MS)
+        const zombieToken = await tokenOf(zombie)
+        await lapsed(claimedAt, WRITING_LEASE_MS)
         const { lease, steps } = await acquire('acct', key, 'fp-1', 10_000)
         const token = await tokenOf(lease)
         assert.ok(token > zombieToken, `takeover's fencing token ${token} is not greater than ${zombieToken}`)
@@ -138,15 +139,17 @@ function fencingCases({ store, fresh, acquire }: LeasedCaseKit): ContractCase[] 
       name: 'fencing tokens grow with every claim of a key: after a release, a lapse and a takeover',
       async run() {
         const key = fresh('monotonic')
-        const first = (await acquire('acct', key, 'fp-1')).lease
+        const first = (await acquire('acct', key, 'fp-1', 10_000)).lease
         const tokens = [await tokenOf(first)]
         assert.equal(await first.release(), true)
         assert.equal(await first.fencingToken(), undefined, 'a released lease has no fencing token')
-        tokens.push(await tokenOf((await acquire('acct', key, 'fp-2')).lease))
-        await sleep(LAPSE_MS)
-        tokens.push(await tokenOf((await acquire('acct', key, 'fp-2')).lease))
-        await sleep(LAPSE_MS)
-        tokens.push(await tokenOf((await acquire('acct', key, 'fp-3')).lease))
+        let claimedAt = Date.now()
+        tokens.push(await tokenOf((await acquire('acct', key, 'fp-2', WRITING_LEASE_MS)).lease))
+        await lapsed(claimedAt, WRITING_LEASE_MS)
+        claimedAt = Date.now()
+        tokens.push(await tokenOf((await acquire('acct', key, 'fp-2', WRITING_LEASE_MS)).lease))
+        await lapsed(claimedAt, WRITING_LEASE_MS)
+        tokens.push(await tokenOf((await acquire('acct', key, 'fp-3', 10_000)).lease))
         for (let i = 1; i < tokens.length; i++) assert.ok(tokens[i]! > tokens[i - 1]!, `fencing tokens do not grow: ${tokens.join(' → ')}`)
       },
     },
@@ -170,9 +173,10 @@ function fencingCases({ store, fresh, acquire }: LeasedCaseKit): ContractCase[] 
       name: 'the claim decides, not the clock: a lapsed lease with steps that nobody took over still accepts its holder',
       async run() {
         const key = fresh('lapsed')
-        const { lease } = await acquire('acct', key, 'fp-1')
+        const claimedAt = Date.now()
+        const { lease } = await acquire('acct', key, 'fp-1', WRITING_LEASE_MS)
         assert.equal(await lease.saveStep('charge', '"ok"'), true)
-        await sleep(LAPSE_MS)
+        await lapsed(claimedAt, WRITING_LEASE_MS)
         assert.equal(await lease.renew(10_000), true)
         assert.equal(await lease.saveStep('email', '"sent"'), true)
         await sleep(LAPSE_MS)
@@ -184,9 +188,11 @@ function fencingCases({ store, fresh, acquire }: LeasedCaseKit): ContractCase[] 
       name: 'renew extends the lease beyond its first end',
       async run() {
         const key = fresh('renew')
-        const { lease } = await acquire('acct', key, 'fp-1', LEASE_MS)
+        const claimedAt = Date.now()
+        const { lease } = await acquire('acct', key, 'fp-1', WRITING_LEASE_MS)
         assert.equal(await lease.renew(10_000), true)
-        await sleep(LAPSE_MS)
+        // Past the first lease's end.
+        await lapsed(claimedAt, WRITING_LEASE_MS)
         assert.deepEqual(await store().claim('acct', key, 'fp-2', LEASE_MS, TTL_MS), { state: 'running', fingerprint: 'fp-1' })
       },
     },

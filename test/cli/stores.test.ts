@@ -183,6 +183,8 @@ async function heldLease(store: LeasedStore): Promise<{ release: () => void; run
   let release: (() => void) | undefined
   const running = createLeasedIdem({ store, leaseMs: 60_000 }).run({ scope: 'acct_1', key: 'job-7', input: 1 }, async (ctx) => {
     await ctx.step('charge', () => 'ch_1')
+    // Redis makes a fencing token only once a call asks for one.
+    await ctx.fencingToken()
     await new Promise<void>((resolve) => (release = resolve))
     return 'done'
   })

@@ -3,7 +3,7 @@ import { InvalidOptionError } from '../../core/errors/invalid-option.js'
 import { ioRedisTransport } from './ioredis.js'
 import { nodeRedisClusterTransport, nodeRedisTransport } from './node-redis.js'
 import { serverTraits, type ServerTraits } from './server-traits.js'
-import type { Transport } from './transport.js'
+import type { RawSend, Transport } from './transport.js'
 import type { IoRedisClient, NodeRedisClient, NodeRedisCluster } from './types.js'
 
 /** A Lua script and its SHA1, under which the server caches it. */
@@ -31,10 +31,10 @@ export interface RedisAdapter {
   readonly commandTimeoutMs: number | undefined
   /** The server's traits once `serverTraits()` has answered. */
   readonly traits: ServerTraits | undefined
+  /** The client's own send method (see `Caller`). */
+  readonly raw: RawSend
   /** Sends one command; `key`, its first key, routes it on a Cluster. */
   send(command: string[], key?: string): Promise<unknown>
-  /** Runs a script by its SHA1 (`EVALSHA`), sent again whole (`EVAL`, which caches it) when the server lost it (NOSCRIPT). */
-  run(script: Script, keys: readonly string[], args: readonly string[]): Promise<unknown>
   /**
    * A write followed by `WAIT replicas timeoutMs` in one round trip on the connection
    * that wrote (on a Cluster: the master of its key): its reply and how many replicas
@@ -95,17 +95,12 @@ class Adapter implements RedisAdapter {
     return this.#traits
   }
 
-  send(command: string[], key?: string): Promise<unknown> {
-    return this.#transport.send(command, key)
+  get raw(): RawSend {
+    return this.#transport.raw
   }
 
-  async run(script: Script, keys: readonly string[], args: readonly string[]): Promise<unknown> {
-    try {
-      return await this.#transport.send(evalsha(script, keys, args), keys[0])
-    } catch (error) {
-      if (!isNoScript(error)) throw error
-      return await this.#transport.send(evalScript(script, keys, args), keys[0])
-    }
+  send(command: string[], key?: string): Promise<unknown> {
+    return this.#transport.send(command, key)
   }
 
   async waited(write: Write, replicas: number, timeoutMs: number): Promise<[unknown, number]> {

@@ -1,5 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest'
-import { CommandDeadlines } from './deadlines.js'
+import { CommandDeadlines } from './caller.js'
 
 describe('CommandDeadlines', () => {
   beforeEach(() => {

@@ -2,6 +2,7 @@ import type { InboxSession, InboxTable, PriorFailures } from '../../ports/inbox-
 import { MAX_DURATION_MS } from '../../core/validate.js'
 import { LeaseLostError } from '../../core/errors/lease-lost.js'
 import { randomUUID } from 'node:crypto'
+import type { ScriptCall } from './caller.js'
 import type { InboxScriptName } from './inbox-scripts.js'
 import { redisInboxKey, redisInboxKeys } from './keys.js'
 import { settledInboxSession } from '../settled-inbox-session.js'
@@ -32,15 +33,8 @@ export interface RedisTx {
   call(command: string, key: string, ...args: Array<string | number>): void
 }
 
-/** How the table reaches Redis: the store's `send` over a script with its keys. */
-export type InboxSend = <T>(
-  operation: string,
-  script: InboxScriptName,
-  keys: string[],
-  args: Array<string | number>,
-  decode: (reply: unknown) => T,
-  abandoned?: (value: T) => void,
-) => Promise<T>
+/** How the table reaches Redis: the store's scripts by name, with their keys. */
+export type InboxSend = ScriptCall<InboxScriptName>
 
 // A failure count lives from a message's first failure to its success or dead letter;
 // one never finished is collected after the longest retention there can be.

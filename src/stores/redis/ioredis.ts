@@ -12,6 +12,7 @@ import type { IoRedisClient } from './types.js'
 export function ioRedisTransport(client: IoRedisClient): Transport {
   return {
     commandTimeoutMs: commandTimeoutOf(client),
+    raw: { kind: 'call', call: client.call.bind(client) },
     send: (command) => client.call(nameOf(command), ...command.slice(1)),
     async sendThenWait(command, _key, wait) {
       let replies: Array<[Error | null, unknown]> | null

@@ -1,34 +1,6 @@
-/** The Redis keys of one `(scope, key)`. */
-export interface RedisKeys {
-  /** The claim hash: state, fingerprint, token, lease expiry, outcome. */
-  claim: string
-  /** The steps hash: step name → result. */
-  steps: string
-}
+import { encode } from './protocol.js'
 
-/**
- * Names the keys of `(scope, key)` under `prefix`. Both carry the same Redis Cluster
- * hash tag, `{scope:key}`, so they live in one slot and one script may touch both.
- * `%`, `{`, `}` and `:` inside scope and key are percent-encoded: a `}` would end the
- * tag early, and encoding `:` keeps ("a:b","c") and ("a","b:c") apart.
- *
- * @example redisKeys('idem:', 'acct_1', 'order-42') // { claim: 'idem:{acct_1:order-42}:claim', steps: 'idem:{acct_1:order-42}:steps' }
- */
-export function redisKeys(prefix: string, scope: string, key: string): RedisKeys {
-  const tag = prefix + '{' + encode(scope) + ':' + encode(key) + '}'
-  return { claim: tag + ':claim', steps: tag + ':steps' }
-}
-
-/** Percent-encodes `%`, `{`, `}` and `:`, so a text can sit inside a hash tag and between `:` separators. */
-export function encode(text: string): string {
-  // Built on every call: most scopes and keys have none of the four, and a scan costs
-  // less than a regular expression's replace.
-  for (let i = 0; i < text.length; i++) {
-    const c = text.charCodeAt(i)
-    if (c === 0x25 || c === 0x7b || c === 0x7d || c === 0x3a) return text.replace(/[%{}:]/g, (s) => `%${s.charCodeAt(0).toString(16).toUpperCase()}`)
-  }
-  return text
-}
+export { encode, redisKeys, type RedisKeys } from './protocol.js'
 
 /** The Redis keys of one inbox message id of one consumer. */
 export interface RedisInboxKeys {

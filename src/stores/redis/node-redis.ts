@@ -6,6 +6,7 @@ import type { NodeRedisClient, NodeRedisCluster } from './types.js'
 export function nodeRedisTransport(client: NodeRedisClient): Transport {
   return {
     commandTimeoutMs: undefined,
+    raw: { kind: 'args', sendCommand: client.sendCommand.bind(client) },
     send: (command) => client.sendCommand(command),
     sendThenWait: (command, _key, wait) => together(client, command, wait),
     infos: async () => [String(await client.sendCommand(['INFO', 'server']))],
@@ -21,6 +22,7 @@ export function nodeRedisClusterTransport(cluster: NodeRedisCluster): Transport 
   const nodeOf = async (key: string): Promise<NodeRedisClient> => await cluster.nodeClient(cluster.getSlotMaster(clusterSlot(key)))
   return {
     commandTimeoutMs: undefined,
+    raw: { kind: 'cluster', sendCommand: cluster.sendCommand.bind(cluster) },
     send: (command, key) => cluster.sendCommand(key, false, command),
     sendThenWait: async (command, key, wait) => await together(await nodeOf(key), command, wait),
     async infos() {

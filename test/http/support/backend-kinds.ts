@@ -156,7 +156,7 @@ export async function redisBackendOf(kit: StoreKit, label: string): Promise<Back
     },
     countEffects: (id) => client.scard(effects(id)),
     async countKeys(key) {
-      // A claim's hash is `<prefix>{<scope>:<key>}:claim` (scope and key with `%{}:` percent-encoded).
+      // A claim is `<prefix>{<scope>:<key>}:claim` (scope and key with `%{}:` percent-encoded).
       const pattern = key === undefined ? `${prefix}{*}:claim` : `${prefix}{*:${key.replace(/[%{}:]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`)}}:claim`
       const claims: string[] = []
       let cursor = '0'
@@ -166,8 +166,9 @@ export async function redisBackendOf(kit: StoreKit, label: string): Promise<Back
         claims.push(...names)
         cursor = next
       } while (cursor !== '0')
-      const states = claims.length === 0 ? [] : await Promise.all(claims.map((name) => client.hget(name, 'state')))
-      return states.filter((state) => state === 'completed').length
+      // A completed claim is the string `3c …` (protocol v3, see src/stores/redis/scripts.ts).
+      const values = claims.length === 0 ? [] : await Promise.all(claims.map((name) => client.get(name)))
+      return values.filter((value) => value?.startsWith('3c ')).length
     },
     async close() {
       unreachable.disconnect()
