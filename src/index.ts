@@ -41,7 +41,7 @@ export { encryptedStore, type EncryptedStore, type EncryptionOptions } from './s
 export { createLeasedIdem, DEFAULT_LEASE_MS } from './core/leased/engine.js'
 export type { LeasedIdem, LeasedIdemOptions, LeasedRunOptions, LeasedErrorPolicy } from './core/leased/engine.js'
 export type { Lease, LeasedStore, LeaseClaim } from './core/leased/store.js'
-export type { StoreOperator, KeyInspection, TableStats, PruneOptions, SchemaMigrations } from './ports/operator.js'
+export type { StoreOperator, KeyInspection, TableStats, PruneOptions, SchemaMigrations, StoreUninstall } from './ports/operator.js'
 export type { SqlConnection } from './ports/sql-dialect.js'
 export type { StepContext } from './core/leased/steps.js'
 export { deriveKey } from './core/leased/derive.js'
