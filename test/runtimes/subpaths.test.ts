@@ -58,12 +58,17 @@ function describeSubpaths(name: RuntimeName): void {
         const result = await run<StreamsResult>('redis-streams.ts', { redisUrl: REDIS_URL, prefix: redis.prefix })
         const statuses = (id: string) => result.entries.filter((entry) => entry.id === id).map((entry) => entry.statuses)
         // The twin entries: one processed, the other settled duplicate; an in-flight before that (the twin still running) may come first.
+        // On a loaded machine an entry may also come again after it was processed (XAUTOCLAIM took it over, idle past
+        // claimIdleMs, before its ack landed): that delivery is a duplicate. What must hold: one run per id, every entry settled.
         const twins = statuses(STREAM_MESSAGES[0])
         expect(twins).toHaveLength(2)
         expect(twins.flat().filter((status) => status === 'processed')).toHaveLength(1)
-        expect(twins.map((each) => each[each.length - 1]).sort()).toEqual(['duplicate', 'processed'])
+        expect(twins.map((each) => each[each.length - 1]).every((last) => last === 'processed' || last === 'duplicate')).toBe(true)
         expect(twins.flat().every((status) => ['processed', 'duplicate', 'in-flight'].includes(status))).toBe(true)
-        expect(statuses(STREAM_MESSAGES[2])).toEqual([['processed']])
+        const other = statuses(STREAM_MESSAGES[2])
+        expect(other).toHaveLength(1)
+        expect(other[0]![0]).toBe('processed')
+        expect(other[0]!.slice(1).every((status) => status === 'duplicate')).toBe(true)
         expect(result.effects).toEqual({ [STREAM_MESSAGES[0]]: 1, [STREAM_MESSAGES[2]]: 1 })
         expect(result.pending).toBe(0)
         // Read back by Node: the counts the handler committed, and the stream's entries all acked.
