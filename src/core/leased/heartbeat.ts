@@ -46,9 +46,7 @@ export class Heartbeat implements Ticking {
   #lost: LeaseLostError | OverranError | undefined
   #nextBeat: number
   #confirmedUntil: number
-  #deadlineAt: number
-  // What `until` does at the deadline, while the function runs.
-  #onDeadline: (() => void) | undefined
+  readonly #deadline: Deadline
   #renewing = false
   #fenced = false
   #stopped = false
@@ -58,7 +56,7 @@ export class Heartbeat implements Ticking {
     this.#confirmedUntil = lease.claimedAt + lease.leaseMs
     const now = performance.now()
     this.#nextBeat = now + lease.heartbeatMs
-    this.#deadlineAt = now + lease.deadlineMs
+    this.#deadline = new Deadline(now + lease.deadlineMs)
     const { heartbeatMs, leaseMs, deadlineMs } = lease
     this.#clock = holdClock(Math.min(heartbeatMs / 2, (leaseMs - heartbeatMs) / 2, deadlineMs / 8))
     this.#clock.hold(this)
@@ -93,7 +91,7 @@ export class Heartbeat implements Ticking {
   }
 
   #check(): void {
-    if (this.#lost === undefined && performance.now() >= this.#confirmedUntil) this.#lose(this.#unconfirmed())
+    if (this.#lost === undefined && performance.now() >= this.#confirmedUntil) this.#lose(unconfirmed(this.#lease))
   }
 
   /** Why the lease is lost (or may be, or was let go at the deadline), once it is. */
@@ -132,6 +130,80 @@ export class Heartbeat implements Ticking {
    * heartbeat's own ticks watch the deadline, so a call registers once, not twice.
    */
   until<T>(work: PromiseLike<T>, expire: () => Promise<Error>): Promise<T> {
+    return this.#deadline.until(work, expire)
+  }
+
+  /** Stops renewing and leaves the clock; the lease then runs out unless the call completes or releases it. */
+  stop(): void {
+    this.#stopped = true
+    this.#clock.release(this)
+  }
+
+  /** One tick of the clock: the deadline first, then the lease's end, then a renewal once one is due. */
+  tick(now: number): void {
+    this.#deadline.tick(now)
+    // Once the lease is lost only the deadline is left to watch.
+    if (this.#lost !== undefined || this.#stopped) return
+    if (now >= this.#confirmedUntil) {
+      this.#lose(unconfirmed(this.#lease))
+      return
+    }
+    if (now >= this.#nextBeat) {
+      // Every heartbeatMs from the claim, whatever the tick: after a stall, heartbeatMs from now.
+      this.#nextBeat += this.#lease.heartbeatMs
+      if (this.#nextBeat <= now) this.#nextBeat = now + this.#lease.heartbeatMs
+      this.#renew()
+    }
+  }
+
+  #renew(): void {
+    // One renewal at a time: a slow store must not pile up requests.
+    if (this.#renewing) return
+    this.#renewing = true
+    const sentAt = performance.now()
+    renewal(this.#lease).then((renewed) => {
+      this.#renewing = false
+      // A failed renewal (undefined) is retried at the next beat; the deadline decides when to give up.
+      if (this.#stopped || renewed === undefined) return
+      if (!renewed) this.fence(`The lease on key ${JSON.stringify(this.#lease.key)} was taken over by another call`)
+      else this.#confirmedUntil = Math.max(this.#confirmedUntil, sentAt + this.#lease.leaseMs)
+    })
+  }
+
+  /**
+   * Records why the lease is gone and aborts `signal`. Renewals stop, but the deadline
+   * still holds: a function that never settles after its lease was lost is answered at
+   * the deadline all the same, rather than leave its caller waiting for good.
+   */
+  #lose(error: LeaseLostError | OverranError): void {
+    if (this.#lost !== undefined) return
+    this.#lost = error
+    this.#controller?.abort(error)
+  }
+}
+
+/** One renewal of the lease: true renewed, false refused (another call holds the key), undefined failed. */
+function renewal({ timed, lease, leaseMs }: HeldLease): Promise<boolean | undefined> {
+  return (timed === undefined ? lease.renew(leaseMs) : timed.renew(lease, leaseMs)).then(
+    (renewed) => renewed,
+    () => undefined,
+  )
+}
+
+function unconfirmed({ key, leaseMs }: HeldLease): LeaseLostError {
+  return new LeaseLostError(`The lease on key ${JSON.stringify(key)} was not confirmed for ${leaseMs} ms; another call may have taken over`)
+}
+
+/** A call's deadline, watched by its heartbeat's ticks: what `until` does when it passes while the function runs. */
+class Deadline {
+  #at: number
+  #onDeadline: (() => void) | undefined
+
+  constructor(at: number) {
+    this.#at = at
+  }
+
+  until<T>(work: PromiseLike<T>, expire: () => Promise<Error>): Promise<T> {
     return new Promise<T>((resolve, reject) => {
       let expired = false
       this.#onDeadline = () => {
@@ -153,72 +225,12 @@ export class Heartbeat implements Ticking {
     })
   }
 
-  /** Stops renewing and leaves the clock; the lease then runs out unless the call completes or releases it. */
-  stop(): void {
-    this.#stopped = true
-    this.#clock.release(this)
-  }
-
-  /** One tick of the clock: the deadline first, then the lease's end, then a renewal once one is due. */
   tick(now: number): void {
-    if (now >= this.#deadlineAt) {
-      const expire = this.#onDeadline
-      this.#onDeadline = undefined
-      // Nothing waits on a function that returned already: the engine stops the heartbeat next.
-      this.#deadlineAt = Infinity
-      expire?.()
-    }
-    // Once the lease is lost only the deadline is left to watch.
-    if (this.#lost !== undefined || this.#stopped) return
-    if (now >= this.#confirmedUntil) {
-      this.#lose(this.#unconfirmed())
-      return
-    }
-    if (now >= this.#nextBeat) {
-      // Every heartbeatMs from the claim, whatever the tick: after a stall, heartbeatMs from now.
-      this.#nextBeat += this.#lease.heartbeatMs
-      if (this.#nextBeat <= now) this.#nextBeat = now + this.#lease.heartbeatMs
-      this.#renew()
-    }
-  }
-
-  #renew(): void {
-    // One renewal at a time: a slow store must not pile up requests.
-    if (this.#renewing) return
-    this.#renewing = true
-    const { timed, lease, key, leaseMs } = this.#lease
-    const sentAt = performance.now()
-    ;(timed === undefined ? lease.renew(leaseMs) : timed.renew(lease, leaseMs)).then(
-      (renewed) => {
-        this.#renewing = false
-        if (this.#stopped) return
-        if (!renewed) {
-          this.fence(`The lease on key ${JSON.stringify(key)} was taken over by another call`)
-          return
-        }
-        this.#confirmedUntil = Math.max(this.#confirmedUntil, sentAt + leaseMs)
-      },
-      () => {
-        // A failed renewal is retried at the next beat; the deadline decides when to give up.
-        this.#renewing = false
-      },
-    )
-  }
-
-  #unconfirmed(): LeaseLostError {
-    return new LeaseLostError(
-      `The lease on key ${JSON.stringify(this.#lease.key)} was not confirmed for ${this.#lease.leaseMs} ms; another call may have taken over`,
-    )
-  }
-
-  /**
-   * Records why the lease is gone and aborts `signal`. Renewals stop, but the deadline
-   * still holds: a function that never settles after its lease was lost is answered at
-   * the deadline all the same, rather than leave its caller waiting for good.
-   */
-  #lose(error: LeaseLostError | OverranError): void {
-    if (this.#lost !== undefined) return
-    this.#lost = error
-    this.#controller?.abort(error)
+    if (now < this.#at) return
+    const expire = this.#onDeadline
+    this.#onDeadline = undefined
+    // Nothing waits on a function that returned already: the engine stops the heartbeat next.
+    this.#at = Infinity
+    expire?.()
   }
 }
