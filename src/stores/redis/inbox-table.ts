@@ -52,75 +52,87 @@ export function redisInboxTable(send: InboxSend, prefix: string, holdMs: number,
       const keys = redisInboxKeys(prefix, consumer, key)
       const deadline = Date.now() + Math.max(0, waitMs)
       let delay = 10
-      let token = randomUUID()
       for (;;) {
-        const mine = token
-        const state = await send('begin', 'idemInboxBeginV1', [keys.id], [mine, holdMs, confirm], String, (abandoned) => {
+        const token = randomUUID()
+        const state = await send('begin', 'idemInboxBeginV1', [keys.id], [token, holdMs, confirm], String, (abandoned) => {
           // The caller gave up on this claim: hand it back rather than hold it for holdMs.
-          if (abandoned === 'new') send('rollback', 'idemInboxReleaseV1', [keys.id], [mine], String).catch(() => {})
+          if (abandoned === 'new') send('rollback', 'idemInboxReleaseV1', [keys.id], [token], String).catch(() => {})
         })
-        if (state === 'new') break
+        if (state === 'new') return heldDelivery(send, { consumer, key, keys, token, holdMs, retentionMs })
         if (state === 'processed') return settledInboxSession('processed', new Staged(key))
         const left = deadline - Date.now()
         if (left <= 0) return settledInboxSession('in-flight', new Staged(key))
         await new Promise((resolve) => setTimeout(resolve, Math.min(delay, left) * (0.5 + Math.random() / 2)))
         delay = Math.min(delay * 2, 250)
-        token = randomUUID()
-      }
-      const tx = new Staged(key)
-      let done = false
-      let takeFailures = false
-      let deadLetter = ''
-      const beat = setInterval(() => {
-        send('renew', 'idemInboxRenewV1', [keys.id], [token, holdMs], String).catch(() => {})
-      }, Math.max(1, Math.floor(holdMs / 3)))
-      beat.unref()
-      const end = () => {
-        done = true
-        clearInterval(beat)
-      }
-      const release = () => send('rollback', 'idemInboxReleaseV1', [keys.id], [token], String).then(() => {}, () => {})
-      const rollback = async (): Promise<void> => {
-        if (done) return
-        end()
-        await release()
-      }
-      return {
-        state: 'new',
-        tx,
-        async takeFailures(): Promise<PriorFailures | undefined> {
-          const [attempts, lastError, firstFailedAt] = await send('takeFailures', 'idemInboxFailureReadV1', [keys.attempts], [], (reply) => reply as Array<string | null>)
-          if (attempts === null || attempts === undefined) return undefined
-          takeFailures = true
-          return { attempts: Number(attempts), lastError: lastError ?? '', firstFailedAt: new Date(Number(firstFailedAt ?? 0)) }
-        },
-        async deadLetter(letter) {
-          deadLetter = JSON.stringify({ ...letter, firstSeenAt: letter.firstSeenAt?.toISOString() ?? null, deadAt: new Date().toISOString(), consumer, key })
-        },
-        async commit() {
-          if (done) throw new RangeError('idem/redis: this delivery has ended')
-          end()
-          const { keys: staged, args } = tx.encoded(3)
-          let committed: boolean
-          try {
-            committed = await send('commit', 'idemInboxCommitV1', [keys.id, keys.attempts, keys.dead, ...staged], [token, retentionMs, takeFailures ? '1' : '0', deadLetter, ...args], (r) => r === 1)
-          } catch (error) {
-            await release()
-            throw error
-          }
-          if (!committed) {
-            throw new LeaseLostError("idem/redis: the delivery's claim lapsed (held longer than holdMs without a renewal) and another took it; nothing was written")
-          }
-        },
-        rollback,
-        // Safe while the handler still runs: what it stages later is never sent.
-        abandon: rollback,
       }
     },
 
     recordFailure(consumer, key, error) {
       return send('recordFailure', 'idemInboxFailureV1', [redisInboxKeys(prefix, consumer, key).attempts], [error, ATTEMPTS_HORIZON_MS], Number)
     },
+  }
+}
+
+/** A delivery's claim on its id: whose, under which keys, held how long, kept how long once processed. */
+interface Claimed {
+  readonly consumer: string
+  readonly key: string
+  readonly keys: ReturnType<typeof redisInboxKeys>
+  readonly token: string
+  readonly holdMs: number
+  readonly retentionMs: number
+}
+
+/** The session of a delivery that holds its id: renewed every third of `holdMs` until it commits (one script: the id, the failure count, a dead letter and the handler's staged writes) or rolls back. */
+function heldDelivery(send: InboxSend, { consumer, key, keys, token, holdMs, retentionMs }: Claimed): InboxSession<RedisTx> {
+  const tx = new Staged(key)
+  let done = false
+  let takeFailures = false
+  let deadLetter = ''
+  const beat = setInterval(() => {
+    send('renew', 'idemInboxRenewV1', [keys.id], [token, holdMs], String).catch(() => {})
+  }, Math.max(1, Math.floor(holdMs / 3)))
+  beat.unref()
+  const end = () => {
+    done = true
+    clearInterval(beat)
+  }
+  const release = () => send('rollback', 'idemInboxReleaseV1', [keys.id], [token], String).then(() => {}, () => {})
+  const rollback = async (): Promise<void> => {
+    if (done) return
+    end()
+    await release()
+  }
+  return {
+    state: 'new',
+    tx,
+    async takeFailures(): Promise<PriorFailures | undefined> {
+      const [attempts, lastError, firstFailedAt] = await send('takeFailures', 'idemInboxFailureReadV1', [keys.attempts], [], (reply) => reply as Array<string | null>)
+      if (attempts === null || attempts === undefined) return undefined
+      takeFailures = true
+      return { attempts: Number(attempts), lastError: lastError ?? '', firstFailedAt: new Date(Number(firstFailedAt ?? 0)) }
+    },
+    async deadLetter(letter) {
+      deadLetter = JSON.stringify({ ...letter, firstSeenAt: letter.firstSeenAt?.toISOString() ?? null, deadAt: new Date().toISOString(), consumer, key })
+    },
+    async commit() {
+      if (done) throw new RangeError('idem/redis: this delivery has ended')
+      end()
+      const { keys: staged, args } = tx.encoded(3)
+      let committed: boolean
+      try {
+        committed = await send('commit', 'idemInboxCommitV1', [keys.id, keys.attempts, keys.dead, ...staged], [token, retentionMs, takeFailures ? '1' : '0', deadLetter, ...args], (r) => r === 1)
+      } catch (error) {
+        await release()
+        throw error
+      }
+      if (!committed) {
+        throw new LeaseLostError("idem/redis: the delivery's claim lapsed (held longer than holdMs without a renewal) and another took it; nothing was written")
+      }
+    },
+    rollback,
+    // Safe while the handler still runs: what it stages later is never sent.
+    abandon: rollback,
   }
 }
 
