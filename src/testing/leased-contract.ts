@@ -75,142 +75,150 @@ async function assertSpent(lease: Lease, why: string): Promise<void> {
   assert.equal(await lease.fencingToken(), undefined, `fencingToken ${why}`)
 }
 
-function fencingCases({ store, fresh, acquire }: LeasedCaseKit): ContractCase[] {
-  return [
-    {
-      name: 'a first claim acquires the key with a lease and no steps; its fencing token is a positive safe integer, the same on every read',
-      async run() {
-        const { lease, steps } = await acquire('acct', fresh('first'), 'fp-1', 10_000)
-        assert.equal(steps.size, 0)
-        const token = await tokenOf(lease)
-        assert.equal(await lease.fencingToken(), token)
-        assert.equal(await lease.renew(10_000), true)
-        assert.equal(await lease.fencingToken(), token, 'a renewal keeps the fencing token')
-      },
-    },
-    {
-      name: "a claim while the lease is live sees the key running with the holder's fingerprint, whatever its own",
-      async run() {
-        const key = fresh('running')
-        await acquire('acct', key, 'fp-1', 10_000)
-        assert.deepEqual(await store().claim('acct', key, 'fp-1', LEASE_MS, TTL_MS), { state: 'running', fingerprint: 'fp-1' })
-        assert.deepEqual(await store().claim('acct', key, 'fp-2', LEASE_MS, TTL_MS), { state: 'running', fingerprint: 'fp-1' })
-      },
-    },
-    {
-      name: 'complete stores the outcome once; later claims get the record; the lease is then spent',
-      async run() {
-        const key = fresh('complete')
-        const { lease } = await acquire('acct', key, 'fp-1', 10_000)
-        assert.equal(await lease.complete('{"orderId":42}', TTL_MS), true)
-        const record = { state: 'completed', record: { fingerprint: 'fp-1', outcome: '{"orderId":42}' } }
-        assert.deepEqual(await store().claim('acct', key, 'fp-1', LEASE_MS, TTL_MS), record)
-        assert.deepEqual(await store().claim('acct', key, 'fp-other', LEASE_MS, TTL_MS), record)
-        await assertSpent(lease, 'after complete')
-        assert.deepEqual(await store().claim('acct', key, 'fp-1', LEASE_MS, TTL_MS), record)
-      },
-    },
-    {
-      name: 'a lapsed lease is taken over with a greater fencing token; the replaced lease then changes nothing',
-      async run() {
-        const key = fresh('takeover')
-        const claimedAt = Date.now()
-        const zombie = (await acquire('acct', key, 'fp-1', WRITING_LEASE_MS)).lease
-        assert.equal(await zombie.saveStep('charge', '{"id":"ch_1"}'), true)
-        const zombieToken = await tokenOf(zombie)
-        await lapsed(claimedAt, WRITING_LEASE_MS)
-        const { lease, steps } = await acquire('acct', key, 'fp-1', 10_000)
-        const token = await tokenOf(lease)
-        assert.ok(token > zombieToken, `takeover's fencing token ${token} is not greater than ${zombieToken}`)
-        assert.deepEqual(Object.fromEntries(steps), { charge: '{"id":"ch_1"}' })
-        assert.equal(await zombie.saveStep('charge', '{"id":"ch_zombie"}'), false)
-        await assertSpent(zombie, 'through a replaced lease')
-        // The survivor still holds the key, and finishes it.
-        assert.deepEqual(await store().claim('acct', key, 'fp-1', LEASE_MS, TTL_MS), { state: 'running', fingerprint: 'fp-1' })
-        assert.equal(await lease.fencingToken(), token)
-        assert.equal(await lease.complete('"survivor outcome"', TTL_MS), true)
-        assert.deepEqual(await store().claim('acct', key, 'fp-1', LEASE_MS, TTL_MS), {
-          state: 'completed',
-          record: { fingerprint: 'fp-1', outcome: '"survivor outcome"' },
-        })
-      },
-    },
-    {
-      name: 'fencing tokens grow with every claim of a key: after a release, a lapse and a takeover',
-      async run() {
-        const key = fresh('monotonic')
-        const first = (await acquire('acct', key, 'fp-1', 10_000)).lease
-        const tokens = [await tokenOf(first)]
-        assert.equal(await first.release(), true)
-        assert.equal(await first.fencingToken(), undefined, 'a released lease has no fencing token')
-        let claimedAt = Date.now()
-        tokens.push(await tokenOf((await acquire('acct', key, 'fp-2', WRITING_LEASE_MS)).lease))
-        await lapsed(claimedAt, WRITING_LEASE_MS)
-        claimedAt = Date.now()
-        tokens.push(await tokenOf((await acquire('acct', key, 'fp-2', WRITING_LEASE_MS)).lease))
-        await lapsed(claimedAt, WRITING_LEASE_MS)
-        tokens.push(await tokenOf((await acquire('acct', key, 'fp-3', 10_000)).lease))
-        for (let i = 1; i < tokens.length; i++) assert.ok(tokens[i]! > tokens[i - 1]!, `fencing tokens do not grow: ${tokens.join(' → ')}`)
-      },
-    },
-    {
-      name: 'a key without steps is free for any request once released or lapsed',
-      async run() {
-        const key = fresh('free')
-        const first = (await acquire('acct', key, 'fp-1')).lease
-        assert.equal(await first.release(), true)
-        await acquire('acct', key, 'fp-2')
-        await sleep(LAPSE_MS)
-        const { lease } = await acquire('acct', key, 'fp-3')
-        assert.equal(await lease.complete('"third"', TTL_MS), true)
-        assert.deepEqual(await store().claim('acct', key, 'fp-1', LEASE_MS, TTL_MS), {
-          state: 'completed',
-          record: { fingerprint: 'fp-3', outcome: '"third"' },
-        })
-      },
-    },
-    {
-      name: 'the claim decides, not the clock: a lapsed lease with steps that nobody took over still accepts its holder',
-      async run() {
-        const key = fresh('lapsed')
-        const claimedAt = Date.now()
-        const { lease } = await acquire('acct', key, 'fp-1', WRITING_LEASE_MS)
-        assert.equal(await lease.saveStep('charge', '"ok"'), true)
-        await lapsed(claimedAt, WRITING_LEASE_MS)
-        assert.equal(await lease.renew(10_000), true)
-        assert.equal(await lease.saveStep('email', '"sent"'), true)
-        await sleep(LAPSE_MS)
-        assert.deepEqual(await store().claim('acct', key, 'fp-1', LEASE_MS, TTL_MS), { state: 'running', fingerprint: 'fp-1' })
-        assert.equal(await lease.complete('"done"', TTL_MS), true)
-      },
-    },
-    {
-      name: 'renew extends the lease beyond its first end',
-      async run() {
-        const key = fresh('renew')
-        const claimedAt = Date.now()
-        const { lease } = await acquire('acct', key, 'fp-1', WRITING_LEASE_MS)
-        assert.equal(await lease.renew(10_000), true)
-        // Past the first lease's end.
-        await lapsed(claimedAt, WRITING_LEASE_MS)
-        assert.deepEqual(await store().claim('acct', key, 'fp-2', LEASE_MS, TTL_MS), { state: 'running', fingerprint: 'fp-1' })
-      },
-    },
-    {
-      name: '5 keys × 100 concurrent claims: exactly one claim per key acquires',
-      async run() {
-        const keys = Array.from({ length: 5 }, (_, i) => fresh(`race${i}`))
-        const claims = await Promise.all(
-          keys.flatMap((key) => Array.from({ length: 100 }, (_, i) => store().claim('acct', key, `fp-${i % 2}`, 10_000, TTL_MS))),
-        )
-        keys.forEach((key, k) => {
-          const mine = claims.slice(k * 100, k * 100 + 100)
-          const winners = mine.filter((c) => c.state === 'acquired')
-          assert.equal(winners.length, 1, `${key}: ${winners.length} claims acquired`)
-          const winner = mine.indexOf(winners[0]!)
-          for (const c of mine) if (c !== winners[0]) assert.deepEqual(c, { state: 'running', fingerprint: `fp-${winner % 2}` })
-        })
-      },
-    },
-  ]
+function fencingCases(kit: LeasedCaseKit): ContractCase[] {
+  return FENCING_CASES.map((leasedCase) => ({ name: leasedCase.name, run: () => leasedCase.run(kit) }))
 }
+
+/** One case of the leased contract, run with the kit. */
+interface LeasedCase {
+  name: string
+  run(kit: LeasedCaseKit): Promise<void>
+}
+
+const FENCING_CASES: LeasedCase[] = [
+  {
+    name: 'a first claim acquires the key with a lease and no steps; its fencing token is a positive safe integer, the same on every read',
+    async run({ fresh, acquire }) {
+      const { lease, steps } = await acquire('acct', fresh('first'), 'fp-1', 10_000)
+      assert.equal(steps.size, 0)
+      const token = await tokenOf(lease)
+      assert.equal(await lease.fencingToken(), token)
+      assert.equal(await lease.renew(10_000), true)
+      assert.equal(await lease.fencingToken(), token, 'a renewal keeps the fencing token')
+    },
+  },
+  {
+    name: "a claim while the lease is live sees the key running with the holder's fingerprint, whatever its own",
+    async run({ store, fresh, acquire }) {
+      const key = fresh('running')
+      await acquire('acct', key, 'fp-1', 10_000)
+      assert.deepEqual(await store().claim('acct', key, 'fp-1', LEASE_MS, TTL_MS), { state: 'running', fingerprint: 'fp-1' })
+      assert.deepEqual(await store().claim('acct', key, 'fp-2', LEASE_MS, TTL_MS), { state: 'running', fingerprint: 'fp-1' })
+    },
+  },
+  {
+    name: 'complete stores the outcome once; later claims get the record; the lease is then spent',
+    async run({ store, fresh, acquire }) {
+      const key = fresh('complete')
+      const { lease } = await acquire('acct', key, 'fp-1', 10_000)
+      assert.equal(await lease.complete('{"orderId":42}', TTL_MS), true)
+      const record = { state: 'completed', record: { fingerprint: 'fp-1', outcome: '{"orderId":42}' } }
+      assert.deepEqual(await store().claim('acct', key, 'fp-1', LEASE_MS, TTL_MS), record)
+      assert.deepEqual(await store().claim('acct', key, 'fp-other', LEASE_MS, TTL_MS), record)
+      await assertSpent(lease, 'after complete')
+      assert.deepEqual(await store().claim('acct', key, 'fp-1', LEASE_MS, TTL_MS), record)
+    },
+  },
+  {
+    name: 'a lapsed lease is taken over with a greater fencing token; the replaced lease then changes nothing',
+    async run({ store, fresh, acquire }) {
+      const key = fresh('takeover')
+      const claimedAt = Date.now()
+      const zombie = (await acquire('acct', key, 'fp-1', WRITING_LEASE_MS)).lease
+      assert.equal(await zombie.saveStep('charge', '{"id":"ch_1"}'), true)
+      const zombieToken = await tokenOf(zombie)
+      await lapsed(claimedAt, WRITING_LEASE_MS)
+      const { lease, steps } = await acquire('acct', key, 'fp-1', 10_000)
+      const token = await tokenOf(lease)
+      assert.ok(token > zombieToken, `takeover's fencing token ${token} is not greater than ${zombieToken}`)
+      assert.deepEqual(Object.fromEntries(steps), { charge: '{"id":"ch_1"}' })
+      assert.equal(await zombie.saveStep('charge', '{"id":"ch_zombie"}'), false)
+      await assertSpent(zombie, 'through a replaced lease')
+      // The survivor still holds the key, and finishes it.
+      assert.deepEqual(await store().claim('acct', key, 'fp-1', LEASE_MS, TTL_MS), { state: 'running', fingerprint: 'fp-1' })
+      assert.equal(await lease.fencingToken(), token)
+      assert.equal(await lease.complete('"survivor outcome"', TTL_MS), true)
+      assert.deepEqual(await store().claim('acct', key, 'fp-1', LEASE_MS, TTL_MS), {
+        state: 'completed',
+        record: { fingerprint: 'fp-1', outcome: '"survivor outcome"' },
+      })
+    },
+  },
+  {
+    name: 'fencing tokens grow with every claim of a key: after a release, a lapse and a takeover',
+    async run({ fresh, acquire }) {
+      const key = fresh('monotonic')
+      const first = (await acquire('acct', key, 'fp-1', 10_000)).lease
+      const tokens = [await tokenOf(first)]
+      assert.equal(await first.release(), true)
+      assert.equal(await first.fencingToken(), undefined, 'a released lease has no fencing token')
+      let claimedAt = Date.now()
+      tokens.push(await tokenOf((await acquire('acct', key, 'fp-2', WRITING_LEASE_MS)).lease))
+      await lapsed(claimedAt, WRITING_LEASE_MS)
+      claimedAt = Date.now()
+      tokens.push(await tokenOf((await acquire('acct', key, 'fp-2', WRITING_LEASE_MS)).lease))
+      await lapsed(claimedAt, WRITING_LEASE_MS)
+      tokens.push(await tokenOf((await acquire('acct', key, 'fp-3', 10_000)).lease))
+      for (let i = 1; i < tokens.length; i++) assert.ok(tokens[i]! > tokens[i - 1]!, `fencing tokens do not grow: ${tokens.join(' → ')}`)
+    },
+  },
+  {
+    name: 'a key without steps is free for any request once released or lapsed',
+    async run({ store, fresh, acquire }) {
+      const key = fresh('free')
+      const first = (await acquire('acct', key, 'fp-1')).lease
+      assert.equal(await first.release(), true)
+      await acquire('acct', key, 'fp-2')
+      await sleep(LAPSE_MS)
+      const { lease } = await acquire('acct', key, 'fp-3')
+      assert.equal(await lease.complete('"third"', TTL_MS), true)
+      assert.deepEqual(await store().claim('acct', key, 'fp-1', LEASE_MS, TTL_MS), {
+        state: 'completed',
+        record: { fingerprint: 'fp-3', outcome: '"third"' },
+      })
+    },
+  },
+  {
+    name: 'the claim decides, not the clock: a lapsed lease with steps that nobody took over still accepts its holder',
+    async run({ store, fresh, acquire }) {
+      const key = fresh('lapsed')
+      const claimedAt = Date.now()
+      const { lease } = await acquire('acct', key, 'fp-1', WRITING_LEASE_MS)
+      assert.equal(await lease.saveStep('charge', '"ok"'), true)
+      await lapsed(claimedAt, WRITING_LEASE_MS)
+      assert.equal(await lease.renew(10_000), true)
+      assert.equal(await lease.saveStep('email', '"sent"'), true)
+      await sleep(LAPSE_MS)
+      assert.deepEqual(await store().claim('acct', key, 'fp-1', LEASE_MS, TTL_MS), { state: 'running', fingerprint: 'fp-1' })
+      assert.equal(await lease.complete('"done"', TTL_MS), true)
+    },
+  },
+  {
+    name: 'renew extends the lease beyond its first end',
+    async run({ store, fresh, acquire }) {
+      const key = fresh('renew')
+      const claimedAt = Date.now()
+      const { lease } = await acquire('acct', key, 'fp-1', WRITING_LEASE_MS)
+      assert.equal(await lease.renew(10_000), true)
+      // Past the first lease's end.
+      await lapsed(claimedAt, WRITING_LEASE_MS)
+      assert.deepEqual(await store().claim('acct', key, 'fp-2', LEASE_MS, TTL_MS), { state: 'running', fingerprint: 'fp-1' })
+    },
+  },
+  {
+    name: '5 keys × 100 concurrent claims: exactly one claim per key acquires',
+    async run({ store, fresh }) {
+      const keys = Array.from({ length: 5 }, (_, i) => fresh(`race${i}`))
+      const claims = await Promise.all(
+        keys.flatMap((key) => Array.from({ length: 100 }, (_, i) => store().claim('acct', key, `fp-${i % 2}`, 10_000, TTL_MS))),
+      )
+      keys.forEach((key, k) => {
+        const mine = claims.slice(k * 100, k * 100 + 100)
+        const winners = mine.filter((c) => c.state === 'acquired')
+        assert.equal(winners.length, 1, `${key}: ${winners.length} claims acquired`)
+        const winner = mine.indexOf(winners[0]!)
+        for (const c of mine) if (c !== winners[0]) assert.deepEqual(c, { state: 'running', fingerprint: `fp-${winner % 2}` })
+      })
+    },
+  },
+]
