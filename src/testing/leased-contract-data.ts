@@ -4,9 +4,8 @@ import { OutcomeTooLargeError } from '../core/errors/outcome-too-large.js'
 import { fingerprintValue } from '../core/json-data.js'
 import { createLeasedIdem } from '../core/leased/engine.js'
 import type { Lease } from '../core/leased/store.js'
-import type { ContractCase } from './key-store-contract.js'
 import { peekOf } from './key-peek.js'
-import { LAPSE_MS, LEASE_MS, sleep, TTL_MS, WRITING_LEASE_MS, type LeasedCaseKit } from './leased-contract-kit.js'
+import { LAPSE_MS, LEASE_MS, sleep, TTL_MS, WRITING_LEASE_MS, type LeasedCase } from './leased-contract-kit.js'
 import { resultFields } from './result-fields.js'
 import { sizedValue } from './sized-value.js'
 
@@ -15,17 +14,7 @@ import { sizedValue } from './sized-value.js'
  * exactly (every read path, awkward names, the largest size), steps binding a key to
  * its request, expiry, and two runs through the engine.
  */
-export function leasedDataCases(kit: LeasedCaseKit): ContractCase[] {
-  return DATA_CASES.map((leasedCase) => ({ name: leasedCase.name, run: () => leasedCase.run(kit) }))
-}
-
-/** One case of the leased contract, run with the kit. */
-interface LeasedCase {
-  name: string
-  run(kit: LeasedCaseKit): Promise<void>
-}
-
-const DATA_CASES: LeasedCase[] = [
+export const LEASED_DATA_CASES: LeasedCase[] = [
   {
     name: 'saved steps come back, byte for byte, to the next holder of the same request',
     async run({ fresh, acquire, stepsOf }) {

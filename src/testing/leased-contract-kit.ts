@@ -42,3 +42,9 @@ export function sleep(ms: number): Promise<void> {
 export function lapsed(claimedAt: number, leaseMs: number): Promise<void> {
   return sleep(claimedAt + leaseMs + LAPSE_MS - Date.now())
 }
+
+/** One case of the leased contract: a name, and what it checks with the kit. */
+export interface LeasedCase {
+  name: string
+  run(kit: LeasedCaseKit): Promise<void>
+}

@@ -3,8 +3,8 @@ import { randomUUID } from 'node:crypto'
 import { StoreUnavailableError } from '../core/errors/store-unavailable.js'
 import type { Lease, LeasedStore } from '../core/leased/store.js'
 import type { ContractCase } from './key-store-contract.js'
-import { leasedDataCases } from './leased-contract-data.js'
-import { LAPSE_MS, lapsed, LEASE_MS, sleep, TTL_MS, WRITING_LEASE_MS, type Acquired, type LeasedCaseKit } from './leased-contract-kit.js'
+import { LEASED_DATA_CASES } from './leased-contract-data.js'
+import { LAPSE_MS, lapsed, LEASE_MS, sleep, TTL_MS, WRITING_LEASE_MS, type Acquired, type LeasedCase, type LeasedCaseKit } from './leased-contract-kit.js'
 
 /** What a leased-store author supplies to run the contract against their store. */
 export interface LeasedStoreHarness {
@@ -40,8 +40,7 @@ export function leasedStoreContract(getHarness: () => LeasedStoreHarness): Contr
     },
   }
   const cases: ContractCase[] = [
-    ...fencingCases(kit),
-    ...leasedDataCases(kit),
+    ...[...FENCING_CASES, ...LEASED_DATA_CASES].map((leasedCase) => ({ name: leasedCase.name, run: () => leasedCase.run(kit) })),
     {
       name: 'a store that is down fails with StoreUnavailableError',
       async run() {
@@ -73,16 +72,6 @@ async function assertSpent(lease: Lease, why: string): Promise<void> {
   assert.equal(await lease.complete('"late outcome"', TTL_MS), false, `complete ${why}`)
   assert.equal(await lease.release(), false, `release ${why}`)
   assert.equal(await lease.fencingToken(), undefined, `fencingToken ${why}`)
-}
-
-function fencingCases(kit: LeasedCaseKit): ContractCase[] {
-  return FENCING_CASES.map((leasedCase) => ({ name: leasedCase.name, run: () => leasedCase.run(kit) }))
-}
-
-/** One case of the leased contract, run with the kit. */
-interface LeasedCase {
-  name: string
-  run(kit: LeasedCaseKit): Promise<void>
 }
 
 const FENCING_CASES: LeasedCase[] = [

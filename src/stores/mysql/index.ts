@@ -8,7 +8,5 @@ export {
   fromDrizzle,
   fromKysely,
   type DrizzleMysqlExecutor,
-  type DrizzleMysqlSql,
-  type KyselyMysqlCompiledQuery,
-  type KyselyMysqlExecutor,
 } from './driver/executors.js'
+export type { DrizzleSql, KyselyCompiledQuery, KyselyExecutor } from '../sql/orm-seams.js'

@@ -10,7 +10,5 @@ export {
   fromKysely,
   fromPg,
   type DrizzleExecutor,
-  type DrizzleSql,
-  type KyselyCompiledQuery,
-  type KyselyExecutor,
 } from './driver/executors.js'
+export type { DrizzleSql, KyselyCompiledQuery, KyselyExecutor } from '../sql/orm-seams.js'

@@ -9,25 +9,8 @@
 
 import { InvalidOptionError } from '../../../core/errors/invalid-option.js'
 import { shown } from '../../../core/validate.js'
+import { compiledQuery, type DrizzleSql, type KyselyExecutor } from '../../sql/orm-seams.js'
 import type { MysqlExecutor } from './types.js'
-
-/** What `fromKysely` needs of a Kysely `Transaction` on its MySQL dialect: Kysely's own fits, and no import of kysely is needed. */
-export interface KyselyMysqlExecutor {
-  /** Runs one compiled query on the transaction's connection. */
-  executeQuery(query: KyselyMysqlCompiledQuery): Promise<{ rows: unknown[]; numAffectedRows?: bigint }>
-  /** The same connection without the app's plugins, which may rewrite rows. */
-  withoutPlugins?(): KyselyMysqlExecutor
-}
-
-/** Kysely's `CompiledQuery` for a raw text, as `CompiledQuery.raw(sql, parameters)` builds one. */
-export interface KyselyMysqlCompiledQuery {
-  readonly sql: string
-  readonly parameters: readonly unknown[]
-  readonly query: { readonly kind: 'RawNode'; readonly sqlFragments: readonly string[]; readonly parameters: readonly [] }
-  readonly queryId: { readonly queryId: string }
-}
-
-let queries = 0
 
 /**
  * A Kysely transaction (`MysqlDialect`, over a mysql2 pool) as the `tx` of a call
@@ -44,18 +27,12 @@ let queries = 0
  *   })
  * })
  */
-export function fromKysely(trx: KyselyMysqlExecutor): MysqlExecutor {
+export function fromKysely(trx: KyselyExecutor): MysqlExecutor {
   if (kindOf(trx) !== 'kysely') throw new InvalidOptionError(`fromKysely: "trx" must be a Kysely transaction (db.transaction().execute(async (trx) => …)), got ${described(trx)}`)
   const target = typeof trx.withoutPlugins === 'function' ? trx.withoutPlugins() : trx
   return {
     async query(text, values = []) {
-      const compiled: KyselyMysqlCompiledQuery = Object.freeze({
-        sql: text,
-        parameters: Object.freeze([...values]),
-        query: Object.freeze({ kind: 'RawNode' as const, sqlFragments: Object.freeze([text]), parameters: Object.freeze([]) as readonly [] }),
-        queryId: Object.freeze({ queryId: `idem-${++queries}` }),
-      })
-      const { rows, numAffectedRows } = await target.executeQuery(compiled)
+      const { rows, numAffectedRows } = await target.executeQuery(compiledQuery(text, values))
       // Kysely answers a write with its count and no rows, as mysql2 answers it with a header.
       return [numAffectedRows === undefined ? rows : { affectedRows: Number(numAffectedRows) }, undefined]
     },
@@ -66,16 +43,6 @@ export function fromKysely(trx: KyselyMysqlExecutor): MysqlExecutor {
 export interface DrizzleMysqlExecutor {
   /** Runs one drizzle `sql` query on the transaction's connection. */
   execute(query: unknown): PromiseLike<unknown>
-}
-
-/** What `fromDrizzle` needs of drizzle's `sql` tag (`import { sql } from 'drizzle-orm'`). */
-export interface DrizzleMysqlSql {
-  /** SQL text, as it is. */
-  raw(text: string): unknown
-  /** A bound parameter. */
-  param(value: unknown): unknown
-  /** One query of text and parameters, in order. */
-  join(chunks: unknown[]): unknown
 }
 
 /**
@@ -93,9 +60,9 @@ export interface DrizzleMysqlSql {
  *   })
  * })
  */
-export function fromDrizzle(tx: DrizzleMysqlExecutor, sql: DrizzleMysqlSql): MysqlExecutor {
+export function fromDrizzle(tx: DrizzleMysqlExecutor, sql: DrizzleSql): MysqlExecutor {
   if (kindOf(tx) !== 'drizzle') throw new InvalidOptionError(`fromDrizzle: "tx" must be a Drizzle transaction (db.transaction(async (tx) => …)), got ${described(tx)}`)
-  const tag = sql as Partial<DrizzleMysqlSql> | null
+  const tag = sql as Partial<DrizzleSql> | null
   if (typeof sql !== 'function' || typeof tag?.raw !== 'function' || typeof tag.param !== 'function' || typeof tag.join !== 'function') {
     throw new InvalidOptionError(`fromDrizzle: "sql" must be drizzle's sql tag (import { sql } from 'drizzle-orm'), got ${shown(sql)}`)
   }
@@ -119,7 +86,7 @@ export function fromDrizzle(tx: DrizzleMysqlExecutor, sql: DrizzleMysqlSql): Mys
  * placeholder a bound parameter. idem's statements hold no `?` but their placeholders.
  * @throws RangeError when the placeholders and the values do not pair up
  */
-export function drizzleQuery(text: string, values: readonly unknown[], sql: DrizzleMysqlSql): unknown {
+export function drizzleQuery(text: string, values: readonly unknown[], sql: DrizzleSql): unknown {
   const parts = text.split('?')
   if (parts.length - 1 !== values.length) throw new RangeError(`${values.length} values given for ${parts.length - 1} placeholders`)
   const chunks: unknown[] = []

@@ -9,6 +9,7 @@
 import { InvalidOptionError } from '../../../core/errors/invalid-option.js'
 import { shown } from '../../../core/validate.js'
 import { templateOf } from '../dialect/statement.js'
+import { compiledQuery, type DrizzleSql, type KyselyExecutor } from '../../sql/orm-seams.js'
 import type { PgClient, PgExecutor } from './types.js'
 
 /**
@@ -31,28 +32,6 @@ export function fromPg<C extends PgClient>(client: C): C {
   const kind = kindOf(client)
   if (kind === 'pg client') return client
   throw new InvalidOptionError(`fromPg: "client" must be a pg client in an open transaction (await pool.connect(), then BEGIN), got ${described(client, kind)}`)
-}
-
-/**
- * What `fromKysely` needs of a Kysely `Transaction` (or `Kysely`):
- * Kysely's own fit, and no import of kysely is needed.
- */
-export interface KyselyExecutor {
-  /** Runs one compiled query on the transaction's connection. */
-  executeQuery(query: KyselyCompiledQuery): Promise<{ rows: unknown[]; numAffectedRows?: bigint }>
-  /** The same connection without the app's plugins, which may rewrite rows (`ParseJSONResultsPlugin` would parse stored outcomes). */
-  withoutPlugins?(): KyselyExecutor
-}
-
-/**
- * Kysely's public `CompiledQuery` for a raw text, as its `CompiledQuery.raw(sql,
- * parameters)` builds one: the text goes to the driver as it is, with its values bound.
- */
-export interface KyselyCompiledQuery {
-  readonly sql: string
-  readonly parameters: readonly unknown[]
-  readonly query: { readonly kind: 'RawNode'; readonly sqlFragments: readonly string[]; readonly parameters: readonly [] }
-  readonly queryId: { readonly queryId: string }
 }
 
 /**
@@ -87,33 +66,10 @@ export function fromKysely(trx: KyselyExecutor): PgClient {
   }
 }
 
-let queries = 0
-
-/** A `$n` text and its values as Kysely's `CompiledQuery` (see `KyselyCompiledQuery`). */
-function compiledQuery(text: string, values: readonly unknown[]): KyselyCompiledQuery {
-  return Object.freeze({
-    sql: text,
-    parameters: Object.freeze([...values]),
-    query: Object.freeze({ kind: 'RawNode' as const, sqlFragments: Object.freeze([text]), parameters: Object.freeze([]) as readonly [] }),
-    // Plugins key their per-query state by this object; only its identity and text matter.
-    queryId: Object.freeze({ queryId: `idem-${++queries}` }),
-  })
-}
-
 /** What `fromDrizzle` needs of a Drizzle node-postgres transaction (or database): `execute`. */
 export interface DrizzleExecutor {
   /** Runs one drizzle `sql` query on the transaction's connection. */
   execute(query: unknown): PromiseLike<{ rows: unknown[]; rowCount: number | null }>
-}
-
-/** What `fromDrizzle` needs of drizzle's `sql` tag (`import { sql } from 'drizzle-orm'`). */
-export interface DrizzleSql {
-  /** SQL text, as it is. */
-  raw(text: string): unknown
-  /** A bound parameter. */
-  param(value: unknown): unknown
-  /** One query of text and parameters, in order. */
-  join(chunks: unknown[]): unknown
 }
 
 /**
