@@ -2,14 +2,18 @@
  * The architecture, as rules on imports. `npm test` checks them (test/architecture.test.ts,
  * or `npm run lint:deps` alone); a forbidden import fails the build.
  *
- *   core      key syntax, value fingerprint, outcomes, errors (codes only), the two engines,
- *             the KeyStore and LeasedStore ports, the event stream. Imports nothing of idem's.
- *   ports     the contracts front ends ask of stores beyond core's two: the inbox, outbox,
- *             dead-letter and once tables, the SQL dialect of the data helpers, the SQL client shapes (one SqliteDatabase for
- *             store and helpers). Types only; they import core at most.
+ *   ports     the contracts between the front ends, the engines and the stores: the
+ *             KeyStore and LeasedStore ports (and the identity string and outcome limit
+ *             every store shares), KeyPeek, the inbox, outbox, dead-letter and once
+ *             tables, the SQL dialect of the data helpers, the SQL client shapes (one
+ *             SqliteDatabase for store and helpers). Types and the contract's few
+ *             constants; they import nothing but core/errors.
+ *   core      key syntax, value fingerprint, outcomes, the two engines, the event stream;
+ *             core/errors holds the error classes, the option checks that raise them and
+ *             the warning a store reports. Imports only itself and the ports.
  *   stores    one folder per backend (postgres, sqlite, mysql, memory, redis, dynamodb): the only
- *             code that knows a driver, its SQL and its error codes. Implements core's and
- *             ports' contracts; imports core, ports and the shared helpers in stores/.
+ *             code that knows a driver, its SQL and its error codes. Implements the
+ *             ports; imports only the ports, core/errors and the shared helpers in stores/.
  *             sql/ is the SQL stores' protocol written once (sessions, inbox, outbox,
  *             once, prune, migrations, the operator) over a dialect and a driver
  *             interface; it imports no store folder. postgres, sqlite and mysql each split their
@@ -37,10 +41,10 @@ module.exports = {
   forbidden: [
     {
       name: 'core-is-pure',
-      comment: 'core knows no store, framework, broker or front end: everything else depends on it, never the other way',
+      comment: 'core knows no store, framework, broker or front end, only the ports it drives stores through: everything else depends on it, never the other way',
       severity: 'error',
       from: { path: '^src/core/' },
-      to: { path: '^src/(?!core/)' },
+      to: { path: '^src/(?!core/|ports/)' },
     },
     {
       name: 'headers-are-shared',
@@ -51,7 +55,7 @@ module.exports = {
     },
     {
       name: 'front-ends-know-no-driver',
-      comment: 'http, queue, data, ops and lambda reach stores through ports only (core/store.ts, core/leased/store.ts, ports/)',
+      comment: 'http, queue, data, ops and lambda reach stores through the ports only (ports/key-store.ts, ports/leased-store.ts, the tables)',
       severity: 'error',
       from: { path: '^src/(http|queue|data|ops|lambda)/' },
       to: { path: '^src/stores/' },
@@ -93,17 +97,17 @@ module.exports = {
     },
     {
       name: 'ports-are-contracts',
-      comment: 'a port is a contract between a front end and the stores: it knows core at most, no front end and no store',
+      comment: 'a port is a contract between the engines, the front ends and the stores: it knows core/errors at most, no engine, no front end and no store',
       severity: 'error',
       from: { path: '^src/ports/' },
-      to: { path: '^src/(?!ports/|core/)' },
+      to: { path: '^src/(?!ports/|core/errors/)' },
     },
     {
       name: 'stores-implement-ports-only',
-      comment: 'a store imports core, the ports, the shared store helpers and its own folder: no front end',
+      comment: 'a store imports the ports, core/errors (errors, option checks, warnings), the shared store helpers and its own folder: no engine, no front end',
       severity: 'error',
       from: { path: '^src/stores/' },
-      to: { path: '^src/(?!core/|ports/|stores/)' },
+      to: { path: '^src/(?!core/errors/|ports/|stores/)' },
     },
     {
       name: 'one-driver-per-store',

@@ -37,6 +37,8 @@ async function violations(cwd: string): Promise<Violation[]> {
  */
 const PLANTED: { rule: string; from: string; to: string }[] = [
   { rule: 'core-is-pure', from: 'src/core/engine.ts', to: 'src/http/problem.ts' },
+  // The engines drive stores through the ports, never a store itself.
+  { rule: 'core-is-pure', from: 'src/core/leased/engine.ts', to: 'src/stores/redis/store.ts' },
   // The core knows no HTTP: not the request fingerprint, not the header both ends speak.
   { rule: 'core-is-pure', from: 'src/core/fingerprint.ts', to: 'src/http/request-fingerprint.ts' },
   { rule: 'core-is-pure', from: 'src/core/identity.ts', to: 'src/headers/idempotency-key.ts' },
@@ -49,9 +51,16 @@ const PLANTED: { rule: string; from: string; to: string }[] = [
   { rule: 'front-ends-know-no-driver', from: 'src/lambda/engine.ts', to: 'src/stores/dynamodb/store.ts' },
   { rule: 'client-has-no-server-code', from: 'src/client/client.ts', to: 'src/queue/consumer.ts' },
   { rule: 'ports-are-contracts', from: 'src/ports/inbox-table.ts', to: 'src/queue/payload.ts' },
+  // A port is below the engines: it knows core's errors, not the engine that drives it.
+  { rule: 'ports-are-contracts', from: 'src/ports/key-store.ts', to: 'src/core/engine.ts' },
+  { rule: 'ports-are-contracts', from: 'src/ports/leased-store.ts', to: 'src/core/fingerprint.ts' },
   { rule: 'stores-implement-ports-only', from: 'src/stores/sqlite/store.ts', to: 'src/http/options.ts' },
   // No whitelist: a store reaches the queue's and data's contracts in ports/, never their folders.
   { rule: 'stores-implement-ports-only', from: 'src/stores/dynamodb/store.ts', to: 'src/data/reconcile.ts' },
+  // A store reaches core through its errors only: not an engine, not the key syntax, not the event stream.
+  { rule: 'stores-implement-ports-only', from: 'src/stores/memory/store.ts', to: 'src/core/engine.ts' },
+  { rule: 'stores-implement-ports-only', from: 'src/stores/sqlite/store.ts', to: 'src/core/identity.ts' },
+  { rule: 'stores-implement-ports-only', from: 'src/stores/postgres/driver/pool-timeout.ts', to: 'src/core/events.ts' },
   { rule: 'one-driver-per-store', from: 'src/stores/redis/store.ts', to: 'src/stores/memory/store.ts' },
   // The dialect is pure: it reaches neither the driver nor the store's operations that run it.
   { rule: 'dialect-knows-no-driver', from: 'src/stores/postgres/dialect/keys.ts', to: 'src/stores/postgres/driver/held-client.ts' },

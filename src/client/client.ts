@@ -1,6 +1,6 @@
 import { InvalidOptionError } from '../core/errors/invalid-option.js'
 import { assertValidKey } from '../core/identity.js'
-import { assertKnownOptions, optionNames } from '../core/validate.js'
+import { assertKnownOptions, optionNames } from '../core/errors/option-checks.js'
 import { abortable, linkSignal, sleep } from './abort.js'
 import { DeadlineExceededError } from './errors/deadline-exceeded.js'
 import { ProblemError } from './errors/problem-error.js'

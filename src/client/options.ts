@@ -1,6 +1,6 @@
 import { backoffDelay, type Backoff } from '../core/backoff.js'
 import { InvalidOptionError } from '../core/errors/invalid-option.js'
-import { assertCount, assertDuration, assertKnownOptions, optionNames, shown } from '../core/validate.js'
+import { assertCount, assertDuration, assertKnownOptions, optionNames, shown } from '../core/errors/option-checks.js'
 import { IN_FLIGHT_PROBLEM_TYPES } from './retryable.js'
 
 /** Why an attempt is being retried. */

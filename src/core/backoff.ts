@@ -1,5 +1,5 @@
 import { InvalidOptionError } from './errors/invalid-option.js'
-import { assertDuration, assertKnownOptions, MAX_DURATION_MS, optionNames } from './validate.js'
+import { assertDuration, assertKnownOptions, MAX_DURATION_MS, optionNames } from './errors/option-checks.js'
 
 /** Exponential backoff with full jitter: after attempt n, a random whole number of milliseconds in [0, min(maxMs, baseMs·2ⁿ⁻¹)]. */
 export interface BackoffOptions {

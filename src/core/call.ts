@@ -6,7 +6,7 @@ import { checkedKey, checkedScope, type CheckedKey, type CheckedScope } from './
 import { fingerprintInput } from './json-data.js'
 import { parseOutcome, serializeOutcome } from './outcome.js'
 import { isDiscarded, type Discarded } from './result.js'
-import { assertDuration, assertKnownOptions, type KnownOptions } from './validate.js'
+import { assertDuration, assertKnownOptions, type KnownOptions } from './errors/option-checks.js'
 
 /**
  * One engine call, the same in both modes (transactional `createIdem` and leased

@@ -9,8 +9,8 @@ import { InFlightError } from './errors/in-flight.js'
 import { checkedKey, checkedScope } from './identity.js'
 import { createLeasedIdem } from './leased/engine.js'
 import { decideLease } from './leased/runner.js'
-import { NO_STEPS, type Lease, type LeaseClaim } from './leased/store.js'
-import type { Claim } from './store.js'
+import { NO_STEPS, type Lease, type LeaseClaim } from '../ports/leased-store.js'
+import type { Claim } from '../ports/key-store.js'
 
 const call = (key: string, fingerprint = 'fp-1', waitMs = 0): CheckedCall => ({ scope: checkedScope('acct'), key: checkedKey(key), fingerprint, ttlMs: 60_000, waitMs, deadlineMs: 60_000 })
 const store = (outcome: string, value: string): Returned<string> => ({ kind: 'store', outcome, value })

@@ -1,6 +1,6 @@
 import { InvalidOptionError } from './errors/invalid-option.js'
 import type { EventStream, OutcomeEvent } from './events.js'
-import { assertDuration } from './validate.js'
+import { assertDuration } from './errors/option-checks.js'
 
 /** 24 hours: how long HTTP keys are kept by default (DESIGN "Retention"). */
 export const DEFAULT_TTL_MS = 24 * 60 * 60 * 1000

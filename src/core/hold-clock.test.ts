@@ -8,7 +8,7 @@ import { createIdem } from './engine.js'
 import { OverranError } from './errors/overran.js'
 import { HoldClock, holdClock, MAX_TICK_MS, type Ticking } from './hold-clock.js'
 import { createLeasedIdem } from './leased/engine.js'
-import type { LeasedStore } from './leased/store.js'
+import type { LeasedStore } from '../ports/leased-store.js'
 
 const fresh = (label: string): string => `${label}-${randomUUID()}`
 

@@ -2,8 +2,8 @@ import { assertCallDefaults, assertReporting, DEFAULT_DEADLINE_MS, DEFAULT_TTL_M
 import { InvalidOptionError } from './errors/invalid-option.js'
 import { idemEvents, type EventStream, type OutcomeEvent } from './events.js'
 import { assertOutcomeLimit } from './outcome.js'
-import type { KeyStore } from './store.js'
-import { assertKnownOptions, optionNames } from './validate.js'
+import type { KeyStore } from '../ports/key-store.js'
+import { assertKnownOptions, optionNames } from './errors/option-checks.js'
 
 /** What `createIdem` takes: the store, retention, wait and where to report. */
 export interface IdemOptions<Tx> {

@@ -91,13 +91,6 @@ export const MAX_KEY_LENGTH = 255
 
 const VISIBLE_ASCII = /^[\x21-\x7e]+$/
 
-/**
- * One string for a `(scope, key)` pair, for in-process maps and locks. Length-prefixing
- * keeps ("ab", "c") and ("a", "bc") apart.
- */
-export function keyId(scope: string, key: string): string {
-  return `${scope.length}:${scope}${key}`
-}
 
 /** Whether `key` has the key syntax: 1–255 visible ASCII characters. `assertValidKey` says what is wrong instead. */
 export function isKeySyntax(key: string): boolean {

@@ -3,6 +3,7 @@ import { OutcomeNotSerializableError } from './errors/outcome-not-serializable.j
 import { OutcomeTooLargeError } from './errors/outcome-too-large.js'
 import { OutcomeUnreadableError } from './errors/outcome-unreadable.js'
 import { nonJsonKind } from './json-data.js'
+import { MIN_MAX_OUTCOME_BYTES } from '../ports/key-store.js'
 
 /**
  * Serialises a function's result for storage. Only values with an exact JSON form are
@@ -89,11 +90,6 @@ export function parseOutcome<T>(text: string): T {
   }
 }
 
-/**
- * The least `maxOutcomeBytes` a store may declare (1 KiB): room for the record a leased
- * call leaves when its outcome is too large to keep (`oversizedOutcome`).
- */
-export const MIN_MAX_OUTCOME_BYTES = 1024
 
 /**
  * Checks at creation that a store declares the largest outcome it holds (`KeyStore` and

@@ -3,8 +3,8 @@ import { InvalidOptionError } from '../core/errors/invalid-option.js'
 import type { EventStream } from '../core/events.js'
 import { fingerprintInput } from '../core/json-data.js'
 import { assertIdentity } from '../core/identity.js'
-import type { KeyStore } from '../core/store.js'
-import { assertDuration, assertKnownOptions, optionNames } from '../core/validate.js'
+import type { KeyStore } from '../ports/key-store.js'
+import { assertDuration, assertKnownOptions, optionNames } from '../core/errors/option-checks.js'
 
 /**
  * 14 days: a memoised output must outlive every redelivery of the message that asked for

@@ -1,6 +1,6 @@
 import { InvalidOptionError } from '../core/errors/invalid-option.js'
 import { assertIdentity } from '../core/identity.js'
-import { assertKnownOptions, optionNames } from '../core/validate.js'
+import { assertKnownOptions, optionNames } from '../core/errors/option-checks.js'
 import type { OnceTable, WithOnceTable } from '../ports/once-table.js'
 
 /** What a gate is about: stored as text, so `42`, `42n` and `'42'` are the same subject. */

@@ -1,6 +1,6 @@
 import { InvalidOptionError } from '../core/errors/invalid-option.js'
 import { idemEvents, type EventStream } from '../core/events.js'
-import { assertKnownOptions, optionNames } from '../core/validate.js'
+import { assertKnownOptions, optionNames } from '../core/errors/option-checks.js'
 import type { SqlDialect } from '../ports/sql-dialect.js'
 import { quoteColumns, quoteTable } from './identifier.js'
 import { assertDialect } from './upsert.js'

@@ -1,5 +1,5 @@
 import { InvalidOptionError } from '../core/errors/invalid-option.js'
-import { assertKnownOptions, optionNames } from '../core/validate.js'
+import { assertKnownOptions, optionNames } from '../core/errors/option-checks.js'
 import type { SqlDialect } from '../ports/sql-dialect.js'
 import { quoteColumns, quoteIdentifier, quoteTable } from './identifier.js'
 

@@ -9,7 +9,7 @@ import { parseItem } from 'structured-headers'
 import { InvalidKeyError } from '../core/errors/invalid-key.js'
 import { MissingKeyError } from '../core/errors/missing-key.js'
 import { checkedKey, type CheckedKey } from '../core/identity.js'
-import { assertKnownOptions, optionNames } from '../core/validate.js'
+import { assertKnownOptions, optionNames } from '../core/errors/option-checks.js'
 
 /** The request header that carries the key (draft-ietf-httpapi-idempotency-key-header). */
 export const IDEMPOTENCY_KEY_HEADER = 'Idempotency-Key'

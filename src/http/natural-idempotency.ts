@@ -1,4 +1,4 @@
-import { assertKnownOptions, optionNames } from '../core/validate.js'
+import { assertKnownOptions, optionNames } from '../core/errors/option-checks.js'
 
 /**
  * Responses for requests that are idempotent by their nature and need no key

@@ -6,7 +6,7 @@ import type { CallOptions, CHECKED_RUN, CheckedRun, RunResult } from '../core/ca
 import type { EngineSettings, OutcomeEvent } from '../core/engine.js'
 import type { EventStream } from '../core/events.js'
 import type { Discarded } from '../core/result.js'
-import type { KeyStore } from '../core/store.js'
+import type { KeyStore } from '../ports/key-store.js'
 import type { ProblemTypes } from './problem.js'
 
 /**

@@ -1,5 +1,5 @@
 import type { IdemError, IdemErrorCode } from '../core/errors/idem-error.js'
-import { assertKnownOptions, optionNames } from '../core/validate.js'
+import { assertKnownOptions, optionNames } from '../core/errors/option-checks.js'
 import { DEFAULT_PROBLEM_TYPE_BASE } from '../headers/problem-type.js'
 import type { BodyTooLargeError } from './body-too-large.js'
 import type { CorruptBodyError } from './corrupt-body.js'

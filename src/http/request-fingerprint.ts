@@ -2,7 +2,7 @@ import { MIMEType } from 'node:util'
 import canonicalize from 'canonicalize'
 import { canonicalJsonText } from '../core/canonical-json.js'
 import { encodedPart, hashFingerprint, isCanonicalJson, type FingerprintPart } from '../core/fingerprint.js'
-import { assertKnownOptions, optionNames } from '../core/validate.js'
+import { assertKnownOptions, optionNames } from '../core/errors/option-checks.js'
 
 /** What a request's fingerprint is computed from. */
 export interface FingerprintInput {

@@ -3,11 +3,11 @@ import { InvalidOptionError } from '../core/errors/invalid-option.js'
 import type { EventStream } from '../core/events.js'
 import type { CallOptions, CHECKED_RUN, CheckedRun } from '../core/call.js'
 import { createLeasedIdem } from '../core/leased/engine.js'
-import type { LeasedStore } from '../core/leased/store.js'
+import type { LeasedStore } from '../ports/leased-store.js'
 import type { StepContext } from '../core/leased/steps.js'
-import { MIN_MAX_OUTCOME_BYTES } from '../core/outcome.js'
+import { MIN_MAX_OUTCOME_BYTES } from '../ports/key-store.js'
 import type { Discarded } from '../core/result.js'
-import type { KeyStore } from '../core/store.js'
+import type { KeyStore } from '../ports/key-store.js'
 
 /**
  * What the Lambda front ends need of an engine: its `run`, which both engines have. With

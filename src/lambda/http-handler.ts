@@ -1,6 +1,6 @@
 import type { Context } from 'aws-lambda'
 import { InvalidOptionError } from '../core/errors/invalid-option.js'
-import { assertDuration, assertKnownOptions, optionNames } from '../core/validate.js'
+import { assertDuration, assertKnownOptions, optionNames } from '../core/errors/option-checks.js'
 import type { RouteReply } from '../http/exchange.js'
 import { protectRequests } from '../http/handler.js'
 import type { IdempotencyContext, IdempotencyOptions } from '../http/options.js'

@@ -1,6 +1,6 @@
 import type { Context, SQSBatchItemFailure, SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda'
 import { InvalidOptionError } from '../core/errors/invalid-option.js'
-import { assertCount, assertDuration, assertKnownOptions, assertName, optionNames } from '../core/validate.js'
+import { assertCount, assertDuration, assertKnownOptions, assertName, optionNames } from '../core/errors/option-checks.js'
 import type { ConsumeResult, Inbox, InboxMessage } from '../queue/inbox.js'
 import { DEFAULT_MARGIN_MS, timeLeft } from './invocation.js'
 

@@ -1,6 +1,6 @@
 import { metrics as otelMetrics, type Attributes, type Counter, type Gauge, type Histogram, type Meter } from '@opentelemetry/api'
 import { InvalidOptionError } from '../core/errors/invalid-option.js'
-import { optionNames, shown } from '../core/validate.js'
+import { optionNames, shown } from '../core/errors/option-checks.js'
 import { METRICS, type MetricId } from './catalog.js'
 import { checkExporterOptions, type ExporterOptions } from './options.js'
 import { eventRecorder } from './recorder.js'

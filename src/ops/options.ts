@@ -1,6 +1,6 @@
 import { InvalidOptionError } from '../core/errors/invalid-option.js'
 import { idemEvents, type EventStream } from '../core/events.js'
-import { assertKnownOptions, assertName, shown, type KnownOptions } from '../core/validate.js'
+import { assertKnownOptions, assertName, shown, type KnownOptions } from '../core/errors/option-checks.js'
 import type { RecorderOptions } from './recorder.js'
 
 /** What both exporters accept: the stream they subscribe to and the names to start series for. */

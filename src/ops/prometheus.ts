@@ -1,6 +1,6 @@
 import { Counter, Gauge, Histogram, register as globalRegistry, type Registry } from 'prom-client'
 import { InvalidOptionError } from '../core/errors/invalid-option.js'
-import { optionNames, shown } from '../core/validate.js'
+import { optionNames, shown } from '../core/errors/option-checks.js'
 import { METRICS, type MetricId } from './catalog.js'
 import { checkExporterOptions, type ExporterOptions } from './options.js'
 import { eventRecorder, type Labels } from './recorder.js'

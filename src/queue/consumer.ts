@@ -1,6 +1,6 @@
 import { InvalidOptionError } from '../core/errors/invalid-option.js'
 import { backoffDelay, type Backoff } from '../core/backoff.js'
-import { assertDuration, assertKnownOptions, optionNames } from '../core/validate.js'
+import { assertDuration, assertKnownOptions, optionNames } from '../core/errors/option-checks.js'
 import type { ConsumeResult, Inbox, InboxMessage } from './inbox.js'
 import type { Delivery, MessageSource, Subscription } from './source.js'
 

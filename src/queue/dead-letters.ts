@@ -1,5 +1,5 @@
 import { InvalidOptionError } from '../core/errors/invalid-option.js'
-import { assertCount, assertKnownOptions, optionNames } from '../core/validate.js'
+import { assertCount, assertKnownOptions, optionNames } from '../core/errors/option-checks.js'
 import type { DeadLetterRow, WithDeadLetterTable } from '../ports/dead-letter-table.js'
 
 export type { DeadLetterRow } from '../ports/dead-letter-table.js'

@@ -1,5 +1,5 @@
 import { InvalidOptionError } from '../core/errors/invalid-option.js'
-import { assertDuration, assertKnownOptions, assertName, optionNames } from '../core/validate.js'
+import { assertDuration, assertKnownOptions, assertName, optionNames } from '../core/errors/option-checks.js'
 import type { OutboxInsert, OutboxTable, WithOutboxTable } from '../ports/outbox-table.js'
 
 /** One effect to deliver later: a publish, an email, a webhook call. */

@@ -1,4 +1,4 @@
-import type { KeyStore } from '../core/store.js'
+import type { KeyStore } from '../ports/key-store.js'
 import type { InboxDeadLetter, InboxSession, InboxTable, PriorFailures } from '../ports/inbox-table.js'
 
 // Any redelivery of an id is the same message: the record's fingerprint is constant.

@@ -6,8 +6,8 @@
 import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto'
 import { InvalidOptionError } from '../core/errors/invalid-option.js'
 import { OutcomeUnreadableError } from '../core/errors/outcome-unreadable.js'
-import type { KeyRecord } from '../core/store.js'
-import { assertKnownOptions, optionNames } from '../core/validate.js'
+import type { KeyRecord } from '../ports/key-store.js'
+import { assertKnownOptions, optionNames } from '../core/errors/option-checks.js'
 
 /** Options of `encryptedStore`. */
 export interface EncryptionOptions {

@@ -1,7 +1,7 @@
 import http from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { InvalidOptionError } from '../core/errors/invalid-option.js'
-import { assertCount, assertDuration, assertKnownOptions, optionNames } from '../core/validate.js'
+import { assertCount, assertDuration, assertKnownOptions, optionNames } from '../core/errors/option-checks.js'
 
 /** Options of `startFaultProxy`. */
 export interface FaultProxyOptions {

@@ -1,4 +1,4 @@
-import type { KeyPeek } from '../core/dual-read.js'
+import type { KeyPeek } from '../ports/key-peek.js'
 
 /**
  * The store's `peek` when it implements the `KeyPeek` port (Postgres, Redis, DynamoDB,

@@ -2,7 +2,7 @@
  * What the cases of the leased-store contract (`leased-contract.ts`,
  * `leased-contract-data.ts`) share: their times and the kit every case works with.
  */
-import type { LeaseClaim, LeasedStore } from '../core/leased/store.js'
+import type { LeaseClaim, LeasedStore } from '../ports/leased-store.js'
 
 // Short leases, and waits comfortably longer than them, keep the suite quick and calm.
 /** The lease the cases claim with unless they need a longer one. */

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict'
 import { randomUUID } from 'node:crypto'
 import { StoreUnavailableError } from '../core/errors/store-unavailable.js'
-import type { Lease, LeasedStore } from '../core/leased/store.js'
+import type { Lease, LeasedStore } from '../ports/leased-store.js'
 import type { ContractCase } from './key-store-contract.js'
 import { LEASED_DATA_CASES } from './leased-contract-data.js'
 import { LAPSE_MS, lapsed, LEASE_MS, sleep, TTL_MS, WRITING_LEASE_MS, type Acquired, type LeasedCase, type LeasedCaseKit } from './leased-contract-kit.js'

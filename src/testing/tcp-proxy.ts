@@ -1,6 +1,6 @@
 import net from 'node:net'
 import { InvalidOptionError } from '../core/errors/invalid-option.js'
-import { assertCount, assertDuration, assertKnownOptions, optionNames } from '../core/validate.js'
+import { assertCount, assertDuration, assertKnownOptions, optionNames } from '../core/errors/option-checks.js'
 
 /** Options of `startTcpFaultProxy`. */
 export interface TcpFaultProxyOptions {

@@ -10,7 +10,7 @@
  *   replays, the LLM called once per intake; reconcile reports 0.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import type { KeyStore } from '../../src/core/store.js'
+import type { KeyStore } from '../../src/ports/key-store.js'
 import { contentId, createMemo, reconcile, upsert, type ReconcileReport, type UpsertSpec } from '../../src/data/index.js'
 import { postgresDialect, postgresStore } from '../../src/stores/postgres/index.js'
 import { sqliteDialect, sqliteStore } from '../../src/stores/sqlite/index.js'

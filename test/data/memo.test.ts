@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { InFlightError, InvalidOptionError, OutcomeNotSerializableError } from '../../src/core/errors/index.js'
-import type { KeyStore } from '../../src/core/store.js'
+import type { KeyStore } from '../../src/ports/key-store.js'
 import { createMemo, type Memo } from '../../src/data/index.js'
 import { memoryStore } from '../../src/stores/memory/index.js'
 import { postgresStore } from '../../src/stores/postgres/index.js'

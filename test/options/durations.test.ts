@@ -18,7 +18,7 @@ import { postgresStore } from '../../src/stores/postgres/index.js'
 import { redisStore } from '../../src/stores/redis/index.js'
 import { leasedSqliteStore, sqliteStore } from '../../src/stores/sqlite/index.js'
 import { startFaultProxy, startTcpFaultProxy } from '../../src/testing/index.js'
-import { MAX_DURATION_MS } from '../../src/core/validate.js'
+import { MAX_DURATION_MS } from '../../src/core/errors/option-checks.js'
 import { testSchema, type TestSchema } from '../support/postgres.js'
 
 const TOO_LONG = 3e9

@@ -4,7 +4,7 @@ import type { CallDefaults } from '../engine-options.js'
 import type { EventStream, OutcomeEvent, OutcomeKind } from '../events.js'
 import { reportLease } from '../lease-report.js'
 import type { LeasedConfig, LeasedErrorPolicy } from './options.js'
-import type { LeasedStore } from './store.js'
+import type { LeasedStore } from '../../ports/leased-store.js'
 import { LeasedIo } from './io.js'
 
 /**

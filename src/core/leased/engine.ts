@@ -1,12 +1,12 @@
 import { CHECKED_RUN, resolveCall, runResult, serialisedFunction, type CallFunction, type CallOptions, type CheckedRun, type RunResult } from '../call.js'
 import type { EngineSettings } from '../engine-options.js'
 import type { Discarded } from '../result.js'
-import { optionNames } from '../validate.js'
+import { optionNames } from '../errors/option-checks.js'
 import { LeasedContext } from './context.js'
 import { leasedConfig, type LeasedIdemOptions } from './options.js'
 import { LeasedRunner } from './runner.js'
 import type { StepContext } from './steps.js'
-import type { LeasedStore } from './store.js'
+import type { LeasedStore } from '../../ports/leased-store.js'
 
 export { DEFAULT_LEASE_MS, type LeasedErrorPolicy, type LeasedIdemOptions } from './options.js'
 

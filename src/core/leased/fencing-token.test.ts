@@ -8,7 +8,7 @@ import { OverranError } from '../errors/overran.js'
 import { StoreUnavailableError } from '../errors/store-unavailable.js'
 import { discard } from '../result.js'
 import { createLeasedIdem } from './engine.js'
-import type { LeasedStore } from './store.js'
+import type { LeasedStore } from '../../ports/leased-store.js'
 
 const fresh = (label: string): string => `${label}-${randomUUID()}`
 

@@ -1,7 +1,7 @@
 import { holdClock, type HoldClock, type Ticking } from '../hold-clock.js'
 import { LeaseLostError } from '../errors/lease-lost.js'
 import type { OverranError } from '../errors/overran.js'
-import type { Lease } from './store.js'
+import type { Lease } from '../../ports/leased-store.js'
 import type { LeasedIo } from './io.js'
 
 /** Which lease a heartbeat keeps alive. */

@@ -1,5 +1,5 @@
 import { timedRoundTrip, type EventStream } from '../events.js'
-import type { Lease, LeaseClaim, LeasedStore } from './store.js'
+import type { Lease, LeaseClaim, LeasedStore } from '../../ports/leased-store.js'
 
 /**
  * The leased store as the engine, its heartbeat and its steps reach it while someone

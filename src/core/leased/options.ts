@@ -2,8 +2,8 @@ import { assertCallDefaults, assertReporting, DEFAULT_DEADLINE_MS, DEFAULT_TTL_M
 import { InvalidOptionError } from '../errors/invalid-option.js'
 import { idemEvents, type EventStream, type OutcomeEvent } from '../events.js'
 import { assertOutcomeLimit } from '../outcome.js'
-import { assertDuration, assertKnownOptions, optionNames } from '../validate.js'
-import type { LeasedStore } from './store.js'
+import { assertDuration, assertKnownOptions, optionNames } from '../errors/option-checks.js'
+import type { LeasedStore } from '../../ports/leased-store.js'
 
 /** 5 seconds: how long a claim holds without renewal by default, so a crashed holder blocks its key for no longer. */
 export const DEFAULT_LEASE_MS = 5_000

@@ -6,7 +6,7 @@ import { OutcomeTooLargeError } from '../errors/outcome-too-large.js'
 import { OverranError } from '../errors/overran.js'
 import { isThenable } from '../hold-clock.js'
 import { bytesOver, oversizedOutcome, replayedValue } from '../outcome.js'
-import type { KeyRecord } from '../store.js'
+import type { KeyRecord } from '../../ports/key-store.js'
 import type { LeasedContext } from './context.js'
 import { deriveKey } from './derive.js'
 import { Heartbeat, type HeldLease } from './heartbeat.js'
@@ -15,7 +15,7 @@ import type { LeasedIo } from './io.js'
 import { assertStepName } from './step-name.js'
 import { LeaseSteps, type StepContext, type StepContextInit } from './steps.js'
 import { storeFailure } from './store-failure.js'
-import type { Lease, LeaseClaim } from './store.js'
+import type { Lease, LeaseClaim } from '../../ports/leased-store.js'
 
 /** What the leased engine does with a `LeasedStore` claim (a lease is never stale, so never retried). */
 export type LeaseDecision =

@@ -1,7 +1,7 @@
 import type { Heartbeat } from './heartbeat.js'
 import { storeFailure } from './store-failure.js'
 import { assertStepName } from './step-name.js'
-import type { Lease } from './store.js'
+import type { Lease } from '../../ports/leased-store.js'
 import type { LeasedIo } from './io.js'
 import { OutcomeTooLargeError } from '../errors/outcome-too-large.js'
 import { bytesOver, parseOutcome, serializeOutcome, type OversizedSizes } from '../outcome.js'

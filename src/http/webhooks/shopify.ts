@@ -1,4 +1,4 @@
-import { assertKnownOptions, optionNames } from '../../core/validate.js'
+import { assertKnownOptions, optionNames } from '../../core/errors/option-checks.js'
 import { anySignatureMatches, base64Digest, headerOf, refused, secretKeys, verified, type WebhookSecrets } from './signing.js'
 import type { WebhookVerifier } from './verifier.js'
 

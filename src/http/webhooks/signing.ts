@@ -3,7 +3,7 @@
 // compared in constant time, the timestamp window, and refusals that name a check.
 import { createHmac, createSecretKey, timingSafeEqual, type KeyObject } from 'node:crypto'
 import { InvalidOptionError } from '../../core/errors/invalid-option.js'
-import { assertDuration } from '../../core/validate.js'
+import { assertDuration } from '../../core/errors/option-checks.js'
 import type { WebhookCheck, WebhookDelivery, WebhookVerification } from './verifier.js'
 
 /** One secret, or several while a secret is rotated: a delivery signed with any of them verifies. */

@@ -1,4 +1,4 @@
-import { assertKnownOptions, optionNames } from '../../core/validate.js'
+import { assertKnownOptions, optionNames } from '../../core/errors/option-checks.js'
 import { anySignatureMatches, assertTolerance, handshake, headerOf, hexDigest, jsonObject, outsideWindow, refused, secretKeys, stringField, verified, type WebhookSecrets } from './signing.js'
 import type { WebhookVerification, WebhookVerifier } from './verifier.js'
 

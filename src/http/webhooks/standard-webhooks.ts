@@ -1,4 +1,4 @@
-import { assertKnownOptions, optionNames } from '../../core/validate.js'
+import { assertKnownOptions, optionNames } from '../../core/errors/option-checks.js'
 import { anySignatureMatches, assertTolerance, base64Digest, headerOf, outsideWindow, refused, secretKeys, verified, type WebhookSecrets } from './signing.js'
 import type { WebhookDelivery, WebhookVerification, WebhookVerifier } from './verifier.js'
 

@@ -15,7 +15,7 @@
  */
 import { DelayedError, UnrecoverableError } from 'bullmq'
 import { InvalidOptionError } from '../../core/errors/invalid-option.js'
-import { assertDuration, assertKnownOptions, optionNames } from '../../core/validate.js'
+import { assertDuration, assertKnownOptions, optionNames } from '../../core/errors/option-checks.js'
 import type { ConsumeResult, Inbox, InboxMessage } from '../inbox.js'
 import { errorText } from '../payload.js'
 import { bullmqMessageId, retryHorizonMs, type BullmqJob } from './job.js'

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { MAX_DURATION_MS } from '../../core/validate.js'
+import { MAX_DURATION_MS } from '../../core/errors/option-checks.js'
 import { bullmqMessageId, retryHorizonMs } from './job.js'
 
 describe('bullmqMessageId', () => {

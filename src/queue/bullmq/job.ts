@@ -1,6 +1,6 @@
 // What the BullMQ processor reads of a job: its shape, its message id, and how long
 // BullMQ itself may go on delivering it. BullMQ's `Job` fits the shape.
-import { MAX_DURATION_MS } from '../../core/validate.js'
+import { MAX_DURATION_MS } from '../../core/errors/option-checks.js'
 
 /** A job's retry settings, as BullMQ's `JobsOptions` has them. */
 export interface BullmqJobOptions {

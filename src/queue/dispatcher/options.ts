@@ -1,7 +1,7 @@
 import { backoffDelay } from '../../core/backoff.js'
 import { InvalidOptionError } from '../../core/errors/invalid-option.js'
 import { idemEvents, warn, type EventStream } from '../../core/events.js'
-import { assertCount, assertDuration, assertKnownOptions, assertName, optionNames } from '../../core/validate.js'
+import { assertCount, assertDuration, assertKnownOptions, assertName, optionNames } from '../../core/errors/option-checks.js'
 import { outboxTableOf } from '../outbox.js'
 import { errorText } from '../payload.js'
 import { CALLER, type DispatchContext, type DispatchTable } from './context.js'

@@ -1,5 +1,5 @@
 import { warn } from '../../core/events.js'
-import { assertDuration } from '../../core/validate.js'
+import { assertDuration } from '../../core/errors/option-checks.js'
 import { CALLER, type InboxContext } from './context.js'
 import type { InboxWarning } from './types.js'
 

@@ -1,5 +1,5 @@
 import { InvalidOptionError } from '../../core/errors/invalid-option.js'
-import { shown } from '../../core/validate.js'
+import { shown } from '../../core/errors/option-checks.js'
 import type { KafkaClient } from './client.js'
 
 // Kafka's own rule for topic names.

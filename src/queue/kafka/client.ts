@@ -9,7 +9,7 @@
  * thread, so `heartbeat()` is a no-op there.
  */
 import { InvalidOptionError } from '../../core/errors/invalid-option.js'
-import { shown } from '../../core/validate.js'
+import { shown } from '../../core/errors/option-checks.js'
 
 /** Record headers as the clients give and take them. */
 export interface KafkaHeaders {

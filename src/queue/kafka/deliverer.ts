@@ -1,5 +1,5 @@
 import { InvalidOptionError } from '../../core/errors/invalid-option.js'
-import { assertKnownOptions, optionNames, shown } from '../../core/validate.js'
+import { assertKnownOptions, optionNames, shown } from '../../core/errors/option-checks.js'
 import type { DeliveryContext, OutboxRow } from '../dispatcher.js'
 import { assertClient, assertConfig } from './checks.js'
 import { assertOwnSettings, dialectOf, type KafkaClient, type KafkaLibrary, type KafkaProducerConfig } from './client.js'

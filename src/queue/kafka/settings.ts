@@ -1,5 +1,5 @@
 import { InvalidOptionError } from '../../core/errors/invalid-option.js'
-import { assertCount, assertDuration, assertKnownOptions, assertName, optionNames, shown } from '../../core/validate.js'
+import { assertCount, assertDuration, assertKnownOptions, assertName, optionNames, shown } from '../../core/errors/option-checks.js'
 import { assertClient, assertConfig, assertTopic } from './checks.js'
 import { assertOwnSettings, dialectOf, type KafkaClient, type KafkaConsumer, type KafkaDialect, type KafkaProducer } from './client.js'
 import { KAFKA_ID_HEADER, type KafkaSourceOptions } from './options.js'

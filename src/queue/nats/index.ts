@@ -11,7 +11,7 @@
  * @see docs/queue.md
  */
 import { InvalidOptionError } from '../../core/errors/invalid-option.js'
-import { assertCount, assertDuration, assertKnownOptions, optionNames } from '../../core/validate.js'
+import { assertCount, assertDuration, assertKnownOptions, optionNames } from '../../core/errors/option-checks.js'
 import type { DeliveryContext, OutboxRow } from '../dispatcher.js'
 import { Limiter } from '../limiter.js'
 import type { Delivery, MessageSource, Subscription } from '../source.js'

@@ -10,7 +10,7 @@
  */
 import { InvalidOptionError } from '../../core/errors/invalid-option.js'
 import { idemEvents, warn } from '../../core/events.js'
-import { assertCount, assertDuration, assertKnownOptions, assertName, optionNames } from '../../core/validate.js'
+import { assertCount, assertDuration, assertKnownOptions, assertName, optionNames } from '../../core/errors/option-checks.js'
 import type { DeliveryContext, OutboxRow } from '../dispatcher.js'
 import type { MessageSource, Subscription } from '../source.js'
 import type { RedisCaller, RedisStreamSourceOptions } from './options.js'

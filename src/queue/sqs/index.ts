@@ -18,7 +18,7 @@ import {
 } from '@aws-sdk/client-sqs'
 import { createHash } from 'node:crypto'
 import { InvalidOptionError } from '../../core/errors/invalid-option.js'
-import { assertCount, assertKnownOptions, assertName, optionNames } from '../../core/validate.js'
+import { assertCount, assertKnownOptions, assertName, optionNames } from '../../core/errors/option-checks.js'
 import type { DeliveryContext, OutboxRow } from '../dispatcher.js'
 import { Limiter } from '../limiter.js'
 import type { Delivery, MessageSource, Subscription } from '../source.js'

@@ -1,6 +1,6 @@
 import { GetItemCommand, PutItemCommand, UpdateItemCommand, DeleteItemCommand } from '@aws-sdk/client-dynamodb'
 import type { InboxSession, InboxTable, PriorFailures } from '../../ports/inbox-table.js'
-import { MAX_DURATION_MS } from '../../core/validate.js'
+import { MAX_DURATION_MS } from '../../core/errors/option-checks.js'
 import { conditionFailed } from './errors.js'
 import { expression } from './expressions.js'
 import { ATTEMPTS_SK, HEAD_SK, N, S, deadPk, inboxPk, num, str, ttlOf, type Item } from './items.js'

@@ -1,5 +1,5 @@
 import { InvalidOptionError } from '../../core/errors/invalid-option.js'
-import { assertDuration, assertKnownOptions, optionNames } from '../../core/validate.js'
+import { assertDuration, assertKnownOptions, optionNames } from '../../core/errors/option-checks.js'
 import type { StoreOperator } from '../../ports/operator.js'
 import { idemTableUninstall } from './create-table.js'
 import { expiredCount, prune } from './operations/expired.js'

@@ -1,6 +1,6 @@
 import { StoreUnavailableError } from '../../core/errors/store-unavailable.js'
-import { keyId } from '../../core/identity.js'
-import type { Lease, LeaseClaim, LeasedStore } from '../../core/leased/store.js'
+import { keyId } from '../../ports/key-store.js'
+import type { Lease, LeaseClaim, LeasedStore } from '../../ports/leased-store.js'
 import { MAX_OUTCOME_BYTES } from '../max-outcome.js'
 
 /**

@@ -1,6 +1,6 @@
 import { InvalidOptionError } from '../../core/errors/invalid-option.js'
-import { assertKnownOptions, optionNames } from '../../core/validate.js'
-import type { Lease, LeaseClaim, LeasedStore } from '../../core/leased/store.js'
+import { assertKnownOptions, optionNames } from '../../core/errors/option-checks.js'
+import type { Lease, LeaseClaim, LeasedStore } from '../../ports/leased-store.js'
 import { MAX_OUTCOME_BYTES } from '../max-outcome.js'
 import { LEASED_PRUNE_OPTIONS, pruneInBatches } from '../sql/prune.js'
 import { migratePostgres, type MigrateResult } from './migrate.js'

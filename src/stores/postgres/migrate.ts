@@ -1,4 +1,4 @@
-import { assertKnownOptions, optionNames } from '../../core/validate.js'
+import { assertKnownOptions, optionNames } from '../../core/errors/option-checks.js'
 import { migrationPlan, migrationScript, type MigrateResult } from '../sql/migrations.js'
 import { migrationStatements } from './dialect/migrations.js'
 import { postgresDriver } from './driver/store-driver.js'

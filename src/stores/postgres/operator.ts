@@ -1,5 +1,5 @@
 import { InvalidOptionError } from '../../core/errors/invalid-option.js'
-import { assertKnownOptions, optionNames } from '../../core/validate.js'
+import { assertKnownOptions, optionNames } from '../../core/errors/option-checks.js'
 import type { StoreOperator } from '../../ports/operator.js'
 import { migrationOperator } from '../sql/migrations.js'
 import { operatorReads, sqlUninstall } from '../sql/operator.js'

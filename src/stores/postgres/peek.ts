@@ -1,5 +1,5 @@
-import type { KeyPeek } from '../../core/dual-read.js'
-import type { KeyRecord } from '../../core/store.js'
+import type { KeyPeek } from '../../ports/key-peek.js'
+import type { KeyRecord } from '../../ports/key-store.js'
 import { classifyPgError } from './driver/errors.js'
 import { checkOut } from './driver/held-client.js'
 import * as sql from './dialect/index.js'

@@ -1,5 +1,5 @@
 import type { InboxSession, InboxTable, PriorFailures } from '../../ports/inbox-table.js'
-import { MAX_DURATION_MS } from '../../core/validate.js'
+import { MAX_DURATION_MS } from '../../core/errors/option-checks.js'
 import { LeaseLostError } from '../../core/errors/lease-lost.js'
 import { randomUUID } from 'node:crypto'
 import type { ScriptCall } from './caller.js'

@@ -1,5 +1,5 @@
 import { InvalidOptionError } from '../../core/errors/invalid-option.js'
-import { assertKnownOptions, optionNames } from '../../core/validate.js'
+import { assertKnownOptions, optionNames } from '../../core/errors/option-checks.js'
 import type { KeyInspection, StoreOperator } from '../../ports/operator.js'
 import { redisAdapter } from './adapter.js'
 import type { RedisKeys } from './keys.js'

@@ -1,5 +1,5 @@
-import type { KeyPeek } from '../../core/dual-read.js'
-import type { LeasedStore } from '../../core/leased/store.js'
+import type { KeyPeek } from '../../ports/key-peek.js'
+import type { LeasedStore } from '../../ports/leased-store.js'
 import type { WithInboxTable } from '../../ports/inbox-table.js'
 import type { RedisTx } from './inbox-table.js'
 import type { RedisKeys } from './keys.js'

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto'
-import type { PeekResult } from '../../core/dual-read.js'
-import { NO_STEPS, type Lease, type LeaseClaim } from '../../core/leased/store.js'
+import type { PeekResult } from '../../ports/key-peek.js'
+import { NO_STEPS, type Lease, type LeaseClaim } from '../../ports/leased-store.js'
 import { LOADED, type Caller, type ScriptCall } from './caller.js'
 import type { ScriptName } from './scripts.js'
 import { v2Claim, v2Peek } from './v2-lease.js'

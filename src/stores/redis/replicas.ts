@@ -1,5 +1,5 @@
 import { InvalidOptionError } from '../../core/errors/invalid-option.js'
-import { assertCount, assertDuration, assertKnownOptions, optionNames } from '../../core/validate.js'
+import { assertCount, assertDuration, assertKnownOptions, optionNames } from '../../core/errors/option-checks.js'
 
 /**
  * What `redisStore`'s `waitForReplicas` takes. Redis replicates asynchronously: a write

@@ -1,5 +1,5 @@
 import { InvalidOptionError } from '../../core/errors/invalid-option.js'
-import { assertDuration, assertKnownOptions, optionNames } from '../../core/validate.js'
+import { assertDuration, assertKnownOptions, optionNames } from '../../core/errors/option-checks.js'
 import { redisAdapter } from './adapter.js'
 import { Caller, scriptCall } from './caller.js'
 import { redisInboxTable } from './inbox-table.js'

@@ -1,5 +1,5 @@
-import type { PeekResult } from '../../core/dual-read.js'
-import { NO_STEPS, type Lease, type LeaseClaim } from '../../core/leased/store.js'
+import type { PeekResult } from '../../ports/key-peek.js'
+import { NO_STEPS, type Lease, type LeaseClaim } from '../../ports/leased-store.js'
 import type { ScriptCall } from './caller.js'
 import type { V2ScriptName } from './scripts.js'
 

@@ -1,4 +1,4 @@
-import type { BeginRequest, Claim, KeyRecord, KeyStore, NewRecord, Session } from '../../core/store.js'
+import type { BeginRequest, Claim, KeyRecord, KeyStore, NewRecord, Session } from '../../ports/key-store.js'
 import type { KeyStatement, KeyStatements } from './dialect.js'
 import type { Connection, Joined, StoreDriver } from './driver.js'
 import type { Step } from './statement.js'

@@ -1,5 +1,5 @@
 import { InvalidOptionError } from '../../core/errors/invalid-option.js'
-import { assertCount, assertDuration, assertKnownOptions, optionNames, type KnownOptions } from '../../core/validate.js'
+import { assertCount, assertDuration, assertKnownOptions, optionNames, type KnownOptions } from '../../core/errors/option-checks.js'
 import type { PruneWalk } from './dialect.js'
 import type { StoreDriver } from './driver.js'
 import type { Statement } from './statement.js'

@@ -1,5 +1,5 @@
-import { assertCount, assertDuration, assertKnownOptions, optionNames } from '../../core/validate.js'
-import type { Lease, LeaseClaim, LeasedStore } from '../../core/leased/store.js'
+import { assertCount, assertDuration, assertKnownOptions, optionNames } from '../../core/errors/option-checks.js'
+import type { Lease, LeaseClaim, LeasedStore } from '../../ports/leased-store.js'
 import { MAX_OUTCOME_BYTES } from '../max-outcome.js'
 import { assertSqliteDatabase, changes, firstRow, setBusyTimeout } from './driver/connection.js'
 import { classifySqliteError } from './driver/errors.js'

@@ -1,4 +1,4 @@
-import { assertKnownOptions, optionNames } from '../../core/validate.js'
+import { assertKnownOptions, optionNames } from '../../core/errors/option-checks.js'
 import type { StoreOperator } from '../../ports/operator.js'
 import type { SqliteDatabase } from '../../ports/sql-clients.js'
 import { migrationOperator } from '../sql/migrations.js'

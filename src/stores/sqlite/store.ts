@@ -1,5 +1,5 @@
-import { assertDuration, assertKnownOptions, optionNames } from '../../core/validate.js'
-import type { KeyStore } from '../../core/store.js'
+import { assertDuration, assertKnownOptions, optionNames } from '../../core/errors/option-checks.js'
+import type { KeyStore } from '../../ports/key-store.js'
 import type { WithOnceTable } from '../../ports/once-table.js'
 import type { WithDeadLetterTable } from '../../ports/dead-letter-table.js'
 import type { WithInboxTable } from '../../ports/inbox-table.js'

@@ -1,5 +1,5 @@
 import type { Idem } from '../../core/engine.js'
-import type { KeyStore } from '../../core/store.js'
+import type { KeyStore } from '../../ports/key-store.js'
 
 /** What a store author supplies to run the contract against their store. */
 export interface StoreHarness<Tx> {

@@ -25,7 +25,7 @@ import {
   type Provider,
 } from '@nestjs/common'
 import { Observable } from 'rxjs'
-import { assertKnownOptions, optionNames } from '../../../core/validate.js'
+import { assertKnownOptions, optionNames } from '../../../core/errors/option-checks.js'
 import { protectRequests, type RequestProtection } from '../../handler.js'
 import type { IdempotencyContext, IdempotencyOptions } from '../../options.js'
 import { webhookReceiving, type WebhookReceiverOptions } from '../../webhooks/receiver.js'

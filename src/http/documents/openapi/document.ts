@@ -1,5 +1,5 @@
 import { InvalidOptionError } from '../../../core/errors/invalid-option.js'
-import { assertKnownOptions, optionNames } from '../../../core/validate.js'
+import { assertKnownOptions, optionNames } from '../../../core/errors/option-checks.js'
 import type { IdempotencyOptions } from '../../options.js'
 import { describePolicy, type IdempotencyPolicyDocument } from '../policy/index.js'
 import { asObject, isKeyParameter, mergedResponse, sameJson, withHeaders } from './merge.js'

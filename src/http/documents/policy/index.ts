@@ -1,4 +1,4 @@
-import { assertKnownOptions, optionNames } from '../../../core/validate.js'
+import { assertKnownOptions, optionNames } from '../../../core/errors/option-checks.js'
 import type { IdempotencyOptions } from '../../options.js'
 import { describePolicy } from './describe.js'
 import { policyBlocks } from './page.js'

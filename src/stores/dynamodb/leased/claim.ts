@@ -1,6 +1,6 @@
 import { PutItemCommand } from '@aws-sdk/client-dynamodb'
 import { StoreUnavailableError } from '../../../core/errors/store-unavailable.js'
-import { NO_STEPS, type LeaseClaim } from '../../../core/leased/store.js'
+import { NO_STEPS, type LeaseClaim } from '../../../ports/leased-store.js'
 import { conditionFailed } from '../errors.js'
 import { preparedExpression, type Expressions } from '../expressions.js'
 import { N, leasePk } from '../items.js'

@@ -1,5 +1,5 @@
-import type { KeyPeek } from '../../../core/dual-read.js'
-import type { LeasedStore } from '../../../core/leased/store.js'
+import type { KeyPeek } from '../../../ports/key-peek.js'
+import type { LeasedStore } from '../../../ports/leased-store.js'
 import { MAX_OUTCOME_BYTES } from '../items.js'
 import type { Wire } from '../wire.js'
 import { claim } from './claim.js'

@@ -1,4 +1,4 @@
-import type { Lease } from '../../../core/leased/store.js'
+import type { Lease } from '../../../ports/leased-store.js'
 import { N, S, ttlOf } from '../items.js'
 import type { LeasedContext } from './context.js'
 import { fenced, fencedUpdate } from './fence.js'

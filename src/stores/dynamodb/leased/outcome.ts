@@ -1,4 +1,4 @@
-import type { KeyRecord } from '../../../core/store.js'
+import type { KeyRecord } from '../../../ports/key-store.js'
 import { N, OUTCOME_PART_SK, S, num, partsOf, str, ttlOf } from '../items.js'
 import type { LeasedContext } from './context.js'
 import { commitFenced, fenced, fencedAction, fencedUpdate } from './fence.js'

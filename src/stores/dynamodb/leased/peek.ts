@@ -1,4 +1,4 @@
-import type { PeekResult } from '../../../core/dual-read.js'
+import type { PeekResult } from '../../../ports/key-peek.js'
 import { leasePk } from '../items.js'
 import type { LeasedContext } from './context.js'
 import { readHead } from './head.js'

@@ -1,5 +1,5 @@
 import { BatchWriteItemCommand, UpdateItemCommand } from '@aws-sdk/client-dynamodb'
-import { MAX_DURATION_MS } from '../../../core/validate.js'
+import { MAX_DURATION_MS } from '../../../core/errors/option-checks.js'
 import { conditionFailed } from '../errors.js'
 import { preparedExpression } from '../expressions.js'
 import { BOOL, N, S, STEP_SK, keyOf, num, partsOf, stepSk, str, ttlOf, type Item } from '../items.js'

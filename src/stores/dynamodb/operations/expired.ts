@@ -1,6 +1,6 @@
 import { DeleteItemCommand } from '@aws-sdk/client-dynamodb'
 import { InvalidOptionError } from '../../../core/errors/invalid-option.js'
-import { assertCount, assertKnownOptions, optionNames } from '../../../core/validate.js'
+import { assertCount, assertKnownOptions, optionNames } from '../../../core/errors/option-checks.js'
 import type { PruneOptions } from '../../../ports/operator.js'
 import { conditionFailed } from '../errors.js'
 import { expression, type Expressions } from '../expressions.js'

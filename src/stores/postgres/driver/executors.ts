@@ -7,7 +7,7 @@
  */
 
 import { InvalidOptionError } from '../../../core/errors/invalid-option.js'
-import { shown } from '../../../core/validate.js'
+import { shown } from '../../../core/errors/option-checks.js'
 import { templateOf } from '../dialect/statement.js'
 import { compiledQuery, type DrizzleSql, type KyselyExecutor } from '../../sql/orm-seams.js'
 import type { PgClient, PgExecutor } from './types.js'

@@ -1,4 +1,4 @@
-import { idemEvents, warn } from '../../../core/events.js'
+import { reportWarning } from '../../../core/errors/warning.js'
 
 const warned = new WeakSet<object>()
 
@@ -15,7 +15,7 @@ export function warnWithoutErrorListener(pool: object, caller: string): void {
   if (typeof listenerCount !== 'function' || warned.has(pool)) return
   if (listenerCount.call(pool, 'error') > 0) return
   warned.add(pool)
-  warn(idemEvents, {
+  reportWarning({
     code: 'pool-without-error-listener',
     source: caller,
     message:

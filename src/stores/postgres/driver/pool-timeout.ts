@@ -1,4 +1,4 @@
-import { idemEvents, warn } from '../../../core/events.js'
+import { reportWarning } from '../../../core/errors/warning.js'
 
 const warned = new WeakSet<object>()
 
@@ -17,7 +17,7 @@ export function warnWithoutConnectTimeout(pool: object, caller: string): void {
   if (options === null || typeof options !== 'object' || warned.has(pool)) return
   if (typeof options.connectionTimeoutMillis === 'number' && options.connectionTimeoutMillis > 0) return
   warned.add(pool)
-  warn(idemEvents, {
+  reportWarning({
     code: 'pool-without-connect-timeout',
     source: caller,
     message:

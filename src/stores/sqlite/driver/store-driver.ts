@@ -1,4 +1,4 @@
-import { keyId } from '../../../core/identity.js'
+import { keyId } from '../../../ports/key-store.js'
 import { InvalidOptionError } from '../../../core/errors/invalid-option.js'
 import type { SqliteDatabase } from '../../../ports/sql-clients.js'
 import { KeyGate } from '../../key-gate.js'

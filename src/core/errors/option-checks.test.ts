@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest'
-import { InvalidOptionError } from './errors/invalid-option.js'
-import { assertCount, assertDuration, assertKnownOptions, assertName, MAX_DURATION_MS, optionNames } from './validate.js'
+import { InvalidOptionError } from './invalid-option.js'
+import { assertCount, assertDuration, assertKnownOptions, assertName, MAX_DURATION_MS, optionNames } from './option-checks.js'
 
 describe('assertDuration', () => {
   it('accepts whole milliseconds from min to 2^31 - 1, and names the option otherwise', () => {

@@ -1,5 +1,5 @@
-import { InvalidOptionError } from './errors/invalid-option.js'
-import { assertIdentity } from './identity.js'
+import { InvalidOptionError } from './invalid-option.js'
+import { assertIdentity } from '../identity.js'
 
 /**
  * The longest duration any option accepts: 2³¹ − 1 ms (about 24.8 days). It is the

@@ -118,3 +118,17 @@ export interface Session<Tx> {
    */
   lost?(): Error | undefined
 }
+
+/**
+ * The least `maxOutcomeBytes` a store may declare (1 KiB): room for the record a leased
+ * call leaves when its outcome is too large to keep (`oversizedOutcome`).
+ */
+export const MIN_MAX_OUTCOME_BYTES = 1024
+
+/**
+ * One string for a `(scope, key)` pair, for in-process maps and locks. Length-prefixing
+ * keeps ("ab", "c") and ("a", "bc") apart.
+ */
+export function keyId(scope: string, key: string): string {
+  return `${scope.length}:${scope}${key}`
+}

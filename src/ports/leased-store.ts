@@ -1,4 +1,4 @@
-import type { KeyRecord } from '../store.js'
+import type { KeyRecord } from './key-store.js'
 
 /**
  * The contract between the leased engine and a leased key store. This comment is the
