@@ -1,5 +1,6 @@
 import { assertKnownOptions, optionNames } from '../../core/errors/option-checks.js'
-import { anySignatureMatches, headerOf, hexDigest, refused, secretKeys, verified, type WebhookSecrets } from './signing.js'
+import { bodySignatureVerifier, type BodySignatureScheme } from './body-signature.js'
+import { headerOf, hexDigest, type WebhookSecrets } from './signing.js'
 import type { WebhookVerifier } from './verifier.js'
 
 /** What `githubSignature` takes: the webhook's secret(s). */
@@ -9,7 +10,14 @@ export interface GithubSignatureOptions {
 }
 
 const OPTIONS = optionNames<GithubSignatureOptions>({ secret: true })
-const HEADER = 'x-hub-signature-256'
+const GITHUB: BodySignatureScheme = {
+  scheme: 'github',
+  header: 'X-Hub-Signature-256',
+  format: 'sha256= and 64 hex digits',
+  secret: 'webhook secret',
+  digest: (header) => (header.startsWith('sha256=') ? hexDigest(header.slice('sha256='.length)) : undefined),
+  eventId: (delivery) => headerOf(delivery, 'x-github-delivery'),
+}
 
 /**
  * Verifies GitHub's `X-Hub-Signature-256` header (`sha256=<hex>`): HMAC-SHA256 under the
@@ -24,21 +32,6 @@ const HEADER = 'x-hub-signature-256'
  * @see docs/guides/webhooks-github.md
  */
 export function githubSignature(options: GithubSignatureOptions): WebhookVerifier {
-  const caller = 'githubSignature'
-  assertKnownOptions(caller, options, OPTIONS)
-  const keys = secretKeys(caller, options.secret, (one) => one)
-
-  return {
-    scheme: 'github',
-    verify(delivery) {
-      const header = headerOf(delivery, HEADER)
-      if (header === undefined) return refused('missing-header', 'The X-Hub-Signature-256 header is missing')
-      const digest = header.startsWith('sha256=') ? hexDigest(header.slice('sha256='.length)) : undefined
-      if (digest === undefined) return refused('malformed-header', 'X-Hub-Signature-256 must be sha256= and 64 hex digits')
-      if (!anySignatureMatches(keys, [delivery.body], [digest])) {
-        return refused('no-matching-signature', 'X-Hub-Signature-256 does not match the body under the webhook secret')
-      }
-      return verified(headerOf(delivery, 'x-github-delivery'))
-    },
-  }
+  assertKnownOptions('githubSignature', options, OPTIONS)
+  return bodySignatureVerifier('githubSignature', GITHUB, options.secret)
 }

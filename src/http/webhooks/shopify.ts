@@ -1,5 +1,6 @@
 import { assertKnownOptions, optionNames } from '../../core/errors/option-checks.js'
-import { anySignatureMatches, base64Digest, headerOf, refused, secretKeys, verified, type WebhookSecrets } from './signing.js'
+import { bodySignatureVerifier, type BodySignatureScheme } from './body-signature.js'
+import { base64Digest, headerOf, type WebhookSecrets } from './signing.js'
 import type { WebhookVerifier } from './verifier.js'
 
 /** What `shopifySignature` takes: the app's client secret(s). */
@@ -12,7 +13,14 @@ export interface ShopifySignatureOptions {
 }
 
 const OPTIONS = optionNames<ShopifySignatureOptions>({ secret: true })
-const HEADER = 'x-shopify-hmac-sha256'
+const SHOPIFY: BodySignatureScheme = {
+  scheme: 'shopify',
+  header: 'X-Shopify-Hmac-Sha256',
+  format: '32 bytes in base64',
+  secret: 'client secret',
+  digest: (header) => base64Digest(header.trim()),
+  eventId: (delivery) => headerOf(delivery, 'x-shopify-event-id') ?? headerOf(delivery, 'x-shopify-webhook-id'),
+}
 
 /**
  * Verifies Shopify's `X-Shopify-Hmac-Sha256` header: the base64 HMAC-SHA256 under the
@@ -29,21 +37,6 @@ const HEADER = 'x-shopify-hmac-sha256'
  * @see docs/guides/webhooks-shopify.md
  */
 export function shopifySignature(options: ShopifySignatureOptions): WebhookVerifier {
-  const caller = 'shopifySignature'
-  assertKnownOptions(caller, options, OPTIONS)
-  const keys = secretKeys(caller, options.secret, (one) => one)
-
-  return {
-    scheme: 'shopify',
-    verify(delivery) {
-      const header = headerOf(delivery, HEADER)
-      if (header === undefined) return refused('missing-header', 'The X-Shopify-Hmac-Sha256 header is missing')
-      const digest = base64Digest(header.trim())
-      if (digest === undefined) return refused('malformed-header', 'X-Shopify-Hmac-Sha256 must be 32 bytes in base64')
-      if (!anySignatureMatches(keys, [delivery.body], [digest])) {
-        return refused('no-matching-signature', 'X-Shopify-Hmac-Sha256 does not match the body under the client secret')
-      }
-      return verified(headerOf(delivery, 'x-shopify-event-id') ?? headerOf(delivery, 'x-shopify-webhook-id'))
-    },
-  }
+  assertKnownOptions('shopifySignature', options, OPTIONS)
+  return bodySignatureVerifier('shopifySignature', SHOPIFY, options.secret)
 }

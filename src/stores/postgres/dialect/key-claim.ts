@@ -1,6 +1,7 @@
+import { lockWait } from './lock-wait.js'
 import { quoteSchema } from './statement.js'
 
-// ---- the claim of a key table (migration 7): written once, for idem_keys and idem_keys_by_day ----
+// ---- the claim of a key table (migrations 1, 6 and 7): written once, for idem_keys and idem_keys_by_day ----
 
 /**
  * What the claim's SQL needs to know of a key table. `idem_keys` has a primary key on
@@ -68,21 +69,7 @@ BEGIN
     IF FOUND THEN
       RETURN ${found};
     END IF;
-    IF p_wait_ms <= 0 THEN
-      RETURN 'l';
-    END IF;
-    previous_timeout := current_setting('lock_timeout');
-    BEGIN
-      PERFORM set_config('lock_timeout', p_wait_ms || 'ms', true);
-      PERFORM pg_advisory_xact_lock(lock_id);
-      PERFORM set_config('lock_timeout', previous_timeout, true);
-    EXCEPTION WHEN lock_not_available THEN
-      RETURN 'l';
-    END;
-    -- Under REPEATABLE READ / SERIALIZABLE the snapshot was taken before the wait.
-    IF current_setting('transaction_isolation') <> 'read committed' THEN
-      RETURN 's';
-    END IF;
+${lockWait({ locked: "RETURN 'l';", stale: "RETURN 's';" })}
   END IF;
   -- Read under the lock, in a snapshot taken after it: a holder that committed while
   -- this call waited is seen.
@@ -96,6 +83,61 @@ BEGIN
     DELETE FROM ${row};
   END IF;
   RETURN 'n';
+END
+$fn$`
+}
+
+/** The claim function of versions 1 and 6: `idem_claim`, `idem_claim_by_day`. */
+function legacyClaimFunctionName(shape: KeyTableShape): string {
+  return shape.unique ? 'idem_claim' : 'idem_claim_by_day'
+}
+
+/**
+ * `CREATE FUNCTION idem_claim(scope, key, wait_ms)` (version 1, for idem_keys) and
+ * `idem_claim_by_day` (version 6): the decision `claimFunction` makes, returned as three
+ * OUT columns (`state`: new, locked, stale or found; `fingerprint`; `outcome`). Still
+ * created: an instance of an earlier version claims through them during a rolling
+ * deploy, under the same lock as `claimFunction`'s.
+ *
+ * The text migrations 1 and 6 apply: change it only with a new version.
+ */
+export function legacyClaimFunction(schema: string, shape: KeyTableShape): string {
+  const s = quoteSchema(schema)
+  const row = `${s}.${shape.table} AS k WHERE k.scope = p_scope AND k.key = p_key`
+  const latest = shape.unique ? '' : '\n    ORDER BY k.expires_at DESC LIMIT 1'
+  return `CREATE FUNCTION ${s}.${legacyClaimFunctionName(shape)}(p_scope text, p_key text, p_wait_ms integer,
+  OUT state text, OUT fingerprint text, OUT outcome text)
+LANGUAGE plpgsql VOLATILE AS $fn$
+DECLARE
+  lock_id bigint := ${keyLockId('p_scope', 'p_key', shape.seed)};
+  previous_timeout text;
+  live boolean;
+BEGIN
+  IF NOT pg_try_advisory_xact_lock(lock_id) THEN
+    -- Held by the first call, or briefly by a replay. A committed record is final until
+    -- it expires, so concurrent replays answer at once instead of waiting (or 409).
+    SELECT k.fingerprint, k.outcome INTO fingerprint, outcome FROM ${row} AND k.expires_at > now();
+    IF FOUND THEN
+      state := 'found';
+      RETURN;
+    END IF;
+${lockWait({ locked: "state := 'locked'; RETURN;", stale: "state := 'stale'; RETURN;" })}
+  END IF;
+  -- Read under the lock: this statement's snapshot is new (VOLATILE, READ COMMITTED),
+  -- so it sees a holder that committed while this call waited.
+  SELECT k.fingerprint, k.outcome, k.expires_at > now() INTO fingerprint, outcome, live FROM ${row}${latest};
+  IF FOUND AND live THEN
+    state := 'found';
+    RETURN;
+  END IF;
+  IF FOUND THEN
+    -- An expired key is a new key. Removing it here, under the lock, lets the record be
+    -- written with a plain INSERT.
+    DELETE FROM ${row};
+    fingerprint := NULL;
+    outcome := NULL;
+  END IF;
+  state := 'new';
 END
 $fn$`
 }

@@ -1,4 +1,4 @@
-import { claimFunction, KEYS, KEYS_BY_DAY } from '../key-claim.js'
+import { claimFunction, KEYS, KEYS_BY_DAY, legacyClaimFunction } from '../key-claim.js'
 import { quoteSchema } from '../statement.js'
 import type { Migration } from './migration.js'
 
@@ -26,60 +26,7 @@ export const keysTable: Migration = {
       `CREATE INDEX idem_keys_expires_at ON ${s}.idem_keys USING brin (expires_at)`,
       // The lock id hashes a length-prefixed (scope, key), so ("ab","c") and ("a","bc")
       // never share a lock. A hash collision only makes two keys wait for each other.
-      `CREATE FUNCTION ${s}.idem_claim(p_scope text, p_key text, p_wait_ms integer,
-  OUT state text, OUT fingerprint text, OUT outcome text)
-LANGUAGE plpgsql VOLATILE AS $fn$
-DECLARE
-  lock_id bigint := hashtextextended(length(p_scope)::text || ':' || p_scope || p_key, 0);
-  previous_timeout text;
-  live boolean;
-BEGIN
-  IF NOT pg_try_advisory_xact_lock(lock_id) THEN
-    -- Held by the first call, or briefly by a replay. A committed record is final until
-    -- it expires, so concurrent replays answer at once instead of waiting (or 409).
-    SELECT k.fingerprint, k.outcome INTO fingerprint, outcome FROM ${s}.idem_keys AS k
-      WHERE k.scope = p_scope AND k.key = p_key AND k.expires_at > now();
-    IF FOUND THEN
-      state := 'found';
-      RETURN;
-    END IF;
-    IF p_wait_ms <= 0 THEN
-      state := 'locked';
-      RETURN;
-    END IF;
-    previous_timeout := current_setting('lock_timeout');
-    BEGIN
-      PERFORM set_config('lock_timeout', p_wait_ms || 'ms', true);
-      PERFORM pg_advisory_xact_lock(lock_id);
-      PERFORM set_config('lock_timeout', previous_timeout, true);
-    EXCEPTION WHEN lock_not_available THEN
-      state := 'locked';
-      RETURN;
-    END;
-    -- Under REPEATABLE READ / SERIALIZABLE the snapshot was taken before the wait.
-    IF current_setting('transaction_isolation') <> 'read committed' THEN
-      state := 'stale';
-      RETURN;
-    END IF;
-  END IF;
-  -- Read under the lock: this statement's snapshot is new (VOLATILE, READ COMMITTED),
-  -- so it sees a holder that committed while this call waited.
-  SELECT k.fingerprint, k.outcome, k.expires_at > now() INTO fingerprint, outcome, live FROM ${s}.idem_keys AS k
-    WHERE k.scope = p_scope AND k.key = p_key;
-  IF FOUND AND live THEN
-    state := 'found';
-    RETURN;
-  END IF;
-  IF FOUND THEN
-    -- An expired key is a new key. Removing it here, under the lock, lets the record be
-    -- written with a plain INSERT (measured: ~6% faster than INSERT … ON CONFLICT).
-    DELETE FROM ${s}.idem_keys AS k WHERE k.scope = p_scope AND k.key = p_key;
-    fingerprint := NULL;
-    outcome := NULL;
-  END IF;
-  state := 'new';
-END
-$fn$`,
+      legacyClaimFunction(schema, KEYS),
     ]
   },
 }
@@ -111,55 +58,7 @@ export const keysByDayTable: Migration = {
       // idem_claim (version 1) over idem_keys_by_day: the same decision, under a lock of
       // its own (seed 1), so that during a move between the two tables (a dual-read
       // window) a claim in one is not mistaken for a holder in the other.
-      `CREATE FUNCTION ${s}.idem_claim_by_day(p_scope text, p_key text, p_wait_ms integer,
-  OUT state text, OUT fingerprint text, OUT outcome text)
-LANGUAGE plpgsql VOLATILE AS $fn$
-DECLARE
-  lock_id bigint := hashtextextended(length(p_scope)::text || ':' || p_scope || p_key, 1);
-  previous_timeout text;
-  live boolean;
-BEGIN
-  IF NOT pg_try_advisory_xact_lock(lock_id) THEN
-    SELECT k.fingerprint, k.outcome INTO fingerprint, outcome FROM ${s}.idem_keys_by_day AS k
-      WHERE k.scope = p_scope AND k.key = p_key AND k.expires_at > now();
-    IF FOUND THEN
-      state := 'found';
-      RETURN;
-    END IF;
-    IF p_wait_ms <= 0 THEN
-      state := 'locked';
-      RETURN;
-    END IF;
-    previous_timeout := current_setting('lock_timeout');
-    BEGIN
-      PERFORM set_config('lock_timeout', p_wait_ms || 'ms', true);
-      PERFORM pg_advisory_xact_lock(lock_id);
-      PERFORM set_config('lock_timeout', previous_timeout, true);
-    EXCEPTION WHEN lock_not_available THEN
-      state := 'locked';
-      RETURN;
-    END;
-    IF current_setting('transaction_isolation') <> 'read committed' THEN
-      state := 'stale';
-      RETURN;
-    END IF;
-  END IF;
-  SELECT k.fingerprint, k.outcome, k.expires_at > now() INTO fingerprint, outcome, live FROM ${s}.idem_keys_by_day AS k
-    WHERE k.scope = p_scope AND k.key = p_key
-    ORDER BY k.expires_at DESC LIMIT 1;
-  IF FOUND AND live THEN
-    state := 'found';
-    RETURN;
-  END IF;
-  IF FOUND THEN
-    -- An expired record whose partition is not dropped yet: a new key, as in idem_claim.
-    DELETE FROM ${s}.idem_keys_by_day AS k WHERE k.scope = p_scope AND k.key = p_key;
-    fingerprint := NULL;
-    outcome := NULL;
-  END IF;
-  state := 'new';
-END
-$fn$`,
+      legacyClaimFunction(schema, KEYS_BY_DAY),
     ]
   },
 }

@@ -1,4 +1,5 @@
 import { inboxLockId } from '../inbox.js'
+import { lockWait } from '../lock-wait.js'
 import { quoteSchema } from '../statement.js'
 import type { Migration } from './migration.js'
 
@@ -98,20 +99,7 @@ BEGIN
                WHERE i.consumer = p_consumer AND i.message_key = p_key AND i.expires_at > now()) THEN
       RETURN 'found';
     END IF;
-    IF p_wait_ms <= 0 THEN
-      RETURN 'locked';
-    END IF;
-    previous_timeout := current_setting('lock_timeout');
-    BEGIN
-      PERFORM set_config('lock_timeout', p_wait_ms || 'ms', true);
-      PERFORM pg_advisory_xact_lock(lock_id);
-      PERFORM set_config('lock_timeout', previous_timeout, true);
-    EXCEPTION WHEN lock_not_available THEN
-      RETURN 'locked';
-    END;
-    IF current_setting('transaction_isolation') <> 'read committed' THEN
-      RETURN 'stale';
-    END IF;
+${lockWait({ locked: "RETURN 'locked';", stale: "RETURN 'stale';" })}
   END IF;
   SELECT i.expires_at > now() INTO live FROM ${s}.idem_inbox AS i
     WHERE i.consumer = p_consumer AND i.message_key = p_key;
