@@ -9,7 +9,8 @@ import { cpSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, syml
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { root, type Ran } from './support.js'
+import { STORES } from '../../src/stores/registry.js'
+import { idem as builtIdem, noStack, root, type Ran } from './support.js'
 
 /** The fake store's operator: its stats say where they come from. */
 const FAKE_INDEX = `import type { KeyInspection, StoreOperator, TableStats } from '../../ports/operator.js'
@@ -157,5 +158,22 @@ describe('a store is its folder plus one line in src/stores/registry.ts', () => 
     const { './fake': _, ...others } = pkg.exports
     expect(others).toEqual(ours.exports)
     expect(Object.keys(pkg.exports).filter((key) => key !== './fake')).toEqual(Object.keys(ours.exports))
+  })
+})
+
+describe('the registry loads no driver', () => {
+  const peers = STORES.flatMap((store) => (store.peer === undefined ? [] : [store.peer]))
+  const hideAll = { node: ['--import', join(root, 'test/cli/fixtures/hide-module.mjs')], env: { IDEM_HIDE_MODULE: peers.join(',') } }
+
+  it.each([[['--help']], [['stores']], [['sql', 'postgres']], [['migrate', '--help']]])('idem %j runs with no driver installed', async (args) => {
+    expect(peers).toEqual(expect.arrayContaining(['pg', 'better-sqlite3', 'mysql2', 'ioredis', '@aws-sdk/client-dynamodb']))
+    const ran = await builtIdem(args, hideAll)
+    expect(ran).toMatchObject({ code: 0, stderr: '' })
+  })
+
+  it('a command loads the driver of the store it reaches, and says which to install', async () => {
+    const ran = await builtIdem(['inspect', 's', 'k', '--mysql', 'mysql://127.0.0.1/app'], hideAll)
+    expect(ran).toMatchObject({ code: 2, stdout: '', stderr: 'idem inspect: the MySQL driver "mysql2" is not installed\n  fix: npm i mysql2\n' })
+    noStack(ran)
   })
 })
