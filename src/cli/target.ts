@@ -32,7 +32,7 @@ export function storesFor(command: StoreCommand): CliStore[] {
 /** `--postgres <url>`: a store's flag as help and messages show it. */
 export const flagOf = (store: CliStore): string => `--${store.name} ${store.cli.value}`
 
-/** The options of the stores' that apply to `command`, each once. */
+/** The options of `stores` that apply to `command`, each once, with the stores that read it. */
 function optionsFor(stores: readonly CliStore[], command: StoreCommand): Map<string, { option: StoreOption; owners: CliStore[] }> {
   const options = new Map<string, { option: StoreOption; owners: CliStore[] }>()
   for (const store of stores) {

@@ -76,8 +76,6 @@ export interface StoreAccess {
 export interface StoreTarget {
   /** The flags that name the target, for a suggested command line (and `--json`'s `target`): credentials masked, each value quoted for a shell where it needs it. */
   readonly flags: string
-  /** Where, for messages: `schema "public"`, a file, a masked URL. */
-  readonly where: string
   /** The connection strings given, whose credentials no message may quote. */
   readonly secrets: readonly string[]
   /** The error for idem's tables missing there, or older than this idem, with its fix; absent where the store keeps none (Redis). */

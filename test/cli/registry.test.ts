@@ -9,7 +9,13 @@ import { cpSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, syml
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { CLI_STORES } from '../../src/cli/target.js'
+import type { StoreOperator } from '../../src/ports/operator.js'
 import { STORES } from '../../src/stores/registry.js'
+import { DYNAMODB_URL } from '../support/dynamodb.js'
+import { MYSQL_URL } from '../support/mysql.js'
+import { PG_URL } from '../support/postgres.js'
+import { REDIS_URL } from '../leased/support.js'
 import { idem as builtIdem, noStack, root, type Ran } from './support.js'
 
 /** The fake store's operator: its stats say where they come from. */
@@ -41,7 +47,6 @@ export const entry: StoreEntry = {
       if (!/^[a-z]+$/.test(name)) throw new CliError(\`--fake \${JSON.stringify(name)} is not a fake store's name\`, 'pass lower-case letters, such as --fake x')
       return {
         flags: \`--fake \${name}\`,
-        where: \`fake store "\${name}"\`,
         secrets: [],
         withOperator: async (_access, work) => work((await import('./index.js')).fakeOperator(name)),
       }
@@ -175,5 +180,36 @@ describe('the registry loads no driver', () => {
     const ran = await builtIdem(['inspect', 's', 'k', '--mysql', 'mysql://127.0.0.1/app'], hideAll)
     expect(ran).toMatchObject({ code: 2, stdout: '', stderr: 'idem inspect: the MySQL driver "mysql2" is not installed\n  fix: npm i mysql2\n' })
     noStack(ran)
+  })
+})
+
+describe("each store's entry names the commands its operator serves", () => {
+  const dir = mkdtempSync(join(tmpdir(), 'idem-registry-operators-'))
+  afterAll(() => rmSync(dir, { recursive: true, force: true }))
+  // The flag's value for each bundled store, on the servers the tests run on: a store added
+  // to the registry adds its line here.
+  const given: Record<string, [value: string, flags: Record<string, string>]> = {
+    postgres: [PG_URL, { schema: 'public' }],
+    // A dry run reads a file that is not there as an empty database, and makes none.
+    sqlite: [join(dir, 'none.db'), {}],
+    mysql: [MYSQL_URL, {}],
+    redis: [REDIS_URL, { prefix: 'idem:' }],
+    dynamodb: ['idem_registry', { endpoint: DYNAMODB_URL, region: 'us-east-1' }],
+  }
+
+  it.each(CLI_STORES.map((store) => [store.name, store] as const))('%s', async (name, store) => {
+    expect(given[name], `a flag value for ${name} in this test`).toBeDefined()
+    const [value, flags] = given[name]!
+    const operator = await store.cli.target(value, flags).withOperator({ dryRun: true }, (found: StoreOperator) => Promise.resolve(found))
+    const serves = (command: string): boolean => store.cli.commands.some((listed) => listed === command)
+    expect({ migrate: serves('migrate'), stats: serves('stats'), uninstall: serves('uninstall'), reconcile: serves('reconcile') }).toEqual({
+      migrate: operator.migrations !== undefined,
+      stats: operator.stats !== undefined,
+      uninstall: operator.uninstall !== undefined,
+      reconcile: operator.sql !== undefined,
+    })
+    expect(serves('inspect')).toBe(true)
+    // What `idem sql` prints is the version `idem migrate` brings the store to.
+    if (store.cli.sql !== undefined) expect(store.cli.sql.latest).toBe(operator.migrations?.latest)
   })
 })

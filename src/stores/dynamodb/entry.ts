@@ -38,7 +38,6 @@ function dynamodbTarget(table: string, options: StoreFlags): StoreTarget {
   const where: Table = { table, ...(endpoint === undefined ? {} : { endpoint }), ...(region === undefined ? {} : { region }) }
   return {
     flags: `--dynamodb ${table}${endpoint === undefined ? '' : ` --endpoint ${shellWord(masked(endpoint))}`}${region === undefined ? '' : ` --region ${shellWord(region)}`}`,
-    where: `DynamoDB table "${table}"`,
     secrets: endpoint === undefined ? [] : [endpoint],
     missing: (cause) => new CliError(`DynamoDB table "${table}" does not exist`, `create it: await dynamodbStore({ client, table: '${table}' }).createTable() (docs/dynamodb.md)`, { cause }),
     withOperator: (_access, work) => withDynamo(where, work),

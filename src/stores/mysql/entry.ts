@@ -27,7 +27,6 @@ function mysqlTarget(given: string): StoreTarget {
   const flags = `--mysql ${shellWord(masked(url))}`
   return {
     flags,
-    where: masked(url),
     secrets: [url],
     missing: (cause) => tablesMissingError(masked(url), flags, cause),
     withOperator: (_access, work) => withMysql(url, work),

@@ -39,7 +39,6 @@ function postgresTarget(given: string, flags: StoreFlags): StoreTarget {
   const named = `--postgres ${shellWord(masked(given))}${schema === 'public' ? '' : ` --schema ${schema}`}`
   return {
     flags: named,
-    where: `schema "${schema}"`,
     secrets: [given],
     missing: (cause) => tablesMissingError(`schema "${schema}"`, named, cause),
     withOperator: (_access, work) => withPostgres(given, connection, (pool, postgresOperator) => work(postgresOperator({ pool, schema, ...(keyLayout === undefined ? {} : { keyLayout }) }))),

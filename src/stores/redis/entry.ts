@@ -25,7 +25,6 @@ function redisTarget(given: string, options: StoreFlags): StoreTarget {
   const flags = `--redis ${shellWord(masked(url))}`
   return {
     flags,
-    where: masked(url),
     secrets: [url],
     withOperator: (_access, work) =>
       withRedis(url, async (client) => {

@@ -28,7 +28,6 @@ function sqliteTarget(given: string): StoreTarget {
   const flags = `--sqlite ${shellWord(file)}`
   return {
     flags,
-    where: file,
     secrets: [],
     missing: (cause) => tablesMissingError(file, flags, cause),
     withOperator: async (access, work) => {
