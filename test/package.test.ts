@@ -4,9 +4,12 @@
 // and TypeScript's node10 resolution (typesVersions), which ignores "exports". A new
 // subpath export that forgets one of them compiles for the repository and fails a Nest
 // app; test:install proves the shapes in real projects, this keeps every entry in them.
-import { existsSync, readFileSync } from 'node:fs'
+import { execFile } from 'node:child_process'
+import { cpSync, existsSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { describe, expect, it } from 'vitest'
+import { promisify } from 'node:util'
+import { afterAll, describe, expect, it } from 'vitest'
 
 const root = new URL('..', import.meta.url).pathname
 interface Target {
@@ -40,5 +43,30 @@ describe('package.json: the entry points', () => {
 
   it('typesVersions names no subpath that "exports" lacks', () => {
     for (const subpath of Object.keys(pkg.typesVersions['*']!)) expect(pkg.exports[`./${subpath}`], subpath).toBeDefined()
+  })
+})
+
+// The stores' entry points are written from the registry (src/stores/registry.ts) by
+// tools/exports.mjs: a store whose entry point package.json lacks fails here.
+describe("package.json: the stores' entry points are the registry's", () => {
+  const run = promisify(execFile)
+  const copy = mkdtempSync(join(tmpdir(), 'idem-exports-'))
+  afterAll(() => rmSync(copy, { recursive: true, force: true }))
+
+  it('node tools/exports.mjs --check finds package.json current', async () => {
+    const { stdout } = await run(process.execPath, [join(root, 'tools/exports.mjs'), '--check'], { cwd: root })
+    expect(stdout).toContain("package.json: the stores' entry points match the registry")
+  })
+
+  it('names a store entry point package.json lacks, and says to run node tools/exports.mjs', async () => {
+    cpSync(join(root, 'tools/exports.mjs'), join(copy, 'tools/exports.mjs'))
+    symlinkSync(join(root, 'dist'), join(copy, 'dist'))
+    const { './redis': _, ...exports } = pkg.exports
+    writeFileSync(join(copy, 'package.json'), `${JSON.stringify({ ...pkg, exports }, null, 2)}\n`)
+    const failed = await run(process.execPath, [join(copy, 'tools/exports.mjs'), '--check'], { cwd: copy }).catch((error: { code: number; stderr: string }) => error)
+    expect(failed).toMatchObject({ code: 1 })
+    expect((failed as { stderr: string }).stderr).toBe(
+      'package.json "exports" lacks "./redis": {"require":{"types":"./dist/stores/redis/index.d.cts","default":"./dist/stores/redis/index.js"},"types":"./dist/stores/redis/index.d.ts","default":"./dist/stores/redis/index.js"}\n  fix: run node tools/exports.mjs\n',
+    )
   })
 })

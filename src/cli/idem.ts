@@ -3,16 +3,19 @@ import { realpathSync } from 'node:fs'
 import { createRequire } from 'node:module'
 import { pathToFileURL } from 'node:url'
 import { Command, CommanderError } from 'commander'
+import { CliError } from '../core/errors/cli-error.js'
+import { reason, unquoted } from '../core/errors/credentials.js'
 import type { CommandContext } from './context.js'
-import { reason, unquoted } from './credentials.js'
 import { registerInspect } from './inspect.js'
-import { CliError, consoleIo, EXIT, type CliIo } from './io.js'
+import { consoleIo, EXIT, type CliIo } from './io.js'
 import { registerMigrate } from './migrate.js'
 import { registerPolicy } from './policy.js'
 import { registerPrune } from './prune.js'
 import { registerReconcile } from './reconcile.js'
 import { registerSql } from './sql.js'
 import { registerStats } from './stats.js'
+import { registerStores } from './stores.js'
+import { CLI_STORES } from './target.js'
 import { registerUninstall } from './uninstall.js'
 
 const { version } = createRequire(import.meta.url)('../../package.json') as { version: string }
@@ -32,6 +35,7 @@ export function program(io: CliIo, exit: (code: number) => void, argv: readonly 
     .addHelpText(
       'after',
       `
+Stores: ${CLI_STORES.map((store) => `--${store.name}`).join(', ')} (idem stores lists what each serves).
 Exit codes: 0 ok; 1 the answer is no (reconcile above its threshold, inspect found no key); 2 a usage, connection or setup error.
 Docs: docs/operating.md`,
     )
@@ -44,6 +48,7 @@ Docs: docs/operating.md`,
   registerReconcile(idem, context)
   registerPolicy(idem, context)
   registerUninstall(idem, context)
+  registerStores(idem, context)
   for (const command of idem.commands) command.showHelpAfterError(`(run idem ${command.name()} --help for its options and an example)`)
   return idem
 }

@@ -3,10 +3,7 @@ import type { KeyInspection } from '../ports/operator.js'
 import { printJson, type CommandContext } from './context.js'
 import { EXIT } from './io.js'
 import { human } from './parse.js'
-import { withOperator } from './connect.js'
-import { storeError, targetFlags, targetOf, withTargetOptions, type TargetFlags } from './target.js'
-
-const KINDS = ['postgres', 'sqlite', 'mysql', 'redis', 'dynamodb'] as const
+import { storeError, targetOf, withTargetOptions } from './target.js'
 
 export function registerInspect(program: Command, { io, exit }: CommandContext): void {
   const command = program
@@ -19,7 +16,7 @@ export function registerInspect(program: Command, { io, exit }: CommandContext):
     )
     .argument('<scope>', 'the scope the key belongs to (account, API key)')
     .argument('<key>', 'the Idempotency-Key, as the client sent it (without the sf-string quotes)')
-  withTargetOptions(command, KINDS)
+  withTargetOptions(command, 'inspect')
     .option('--json', 'print the records as JSON')
     .addHelpText(
       'after',
@@ -29,15 +26,15 @@ Examples:
   $ idem inspect acct_1 order-42 --redis redis://127.0.0.1:6379 --prefix myapp:idem:
   $ idem inspect acct_1 job-7 --dynamodb idem --region eu-west-1`,
     )
-    .action(async (scope: string, key: string, flags: TargetFlags & { json?: boolean }) => {
-      const target = targetOf(flags, KINDS)
-      const report: KeyInspection = await withOperator(target, { readonly: true }, (operator) => operator.inspect(scope, key)).catch((error: unknown) => {
+    .action(async (scope: string, key: string, flags: { json?: boolean }, self: Command) => {
+      const target = targetOf(self, 'inspect')
+      const report: KeyInspection = await target.withOperator({ readonly: true }, (operator) => operator.inspect(scope, key)).catch((error: unknown) => {
         throw storeError(error, target)
       })
       const found = report.record !== undefined || report.lease !== undefined
       if (!found) exit(EXIT.exceeded)
       if (flags.json) return printJson(io, { ...report, found })
-      for (const line of describe(report, targetFlags(target))) io.out(line)
+      for (const line of describe(report, target.flags)) io.out(line)
     })
 }
 

@@ -27,18 +27,3 @@ export function consoleIo(): CliIo {
     progress: tty ? (line) => process.stderr.write(line === undefined ? '\n' : `\r\x1b[K${line}`) : undefined,
   }
 }
-
-/**
- * A mistake the person at the keyboard can fix: what went wrong, and what to do about
- * it. Printed as two lines, exit code 2, never a stack trace.
- */
-export class CliError extends Error {
-  constructor(
-    message: string,
-    readonly fix: string,
-    options?: ErrorOptions,
-  ) {
-    super(message, options)
-    this.name = 'CliError'
-  }
-}

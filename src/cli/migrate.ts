@@ -1,17 +1,15 @@
 import type { Command } from 'commander'
 import type { SchemaMigrations, StoreOperator } from '../ports/operator.js'
 import { printJson, type CommandContext } from './context.js'
-import { CliError } from './io.js'
+import { CliError } from '../core/errors/cli-error.js'
 import { count } from './parse.js'
-import { withOperator } from './connect.js'
-import { keyLayoutOf, storeError, targetFlags, targetOf, withKeyLayoutOption, withTargetOptions, type KeyLayout, type Target, type TargetFlags } from './target.js'
+import { storeError, targetOf, withTargetOptions, type Target } from './target.js'
 
-const KINDS = ['postgres', 'sqlite', 'mysql'] as const
-
-interface Flags extends TargetFlags {
+interface Flags {
   dryRun?: boolean
   baseline?: number
-  keyLayout?: KeyLayout
+  /** Postgres' `--key-layout`, for the note a dry run prints. */
+  keyLayout?: string
   json?: boolean
 }
 
@@ -42,7 +40,7 @@ export function registerMigrate(program: Command, { io }: CommandContext): void 
         'It prints the versions it will apply, and what each does, before applying them; --dry-run prints their SQL instead. ' +
         'Each version applied is recorded in idem_migrations.',
     )
-  withKeyLayoutOption(withTargetOptions(command, KINDS))
+  withTargetOptions(command, 'migrate')
     .option('--dry-run', 'print the SQL that would be applied, and apply nothing')
     .option('--baseline <version>', 'record versions up to <version> as applied without running them (tables created by hand)', count(1, 1_000))
     .option('--json', 'print the result as JSON')
@@ -54,8 +52,8 @@ Examples:
   $ idem migrate --sqlite data/app.db --dry-run
   $ idem migrate --postgres postgres://app@db.internal:5432/app --key-layout daily-partitions`,
     )
-    .action(async (flags: Flags) => {
-      const target = targetOf(flags, KINDS)
+    .action(async (flags: Flags, self: Command) => {
+      const target = targetOf(self, 'migrate')
       // What it will do, printed before it does it (with --json, in the report instead).
       const announce = flags.json ? undefined : (from: number, pending: PendingVersion[], transactional: boolean) => io.out(planText(from, pending, transactional))
       const report = await migrate(target, flags, announce).catch((error: unknown) => {
@@ -86,10 +84,9 @@ function planText(from: number, pending: PendingVersion[], transactional: boolea
 }
 
 async function migrate(target: Target, flags: Flags, announce?: Announce): Promise<MigrateReport> {
-  const where = targetFlags(target)
-  // Only a real migrate may create a new SQLite file; a dry run reads a missing one as empty.
-  const access = { ...keyLayoutOf(flags, target), create: !flags.dryRun, dryRun: flags.dryRun === true }
-  return withOperator(target, access, (operator) => migrateWith(operator, flags, where, announce))
+  // Only a real migrate may create a new database file; a dry run reads a missing one as empty.
+  const access = { create: !flags.dryRun, dryRun: flags.dryRun === true }
+  return target.withOperator(access, (operator) => migrateWith(operator, flags, target.flags, announce))
 }
 
 /** Told the version found and what will be applied, before anything is (not called when nothing is to be). */
@@ -108,7 +105,7 @@ function pendingIn(script: string[]): PendingVersion[] {
 /**
  * What `idem migrate` does on a connected store: `where` is the target's flags, for the
  * fixes it suggests.
- * @example await withOperator(target, access, (operator) => migrateWith(operator, flags, targetFlags(target)))
+ * @example await target.withOperator(access, (operator) => migrateWith(operator, flags, target.flags))
  */
 export async function migrateWith(
   { backend, migrations }: StoreOperator,

@@ -1,10 +1,10 @@
 import { resolve } from 'node:path'
 import { pathToFileURL } from 'node:url'
 import { Option, type Command } from 'commander'
+import { CliError } from '../core/errors/cli-error.js'
 import { InvalidOptionError } from '../core/errors/invalid-option.js'
 import { idempotencyPolicy, type PolicyFormat } from '../http/documents/policy/index.js'
 import type { CommandContext } from './context.js'
-import { CliError } from './io.js'
 import { count } from './parse.js'
 
 interface Flags {

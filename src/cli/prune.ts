@@ -2,15 +2,11 @@ import type { Command } from 'commander'
 import { printJson, type CommandContext } from './context.js'
 import type { CliIo } from './io.js'
 import { count, duration, grouped, human } from './parse.js'
-import { withOperator } from './connect.js'
-import { keyLayoutOf, storeError, targetFlags, targetOf, withKeyLayoutOption, withTargetOptions, type KeyLayout, type TargetFlags } from './target.js'
+import { storeError, targetOf, withTargetOptions } from './target.js'
 
-const KINDS = ['postgres', 'sqlite', 'mysql', 'redis', 'dynamodb'] as const
-
-interface Flags extends TargetFlags {
+interface Flags {
   batchSize: number
   olderThan?: number
-  keyLayout?: KeyLayout
   json?: boolean
 }
 
@@ -31,7 +27,7 @@ export function registerPrune(program: Command, { io }: CommandContext): void {
         'statement that skips rows a running call holds, so inserts go on meanwhile. A live key is never deleted. ' +
         'On a terminal it shows a progress bar; otherwise it prints one summary line.',
     )
-  withKeyLayoutOption(withTargetOptions(command, KINDS))
+  withTargetOptions(command, 'prune')
     .option('--batch-size <n>', 'rows deleted per statement', count(1), 1_000)
     .option('--older-than <duration>', 'also delete outbox rows delivered longer ago than this (e.g. 14d); they are kept otherwise, so adding the same effect again stays a no-op', duration)
     .option('--json', 'print { deleted, seconds, perSecond, batches } as JSON')
@@ -43,11 +39,11 @@ Examples:
   $ idem prune --sqlite data/app.db --older-than 14d   # cron: 0 * * * *
   $ idem prune --dynamodb idem --batch-size 500`,
     )
-    .action(async (flags: Flags) => {
-      const target = targetOf(flags, KINDS)
-      const where = targetFlags(target)
+    .action(async (flags: Flags, self: Command) => {
+      const target = targetOf(self, 'prune')
+      const where = target.flags
       const options = { batchSize: flags.batchSize, ...(flags.olderThan === undefined ? {} : { deliveredOutboxOlderThanMs: flags.olderThan }) }
-      const report = await withOperator(target, keyLayoutOf(flags, target), async (operator): Promise<PruneReport | string> => {
+      const report = await target.withOperator({}, async (operator): Promise<PruneReport | string> => {
         const prune = operator.prune?.bind(operator)
         const expiredCount = operator.expiredCount?.bind(operator)
         if (prune === undefined || expiredCount === undefined) return `${operator.backend} expires idem's keys itself (each carries its retention as a TTL): nothing to prune`

@@ -1,14 +1,13 @@
 import type { Command } from 'commander'
 import { DEFAULT_RECONCILE_LIMIT, DEFAULT_RECONCILE_THRESHOLD, reconcile, type ReconcileReport } from '../data/reconcile.js'
 import { printJson, type CommandContext } from './context.js'
-import { CliError, EXIT } from './io.js'
+import { CliError } from '../core/errors/cli-error.js'
+import { EXIT } from './io.js'
 import { count, identifier, list, rate } from './parse.js'
-import { withOperator } from './connect.js'
-import { storeError, targetOf, withTargetOptions } from './target.js'
+import { flagOf, storeError, storesFor, targetOf, withTargetOptions } from './target.js'
 
 interface Flags {
-  postgres?: string
-  sqlite?: string
+  /** Postgres' `--schema`: named, it qualifies --table; otherwise the connection's search path decides. */
   schema?: string
   table: string
   columns: string[]
@@ -26,7 +25,7 @@ export function registerReconcile(program: Command, { io, exit }: CommandContext
         `were absorbed. Exits 1 when the duplicate rate is above --threshold (default ${DEFAULT_RECONCILE_THRESHOLD} = 0.01%), for cron jobs and CI. ` +
         'It scans the table: run it on a replica or off-peak.',
     )
-  withTargetOptions(command, ['postgres', 'sqlite'])
+  withTargetOptions(command, 'reconcile')
     .requiredOption('--table <name>', 'the table to check', identifier)
     .requiredOption('--columns <a,b,...>', 'the columns that should be unique together', list)
     .option('--threshold <rate>', 'the duplicate rate above which to exit 1 (0.0001, or 0.01%)', rate, DEFAULT_RECONCILE_THRESHOLD)
@@ -40,12 +39,12 @@ Examples:
   $ idem reconcile --postgres postgres://app@replica:5432/app --table orders --columns account,idempotency_key --json`,
     )
     .action(async (flags: Flags, self: Command) => {
-      const target = targetOf(flags, ['postgres', 'sqlite'])
+      const target = targetOf(self, 'reconcile')
       // Without --schema the connection's search path decides, as in SQL.
       const schema = self.getOptionValueSource('schema') === 'default' ? undefined : flags.schema
       const options = { table: flags.table, columns: flags.columns, threshold: flags.threshold, limit: flags.limit, ...(schema === undefined ? {} : { schema }) }
-      const report = await withOperator(target, { readonly: true }, ({ backend, sql }) => {
-        if (sql === undefined) throw new CliError(`${backend} has no SQL tables to reconcile`, 'pass --postgres <url> or --sqlite <file>')
+      const report = await target.withOperator({ readonly: true }, ({ backend, sql }) => {
+        if (sql === undefined) throw new CliError(`${backend} has no SQL tables to reconcile`, `pass ${storesFor('reconcile').map(flagOf).join(' or ')}`)
         return reconcile({ ...options, ...sql }).catch((error: unknown) => {
           if (sql.dialect.namesMissing(error)) {
             throw new CliError((error as Error).message, `check --table and --columns${schema === undefined ? '' : ' (and --schema)'} against the database`, { cause: error })

@@ -2,13 +2,10 @@ import type { Command } from 'commander'
 import { HTTP_OUTCOMES } from '../http/events.js'
 import type { TableStats } from '../ports/operator.js'
 import { printJson, type CommandContext } from './context.js'
-import { masked, reason } from './credentials.js'
-import { CliError } from './io.js'
+import { CliError } from '../core/errors/cli-error.js'
+import { masked, reason } from '../core/errors/credentials.js'
 import { bytes, duration, grouped, httpUrl, human } from './parse.js'
-import { withOperator } from './connect.js'
-import { storeError, targetFlags, targetOf, withTargetOptions, type TargetFlags } from './target.js'
-
-const KINDS = ['postgres', 'sqlite', 'mysql', 'dynamodb'] as const
+import { storeError, targetOf, withTargetOptions } from './target.js'
 
 /** The seed's alert levels, shown beside the rates. */
 const REPLAY_ALERT = 0.02
@@ -34,7 +31,7 @@ export function registerStats(program: Command, { io }: CommandContext): void {
         "the key table's size on disk and rows per day. The database keeps no record of replays or conflicts (they write nothing), so their rates come from " +
         "a service's /metrics (--metrics), counted since that service started. It counts whole tables: run it off-peak on large ones.",
     )
-  withTargetOptions(command, KINDS)
+  withTargetOptions(command, 'stats')
     .option('--window <duration>', 'how far back the recent counts go', duration, 86_400_000)
     .option('--metrics <url>', "a service's Prometheus /metrics, for replay and conflict rates", httpUrl)
     .option('--json', 'print the counts as JSON')
@@ -47,17 +44,17 @@ Examples:
   $ idem stats --sqlite data/app.db --metrics http://127.0.0.1:3000/metrics --json
   $ idem stats --dynamodb idem --endpoint http://127.0.0.1:8000`,
     )
-    .action(async (flags: TargetFlags & { window: number; metrics?: string; json?: boolean }) => {
-      const target = targetOf(flags, KINDS)
+    .action(async (flags: { window: number; metrics?: string; json?: boolean }, self: Command) => {
+      const target = targetOf(self, 'stats')
       if (flags.window <= 0) throw new CliError('--window must be longer than 0', 'pass a window such as 1h, 24h or 7d')
-      const tables: TableStats = await withOperator(target, { readonly: true }, async (operator) => {
+      const tables: TableStats = await target.withOperator({ readonly: true }, async (operator) => {
         if (operator.stats === undefined) throw new CliError(`${operator.backend} keeps no counts idem can read`, 'run idem inspect for one key')
         return operator.stats(flags.window)
       }).catch((error: unknown) => {
         throw storeError(error, target)
       })
       const requests = flags.metrics === undefined ? undefined : await scrape(flags.metrics)
-      const report = { target: targetFlags(target), ...tables, ...(requests === undefined ? {} : { requests }) }
+      const report = { target: target.flags, ...tables, ...(requests === undefined ? {} : { requests }) }
       if (flags.json) return printJson(io, report)
       for (const line of describe(report)) io.out(line)
     })

@@ -1,160 +1,113 @@
-import { resolve } from 'node:path'
 import { InvalidArgumentError, Option, type Command } from 'commander'
+import { CliError } from '../core/errors/cli-error.js'
+import { unquoted } from '../core/errors/credentials.js'
 import { IdemError } from '../core/errors/idem-error.js'
-import { checkedUrl, postgresConnection, type PostgresConnection } from './connection-strings.js'
-import { masked, unquoted } from './credentials.js'
-import { CliError } from './io.js'
-import { identifier } from './parse.js'
+import type { StoreCli, StoreCommand, StoreEntry, StoreOption, StoreTarget } from '../ports/store-entry.js'
+import { STORES } from '../stores/registry.js'
 
-/** Where a command acts; `given` is the connection string as the command line gave it. */
-export type Target =
-  | { kind: 'postgres'; given: string; connection: PostgresConnection; schema: string }
-  | { kind: 'sqlite'; file: string }
-  | { kind: 'mysql'; url: string }
-  | { kind: 'redis'; url: string; prefix: string }
-  | { kind: 'dynamodb'; table: string; endpoint?: string; region?: string }
+/**
+ * Where a command acts, and how it reaches it: every backend comes from the registry
+ * (src/stores/registry.ts), so nothing here names one. A command takes the flag of each
+ * store whose entry lists it, and asks the operator what it can do, never which backend it is.
+ */
 
-export type TargetKind = Target['kind']
+/** A store the `idem` command reaches: its entry, with the CLI part it has. */
+export interface CliStore extends StoreEntry {
+  readonly cli: StoreCli
+}
 
-const FLAG: Record<TargetKind, string> = { postgres: '--postgres <url>', sqlite: '--sqlite <file>', mysql: '--mysql <url>', redis: '--redis <url>', dynamodb: '--dynamodb <table>' }
+/** The checked target of a command, with the store it is on. */
+export interface Target extends StoreTarget {
+  readonly store: CliStore
+}
 
-/** Adds the connection flags a command accepts. */
-export function withTargetOptions(command: Command, kinds: readonly TargetKind[]): Command {
-  if (kinds.includes('postgres')) {
-    command.option('--postgres <url>', "Postgres URL (postgres://user[:password]@host[:port]/database), or libpq's keyword=value pairs in one argument ('host=… port=… user=… dbname=…')")
-    command.option('--schema <name>', "Postgres schema holding idem's tables", identifier, 'public')
+/** Every store the `idem` command reaches, in the registry's order. */
+export const CLI_STORES: readonly CliStore[] = STORES.filter((entry): entry is CliStore => entry.cli !== undefined)
+
+/** The stores that take `command`. */
+export function storesFor(command: StoreCommand): CliStore[] {
+  return CLI_STORES.filter((store) => store.cli.commands.includes(command))
+}
+
+/** `--postgres <url>`: a store's flag as help and messages show it. */
+export const flagOf = (store: CliStore): string => `--${store.name} ${store.cli.value}`
+
+/** The options of `stores` that apply to `command`, each once, with the stores that read it. */
+function optionsFor(stores: readonly CliStore[], command: StoreCommand): Map<string, { option: StoreOption; owners: CliStore[] }> {
+  const options = new Map<string, { option: StoreOption; owners: CliStore[] }>()
+  for (const store of stores) {
+    for (const option of store.cli.options ?? []) {
+      if (option.commands !== undefined && !option.commands.includes(command)) continue
+      const known = options.get(option.flags)
+      if (known === undefined) options.set(option.flags, { option, owners: [store] })
+      else known.owners.push(store)
+    }
   }
-  if (kinds.includes('sqlite')) command.option('--sqlite <file>', 'SQLite database file')
-  if (kinds.includes('mysql')) command.option('--mysql <url>', "MySQL or MariaDB URL (mysql://user[:password]@host[:port]/database): the database holding idem's tables")
-  if (kinds.includes('redis')) {
-    command.option('--redis <url>', 'Redis URL (redis://[user:password@]host[:port][/db])')
-    command.option('--prefix <prefix>', "prefix of idem's Redis keys", 'idem:')
-  }
-  if (kinds.includes('dynamodb')) {
-    command.option('--dynamodb <table>', "DynamoDB table holding idem's items (credentials and region from the AWS SDK's environment)")
-    command.option('--endpoint <url>', 'DynamoDB endpoint, such as http://127.0.0.1:8000 for DynamoDB Local (default: the SDK\'s)', httpUrlOption)
-    command.option('--region <region>', 'AWS region of the table (default: the SDK\'s, from AWS_REGION)')
-  }
+  return options
+}
+
+/** Adds the flag of every store that serves `name`, and the stores' options for it. */
+export function withTargetOptions(command: Command, name: StoreCommand): Command {
+  const stores = storesFor(name)
+  for (const store of stores) command.option(flagOf(store), store.cli.help)
+  for (const { option } of optionsFor(stores, name).values()) command.addOption(commanderOption(option))
   return command
 }
 
-function httpUrlOption(value: string): string {
-  let url: URL
-  try {
-    url = new URL(value)
-  } catch {
-    throw new InvalidArgumentError('Expected an http(s) URL, such as http://127.0.0.1:8000.')
+function commanderOption({ flags, help, default: fallback, choices, parse }: StoreOption): Option {
+  const option = new Option(flags, help)
+  if (choices !== undefined) option.choices(choices)
+  if (parse !== undefined) {
+    option.argParser((value: string) => {
+      try {
+        return parse(value)
+      } catch (error) {
+        throw new InvalidArgumentError((error as Error).message)
+      }
+    })
   }
-  if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new InvalidArgumentError('Expected an http(s) URL, such as http://127.0.0.1:8000.')
-  return value
-}
-
-/** How the Postgres key table is laid out (`postgresStore`'s `keyLayout`). */
-export type KeyLayout = 'table' | 'daily-partitions'
-
-/** Adds `--key-layout`, for the commands that create or prune the key table. */
-export function withKeyLayoutOption(command: Command): Command {
-  return command.addOption(
-    new Option('--key-layout <layout>', "Postgres only: the key table's layout; daily-partitions makes prune drop past days and create days ahead")
-      .choices(['table', 'daily-partitions']),
-  )
-}
-
-/** `postgresStore`'s `keyLayout` option from the flags, refused for a target that has none. */
-export function keyLayoutOf(flags: { keyLayout?: KeyLayout }, target: Target): { keyLayout?: KeyLayout } {
-  if (flags.keyLayout === undefined) return {}
-  if (target.kind !== 'postgres') throw new CliError('--key-layout applies to Postgres only', `drop --key-layout, or pass --postgres <url>`)
-  return { keyLayout: flags.keyLayout }
+  if (fallback !== undefined) option.default(fallback)
+  return option
 }
 
 /**
- * The one target the flags name, checked before anything connects: a URL that is not
- * one fails here, not as a DNS error about a host it made up.
- * @throws CliError when none or several are given, or a URL is malformed
+ * The one target the flags of `command` (a command acting on stores, `name`) name,
+ * checked before anything connects.
+ * @throws CliError when none or several are given, a value is malformed, or an option belongs to another store
  */
-export function targetOf<K extends TargetKind>(
-  flags: TargetFlags,
-  kinds: readonly K[],
-): Extract<Target, { kind: K }> {
-  return checkedTarget(flags, kinds) as Extract<Target, { kind: K }>
-}
-
-/** The connection flags of a command. */
-export interface TargetFlags {
-  postgres?: string
-  sqlite?: string
-  mysql?: string
-  redis?: string
-  dynamodb?: string
-  schema?: string
-  prefix?: string
-  endpoint?: string
-  region?: string
-}
-
-function checkedTarget(flags: TargetFlags, kinds: readonly TargetKind[]): Target {
-  const given = kinds.filter((kind) => flags[kind] !== undefined)
+export function targetOf(command: Command, name: StoreCommand): Target {
+  const flags = command.opts<Record<string, unknown>>()
+  const stores = storesFor(name)
+  const given = stores.filter((store) => typeof flags[attribute(store)] === 'string')
   if (given.length !== 1) {
-    const choices = kinds.map((kind) => FLAG[kind]).join(' or ')
-    throw new CliError(given.length === 0 ? 'no database given' : `${given.map((k) => `--${k}`).join(' and ')} given together`, `pass exactly one of ${choices}`)
+    const choices = stores.map(flagOf).join(' or ')
+    throw new CliError(given.length === 0 ? 'no database given' : `${given.map((store) => `--${store.name}`).join(' and ')} given together`, `pass exactly one of ${choices}`)
   }
-  const kind = given[0]!
-  if (kind === 'sqlite') {
-    if (flags.sqlite!.trim() === '') throw new CliError('--sqlite needs a file name', 'pass --sqlite path/to/app.db')
-    return { kind, file: resolve(flags.sqlite!) }
+  const store = given[0]!
+  refuseOthersOptions(command, store, optionsFor(stores, name))
+  return { ...store.cli.target(String(flags[attribute(store)]), flags), store }
+}
+
+const attribute = (store: CliStore): string => new Option(flagOf(store)).attributeName()
+
+/** An option given on the command line that only other stores read: `--key-layout` with `--sqlite`. */
+function refuseOthersOptions(command: Command, store: CliStore, options: ReturnType<typeof optionsFor>): void {
+  for (const { option, owners } of options.values()) {
+    if (owners.includes(store)) continue
+    const read = new Option(option.flags)
+    if (command.getOptionValueSource(read.attributeName()) !== 'cli') continue
+    throw new CliError(`${read.long} applies to ${owners.map((owner) => owner.title).join(' and ')} only`, `drop ${read.long}, or pass ${owners.map(flagOf).join(' or ')}`)
   }
-  if (kind === 'dynamodb') {
-    const table = flags.dynamodb!
-    if (!/^[A-Za-z0-9_.-]{3,255}$/.test(table)) throw new CliError(`--dynamodb ${JSON.stringify(table)} is not a DynamoDB table name`, 'pass the table of dynamodbStore({ table }): 3–255 of A-Z a-z 0-9 _ . -')
-    return { kind, table, ...(flags.endpoint === undefined ? {} : { endpoint: flags.endpoint }), ...(flags.region === undefined ? {} : { region: flags.region }) }
-  }
-  if (kind === 'mysql') return { kind, url: checkedMysqlUrl(flags.mysql!) }
-  if (kind === 'postgres') return { kind, given: flags.postgres!, connection: postgresConnection(flags.postgres!), schema: flags.schema ?? 'public' }
-  return { kind, url: checkedUrl('redis', flags.redis!), prefix: flags.prefix ?? 'idem:' }
 }
 
 /** An idem error from a store (unavailable, tables missing), as cause and fix. */
 export function storeError(error: unknown, target: Target): unknown {
-  const where = target.kind === 'postgres' ? `schema "${target.schema}"` : target.kind === 'sqlite' ? target.file : target.kind === 'redis' || target.kind === 'mysql' ? masked(target.url) : `DynamoDB table "${target.table}"`
-  const missing = (cause: unknown) =>
-    target.kind === 'dynamodb'
-      ? new CliError(`${where} does not exist`, `create it: await dynamodbStore({ client, table: '${target.table}' }).createTable() (docs/dynamodb.md)`, { cause })
-      : new CliError(`idem's tables are missing in ${where}, or older than this idem`, `run: idem migrate ${targetFlags(target)}`, { cause })
+  const missing = (cause: unknown): unknown => target.missing?.(cause) ?? cause
   if (error instanceof IdemError) {
     if (error.code === 'migration-required') return missing(error)
-    if (error.code === 'store-unavailable') return new CliError(unquoted(error.message, connectionStrings(target)), 'check that the database is running and reachable, then run the command again', { cause: error })
+    if (error.code === 'store-unavailable') return new CliError(unquoted(error.message, target.secrets), 'check that the database is running and reachable, then run the command again', { cause: error })
     return error
   }
-  if (error instanceof Error && /no such table: idem_|relation "[^"]*idem_\w+" does not exist|Table '[^']*\.idem_\w+' doesn't exist/.test(error.message)) return missing(error)
+  if (target.store.cli.tablesMissing?.(error) === true) return missing(error)
   return error
-}
-
-/** The connection strings of `target`, whose credentials no message may quote. */
-function connectionStrings(target: Target): string[] {
-  if (target.kind === 'postgres') return [target.given]
-  if (target.kind === 'redis' || target.kind === 'mysql') return [target.url]
-  return target.kind === 'dynamodb' && target.endpoint !== undefined ? [target.endpoint] : []
-}
-
-/** The flags that name `target`, for a suggested command line (and `--json`'s `target`): credentials masked, each value quoted for a shell where it needs it. */
-export function targetFlags(target: Target): string {
-  if (target.kind === 'sqlite') return `--sqlite ${shellWord(target.file)}`
-  if (target.kind === 'mysql') return `--mysql ${shellWord(masked(target.url))}`
-  if (target.kind === 'postgres') return `--postgres ${shellWord(masked(target.given))}${target.schema === 'public' ? '' : ` --schema ${target.schema}`}`
-  if (target.kind === 'dynamodb') return `--dynamodb ${target.table}${target.endpoint === undefined ? '' : ` --endpoint ${shellWord(masked(target.endpoint))}`}${target.region === undefined ? '' : ` --region ${shellWord(target.region)}`}`
-  return `--redis ${shellWord(masked(target.url))}`
-}
-
-// `&` in a query, spaces in keyword/value pairs, the mask's `*`: a shell would read them.
-function shellWord(text: string): string {
-  return /^[\w@%+=:,./-]+$/.test(text) ? text : `'${text.replaceAll("'", `'\\''`)}'`
-}
-
-/** `--mysql`: a `mysql://` URL with a host and the database holding idem's tables. */
-function checkedMysqlUrl(text: string): string {
-  const url = checkedUrl('mysql', text)
-  if (new URL(url).pathname.replace(/^\//, '') === '') {
-    throw new CliError(`--mysql ${JSON.stringify(masked(text))} names no database`, "pass the database holding idem's tables, such as mysql://user@127.0.0.1:3306/app")
-  }
-  return url
 }

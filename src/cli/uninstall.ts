@@ -1,13 +1,9 @@
 import type { Command } from 'commander'
 import { printJson, type CommandContext } from './context.js'
-import { CliError } from './io.js'
-import { withOperator } from './connect.js'
-import { storeError, targetFlags, targetOf, withTargetOptions, type TargetFlags } from './target.js'
+import { CliError } from '../core/errors/cli-error.js'
+import { storeError, targetOf, withTargetOptions } from './target.js'
 
-// Redis is not among them: each of idem's keys there carries its retention and goes by itself.
-const KINDS = ['postgres', 'sqlite', 'mysql', 'dynamodb'] as const
-
-interface Flags extends TargetFlags {
+interface Flags {
   dryRun?: boolean
   yes?: boolean
   json?: boolean
@@ -30,7 +26,7 @@ export function registerUninstall(program: Command, { io }: CommandContext): voi
         'in one transaction; on MySQL its tables and routines (each DROP commits as it runs there); on DynamoDB its table. Every stored key, inbox id, outbox row and dead letter goes with them, so it asks for --yes; ' +
         '--dry-run prints what it would remove and removes nothing. Your own tables are never touched.',
     )
-  withTargetOptions(command, KINDS)
+  withTargetOptions(command, 'uninstall')
     .option('--dry-run', 'print what would be removed, and remove nothing')
     .option('--yes', 'remove them (required unless --dry-run)')
     .option('--json', 'print { target, dryRun, removed } as JSON')
@@ -42,15 +38,15 @@ Examples:
   $ idem uninstall --sqlite data/app.db --yes
   $ idem uninstall --dynamodb idem --yes`,
     )
-    .action(async (flags: Flags) => {
-      const target = targetOf(flags, KINDS)
-      const where = targetFlags(target)
+    .action(async (flags: Flags, self: Command) => {
+      const target = targetOf(self, 'uninstall')
+      const where = target.flags
       if (!flags.dryRun && !flags.yes) {
         throw new CliError("uninstall deletes idem's tables and every record in them", `review what goes with: idem uninstall ${where} --dry-run; then run it with --yes`)
       }
       const access = { create: false, dryRun: flags.dryRun === true }
       let transactional = true
-      const removed = await withOperator(target, access, async (operator) => {
+      const removed = await target.withOperator(access, async (operator) => {
         if (operator.uninstall === undefined) throw new CliError(`${operator.backend} keeps nothing of idem's that outlives its keys`, 'nothing to uninstall')
         transactional = operator.migrations?.transactional !== false
         return flags.dryRun ? operator.uninstall.plan() : operator.uninstall.run()

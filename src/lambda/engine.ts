@@ -69,5 +69,5 @@ export function engineOf<Tx>(
     if (cause instanceof InvalidOptionError) fail('store', `is invalid: ${cause.message}`)
     throw cause
   }
-  return fail('store', 'must be a key store (postgresStore, mysqlStore, sqliteStore, memoryStore) or a leased store (dynamodbStore, redisStore, leasedPostgresStore)')
+  return fail('store', 'must be a key store (a KeyStore, with begin()) or a leased store (a LeasedStore, with claim())')
 }

@@ -98,7 +98,7 @@ describe('makeIdempotent', () => {
     expect(() => makeIdempotent(fn, {})).toThrow('makeIdempotent: option "store" is required')
     expect(() => makeIdempotent(fn, { store, idem: createIdem({ store }) })).toThrow('option "store" and "idem" are exclusive')
     expect(() => makeIdempotent(fn, { idem: createIdem({ store }), onOutcome: () => {} })).toThrow('option "onOutcome" goes to the engine')
-    expect(() => makeIdempotent(fn, { store: {} as never })).toThrow('option "store" must be a key store')
+    expect(() => makeIdempotent(fn, { store: {} as never })).toThrow('option "store" must be a key store (a KeyStore, with begin()) or a leased store (a LeasedStore, with claim())')
     expect(() => makeIdempotent(fn, { store, key: 'id' as never })).toThrow('option "key" must be a function')
     expect(() => makeIdempotent(fn, { store, input: 'detail' as never })).toThrow('option "input" must be a function')
     expect(() => makeIdempotent(fn, { store, scope: '' })).toThrow('option "scope" must be a non-empty string')

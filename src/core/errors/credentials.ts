@@ -2,7 +2,7 @@ import { libpqSettings } from './libpq.js'
 
 /**
  * The one place that knows which parts of a connection string are credentials. What the
- * CLI shows of a connection string it shows through `masked`; what it quotes of others'
+ * CLI and the stores' CLI entries show of a connection string they show through `masked`; what it quotes of others'
  * text (a driver's error, commander's) goes through `unquoted`, which takes out every
  * credential the command line holds. Cron and CI keep these lines.
  */

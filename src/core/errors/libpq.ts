@@ -3,7 +3,8 @@
  * PostgreSQL manual defines them (libpq, "Connection Strings"): settings separated by
  * whitespace, optional spaces around `=`, a value in single quotes when it is empty or
  * holds spaces, and `\` escaping the next character (`\'`, `\\`). pg reads only URLs, so
- * the CLI turns these pairs into the query parameters pg reads (connect.ts).
+ * the Postgres store's CLI entry turns these pairs into the query parameters pg reads
+ * (stores/postgres/cli-connection.ts); `masked` (credentials.ts) reads them to mask a password.
  */
 
 /** One `keyword=value` setting, with where its value is written in the string. */
