@@ -5,6 +5,14 @@ import type { Migration } from './migration.js'
 // The migrations of the transactional engine's key tables: idem_keys (version 1),
 // idem_keys_by_day (version 6), and their claim functions (version 7).
 
+/** The columns of both key tables (versions 1 and 6): change them only with a new version. */
+const KEY_COLUMNS = `  scope text NOT NULL,
+  key text NOT NULL,
+  fingerprint text NOT NULL,
+  outcome text NOT NULL,
+  created_at timestamptz NOT NULL DEFAULT now(),
+  expires_at timestamptz NOT NULL`
+
 export const keysTable: Migration = {
   version: 1,
   description: 'idem_keys and idem_claim (lock and read; a held lock still answers replays)',
@@ -12,12 +20,7 @@ export const keysTable: Migration = {
     const s = quoteSchema(schema)
     return [
       `CREATE TABLE ${s}.idem_keys (
-  scope text NOT NULL,
-  key text NOT NULL,
-  fingerprint text NOT NULL,
-  outcome text NOT NULL,
-  created_at timestamptz NOT NULL DEFAULT now(),
-  expires_at timestamptz NOT NULL,
+${KEY_COLUMNS},
   PRIMARY KEY (scope, key)
 )`,
       // BRIN: expiry grows with insertion order, and a BRIN index costs inserts almost
@@ -44,12 +47,7 @@ export const keysByDayTable: Migration = {
       // (scope, key) is not unique here: the key's advisory lock, which every writer
       // takes (idem_claim_by_day), keeps one row per key instead.
       `CREATE TABLE ${s}.idem_keys_by_day (
-  scope text NOT NULL,
-  key text NOT NULL,
-  fingerprint text NOT NULL,
-  outcome text NOT NULL,
-  created_at timestamptz NOT NULL DEFAULT now(),
-  expires_at timestamptz NOT NULL
+${KEY_COLUMNS}
 ) PARTITION BY RANGE (expires_at)`,
       `CREATE INDEX idem_keys_by_day_key ON ${s}.idem_keys_by_day (scope, key)`,
       // Keys expiring past the days made ahead land here (correct, only not dropped by
