@@ -221,8 +221,8 @@ describe('leased engine', () => {
     expect(error).toBeInstanceOf(OverranError)
     expect(signal?.aborted).toBe(true)
     expect(signal?.reason).toBe(error)
-    // Renewed while it ran (the lease is shorter than the deadline), released at the deadline.
-    expect(count('renew')).toBeGreaterThan(0)
+    // Released at the deadline. (That a long call renews its lease is the heartbeat test's;
+    // here a stalled event loop may let the deadline come before the first heartbeat.)
     expect(count('release')).toBe(1)
     const renewals = count('renew')
     expect(await idem.run({ scope: 'acct', key, input: 1, waitMs: 0 }, async () => 'retry')).toMatchObject({ value: 'retry', replayed: false })
