@@ -1,7 +1,4 @@
-// Shared by the MySQL benches (bench:mysql, bench:http, bench:scale): round trips counted
-// on a mysql2 pool, and the server's processes on this machine for the CPU ledger.
-import { readdirSync, readFileSync } from 'node:fs'
-
+// Round trips counted on a mysql2 pool, for bench:mysql.
 /**
  * Counts the commands (round trips: a query, a multi-statement query, a CALL, a ping)
  * mysql2 sends on `pool`'s connections, those opened from now on (make it before the
@@ -45,19 +42,3 @@ function shape(sql) {
     .slice(0, 60)
 }
 
-/** The pids of the MariaDB / MySQL servers running on this machine (Linux; none elsewhere). */
-export function mysqlServerPids() {
-  try {
-    return readdirSync('/proc').filter((pid) => {
-      if (!/^\d+$/.test(pid)) return false
-      try {
-        const command = readFileSync(`/proc/${pid}/comm`, 'utf8').trim()
-        return command === 'mariadbd' || command === 'mysqld'
-      } catch {
-        return false
-      }
-    })
-  } catch {
-    return []
-  }
-}

@@ -51,7 +51,7 @@ export function ratio(name, value, digits = 2) {
 /**
  * CPU time used so far on this machine, by who used it (Linux only; `undefined`
  * elsewhere): `named` maps process ids to labels (the bench's server, its driver);
- * other processes count as `postgres`, `redis`, `rabbitmq`, `nats`, `kafka`, `kernel` (its
+ * other processes count as `postgres`, `mysql`, `redis`, `rabbitmq`, `nats`, `kafka`, `kernel` (its
  * threads) or `other`. Read from each thread's /proc schedstat (nanoseconds on a CPU),
  * so a 2-core machine's throughput can be explained: every process shares the cores.
  * @returns microseconds by label
@@ -93,6 +93,7 @@ export function cpuByPid(named = {}) {
 
 function groupOf(command, pid) {
   if (command === 'postgres') return 'postgres'
+  if (command === 'mariadbd' || command === 'mysqld') return 'mysql'
   if (command.startsWith('redis-server')) return 'redis'
   if (command === 'beam.smp' || command.startsWith('erl_')) return 'rabbitmq'
   if (command === 'nats-server') return 'nats'
