@@ -79,63 +79,59 @@ END`
 const IDENTITY_IN = 'VARBINARY(3072)'
 const TEXT_IN = 'LONGTEXT CHARACTER SET utf8mb4 COLLATE utf8mb4_bin'
 
-/**
- * The key table's claim as one procedure of its own, the same decision as `idem_claim`
- * in fewer statements, answering one row, `claim`: `idem_keys_claim` in the caller's
- * transaction; `idem_keys_open` (`opens`) first runs START TRANSACTION, so that a call
- * of the store's own opens its transaction and claims its key in one statement, one
- * round trip. A new key costs one plain INSERT of its placeholder (no read, no read view):
- * - inserted: the call holds the key's row lock (`n`);
- * - the row's holder is in flight: InnoDB's duplicate check waits on its lock (bounded
- *   by `wait_ms`, `l` when it runs out) until it commits (a duplicate, below) or rolls
- *   back (the INSERT then goes through: `n`);
- * - a duplicate (1062): the row is committed, and the duplicate check holds a shared
- *   lock on it, which concurrent replays share, so they never wait for one another. It
- *   is read under that lock (a locking read sees the latest commit at any isolation
- *   level): a live record is `f…`; an expired one is locked exclusively (waiting up to
- *   `wait_ms` for the others sharing it) and read again, `n` unless a concurrent claim
- *   took it over and committed first.
- * The session's lock wait is restored whatever happens.
- */
-function keysClaim(name: string, opens: boolean): string {
-  return `CREATE PROCEDURE ${name}(IN p_scope ${IDENTITY_IN}, IN p_key ${IDENTITY_IN}, IN p_wait_ms BIGINT, IN p_now BIGINT)
+/** `idem_keys_claim(scope, key, wait_ms, now)`: one row, `claim`, what `idem_claim` says. */
+export const keysClaimProcedure = `CREATE PROCEDURE idem_keys_claim(IN p_scope VARBINARY(3072), IN p_key VARBINARY(3072), IN p_wait_ms BIGINT, IN p_now BIGINT)
 MODIFIES SQL DATA
 BEGIN
-  DECLARE v_claim ${TEXT_IN} DEFAULT 'n';
+  DECLARE v_claim LONGTEXT CHARACTER SET utf8mb4 COLLATE utf8mb4_bin;
+  CALL idem_claim(p_scope, p_key, p_wait_ms, p_now, v_claim);
+  SELECT v_claim AS claim;
+END`
+
+/**
+ * `idem_keys_open(scope, key, wait_ms, now)`: START TRANSACTION and the claim, in one
+ * statement (one round trip) for a transaction of the store's own, answering one row,
+ * `claim`, as `idem_keys_claim` does. A new key costs one plain INSERT of its placeholder
+ * (no read, no nested CALL): inserted, the call holds the key's row lock (`n`). A row
+ * already there with an uncommitted holder makes the INSERT's duplicate check wait on
+ * its lock (up to `wait_ms`: `l` when it runs out) until the holder rolls back (the
+ * INSERT then goes through) or commits. A committed row (1062: a replay, an expired
+ * record, a holder that committed while this call waited) rolls the transaction back,
+ * letting go of the shared lock the duplicate check took, and claims again in a new one
+ * through `idem_claim`: the same decision, the same locks as `idem_keys_claim`.
+ */
+export const keysOpenProcedure = `CREATE PROCEDURE idem_keys_open(IN p_scope ${IDENTITY_IN}, IN p_key ${IDENTITY_IN}, IN p_wait_ms BIGINT, IN p_now BIGINT)
+MODIFIES SQL DATA
+BEGIN
+  DECLARE v_state CHAR(1) DEFAULT 'n';
   DECLARE v_timeout BIGINT DEFAULT @@SESSION.innodb_lock_wait_timeout;
-  DECLARE CONTINUE HANDLER FOR NOT FOUND BEGIN END;
+  -- Any other failure (a deadlock: the caller sends this again) leaves the session as it was.
   DECLARE EXIT HANDLER FOR SQLEXCEPTION
   BEGIN
     SET SESSION innodb_lock_wait_timeout = v_timeout;
     RESIGNAL;
   END;
-  ${opens ? 'START TRANSACTION;' : '-- In the caller\'s transaction.'}
+  START TRANSACTION;
   SET SESSION innodb_lock_wait_timeout = CEIL(GREATEST(p_wait_ms, 0) / 1000);
   BEGIN
-    DECLARE EXIT HANDLER FOR 1062 SET v_claim = NULL;
-    DECLARE EXIT HANDLER FOR 1205 SET v_claim = 'l';
+    DECLARE EXIT HANDLER FOR 1062 SET v_state = 'd';
+    DECLARE EXIT HANDLER FOR 1205 SET v_state = 'l';
     INSERT INTO idem_keys (scope, \`key\`, fingerprint, outcome, created_at, expires_at)
       VALUES (p_scope, p_key, '', '', p_now, ${HELD_UNTIL});
   END;
-  IF v_claim IS NULL THEN
-    SELECT IF(${LIVE}, ${FOUND}, NULL) INTO v_claim FROM idem_keys AS k WHERE ${ROW} LOCK IN SHARE MODE;
-  END IF;
-  IF v_claim IS NULL THEN
-    BEGIN
-      DECLARE EXIT HANDLER FOR 1205 SET v_claim = 'l';
-      SELECT IF(${LIVE}, ${FOUND}, 'n') INTO v_claim FROM idem_keys AS k WHERE ${ROW} FOR UPDATE;
-    END;
-  END IF;
   SET SESSION innodb_lock_wait_timeout = v_timeout;
-  SELECT v_claim AS claim;
+  IF v_state = 'd' THEN
+    BEGIN
+      DECLARE v_claim ${TEXT_IN};
+      ROLLBACK;
+      START TRANSACTION;
+      CALL idem_claim(p_scope, p_key, p_wait_ms, p_now, v_claim);
+      SELECT v_claim AS claim;
+    END;
+  ELSE
+    SELECT v_state AS claim;
+  END IF;
 END`
-}
-
-/** `idem_keys_claim(scope, key, wait_ms, now)`: one row, `claim`, what `idem_claim` says, in the caller's transaction. */
-export const keysClaimProcedure = keysClaim('idem_keys_claim', false)
-
-/** `idem_keys_open(scope, key, wait_ms, now)`: START TRANSACTION, then what `idem_keys_claim` does. */
-export const keysOpenProcedure = keysClaim('idem_keys_open', true)
 
 /**
  * `idem_keys_record(fingerprint, outcome, now, expires_at, scope, key)`: the record
