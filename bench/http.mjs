@@ -263,7 +263,7 @@ async function drive() {
       // CPU per request, the hand-written route's over idem's (above 1: idem costs less), the app's process and the MySQL server's.
       ratio('http.hono.mysql_fresh_vs_hand_written.server_cpu', cpu.hand_written.server / cpu.fresh.server)
       const database = (name) => cpu[name].of('mysql')
-      if (database('fresh') !== undefined) ratio('http.hono.mysql_fresh_vs_hand_written.mysql_cpu', database('hand_written') / database('fresh'))
+      if ((database('fresh') ?? 0) > 0) ratio('http.hono.mysql_fresh_vs_hand_written.mysql_cpu', database('hand_written') / database('fresh'))
       ratio('http.hono.mysql_fresh_vs_unprotected_tx', rates.fresh / rates.unprotected_tx)
       ratio('http.hono.mysql_replay_vs_unprotected_tx', rates.replay / rates.unprotected_tx)
     }

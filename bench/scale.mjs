@@ -108,7 +108,7 @@ async function main() {
   }
   // The database server's CPU per fresh key, MySQL's over Postgres's (below 1: MySQL spends less).
   const mysqlCost = ledger.micros?.('mysql', 'mysql')
-  if (pgCost !== undefined && mysqlCost !== undefined) ratio('scale.mysql.server_cpu_per_key_vs_postgres', mysqlCost / pgCost)
+  if ((pgCost ?? 0) > 0 && (mysqlCost ?? 0) > 0) ratio('scale.mysql.server_cpu_per_key_vs_postgres', mysqlCost / pgCost)
 
   if (ONLY === undefined || ONLY.includes('cluster_curve')) await scalingCurve()
 
