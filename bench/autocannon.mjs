@@ -134,10 +134,12 @@ function withRequestId(headers) {
  * a one-second warm-up each, then `rounds` interleaved runs of `seconds`. Any non-2xx
  * answer, error or timeout fails the bench. Prints each variant's median requests per
  * second, latency and the server's CPU per request, then what each request cost the
- * whole machine (the server `serverPid`, autocannon, the databases).
+ * whole machine (the server `serverPid`, autocannon, the databases). With `cpuPerRequest`
+ * (an object), fills it with each variant's µs of CPU per request by who spent it
+ * (`server`, and the ledger's labels: `mysql`, `postgres`, `autocannon`, …).
  * @returns the median requests per second of each variant
  */
-export async function measureVariants({ label, url, variants, body, rounds, seconds, connections, serverCpu, serverPid, afterWarmUp }) {
+export async function measureVariants({ label, url, variants, body, rounds, seconds, connections, serverCpu, serverPid, afterWarmUp, cpuPerRequest }) {
   const measure = async (variant, name, duration) => {
     const result = await autocannon({
       url: variant.url ?? url,
@@ -174,5 +176,10 @@ export async function measureVariants({ label, url, variants, body, rounds, seco
     )
   }
   machine.print('request')
+  if (cpuPerRequest !== undefined) {
+    for (const name of Object.keys(variants)) {
+      cpuPerRequest[name] = { server: cpu[name].micros / cpu[name].requests, of: (group) => machine.micros(name, group) }
+    }
+  }
   return rates
 }

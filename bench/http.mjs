@@ -20,16 +20,24 @@
 // (@hono/node-server replaces the global Request and Response, which an Express app
 // sharing its process would pay for). Build first (`npm run build`): this runs over dist/.
 //
+// Then the Hono app over MySQL / MariaDB (bench/http-mysql.mjs; left out, and said so,
+// when the server is unreachable): idem's middleware on mysqlStore against the same
+// route behind the careful hand-written MySQL scheme (bench/hand-written-mysql.mjs).
+//
 // Then the Hono app again on Bun and on Deno (the dev dependencies; skipped, and said
 // so, when one is not installed), on the runtime's own server (`Bun.serve`,
 // `Deno.serve`) with the same pool size: `fresh` and `replay` against the same route
 // unprotected on that runtime. Information, not a target: the ratio says what idem
 // costs there, not how the runtimes compare.
+//
+// BENCH_ONLY (a comma-separated list of hono, express, koa, mysql, bun, deno) measures
+// only those parts.
 import { existsSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'
 import { locateRuntime } from '../tools/runtimes/runtimes.mjs'
 import { keyedVariants, measureVariants, serveParent, startServer, startServerOn } from './autocannon.mjs'
 import { fingerprintOf, handWrittenKeys, handWrittenTable } from './hand-written.mjs'
+import { benchHonoMysql, serveHonoMysql } from './http-mysql.mjs'
 import { ratio } from './support.mjs'
 
 const PG_URL = process.env.IDEM_BENCH_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/test'
@@ -38,10 +46,12 @@ const SECONDS = Number(process.env.BENCH_SECONDS ?? 2.5)
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 2)
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 16)
 const POOL_SIZE = 16
-const ADAPTERS = ['hono', 'express', 'koa']
+const ONLY = process.env.BENCH_ONLY?.split(',')
+const wanted = (part) => ONLY === undefined || ONLY.includes(part)
+const ADAPTERS = ['hono', 'express', 'koa'].filter(wanted)
 const BODY = JSON.stringify({ customer: 'c_42', amount: 1250, currency: 'EUR', items: [{ sku: 'A-1', qty: 2 }] })
 
-if (process.argv[2] === '--serve') await serve()
+if (process.argv[2] === '--serve') await (process.env.BENCH_APP === 'hono-mysql' ? serveHonoMysql(POOL_SIZE) : serve())
 else await drive()
 
 /** The child: one app (BENCH_APP, `hono`, `express` or `koa`) over a pool on the schema the parent set up. */
@@ -223,8 +233,9 @@ async function drive() {
       // the key: the route's own transaction, with no key at all.
       ratio(`http.${adapter}.unprotected_tx_vs_unprotected`, unprotected_tx / unprotected)
     }
+    const mysql = wanted('mysql') ? await benchHonoMysql({ script: fileURLToPath(import.meta.url), body: BODY, rounds: ROUNDS, seconds: SECONDS, connections: CONNECTIONS }) : undefined
     const runtimes = {}
-    for (const name of ['bun', 'deno']) {
+    for (const name of ['bun', 'deno'].filter(wanted)) {
       const runtime = locateRuntime(name)
       if (runtime.version === undefined) {
         console.log(`bench:http: ${runtime.label} is not installed, its lines are left out (${runtime.problem}; ${runtime.hint})`)
@@ -244,6 +255,17 @@ async function drive() {
       ratio(`http.${adapter}.fresh_vs_hand_written`, fresh / hand_written)
       ratio(`http.${adapter}.fresh_vs_unprotected`, fresh / unprotected)
       ratio(`http.${adapter}.replay_vs_unprotected`, replay / unprotected)
+    }
+    if (mysql !== undefined) {
+      const { rates, cpu } = mysql
+      // The floor of the transactional mode on MySQL: the same route behind the hand-written scheme.
+      ratio('http.hono.mysql_fresh_vs_hand_written', rates.fresh / rates.hand_written)
+      // CPU per request, the hand-written route's over idem's (above 1: idem costs less), the app's process and the MySQL server's.
+      ratio('http.hono.mysql_fresh_vs_hand_written.server_cpu', cpu.hand_written.server / cpu.fresh.server)
+      const database = (name) => cpu[name].of('mysql')
+      if ((database('fresh') ?? 0) > 0) ratio('http.hono.mysql_fresh_vs_hand_written.mysql_cpu', database('hand_written') / database('fresh'))
+      ratio('http.hono.mysql_fresh_vs_unprotected_tx', rates.fresh / rates.unprotected_tx)
+      ratio('http.hono.mysql_replay_vs_unprotected_tx', rates.replay / rates.unprotected_tx)
     }
     // Information: idem's Hono middleware against the same route unprotected, on each runtime.
     for (const [name, { unprotected, fresh, replay }] of Object.entries(runtimes)) {

@@ -1,13 +1,16 @@
 // bench:scale: where each backend's ceiling is for fresh keys, measured, not folklore.
 // The engine alone (no HTTP), CONCURRENCY callers, a new key per call, a function that
-// does nothing, against: Postgres (idem_keys, and partitioned by expiry day), Redis (one
-// server), a Redis Cluster of 3 masters started here, and DynamoDB Local. For each:
+// does nothing, against: Postgres (idem_keys, and partitioned by expiry day), MySQL /
+// MariaDB (one server, idem_keys), Redis (one server), a Redis Cluster of 3 masters
+// started here, and DynamoDB Local. For each:
 // fresh keys per second, p99 latency, and the CPU each process spent per key (from
 // /proc, so a shared 2-core machine's numbers can be read), then
 // `RATIO scale.<backend>.keys_per_s_vs_postgres`. Last, the same load on clusters of 1,
 // 2 and 3 masters, with the machine's CPU saturation beside each: on a small machine
 // the curve flattens where the cores run out, and that is what it shows.
-// Postgres runs the transactional engine (its mode), the others the leased engine.
+// Postgres and MySQL run the transactional engine (their mode), the others the leased
+// engine. BENCH_ONLY (comma-separated: postgres, postgres_partitioned, mysql, redis,
+// redis_cluster, dynamodb, cluster_curve) measures only those.
 // Build first (`npm run build`): this runs over dist/.
 import { spawn, spawnSync } from 'node:child_process'
 import { randomUUID } from 'node:crypto'
@@ -21,6 +24,7 @@ import { Cluster, Redis } from 'ioredis'
 import { cpuByPid, cpuLedger, dropRedisKeys, ratio } from './support.mjs'
 
 const PG_URL = process.env.IDEM_BENCH_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/test'
+const MYSQL_URL = process.env.IDEM_BENCH_MYSQL_URL ?? 'mysql://root@127.0.0.1:3306/test'
 const REDIS_URL = process.env.IDEM_BENCH_REDIS_URL ?? 'redis://127.0.0.1:6379'
 const DYNAMODB_URL = process.env.IDEM_BENCH_DYNAMODB_URL ?? 'http://127.0.0.1:8000'
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 3)
@@ -37,6 +41,7 @@ if (!existsSync(new URL('../dist/stores/dynamodb/index.js', import.meta.url))) {
 }
 const { createIdem, createLeasedIdem } = await import('../dist/index.js')
 const { postgresStore } = await import('../dist/stores/postgres/index.js')
+const { mysqlStore } = await import('../dist/stores/mysql/index.js')
 const { redisStore } = await import('../dist/stores/redis/index.js')
 const { dynamodbStore } = await import('../dist/stores/dynamodb/index.js')
 
@@ -61,6 +66,7 @@ async function main() {
   const backends = {
     postgres: () => postgresBackend('table'),
     postgres_partitioned: () => postgresBackend('daily-partitions'),
+    mysql: mysqlBackend,
     redis: redisBackend,
     redis_cluster: () => clusterBackend(3),
     dynamodb: dynamoBackend,
@@ -100,6 +106,9 @@ async function main() {
     )
     ratio('scale.postgres.primary_cores_at_5k_keys_per_s', (5_000 * pgCost) / 1e6)
   }
+  // The database server's CPU per fresh key, MySQL's over Postgres's (below 1: MySQL spends less).
+  const mysqlCost = ledger.micros?.('mysql', 'mysql')
+  if ((pgCost ?? 0) > 0 && (mysqlCost ?? 0) > 0) ratio('scale.mysql.server_cpu_per_key_vs_postgres', mysqlCost / pgCost)
 
   if (ONLY === undefined || ONLY.includes('cluster_curve')) await scalingCurve()
 
@@ -156,6 +165,34 @@ async function postgresBackend(keyLayout) {
     close: async () => {
       await pool.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`)
       await pool.end()
+    },
+  }
+}
+
+async function mysqlBackend() {
+  const { default: mysql } = await import('mysql2/promise')
+  const database = `idem_bench_scale_${process.pid}`
+  const admin = mysql.createPool({ uri: MYSQL_URL, connectionLimit: 1 })
+  try {
+    await admin.query(`DROP DATABASE IF EXISTS \`${database}\``)
+    await admin.query(`CREATE DATABASE \`${database}\``)
+  } catch (error) {
+    console.log(`  mysql: skipped, ${MYSQL_URL} unreachable (${error.message})`)
+    await admin.end()
+    return undefined
+  }
+  const url = new URL(MYSQL_URL)
+  url.pathname = `/${database}`
+  const pool = mysql.createPool({ uri: url.toString(), connectionLimit: Math.min(CONCURRENCY, 32), charset: 'utf8mb4' })
+  const store = mysqlStore({ pool })
+  await store.migrate()
+  const idem = createIdem({ store })
+  return {
+    call: (key) => idem.run({ scope: 'bench', key, input: key }, async () => body),
+    close: async () => {
+      await pool.end()
+      await admin.query(`DROP DATABASE IF EXISTS \`${database}\``)
+      await admin.end()
     },
   }
 }

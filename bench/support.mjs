@@ -51,7 +51,7 @@ export function ratio(name, value, digits = 2) {
 /**
  * CPU time used so far on this machine, by who used it (Linux only; `undefined`
  * elsewhere): `named` maps process ids to labels (the bench's server, its driver);
- * other processes count as `postgres`, `redis`, `rabbitmq`, `nats`, `kafka`, `kernel` (its
+ * other processes count as `postgres`, `mysql`, `redis`, `rabbitmq`, `nats`, `kafka`, `kernel` (its
  * threads) or `other`. Read from each thread's /proc schedstat (nanoseconds on a CPU),
  * so a 2-core machine's throughput can be explained: every process shares the cores.
  * @returns microseconds by label
@@ -82,7 +82,8 @@ export function cpuByPid(named = {}) {
     let nanos = 0
     try {
       if (label === undefined) label = groupOf(readFileSync(`/proc/${pid}/comm`, 'utf8').trim(), pid)
-      for (const task of readdirSync(`/proc/${pid}/task`)) nanos += Number(readFileSync(`/proc/${pid}/task/${task}/schedstat`, 'utf8').split(' ')[0])
+      if (label === 'mysql') nanos = processNanos(pid)
+      else for (const task of readdirSync(`/proc/${pid}/task`)) nanos += Number(readFileSync(`/proc/${pid}/task/${task}/schedstat`, 'utf8').split(' ')[0])
     } catch {
       continue // the process ended meanwhile
     }
@@ -91,8 +92,22 @@ export function cpuByPid(named = {}) {
   return used
 }
 
+/**
+ * CPU time of a whole process, its ended threads included (/proc/<pid>/stat's utime and
+ * stime, in clock ticks of 10 ms): for a server with a thread per connection (MariaDB,
+ * MySQL), whose threads end with their connections, so that the sum over its live
+ * threads would drop whenever another user's connection closes.
+ */
+function processNanos(pid) {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8')
+  // After the command, in parentheses: the state, then utime and stime as the 12th and 13th.
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
+  return (Number(fields[11]) + Number(fields[12])) * 1e7
+}
+
 function groupOf(command, pid) {
   if (command === 'postgres') return 'postgres'
+  if (command === 'mariadbd' || command === 'mysqld') return 'mysql'
   if (command.startsWith('redis-server')) return 'redis'
   if (command === 'beam.smp' || command.startsWith('erl_')) return 'rabbitmq'
   if (command === 'nats-server') return 'nats'

@@ -4,7 +4,7 @@ import mysql from 'mysql2/promise'
 import { Registry } from 'prom-client'
 import { createEventStream, createIdem, MigrationRequiredError, StoreUnavailableError } from '../../src/index.js'
 import { prometheusMetrics } from '../../src/ops/prometheus.js'
-import { mysqlStore, type MysqlExecutor, type MysqlStore } from '../../src/stores/mysql/index.js'
+import { mysqlStore, type MysqlExecutor, type MysqlPool, type MysqlStore } from '../../src/stores/mysql/index.js'
 import { promValue } from '../support/metrics.js'
 import { testDatabase, testPool, type TestDatabase } from '../support/mysql.js'
 
@@ -76,6 +76,49 @@ describe.skipIf(db === undefined)('mysql engine (MariaDB or MySQL, InnoDB)', () 
     expect(runs).toBe(1)
     expect(results.filter((r) => !r.replayed)).toHaveLength(1)
     for (const result of results) expect(result.value).toEqual({ order: key })
+    expect(await count(key)).toBe(1)
+  })
+
+  it('a fresh call of its own costs three statements: CALL idem_keys_open, the function\'s, CALL idem_keys_record', async () => {
+    const sent: string[] = []
+    const counted: MysqlPool = {
+      query: (text, values) => pool.query(text, values),
+      getConnection: async () => {
+        const connection = await pool.getConnection()
+        return Object.assign(Object.create(connection) as mysql.PoolConnection, {
+          query: (text: string, values?: unknown[]) => {
+            sent.push(text)
+            return connection.query(text, values)
+          },
+        })
+      },
+    }
+    const idem = createIdem({ store: mysqlStore({ pool: counted }) })
+    const key = `trips-${randomUUID()}`
+    expect(await idem.run({ scope: 'acct', key, input: 1 }, async (tx) => insert(tx, key))).toMatchObject({ replayed: false })
+    expect(sent).toEqual(['CALL idem_keys_open(?, ?, ?, ?)', 'INSERT INTO effects (id) VALUES (?)', 'CALL idem_keys_record(?, ?, ?, ?, ?, ?)'])
+    // The stored row is the record: fingerprint, outcome, expiry in the future.
+    const [rows] = await pool.query("SELECT fingerprint <> '' AS recorded, expires_at > ? AS live FROM idem_keys WHERE scope = 'acct' AND `key` = ?", [Date.now(), key])
+    expect(rows).toEqual([{ recorded: 1, live: 1 }])
+  })
+
+  it('concurrent claims of an expired key through other stores: one runs, the others replay it', async () => {
+    const key = `expired-${randomUUID()}`
+    await createIdem({ store }).run({ scope: 'acct', key, input: 1, ttlMs: 1 }, async () => 'old')
+    await until(async () => Number(((await pool.query('SELECT COUNT(*) AS n FROM idem_keys WHERE `key` = ? AND expires_at < ?', [key, Date.now()]))[0] as { n: number }[])[0]!.n) === 1)
+    let runs = 0
+    // A store object each, so none reads the key first: every call claims it.
+    const calls = Array.from({ length: 10 }, () =>
+      createIdem({ store: mysqlStore({ pool }), waitMs: 30_000 }).run({ scope: 'acct', key, input: 1 }, async (tx) => {
+        runs++
+        await insert(tx, key)
+        return 'new'
+      }),
+    )
+    const results = await Promise.all(calls)
+    expect(runs).toBe(1)
+    expect(results.filter((r) => !r.replayed)).toHaveLength(1)
+    for (const result of results) expect(result.value).toBe('new')
     expect(await count(key)).toBe(1)
   })
 

@@ -59,10 +59,12 @@ const DEFAULT_MAX_OUTCOME_BYTES = 4 * 1024 * 1024
 /**
  * The transactional MySQL / MariaDB store (InnoDB, through `mysql2/promise`). A fresh
  * call's key is claimed in the transaction the function writes through: the claim
- * (`CALL idem_keys_claim`) inserts the key's row or locks the one there, so a concurrent
+ * (`CALL idem_keys_open`, which also starts the transaction; `CALL idem_keys_claim` in
+ * a transaction of yours) inserts the key's row or locks the one there, so a concurrent
  * duplicate waits on InnoDB's row lock until the first commits, then replays; the
- * record replaces the row before COMMIT. A crash before COMMIT rolls back the effect
- * and the key together. A retry of a key this store recorded is one read outside any
+ * record replaces the row before COMMIT (`CALL idem_keys_record`, with the COMMIT: three
+ * round trips with the function's). A crash before COMMIT rolls back the effect and the
+ * key together. A retry of a key this store recorded is one read outside any
  * transaction. Deadlocks and lock waits that run out are `StoreUnavailableError` (503,
  * retry); so is a lost connection.
  *

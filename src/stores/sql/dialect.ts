@@ -71,6 +71,13 @@ export interface KeyStatements {
   readonly save: KeyStatement
   readonly commit: NamedStatement
   /**
+   * Where the driver sends one statement per round trip (mysql2 without multiple
+   * statements): `opening` and `claim` as one statement that opens the transaction
+   * itself, and `save` and `commit` as one that commits, which a transaction of the
+   * store's own then sends instead (`claim` and `save` stay for the caller's).
+   */
+  readonly owned?: { readonly claim: KeyStatement; readonly save: KeyStatement }
+  /**
    * Which retries read the record first, outside any transaction: `every key` where a
    * read costs no round trip (an embedded database), `recorded keys` (those this store
    * object committed lately) where it does.

@@ -54,8 +54,8 @@ class KeySessions<Tx> {
     if (connection.locked === true) return new SettledSession(connection.tx, LOCKED)
     let claim: Claim
     try {
-      const [, claimed] = await connection.send([this.opening, bound(keys.claim, scope, key, waitMs)], 'opens')
-      claim = readClaim(claimed?.rows[0])
+      const opened = await connection.send(keys.owned ? [bound(keys.owned.claim, scope, key, waitMs)] : [this.opening, bound(keys.claim, scope, key, waitMs)], 'opens')
+      claim = readClaim(opened[opened.length - 1]?.rows[0])
     } catch (error) {
       await connection.end(error)
       throw error
@@ -130,7 +130,8 @@ class OwnedSession<Tx> extends HeldTransaction<Tx> implements Session<Tx> {
 
   async commit(record: NewRecord): Promise<void> {
     const { context } = this
-    await this.finish([bound(context.keys.save, this.scope, this.key, 0, record), context.commit])
+    const { owned, save } = context.keys
+    await this.finish(owned ? [bound(owned.save, this.scope, this.key, 0, record)] : [bound(save, this.scope, this.key, 0, record), context.commit])
     context.recorded?.add(this.scope, this.key)
   }
 }

@@ -76,6 +76,9 @@ BEGIN
   END IF;
 END`
 
+const IDENTITY_IN = 'VARBINARY(3072)'
+const TEXT_IN = 'LONGTEXT CHARACTER SET utf8mb4 COLLATE utf8mb4_bin'
+
 /** `idem_keys_claim(scope, key, wait_ms, now)`: one row, `claim`, what `idem_claim` says. */
 export const keysClaimProcedure = `CREATE PROCEDURE idem_keys_claim(IN p_scope VARBINARY(3072), IN p_key VARBINARY(3072), IN p_wait_ms BIGINT, IN p_now BIGINT)
 MODIFIES SQL DATA
@@ -83,6 +86,63 @@ BEGIN
   DECLARE v_claim LONGTEXT CHARACTER SET utf8mb4 COLLATE utf8mb4_bin;
   CALL idem_claim(p_scope, p_key, p_wait_ms, p_now, v_claim);
   SELECT v_claim AS claim;
+END`
+
+/**
+ * `idem_keys_open(scope, key, wait_ms, now)`: START TRANSACTION and the claim, in one
+ * statement (one round trip) for a transaction of the store's own, answering one row,
+ * `claim`, as `idem_keys_claim` does. A new key costs one plain INSERT of its placeholder
+ * (no read, no nested CALL): inserted, the call holds the key's row lock (`n`). A row
+ * already there with an uncommitted holder makes the INSERT's duplicate check wait on
+ * its lock (up to `wait_ms`: `l` when it runs out) until the holder rolls back (the
+ * INSERT then goes through) or commits. A committed row (1062: a replay, an expired
+ * record, a holder that committed while this call waited) rolls the transaction back,
+ * letting go of the shared lock the duplicate check took, and claims again in a new one
+ * through `idem_claim`: the same decision, the same locks as `idem_keys_claim`.
+ */
+export const keysOpenProcedure = `CREATE PROCEDURE idem_keys_open(IN p_scope ${IDENTITY_IN}, IN p_key ${IDENTITY_IN}, IN p_wait_ms BIGINT, IN p_now BIGINT)
+MODIFIES SQL DATA
+BEGIN
+  DECLARE v_state CHAR(1) DEFAULT 'n';
+  DECLARE v_timeout BIGINT DEFAULT @@SESSION.innodb_lock_wait_timeout;
+  -- Any other failure (a deadlock: the caller sends this again) leaves the session as it was.
+  DECLARE EXIT HANDLER FOR SQLEXCEPTION
+  BEGIN
+    SET SESSION innodb_lock_wait_timeout = v_timeout;
+    RESIGNAL;
+  END;
+  START TRANSACTION;
+  SET SESSION innodb_lock_wait_timeout = CEIL(GREATEST(p_wait_ms, 0) / 1000);
+  BEGIN
+    DECLARE EXIT HANDLER FOR 1062 SET v_state = 'd';
+    DECLARE EXIT HANDLER FOR 1205 SET v_state = 'l';
+    INSERT INTO idem_keys (scope, \`key\`, fingerprint, outcome, created_at, expires_at)
+      VALUES (p_scope, p_key, '', '', p_now, ${HELD_UNTIL});
+  END;
+  SET SESSION innodb_lock_wait_timeout = v_timeout;
+  IF v_state = 'd' THEN
+    BEGIN
+      DECLARE v_claim ${TEXT_IN};
+      ROLLBACK;
+      START TRANSACTION;
+      CALL idem_claim(p_scope, p_key, p_wait_ms, p_now, v_claim);
+      SELECT v_claim AS claim;
+    END;
+  ELSE
+    SELECT v_state AS claim;
+  END IF;
+END`
+
+/**
+ * `idem_keys_record(fingerprint, outcome, now, expires_at, scope, key)`: the record
+ * replaces the key's row (the claim's placeholder, under its lock), then COMMIT: the
+ * end of a transaction of the store's own in one statement, one round trip.
+ */
+export const keysRecordProcedure = `CREATE PROCEDURE idem_keys_record(IN p_fingerprint ${TEXT_IN}, IN p_outcome ${TEXT_IN}, IN p_now BIGINT, IN p_expires_at BIGINT, IN p_scope ${IDENTITY_IN}, IN p_key ${IDENTITY_IN})
+MODIFIES SQL DATA
+BEGIN
+  UPDATE idem_keys SET fingerprint = p_fingerprint, outcome = p_outcome, created_at = p_now, expires_at = p_expires_at WHERE scope = p_scope AND \`key\` = p_key;
+  COMMIT;
 END`
 
 /**

@@ -13,10 +13,13 @@ export const save = 'UPDATE idem_keys SET fingerprint = ?, outcome = ?, created_
  * The key table's statements for the protocol (src/stores/sql/key-sessions.ts). The
  * claim is `idem_keys_claim` (claim.ts): a live record read without a lock, else the
  * key's row locked (inserted as a placeholder when new), waiting up to `waitMs` for its
- * holder. The record is an UPDATE of that row, sent with COMMIT. A retry of a key this
- * store recorded lately is one read first, outside any transaction. The transactions
- * run at the server's isolation level: the claim reads under its lock with a locking
- * read, which sees the latest commit at any level.
+ * holder. The record is an UPDATE of that row. mysql2 sends one statement per round
+ * trip, so a transaction of the store's own opens with `CALL idem_keys_open` (START
+ * TRANSACTION, then the claim) and ends with `CALL idem_keys_record` (the UPDATE, then
+ * COMMIT): a round trip each, around the function's. A retry of a key this store
+ * recorded lately is one read first, outside any transaction. The transactions run at
+ * the server's isolation level: the claim reads under its lock with a locking read,
+ * which sees the latest commit at any level.
  */
 export const keyStatements: KeyStatements = {
   opening: named('begin', 'START TRANSACTION'),
@@ -24,5 +27,9 @@ export const keyStatements: KeyStatements = {
   lookup: { statement: named('lookup', lookup), takes: ['scope', 'key', 'now'] },
   save: { statement: named('save', save), takes: ['fingerprint', 'outcome', 'now', 'expiresAt', 'scope', 'key'] },
   commit: named('commit', 'COMMIT'),
+  owned: {
+    claim: { statement: named('open', 'CALL idem_keys_open(?, ?, ?, ?)'), takes: ['scope', 'key', 'waitMs', 'now'] },
+    save: { statement: named('record', 'CALL idem_keys_record(?, ?, ?, ?, ?, ?)'), takes: ['fingerprint', 'outcome', 'now', 'expiresAt', 'scope', 'key'] },
+  },
   readFirst: 'recorded keys',
 }

@@ -1,6 +1,6 @@
 import type { MigrationStatements } from '../../sql/dialect.js'
 import { migrationScript } from '../../sql/migrations.js'
-import { claimProcedure, inboxClaimProcedure, keysClaimProcedure, lockProcedure } from './claim.js'
+import { claimProcedure, inboxClaimProcedure, keysClaimProcedure, keysOpenProcedure, keysRecordProcedure, lockProcedure } from './claim.js'
 import { inboxFailureProcedure, inboxTakeFailuresProcedure } from './inbox.js'
 
 /** One schema change, as data: applied in order, each once. */
@@ -86,6 +86,8 @@ const version1: string[] = [
   ...replaced('idem_lock', lockProcedure),
   ...replaced('idem_claim', claimProcedure),
   ...replaced('idem_keys_claim', keysClaimProcedure),
+  ...replaced('idem_keys_open', keysOpenProcedure),
+  ...replaced('idem_keys_record', keysRecordProcedure),
   ...replaced('idem_inbox_claim', inboxClaimProcedure),
   ...replaced('idem_inbox_failure', inboxFailureProcedure),
   ...replaced('idem_inbox_take_failures', inboxTakeFailuresProcedure),
