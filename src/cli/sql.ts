@@ -16,8 +16,9 @@ export function registerSql(program: Command, { io }: CommandContext): void {
     .command('sql')
     .summary("print the migration SQL, for DBAs who apply it themselves")
     .description(
-      "Prints the SQL that creates or upgrades idem's tables, in one transaction, recording each version in idem_migrations exactly as `idem migrate` does, " +
-        'so a later `idem migrate` (or store.migrate()) finds the schema current and applies only newer versions.',
+      "Prints the SQL that creates or upgrades idem's tables, recording each version in idem_migrations exactly as `idem migrate` does, " +
+        'so a later `idem migrate` (or store.migrate()) finds the schema current and applies only newer versions. ' +
+        'On Postgres and SQLite the script is one transaction; MySQL commits each DDL statement as it runs it, so its script holds a named lock instead, and one that stopped half-way is finished by running it again.',
     )
     .addArgument(new Argument('<dialect>', 'the database').choices([...DIALECTS.keys()]))
     .option('--schema <name>', `schema to create the tables in (${withSchemas.join(', ')})`, identifier, 'public')
@@ -28,7 +29,8 @@ export function registerSql(program: Command, { io }: CommandContext): void {
       `
 Examples:
   $ idem sql postgres --schema idem > idem.sql && psql "$DATABASE_URL" -v ON_ERROR_STOP=1 -f idem.sql
-  $ idem sql sqlite --from 3 | sqlite3 app.db`,
+  $ idem sql sqlite --from 3 | sqlite3 app.db
+  $ idem sql mysql | mysql -h 127.0.0.1 -u app app`,
     )
     .action((dialect: string, flags: { schema: string; from: number; json?: boolean }) => {
       const sql: Dialect = DIALECTS.get(dialect)!
@@ -38,7 +40,16 @@ Examples:
       // Built whole before anything is printed: a failure prints nothing half-way.
       const statements = sql.script(flags.from, flags.schema)
       if (flags.json) return printJson(io, { dialect, ...(sql.schemas ? { schema: flags.schema } : {}), from: flags.from, to, statements })
-      io.out(`-- idem schema ${sql.schemas ? `"${flags.schema}" ` : ''}from version ${flags.from} to ${to}`)
-      for (const statement of statements) io.out(statement.startsWith('--') ? statement : `${statement};\n`)
+      printScript(io, sql, `-- idem schema ${sql.schemas ? `"${flags.schema}" ` : ''}from version ${flags.from} to ${to}`, statements)
     })
+}
+
+/** The script as the database's command-line client reads it: under its `DELIMITER` where a statement holds `;`. */
+function printScript(io: CommandContext['io'], sql: Dialect, heading: string, statements: readonly string[]): void {
+  io.out(heading)
+  if (!sql.atomic) io.out(`-- ${sql.title} commits each DDL statement as it runs it: this is no transaction; if it stops half-way, run it again.`)
+  const end = sql.delimiter ?? ';'
+  if (end !== ';') io.out(`DELIMITER ${end}`)
+  for (const statement of statements) io.out(statement.startsWith('--') ? statement : `${statement}${end}\n`)
+  if (end !== ';') io.out('DELIMITER ;')
 }

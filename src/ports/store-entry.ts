@@ -93,6 +93,17 @@ export interface StoreSql {
   readonly latest: number
   /** Whether its tables live in a named schema (`--schema`). */
   readonly schemas: boolean
-  /** Every statement from version `from` to `latest`, in one transaction, recording each version. */
+  /**
+   * Whether the script runs as one transaction (Postgres, SQLite). MySQL commits each DDL
+   * statement as it runs it: its script takes a named lock instead, and every statement
+   * can run again.
+   */
+  readonly atomic: boolean
+  /**
+   * The statement delimiter the database's command-line client must be set to, where a
+   * statement holds `;` (MySQL's routines: `DELIMITER $$`); `;` when absent.
+   */
+  readonly delimiter?: string
+  /** Every statement from version `from` to `latest`, recording each version (in one transaction where `atomic`). */
   script(from: number, schema: string): string[]
 }

@@ -56,7 +56,7 @@ describe('idem: every mistake names its cause and fix, exits 2, and leaves nothi
     ['a duration that is not one', ['prune', '--sqlite', 'x.db', '--older-than', 'a week'], "idem: option '--older-than <duration>' argument 'a week' is invalid. Expected a duration such as 90s, 15m, 24h or 14d"],
     ['a threshold out of range', ['reconcile', '--sqlite', 'x.db', '--table', 't', '--columns', 'a', '--threshold', '5'], "option '--threshold <rate>' argument '5' is invalid. Expected a rate from 0 to 1"],
     ['a missing required option', ['reconcile', '--sqlite', 'x.db', '--table', 't'], "idem: required option '--columns <a,b,...>' not specified"],
-    ['an unknown dialect', ['sql', 'mysql'], "idem: command-argument value 'mysql' is invalid for argument 'dialect'. Allowed choices are postgres, sqlite."],
+    ['an unknown dialect', ['sql', 'oracle'], "idem: command-argument value 'oracle' is invalid for argument 'dialect'. Allowed choices are postgres, sqlite, mysql."],
     ['a --metrics that is not an http URL', ['stats', '--sqlite', 'x.db', '--metrics', 'ftp://x'], "option '--metrics <url>' argument 'ftp://x' is invalid"],
     ['a baseline newer than this idem', ['migrate', '--sqlite', 'new.db', '--baseline', '99'], 'idem migrate: --baseline 99 is newer than this idem\'s schema (version 4)\n  fix: pass a version from 1 to 4'],
     ['a SQLite file that does not exist', ['prune', '--sqlite', 'typo.db'], 'idem prune: no SQLite database at DIR/typo.db\n  fix: check the path; to create it with idem\'s tables, run: idem migrate --sqlite DIR/typo.db'],

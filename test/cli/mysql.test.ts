@@ -1,3 +1,4 @@
+import { spawn } from 'node:child_process'
 import { afterAll, describe, expect, it } from 'vitest'
 import { createIdem } from '../../src/core/engine.js'
 import { MYSQL_SCHEMA_VERSION, mysqlStore } from '../../src/stores/mysql/index.js'
@@ -5,10 +6,41 @@ import { testDatabase, type TestDatabase } from '../support/mysql.js'
 import { idem, noStack } from './support.js'
 
 const db = await testDatabase('idem_cli_mysql', 4)
+const byHand = await testDatabase('idem_cli_mysql_sql', 2)
+
+/** Runs the `mysql` command-line client on the database of `url` with `script` as its input. */
+function mysqlClient(url: string, script: string): Promise<{ code: number | null; stderr: string }> {
+  const { hostname, port, username, pathname } = new URL(url)
+  const child = spawn('mysql', ['-h', hostname, '-P', port || '3306', '-u', decodeURIComponent(username), pathname.slice(1)], { stdio: ['pipe', 'ignore', 'pipe'] })
+  let stderr = ''
+  child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()))
+  child.stdin.end(script)
+  return new Promise((resolve, reject) => {
+    child.on('error', reject)
+    child.on('close', (code) => resolve({ code, stderr }))
+  })
+}
 
 describe.skipIf(db === undefined)('idem on MySQL (--mysql)', () => {
   const { pool, url } = db as TestDatabase
-  afterAll(() => db?.drop())
+  afterAll(() => Promise.all([db?.drop(), byHand?.drop()]))
+
+  it('`idem sql mysql` run by the mysql client (DELIMITER $$ for the routines) records its version, and finishes when run again after stopping half-way: migrate finds it current, and the store runs on it', async () => {
+    const { pool: handPool, url: handUrl } = byHand as TestDatabase
+    const script = await idem(['sql', 'mysql'])
+    expect(script.stdout).toMatch(/^-- idem schema from version 0 to \d+\n-- MySQL commits each DDL statement as it runs it: this is no transaction; if it stops half-way, run it again\.\nDELIMITER \$\$\n/)
+    expect(script.stdout.trimEnd().endsWith('DELIMITER ;')).toBe(true)
+    // A run that stops half-way (the connection lost after some of the statements) is
+    // finished by running the whole script again: each statement can run again.
+    const statements = script.stdout.split('$$\n')
+    const half = statements.slice(0, Math.floor(statements.length / 2)).join('$$\n') + '$$\nDELIMITER ;\n'
+    expect(await mysqlClient(handUrl, half)).toEqual({ code: 0, stderr: '' })
+    expect(await mysqlClient(handUrl, script.stdout)).toEqual({ code: 0, stderr: '' })
+    expect((await idem(['migrate', '--mysql', handUrl])).stdout).toContain(`already at version ${MYSQL_SCHEMA_VERSION}`)
+    const engine = createIdem({ store: mysqlStore({ pool: handPool }), waitMs: 0 })
+    expect(await engine.run({ scope: 'acct', key: 'by-hand', input: 1 }, async () => 'ran')).toMatchObject({ value: 'ran', replayed: false })
+    expect(await engine.run({ scope: 'acct', key: 'by-hand', input: 1 }, async () => 'again')).toMatchObject({ value: 'ran', replayed: true })
+  })
 
   it('names missing tables and the migrate that creates them; a URL without a database is refused before connecting', async () => {
     const ran = await idem(['stats', '--mysql', url])

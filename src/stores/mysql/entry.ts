@@ -3,6 +3,7 @@ import { masked } from '../../core/errors/credentials.js'
 import type { StoreEntry, StoreTarget } from '../../ports/store-entry.js'
 import type { StoreOperator } from '../../ports/operator.js'
 import { checkedUrl, connectionError, loadPeer, shellWord, tablesMissingError } from '../cli-kit.js'
+import { MYSQL_SCHEMA_VERSION, mysqlMigrationScript } from './dialect/migrations.js'
 
 /** MySQL and MariaDB as the `idem` command reaches them: `--mysql <url>`. */
 export const entry: StoreEntry = {
@@ -16,6 +17,8 @@ export const entry: StoreEntry = {
     commands: ['migrate', 'prune', 'inspect', 'stats', 'uninstall'],
     target: mysqlTarget,
     tablesMissing: (error) => error instanceof Error && /Table '[^']*\.idem_\w+' doesn't exist/.test(error.message),
+    // Its routines hold `;`: the mysql client reads the script under DELIMITER $$.
+    sql: { latest: MYSQL_SCHEMA_VERSION, schemas: false, atomic: false, delimiter: '$$', script: (from) => mysqlMigrationScript(from) },
   },
 }
 

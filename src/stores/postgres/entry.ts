@@ -28,7 +28,7 @@ export const entry: StoreEntry = {
     commands: ['migrate', 'prune', 'inspect', 'stats', 'uninstall', 'reconcile'],
     target: postgresTarget,
     tablesMissing: (error) => error instanceof Error && /relation "[^"]*idem_\w+" does not exist/.test(error.message),
-    sql: { latest: SCHEMA_VERSION, schemas: true, script: (from, schema) => postgresMigrationScript(schema, from) },
+    sql: { latest: SCHEMA_VERSION, schemas: true, atomic: true, script: (from, schema) => postgresMigrationScript(schema, from) },
   },
 }
 

@@ -18,7 +18,7 @@ export const entry: StoreEntry = {
     commands: ['migrate', 'prune', 'inspect', 'stats', 'uninstall', 'reconcile'],
     target: sqliteTarget,
     tablesMissing: (error) => error instanceof Error && /no such table: idem_/.test(error.message),
-    sql: { latest: SQLITE_SCHEMA_VERSION, schemas: false, script: (from) => sqliteMigrationScript(from) },
+    sql: { latest: SQLITE_SCHEMA_VERSION, schemas: false, atomic: true, script: (from) => sqliteMigrationScript(from) },
   },
 }
 
