@@ -2,14 +2,13 @@
  * Node's `ServerResponse` mapped to the middleware's exchange for Express, Fastify, Koa
  * and NestJS (the request: `request.ts`; idem's own answers: `answer.ts`): the route's
  * reply held on the response until it is sent. Mapping only: no idempotency behaviour.
- * Lean, as every protected request runs it: the held methods are made once, a hold is
- * one object of one shape found through a WeakMap, a one-chunk body is kept as given.
- * Adding a property to an Express response is dear (Express sets each one's prototype,
- * and V8 then makes a new hidden class for every property added): three methods are
- * added once, never put back (released, they hand calls on), and `flushHeaders` is
- * Node's (it calls the held `writeHead`, and writes no byte). They go on the response,
- * not its prototype: a mounted sub-app sets another, and an earlier wrapper (on-headers)
- * must stay behind them.
+ * Lean, as every protected request runs it: held methods made once, a hold one object of
+ * one shape, a one-chunk body kept as given. Adding a property to an Express response is
+ * dear (Express sets its prototype, and V8 then makes a hidden class per property
+ * added): three methods are added, never put back (released, they hand calls on), and
+ * `flushHeaders` is Node's (it calls the held `writeHead`, and writes no byte). They go
+ * on the response, not its prototype: a mounted sub-app sets another, and an earlier
+ * wrapper (on-headers) must stay behind them.
  */
 import type { ServerResponse } from 'node:http'
 import { NO_BODY_STATUSES } from '../../../headers/no-body-statuses.js'
@@ -39,9 +38,7 @@ export function endWith(res: ServerResponse, end: ServerResponse['end'], body: H
   else Reflect.apply(end, res, [bufferOf(bytesOf(body))])
 }
 
-function bufferOf(bytes: Uint8Array): Buffer {
-  return Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength)
-}
+const bufferOf = (bytes: Uint8Array): Buffer => Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength)
 
 /**
  * Sends the route's reply that `captureResponse` held: its status and headers as the
@@ -74,22 +71,17 @@ export type SecondAnswer = (answered: number, second: number) => void
 
 type WriteCallback = (error?: Error | null) => void
 type WriteHead = ServerResponse['writeHead']
-type Write = ServerResponse['write']
 type End = ServerResponse['end']
 
 /** The methods a hold stands in for, and that write a response once released. */
-export interface Writes {
-  readonly writeHead: WriteHead
-  readonly write: Write
-  readonly end: End
-}
+export type Writes = Readonly<Pick<ServerResponse, 'writeHead' | 'write' | 'end'>>
 
 /** A response whose writes are held: the methods it stands in for, and what was written. */
 class Hold implements Writes {
   readonly writeHead: WriteHead
-  readonly write: Write
+  readonly write: ServerResponse['write']
   readonly end: End
-  /** The first chunk written, and the ones after it when there are any. */
+  /** The chunks written: the first, and the ones after it if any. */
   first: HttpBody | undefined = undefined
   rest: HttpBody[] | undefined = undefined
   /** What the route answered, once it ended the response: held until the adapter sends it. */
@@ -98,20 +90,26 @@ class Hold implements Writes {
   overwritten = false
   /** Sent or given up: every call goes to the methods the hold stands in for. */
   released = false
+  /** The methods it stands in for are the prototype's: once released, it is let go. */
+  readonly inherited: boolean
 
   // `second`: told of the first answer written after the route's own; unset once told.
+  // Ours on the response (held before, and let go) stand for the prototype's.
   constructor(
     writes: Writes,
+    proto: Writes,
     readonly resolve: (reply: RouteReply<HttpBody>) => void,
     public second: SecondAnswer | undefined,
   ) {
-    this.writeHead = writes.writeHead
-    this.write = writes.write
-    this.end = writes.end
+    this.writeHead = writes.writeHead === heldWriteHead ? proto.writeHead : writes.writeHead
+    this.write = writes.write === heldWrite ? proto.write : writes.write
+    this.end = writes.end === heldEnd ? proto.end : writes.end
+    this.inherited = this.writeHead === proto.writeHead && this.write === proto.write && this.end === proto.end
   }
 }
 
-// The responses `captureResponse` has held, each with its latest hold.
+// Each held response's latest hold; a released one stays only when it stands in for a
+// wrapper of the response's own (V8's collector pays for each entry a WeakMap keeps).
 const holds = new WeakMap<ServerResponse, Hold>()
 
 /**
@@ -138,7 +136,7 @@ export function captureResponse(res: ServerResponse, second?: SecondAnswer): Pro
   return new Promise<RouteReply<HttpBody>>((resolve) => {
     // Held before: the methods that hold stood in for, and ours back in front.
     const before = holds.get(res)
-    holds.set(res, new Hold(before ?? res, resolve, second))
+    holds.set(res, new Hold(before ?? res, protoOf(res), resolve, second))
     if (before === undefined || res.writeHead !== heldWriteHead) res.writeHead = heldWriteHead
     if (before === undefined || res.write !== heldWrite) res.write = heldWrite
     if (before === undefined || res.end !== heldEnd) res.end = heldEnd
@@ -156,7 +154,13 @@ function unhold(res: ServerResponse): Hold | undefined {
   const held = holds.get(res)
   if (held === undefined || held.released) return undefined
   held.released = true
+  if (held.inherited) holds.delete(res)
   return held
+}
+
+// A response's prototype, where the methods a hold let go stood in for are found.
+function protoOf(res: ServerResponse): Writes {
+  return Object.getPrototypeOf(res)
 }
 
 // The route's answer back on the response when something wrote to it since (dropped),
@@ -169,13 +173,6 @@ function restore(res: ServerResponse, held: Hold, answer: HeldReply): void {
   for (const [name, value] of Object.entries(answer.fields)) if (value !== undefined) res.setHeader(name, value)
 }
 
-// The hold of a response whose methods are ours (set before they are).
-function holdOf(res: ServerResponse): Hold {
-  const held = holds.get(res)
-  if (held === undefined) throw new Error('idem: a held method called on a response never held')
-  return held
-}
-
 // Whether the route has answered a held response: what is written to it then is dropped.
 function overwrites(held: Hold): boolean {
   if (held.answer === undefined) return false
@@ -184,7 +181,8 @@ function overwrites(held: Hold): boolean {
 }
 
 const heldWriteHead = function writeHead(this: ServerResponse, status: number, reason?: unknown, headers?: unknown) {
-  const held = holdOf(this)
+  const held = holds.get(this)
+  if (held === undefined) return Reflect.apply(protoOf(this).writeHead, this, arguments)
   if (held.released) return Reflect.apply(held.writeHead, this, arguments)
   if (overwrites(held)) return this
   this.statusCode = status
@@ -194,16 +192,18 @@ const heldWriteHead = function writeHead(this: ServerResponse, status: number, r
 } as WriteHead
 
 const heldWrite = function write(this: ServerResponse, chunk: unknown, encoding?: unknown, callback?: unknown) {
-  const held = holdOf(this)
+  const held = holds.get(this)
+  if (held === undefined) return Reflect.apply(protoOf(this).write, this, arguments)
   if (held.released) return Reflect.apply(held.write, this, arguments)
   if (!overwrites(held)) collect(held, chunk, encoding)
   const done = typeof encoding === 'function' ? encoding : callback
   if (typeof done === 'function') queueMicrotask(() => (done as WriteCallback)())
   return true
-} as Write
+} as ServerResponse['write']
 
 const heldEnd = function end(this: ServerResponse, chunk?: unknown, encoding?: unknown, callback?: unknown) {
-  const held = holdOf(this)
+  const held = holds.get(this)
+  if (held === undefined) return Reflect.apply(protoOf(this).end, this, arguments)
   if (held.released) return Reflect.apply(held.end, this, arguments)
   const done = typeof chunk === 'function' ? chunk : typeof encoding === 'function' ? encoding : callback
   endHeld(this, held, chunk, encoding)
