@@ -89,6 +89,50 @@ describe('express', () => {
     await server.close()
   })
 
+  // The hold is on the response itself, so it survives what Express does to the
+  // response's prototype (a mounted sub-app gives it its own) and stands in front of
+  // methods an earlier middleware wrapped (as on-headers and compression do), whose
+  // wrappers still run when the answer is sent.
+  it('holds the answer of a route in a mounted sub-app, behind an earlier wrapper of writeHead and end, and through flushHeaders', async () => {
+    const app = express()
+    app.use((_req, res, next) => {
+      const { writeHead, end } = res
+      res.writeHead = function (this: typeof res, ...args: unknown[]) {
+        this.setHeader('x-wrapped', 'yes')
+        return Reflect.apply(writeHead, this, args)
+      } as typeof res.writeHead
+      res.end = function (this: typeof res, ...args: unknown[]) {
+        return Reflect.apply(end, this, args)
+      } as typeof res.end
+      next()
+    })
+    app.use(expressIdempotency({ store: backend.store, scope }))
+    const sub = express()
+    sub.use(express.json())
+    const seen: Array<{ afterFlush: boolean; afterAnswer: boolean }> = []
+    let runs = 0
+    sub.post('/orders', (req, res) => {
+      res.flushHeaders()
+      const afterFlush = res.headersSent
+      res.status(201).json({ got: req.body, run: ++runs })
+      seen.push({ afterFlush, afterAnswer: res.headersSent || res.writableEnded })
+    })
+    app.use('/v1', sub)
+    const server = await listen(http.createServer(app))
+    const k = key()
+    const send = (): Promise<Response> => httpCall(server.port, { path: '/v1/orders', key: k, contentType: json, body: '{"amount":5}' })
+    const first = await send()
+    expect(first.status).toBe(201)
+    expect(first.headers.get('x-wrapped')).toBe('yes')
+    expect(await first.json()).toEqual({ got: { amount: 5 }, run: 1 })
+    expect(seen).toEqual([{ afterFlush: false, afterAnswer: false }])
+    const replay = await send()
+    expect(replay.headers.get('idempotent-replayed')).toBe('true')
+    expect(await replay.json()).toEqual({ got: { amount: 5 }, run: 1 })
+    expect(runs).toBe(1)
+    await server.close()
+  })
+
   it('mounted after something that read the body and kept nothing, it refuses (500 invalid-option) rather than fingerprint an empty body', async () => {
     const app = express()
     app.use((req, _res, next) => {

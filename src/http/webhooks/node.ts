@@ -7,7 +7,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http'
 import { InvalidOptionError } from '../../core/errors/invalid-option.js'
 import type { HttpAnswer, HttpRequest } from '../exchange.js'
 import { declaresBody, nodeBody, nodeRequest } from '../adapters/node/request.js'
-import { sendAnswer } from '../adapters/node/response.js'
+import { sendAnswer } from '../adapters/node/answer.js'
 
 /** A Node request as the webhook receiver reads it, and whether its upload was left unread (a 413). */
 export interface NodeDelivery {

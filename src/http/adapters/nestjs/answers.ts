@@ -1,7 +1,8 @@
 import type { ServerResponse } from 'node:http'
 import type { ExecutionContext } from '@nestjs/common'
 import type { HttpAnswer } from '../../exchange.js'
-import { captureResponse, sendAnswer } from '../node/response.js'
+import { sendAnswer } from '../node/answer.js'
+import { captureResponse } from '../node/response.js'
 
 // Nest's own test for a handler that sends its response itself, so that Nest writes
 // nothing after it (RouterExecutionContext.isResponseHandled): it takes `@Res()` or

@@ -7,7 +7,8 @@ import type { RequestProtection, RouteCalls } from '../../handler.js'
 import type { IdempotencyContext } from '../../options.js'
 import { problemAnswer } from '../../problem.js'
 import { declaresBody, isParsedObject, nodeBody, nodeRequest, parsedBody, refillRequest, type NodeRequestBody } from '../node/request.js'
-import { answeredStatus, captureResponse, recordHeaders, sendAnswer, sendHeld } from '../node/response.js'
+import { sendAnswer } from '../node/answer.js'
+import { answeredStatus, captureResponse, recordHeaders, sendHeld } from '../node/response.js'
 import { answerInstead } from './answers.js'
 
 /**

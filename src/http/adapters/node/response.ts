@@ -1,14 +1,19 @@
 /**
- * Node's `ServerResponse` mapped to the middleware's exchange, shared by the Express,
- * Fastify and NestJS adapters (the request side is `node-request.ts`): the route's reply
- * held on the response (its headers stay there, in Node's own list) until it is sent,
- * answers written with `writeHead` and `end`. No Web `Response` or `Headers` is made.
- * Mapping only: no idempotency behaviour here.
+ * Node's `ServerResponse` mapped to the middleware's exchange for Express, Fastify, Koa
+ * and NestJS (the request: `request.ts`; idem's own answers: `answer.ts`): the route's
+ * reply held on the response until it is sent. Mapping only: no idempotency behaviour.
+ * Lean, as every protected request runs it: held methods made once, a hold one object of
+ * one shape, a one-chunk body kept as given. Adding a property to an Express response is
+ * dear (Express sets its prototype, and V8 then makes a hidden class per property
+ * added): three methods are added, never put back (released, they hand calls on), and
+ * `flushHeaders` is Node's (it calls the held `writeHead`, and writes no byte). They go
+ * on the response, not its prototype: a mounted sub-app sets another, and an earlier
+ * wrapper (on-headers) must stay behind them.
  */
 import type { ServerResponse } from 'node:http'
 import { NO_BODY_STATUSES } from '../../../headers/no-body-statuses.js'
-import type { HttpAnswer, HttpBody, RouteReply } from '../../exchange.js'
-import { byteLength, wireValue } from '../../stored-response.js'
+import { byteLength } from '../../stored-response.js'
+import type { HttpBody, RouteReply } from '../../exchange.js'
 
 // A small body goes out as latin1 text (one byte per character, so any bytes survive):
 // Node then sends headers and body in one write instead of a writev of two buffers. Never
@@ -24,12 +29,16 @@ export function bytesOf(body: HttpBody): Uint8Array {
   return typeof body === 'string' ? Buffer.from(body, 'utf8') : body
 }
 
-function endWith(res: ServerResponse, body: HttpBody): void {
-  const bytes = bytesOf(body)
-  if (bytes.byteLength === 0) res.end()
-  else if (bytes.byteLength <= SMALL_BODY) res.end(Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('latin1'), 'latin1')
-  else res.end(Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength))
+// `length` is the body's byte length: a text body as long as its characters is ASCII,
+// the same bytes in latin1, sent as it is (no copy of it as bytes, nor back as text).
+export function endWith(res: ServerResponse, end: ServerResponse['end'], body: HttpBody, length: number): void {
+  if (length === 0) Reflect.apply(end, res, [])
+  else if (typeof body === 'string' && body.length === length) Reflect.apply(end, res, [body, 'latin1'])
+  else if (length <= SMALL_BODY) Reflect.apply(end, res, [bufferOf(bytesOf(body)).toString('latin1'), 'latin1'])
+  else Reflect.apply(end, res, [bufferOf(bytesOf(body))])
 }
+
+const bufferOf = (bytes: Uint8Array): Buffer => Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength)
 
 /**
  * Sends the route's reply that `captureResponse` held: its status and headers as the
@@ -42,83 +51,65 @@ function endWith(res: ServerResponse, body: HttpBody): void {
  */
 export function sendHeld(res: ServerResponse, body: HttpBody, closeConnection: boolean): void {
   const hold = unhold(res)
+  const own = hold ?? res
   if (hold?.answer !== undefined) restore(res, hold, hold.answer)
   if (closeConnection) res.setHeader('connection', 'close')
-  if (NO_BODY_STATUSES.has(res.statusCode)) {
+  const status = hold?.answer?.status ?? res.statusCode
+  if (NO_BODY_STATUSES.has(status)) {
     if (res.hasHeader('content-length')) res.removeHeader('content-length')
-    res.end()
+    Reflect.apply(own.end, res, [])
     return
   }
-  res.setHeader('content-length', byteLength(body))
-  res.writeHead(res.statusCode)
-  endWith(res, body)
+  const length = byteLength(body)
+  res.setHeader('content-length', length)
+  Reflect.apply(own.writeHead, res, [status])
+  endWith(res, own.end, body, length)
 }
-
-/**
- * Writes an answer of idem's own to a Node response that has not started. Headers that
- * earlier middleware set (CORS, HSTS, a request id) are kept, as they would be without
- * idem; the answer's own replace any of the same name, repeated fields kept apart, each
- * value as its bytes (`wireValue`), and `Content-Length` is the body's own.
- */
-export function sendAnswer(res: ServerResponse, answer: HttpAnswer, closeConnection: boolean): void {
-  // A route still captured (it ran past its deadline, and idem answers for it) has
-  // written nothing: the answer goes out through the response's own methods.
-  release(res)
-  const headers = answer.headers.slice()
-  if (NO_BODY_STATUSES.has(answer.status)) {
-    if (res.hasHeader('content-length')) res.removeHeader('content-length')
-  } else headers.push('content-length', String(byteLength(answer.body)))
-  if (closeConnection) headers.push('connection', 'close')
-  // Not writeHead(status, list): once any header was set on the response, it sets each
-  // field of the list over the last, and a repeated field (Set-Cookie) keeps one value.
-  for (let i = 0; i < headers.length; i += 2) res.removeHeader(headers[i]!)
-  for (let i = 0; i + 1 < headers.length; i += 2) res.appendHeader(headers[i]!, wireValue(headers[i + 1]!))
-  res.writeHead(answer.status)
-  if (NO_BODY_STATUSES.has(answer.status)) res.end()
-  else endWith(res, answer.body)
-}
-
-/** The fields of a header record (lower-case names: Node's `getHeaders()`, Fastify's) whose names are in `names`, as a flat list. */
-export function recordHeaders(headers: Readonly<Record<string, unknown>>, names?: ReadonlySet<string>): string[] {
-  const list: string[] = []
-  for (const name in headers) if (names === undefined || names.has(name)) pushField(list, name, headers[name])
-  return list
-}
-
-function pushField(list: string[], name: string, value: unknown): void {
-  if (Array.isArray(value)) for (const item of value) list.push(name, String(item))
-  else if (value !== undefined && value !== null) list.push(name, String(value))
-}
-
-type WriteCallback = (error?: Error | null) => void
 
 /** Told once when something answers a held response a second time: the status the route answered with, and the second answer's. */
 export type SecondAnswer = (answered: number, second: number) => void
 
-/** A response whose writes are held: its own methods, put back at the end, and what was written. */
-interface Hold {
-  readonly original: Pick<ServerResponse, 'writeHead' | 'write' | 'end' | 'flushHeaders'>
-  readonly chunks: HttpBody[]
-  resolve(reply: RouteReply<HttpBody>): void
-  /** What the route answered, once it ended the response: it stays held until the adapter sends it. */
-  answer?: HeldAnswer
-  /** Told of the first answer written after the route's own (which is dropped); unset once told. */
-  second: SecondAnswer | undefined
+type WriteCallback = (error?: Error | null) => void
+type WriteHead = ServerResponse['writeHead']
+type End = ServerResponse['end']
+
+/** The methods a hold stands in for, and that write a response once released. */
+export type Writes = Readonly<Pick<ServerResponse, 'writeHead' | 'write' | 'end'>>
+
+/** A response whose writes are held: the methods it stands in for, and what was written. */
+class Hold implements Writes {
+  readonly writeHead: WriteHead
+  readonly write: ServerResponse['write']
+  readonly end: End
+  /** The chunks written: the first, and the ones after it if any. */
+  first: HttpBody | undefined = undefined
+  rest: HttpBody[] | undefined = undefined
+  /** What the route answered, once it ended the response: held until the adapter sends it. */
+  answer: HeldReply | undefined = undefined
   /** Something wrote to the response after the route's answer (dropped). */
-  overwritten: boolean
+  overwritten = false
+  /** Sent or given up: every call goes to the methods the hold stands in for. */
+  released = false
+  /** The methods it stands in for are the prototype's: once released, it is let go. */
+  readonly inherited: boolean
+
+  // `second`: told of the first answer written after the route's own; unset once told.
+  // Ours on the response (held before, and let go) stand for the prototype's.
+  constructor(
+    writes: Writes,
+    proto: Writes,
+    readonly resolve: (reply: RouteReply<HttpBody>) => void,
+    public second: SecondAnswer | undefined,
+  ) {
+    this.writeHead = writes.writeHead === heldWriteHead ? proto.writeHead : writes.writeHead
+    this.write = writes.write === heldWrite ? proto.write : writes.write
+    this.end = writes.end === heldEnd ? proto.end : writes.end
+    this.inherited = this.writeHead === proto.writeHead && this.write === proto.write && this.end === proto.end
+  }
 }
 
-/** The route's answer as the response held it when the route ended it. */
-interface HeldAnswer {
-  readonly status: number
-  readonly statusMessage: string
-  /** Every header field then (lower-case names), its value as Node keeps it. */
-  readonly headers: Readonly<Record<string, number | string | string[] | undefined>>
-}
-
-// The responses whose writes `captureResponse` holds. The methods put in place of the
-// response's own are the same functions for every response (made once, here), so that
-// holding a response costs no closures.
+// Each held response's latest hold; a released one stays only when it stands in for a
+// wrapper of the response's own (V8's collector pays for each entry a WeakMap keeps).
 const holds = new WeakMap<ServerResponse, Hold>()
 
 /**
@@ -136,120 +127,152 @@ const holds = new WeakMap<ServerResponse, Hold>()
  * open until the route has finished with it (a rollback while it still writes would
  * let those writes land outside any transaction). It commits as usual, and a retry
  * with the same key gets the stored response. A route that never ends the response is
- * given up on at its deadline (`deadlineMs`); `sendAnswer` then puts the methods
- * back before it sends idem's answer, and what the route writes later fails as a write
- * after the end does.
+ * given up on at its deadline (`deadlineMs`); `sendAnswer` then releases it before it
+ * sends idem's answer, and what the route writes later fails as a write after the end
+ * does.
+ * @example const reply = captureResponse(res, (answered, second) => told(answered, second))
  */
 export function captureResponse(res: ServerResponse, second?: SecondAnswer): Promise<RouteReply<HttpBody>> {
   return new Promise<RouteReply<HttpBody>>((resolve) => {
-    const original = { writeHead: res.writeHead, write: res.write, end: res.end, flushHeaders: res.flushHeaders }
-    holds.set(res, { original, chunks: [], resolve, second, overwritten: false })
-    res.writeHead = heldWriteHead
-    res.write = heldWrite
-    res.end = heldEnd
-    res.flushHeaders = heldFlushHeaders
+    // Held before: the methods that hold stood in for, and ours back in front.
+    const before = holds.get(res)
+    holds.set(res, new Hold(before ?? res, protoOf(res), resolve, second))
+    if (before === undefined || res.writeHead !== heldWriteHead) res.writeHead = heldWriteHead
+    if (before === undefined || res.write !== heldWrite) res.write = heldWrite
+    if (before === undefined || res.end !== heldEnd) res.end = heldEnd
   })
 }
 
-/** The status the route answered a held response with, once it has ended it; undefined before, or when nothing holds it. */
+/** The status the route answered a held response with, once it has ended it; undefined before, once released, or when nothing holds it. */
 export function answeredStatus(res: ServerResponse): number | undefined {
-  return holds.get(res)?.answer?.status
+  const held = holds.get(res)
+  return held === undefined || held.released ? undefined : held.answer?.status
 }
 
-/**
- * Puts a held response's own methods back, dropping what was held: it is then written
- * as usual, with the status and headers it has now.
- */
-export function release(res: ServerResponse): void {
-  unhold(res)
-}
-
+// Releases a held response; the hold, or undefined when nothing holds it.
 function unhold(res: ServerResponse): Hold | undefined {
-  const hold = holds.get(res)
-  if (hold === undefined) return undefined
-  holds.delete(res)
-  Object.assign(res, hold.original)
-  return hold
+  const held = holds.get(res)
+  if (held === undefined || held.released) return undefined
+  held.released = true
+  if (held.inherited) holds.delete(res)
+  return held
 }
 
-// The route's answer back on the response, as it was when the route ended it, when
-// something wrote to it since (dropped), and may have changed its status and headers on
-// the way (an error handler sets its own before it writes).
-function restore(res: ServerResponse, hold: Hold, answer: HeldAnswer): void {
-  if (!hold.overwritten && res.statusCode === answer.status) return
+// A response's prototype, where the methods a hold let go stood in for are found.
+function protoOf(res: ServerResponse): Writes {
+  return Object.getPrototypeOf(res)
+}
+
+// The route's answer back on the response when something wrote to it since (dropped),
+// and may have changed its status and headers (an error handler sets its own first).
+function restore(res: ServerResponse, held: Hold, answer: HeldReply): void {
+  if (!held.overwritten && res.statusCode === answer.status) return
   res.statusCode = answer.status
   res.statusMessage = answer.statusMessage
   for (const name of res.getHeaderNames()) res.removeHeader(name)
-  for (const [name, value] of Object.entries(answer.headers)) if (value !== undefined) res.setHeader(name, value)
+  for (const [name, value] of Object.entries(answer.fields)) if (value !== undefined) res.setHeader(name, value)
 }
 
 // Whether the route has answered a held response: what is written to it then is dropped.
-function overwrites(hold: Hold | undefined): boolean {
-  if (hold?.answer === undefined) return false
-  hold.overwritten = true
+function overwrites(held: Hold): boolean {
+  if (held.answer === undefined) return false
+  held.overwritten = true
   return true
 }
 
-const heldWriteHead = function writeHead(this: ServerResponse, status: number, ...rest: unknown[]) {
-  if (overwrites(holds.get(this))) return this
+const heldWriteHead = function writeHead(this: ServerResponse, status: number, reason?: unknown, headers?: unknown) {
+  const held = holds.get(this)
+  if (held === undefined) return Reflect.apply(protoOf(this).writeHead, this, arguments)
+  if (held.released) return Reflect.apply(held.writeHead, this, arguments)
+  if (overwrites(held)) return this
   this.statusCode = status
-  if (typeof rest[0] === 'string') this.statusMessage = rest.shift() as string
-  setHeadersFrom(this, rest[0])
+  if (typeof reason === 'string') this.statusMessage = reason
+  setHeadersFrom(this, typeof reason === 'string' ? headers : reason)
   return this
-} as ServerResponse['writeHead']
-
-const heldFlushHeaders = (): void => {}
+} as WriteHead
 
 const heldWrite = function write(this: ServerResponse, chunk: unknown, encoding?: unknown, callback?: unknown) {
-  const hold = holds.get(this)
-  if (hold !== undefined && !overwrites(hold)) collect(hold.chunks, chunk, encoding)
+  const held = holds.get(this)
+  if (held === undefined) return Reflect.apply(protoOf(this).write, this, arguments)
+  if (held.released) return Reflect.apply(held.write, this, arguments)
+  if (!overwrites(held)) collect(held, chunk, encoding)
   const done = typeof encoding === 'function' ? encoding : callback
   if (typeof done === 'function') queueMicrotask(() => (done as WriteCallback)())
   return true
 } as ServerResponse['write']
 
 const heldEnd = function end(this: ServerResponse, chunk?: unknown, encoding?: unknown, callback?: unknown) {
-  const hold = holds.get(this)
+  const held = holds.get(this)
+  if (held === undefined) return Reflect.apply(protoOf(this).end, this, arguments)
+  if (held.released) return Reflect.apply(held.end, this, arguments)
   const done = typeof chunk === 'function' ? chunk : typeof encoding === 'function' ? encoding : callback
-  if (hold !== undefined) endHeld(this, hold, chunk, encoding)
+  endHeld(this, held, chunk, encoding)
   if (typeof done === 'function') queueMicrotask(() => (done as WriteCallback)())
   return this
-} as ServerResponse['end']
+} as End
 
 // The route's end holds its answer; any later one is a second answer, dropped.
-function endHeld(res: ServerResponse, hold: Hold, chunk: unknown, encoding: unknown): void {
-  if (hold.answer !== undefined) {
-    hold.overwritten = true
-    const told = hold.second
-    hold.second = undefined
-    told?.(hold.answer.status, res.statusCode)
+function endHeld(res: ServerResponse, held: Hold, chunk: unknown, encoding: unknown): void {
+  if (held.answer !== undefined) {
+    held.overwritten = true
+    const told = held.second
+    held.second = undefined
+    told?.(held.answer.status, res.statusCode)
     return
   }
-  collect(hold.chunks, chunk, encoding)
-  const answer: HeldAnswer = { status: res.statusCode, statusMessage: res.statusMessage, headers: res.getHeaders() }
-  hold.answer = answer
-  hold.resolve(heldReply(answer, joined(hold.chunks)))
+  collect(held, chunk, encoding)
+  held.answer = new HeldReply(res.statusCode, res.statusMessage, res.getHeaders(), joined(held))
+  held.resolve(held.answer)
 }
 
-// What the route answered: its status and body, and its headers as they were then.
-function heldReply(answer: HeldAnswer, body: HttpBody): RouteReply<HttpBody> {
-  return { kind: 'reply', response: body, status: answer.status, body, headers: (names) => recordHeaders(answer.headers, names) }
+// What the route answered: its status, body, and header fields (lower-case names, as Node keeps them) as they were then.
+class HeldReply implements RouteReply<HttpBody> {
+  readonly kind = 'reply'
+  readonly response: HttpBody
+
+  constructor(
+    readonly status: number,
+    readonly statusMessage: string,
+    readonly fields: Readonly<Record<string, number | string | string[] | undefined>>,
+    readonly body: HttpBody,
+  ) {
+    this.response = body
+  }
+
+  headers(names: ReadonlySet<string>): string[] {
+    return recordHeaders(this.fields, names)
+  }
 }
 
-function collect(chunks: HttpBody[], chunk: unknown, encoding: unknown): void {
+/** The fields of a header record (lower-case names: Node's `getHeaders()`, Fastify's) whose names are in `names`, as a flat list. */
+export function recordHeaders(headers: Readonly<Record<string, unknown>>, names?: ReadonlySet<string>): string[] {
+  const list: string[] = []
+  for (const name in headers) if (names === undefined || names.has(name)) pushField(list, name, headers[name])
+  return list
+}
+
+function pushField(list: string[], name: string, value: unknown): void {
+  if (Array.isArray(value)) for (const item of value) list.push(name, String(item))
+  else if (value !== undefined && value !== null) list.push(name, String(value))
+}
+
+function collect(held: Hold, chunk: unknown, encoding: unknown): void {
+  let body: HttpBody
   if (chunk === undefined || chunk === null || typeof chunk === 'function') return
   if (typeof chunk === 'string') {
     // Text as it is (the common case: one string, stored and sent as UTF-8).
-    if (typeof encoding !== 'string' || UTF8.has(encoding)) chunks.push(chunk)
-    else chunks.push(Buffer.from(chunk, encoding as BufferEncoding))
-  } else if (chunk instanceof Uint8Array) chunks.push(chunk)
+    body = typeof encoding !== 'string' || UTF8.has(encoding) ? chunk : Buffer.from(chunk, encoding as BufferEncoding)
+  } else if (chunk instanceof Uint8Array) body = chunk
+  else return
+  if (held.first === undefined) held.first = body
+  else (held.rest ??= []).push(body)
 }
 
 const UTF8 = new Set(['utf8', 'utf-8', 'UTF8', 'UTF-8'])
 
-function joined(chunks: readonly HttpBody[]): HttpBody {
-  if (chunks.length === 0) return ''
-  if (chunks.length === 1) return chunks[0]!
+function joined(held: Hold): HttpBody {
+  if (held.rest === undefined) return held.first ?? ''
+  const chunks = [held.first!, ...held.rest]
   if (chunks.every((chunk) => typeof chunk === 'string')) return chunks.join('')
   return Buffer.concat(chunks.map((chunk) => (typeof chunk === 'string' ? Buffer.from(chunk, 'utf8') : chunk)))
 }
@@ -261,4 +284,14 @@ function setHeadersFrom(res: ServerResponse, headers: unknown): void {
   } else if (headers !== null && typeof headers === 'object') {
     for (const [name, value] of Object.entries(headers)) if (value !== undefined) res.setHeader(name, value as string | string[])
   }
+}
+
+/**
+ * Releases a held response, dropping what was held: it is then written as usual, with
+ * the status and headers it has now, through the methods this returns (the ones the
+ * hold stood in for: a wrapper put on the response after the hold is passed by).
+ * @example const { writeHead } = release(res)
+ */
+export function release(res: ServerResponse): Writes {
+  return unhold(res) ?? res
 }
