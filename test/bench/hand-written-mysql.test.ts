@@ -4,7 +4,8 @@
 // another request under the key is refused, and a failed or 5xx route leaves no key behind.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import mysql from 'mysql2/promise'
-import { fingerprintOf, handWrittenMysqlKeys, handWrittenMysqlTable } from '../../bench/hand-written-mysql.mjs'
+import { handWrittenMysqlKeys, handWrittenMysqlTable } from '../../bench/hand-written-mysql.mjs'
+import { handWrittenCases, request } from './support/hand-written-cases.js'
 import { testDatabase, type TestDatabase } from '../support/mysql.js'
 
 const db = await testDatabase('hand_written_mysql', 2)
@@ -31,7 +32,6 @@ describe.skipIf(db === undefined)('the hand-written MySQL key handling of the be
     if (delayMs > 0) await new Promise((resolve) => setTimeout(resolve, delayMs))
     return { status: 201, body: JSON.stringify({ id: result.insertId }) }
   }
-  const request = (key: string, body: string) => ({ scope: 'acct', key, fingerprint: fingerprintOf('POST', '/orders', body) })
   const rowsOf = async (body: string) => Number((await pool.query<mysql.RowDataPacket[]>('SELECT COUNT(*) AS n FROM orders WHERE body = ?', [body]))[0][0]?.n)
   const keyRows = async (key: string) => Number((await pool.query<mysql.RowDataPacket[]>('SELECT COUNT(*) AS n FROM hand_keys WHERE `key` = ?', [key]))[0][0]?.n)
 
@@ -39,29 +39,6 @@ describe.skipIf(db === undefined)('the hand-written MySQL key handling of the be
     const plain = mysql.createPool({ uri: url, connectionLimit: 1 })
     expect(() => handWrittenMysqlKeys({ pool: plain })).toThrow('multipleStatements')
     return plain.end()
-  })
-
-  it('answers a retry with the stored answer, without running the route', async () => {
-    const body = JSON.stringify({ ref: 'replay' })
-    const before = runs
-    const first = await hand.handle(request('k-replay', body), route(body))
-    const again = await hand.handle(request('k-replay', body), route(body))
-    expect(first.status).toBe(201)
-    expect(again).toEqual({ status: 201, body: first.body, replayed: true })
-    expect(runs - before).toBe(1)
-    expect(await rowsOf(body)).toBe(1)
-  })
-
-  it('runs concurrent duplicates once, every one getting the same answer', async () => {
-    for (let round = 0; round < 3; round++) {
-      const body = JSON.stringify({ ref: `race-${round}` })
-      const before = runs
-      const answers = await Promise.all(Array.from({ length: 20 }, () => hand.handle(request(`k-race-${round}`, body), route(body, 20))))
-      expect(runs - before).toBe(1)
-      expect(await rowsOf(body)).toBe(1)
-      expect(new Set(answers.map((answer) => `${answer.status} ${answer.body}`)).size).toBe(1)
-      expect(answers.filter((answer) => answer.replayed !== true)).toHaveLength(1)
-    }
   })
 
   it('runs the route once more for duplicates that waited on a holder that rolled back', async () => {
@@ -88,30 +65,11 @@ describe.skipIf(db === undefined)('the hand-written MySQL key handling of the be
     expect(answers.filter((answer) => answer.replayed === true)).toHaveLength(8)
   })
 
-  it('refuses another request under a used key, and keeps the first answer', async () => {
-    const body = JSON.stringify({ ref: 'first' })
-    const other = JSON.stringify({ ref: 'other' })
-    const first = await hand.handle(request('k-other', body), route(body))
-    expect((await hand.handle(request('k-other', other), route(other))).status).toBe(422)
-    expect(await rowsOf(other)).toBe(0)
-    expect(await hand.handle(request('k-other', body), route(body))).toEqual({ ...first, replayed: true })
-  })
-
-  it('keeps nothing of a route that throws or answers 5xx, and runs the retry afresh', async () => {
-    const body = JSON.stringify({ ref: 'failed' })
-    await expect(
-      hand.handle(request('k-failed', body), async (connection) => {
-        await route(body)(connection)
-        throw new Error('the route failed after its INSERT')
-      }),
-    ).rejects.toThrow('the route failed')
-    const unavailable = await hand.handle(request('k-failed', body), async (connection) => ({ ...(await route(body)(connection)), status: 503 }))
-    expect(unavailable.status).toBe(503)
-    expect(await rowsOf(body)).toBe(0)
-    expect(await keyRows('k-failed')).toBe(0)
-    const retried = await hand.handle(request('k-failed', body), route(body))
-    expect(retried.status).toBe(201)
-    expect(retried.replayed).toBeUndefined()
-    expect(await rowsOf(body)).toBe(1)
-  })
+  handWrittenCases<mysql.PoolConnection>(() => ({
+    handle: (request, work) => hand.handle(request, work),
+    route,
+    rowsOf,
+    runs: () => runs,
+    leftNothing: async (key) => expect(await keyRows(key)).toBe(0),
+  }))
 })
